@@ -1,0 +1,235 @@
+// Package disbackend defines what the gateway needs from a store with DIS
+// semantics: streams (Kafka topics) of partitions, each an append-only log of
+// sequence numbers (Kafka offsets) with a [first : next] range, and the domain
+// types, error sentinels and Kafka-to-DIS name rules shared by every backend.
+//
+// It owns no storage and imports no Kafka wire types (kmsg); the gateway
+// decodes the wire, backends (localstore, later disrest) keep the data.
+package disbackend
+
+import (
+	"context"
+	"encoding/binary"
+	"time"
+)
+
+// Backend is everything the gateway uses. Implementations: localstore (Pebble).
+type Backend interface {
+	Streams
+	Log
+	Producers
+	// Close flushes and syncs what is pending and releases the store. Appends
+	// after Close fail with ErrClosed.
+	Close() error
+}
+
+// TimestampType is a topic's message.timestamp.type.
+type TimestampType int8
+
+const (
+	// CreateTime keeps the producer's timestamps (Kafka's default).
+	CreateTime TimestampType = 0
+	// LogAppendTime replaces them with the time the store appended the batch.
+	LogAppendTime TimestampType = 1
+)
+
+func (t TimestampType) String() string {
+	if t == LogAppendTime {
+		return "LogAppendTime"
+	}
+	return "CreateTime"
+}
+
+// UnlimitedRetention as StreamConfig.Retention keeps data forever
+// (Kafka retention.ms=-1).
+const UnlimitedRetention time.Duration = -1
+
+// StreamConfig holds the per-stream settings a Kafka topic config maps to.
+type StreamConfig struct {
+	// Retention is how long a batch is kept after it was appended (DIS
+	// data_duration, Kafka retention.ms); expiry removes whole batches and moves
+	// the partition's first sequence number. UnlimitedRetention keeps forever.
+	// Must be > 0 or UnlimitedRetention.
+	Retention time.Duration
+	// TimestampType is message.timestamp.type.
+	TimestampType TimestampType
+	// MaxMessageBytes is max.message.bytes: the largest record batch accepted,
+	// in bytes.
+	MaxMessageBytes int32
+}
+
+// StreamSpec is what CreateStream needs.
+type StreamSpec struct {
+	// Name is the DIS stream name, already mapped from TopicName by
+	// StreamNameForTopic.
+	Name string
+	// TopicName is the original Kafka topic name, kept by the backend so that
+	// it can be listed back.
+	TopicName string
+	// PartitionCount is the number of partitions, > 0.
+	PartitionCount int32
+	Config         StreamConfig
+}
+
+// Stream describes one stream (Kafka topic) as the backend keeps it.
+type Stream struct {
+	Name           string   // DIS stream name
+	TopicName      string   // original Kafka topic name
+	TopicID        [16]byte // random at creation, stable across restarts, never zero
+	PartitionCount int32
+	Config         StreamConfig
+	CreatedAt      time.Time
+}
+
+// PartitionRange is DIS's sequence_number_range of one partition: First is the
+// oldest retained sequence number (Kafka log start offset); Next is the one the
+// next record gets (Kafka log end offset = high watermark). Only synced data is
+// counted: Next never covers a record that a crash could lose.
+type PartitionRange struct {
+	First int64
+	Next  int64
+}
+
+// Streams manages streams (Kafka topics). DIS: CreateStream, DeleteStream,
+// ListStreams, DescribeStream, UpdatePartitionCount, UpdateStream.
+type Streams interface {
+	// CreateStream creates a stream with a new random TopicID. Errors:
+	// ErrStreamExists (the same topic exists), ErrNameCollision (another topic
+	// maps to the same stream name), ErrInvalidPartitionCount, ErrInvalidConfig.
+	CreateStream(ctx context.Context, spec StreamSpec) (Stream, error)
+	// DeleteStream removes a stream and all its data. Errors: ErrStreamNotFound.
+	DeleteStream(ctx context.Context, name string) error
+	// ListStreams returns every stream, sorted by Name.
+	ListStreams(ctx context.Context) ([]Stream, error)
+	// DescribeStream returns one stream. Errors: ErrStreamNotFound.
+	DescribeStream(ctx context.Context, name string) (Stream, error)
+	// UpdatePartitionCount raises the partition count to n (new partitions
+	// start at sequence number 0). Errors: ErrStreamNotFound,
+	// ErrInvalidPartitionCount (n not larger than the current count).
+	UpdatePartitionCount(ctx context.Context, name string, n int32) error
+	// UpdateStreamConfig replaces the stream's config. Errors:
+	// ErrStreamNotFound, ErrInvalidConfig.
+	UpdateStreamConfig(ctx context.Context, name string, cfg StreamConfig) error
+}
+
+// Batch is one Kafka record batch (magic 2) as a producer sent it, already
+// validated by the gateway (header, CRC-32C, size). The header fields are
+// decoded copies of what Raw holds. A store that keeps batches whole stores
+// Raw, rewriting only its base offset (bytes 0-7, big-endian int64) to the
+// assigned sequence number; the CRC does not cover those bytes, so it stays
+// valid. The store takes ownership of Raw.
+type Batch struct {
+	Raw            []byte
+	NumRecords     int32 // records in the batch (last offset delta + 1), > 0
+	FirstTimestamp int64 // ms
+	MaxTimestamp   int64 // ms
+	ProducerID     int64 // -1 when not idempotent
+	ProducerEpoch  int16
+	BaseSequence   int32 // producer sequence of the first record, -1 when not idempotent
+	Attributes     int16 // Kafka batch attributes (compression codec in bits 0-2)
+}
+
+// BaseOffset returns the base offset field of a raw Kafka record batch.
+func BaseOffset(raw []byte) int64 { return int64(binary.BigEndian.Uint64(raw)) }
+
+// SetBaseOffset rewrites the base offset field (bytes 0-7) of a raw Kafka
+// record batch. The batch CRC does not cover it.
+func SetBaseOffset(raw []byte, off int64) { binary.BigEndian.PutUint64(raw, uint64(off)) }
+
+// AppendResult is what a synced append returns.
+type AppendResult struct {
+	// BaseOffset is the sequence number of the batch's first record. For a
+	// duplicate (an idempotent retry) it is the original's.
+	BaseOffset int64
+	// LogStartOffset is the partition's first sequence number after the append.
+	LogStartOffset int64
+	// Duplicate is true when the batch was an idempotent retry of a batch
+	// already in the log; nothing new was written.
+	Duplicate bool
+}
+
+// Pending is the outcome of an Append: it completes once the batch is synced
+// (or has failed). Safe for concurrent use.
+type Pending struct {
+	done chan struct{}
+	res  AppendResult
+	err  error
+}
+
+// NewPending returns an incomplete Pending.
+func NewPending() *Pending { return &Pending{done: make(chan struct{})} }
+
+// Complete sets the outcome and releases waiters. Call it exactly once.
+func (p *Pending) Complete(res AppendResult, err error) {
+	p.res, p.err = res, err
+	close(p.done)
+}
+
+// Done is closed when the outcome is known.
+func (p *Pending) Done() <-chan struct{} { return p.done }
+
+// Result returns the outcome; call it only after Done is closed.
+func (p *Pending) Result() (AppendResult, error) { return p.res, p.err }
+
+// Wait blocks until the outcome is known or ctx ends (then ctx.Err()).
+func (p *Pending) Wait(ctx context.Context) (AppendResult, error) {
+	select {
+	case <-p.done:
+		return p.res, p.err
+	case <-ctx.Done():
+		return AppendResult{}, ctx.Err()
+	}
+}
+
+// ReadResult is what Read returns for one partition.
+type ReadResult struct {
+	// Batches are whole Kafka record batches, in offset order, whose base
+	// offsets are their sequence numbers. The first may start before the
+	// requested offset (a read inside a stored batch returns the whole batch).
+	// Callers must not modify them.
+	Batches [][]byte
+	// Bytes is the total length of Batches.
+	Bytes int
+	// Range is the partition's synced range when the read was served.
+	Range PartitionRange
+}
+
+// Log is the partitioned record log. DIS: PutRecords, GetCursor + GetRecords,
+// DescribeStream's sequence_number_range.
+type Log interface {
+	// Append enqueues one batch for (stream, partition) and returns at once.
+	// Batches enqueued by one goroutine are applied in call order. The
+	// returned Pending completes once the batch is durable (synced), with
+	// ErrStreamNotFound, ErrPartitionNotFound, ErrOutOfOrderSequence,
+	// ErrInvalidProducerEpoch, ErrClosed, or a storage error.
+	Append(stream string, partition int32, b Batch) *Pending
+	// Read returns synced batches starting with the one holding offset, up to
+	// maxBytes in total, but always at least one whole batch when offset <
+	// Next (KIP-74: a batch is never cut). offset == Next returns no batches.
+	// Errors: ErrStreamNotFound, ErrPartitionNotFound, ErrOffsetOutOfRange
+	// (offset < First or offset > Next; the error's range is in the result).
+	Read(ctx context.Context, stream string, partition int32, offset int64, maxBytes int) (ReadResult, error)
+	// Range returns the synced [first : next] range. Errors: ErrStreamNotFound,
+	// ErrPartitionNotFound.
+	Range(stream string, partition int32) (PartitionRange, error)
+	// BatchAtTimestamp returns the first synced batch whose max timestamp is
+	// >= ts (ms): it holds the first record whose own timestamp is >= ts (every
+	// earlier batch has only earlier records), which the caller finds by
+	// decoding it. nil when no record is that late. Serves ListOffsets by
+	// timestamp. Errors as Range.
+	BatchAtTimestamp(ctx context.Context, stream string, partition int32, ts int64) ([]byte, error)
+	// BatchWithMaxTimestamp returns the first synced batch holding the
+	// partition's largest timestamp, nil when the partition is empty. Serves
+	// ListOffsets timestamp -3 (KIP-734). Errors as Range.
+	BatchWithMaxTimestamp(ctx context.Context, stream string, partition int32) ([]byte, error)
+	// Changed returns a channel that is closed the next time any partition's
+	// synced range changes (long-poll wake-up). Take it before reading.
+	Changed() <-chan struct{}
+}
+
+// Producers allocates idempotent producer ids (Kafka InitProducerId).
+type Producers interface {
+	// InitProducerID returns a producer id never handed out before, from a
+	// persisted allocator, with epoch 0.
+	InitProducerID(ctx context.Context) (id int64, epoch int16, err error)
+}

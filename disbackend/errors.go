@@ -1,0 +1,40 @@
+package disbackend
+
+import "errors"
+
+// Error sentinels. Backends wrap them with %w, adding operation, stream and
+// partition; the gateway maps them to Kafka error codes (gateway/errmap.go).
+var (
+	// ErrStreamNotFound: no such stream. Kafka UNKNOWN_TOPIC_OR_PARTITION (3).
+	ErrStreamNotFound = errors.New("stream not found")
+	// ErrPartitionNotFound: the stream has no such partition. Kafka
+	// UNKNOWN_TOPIC_OR_PARTITION (3).
+	ErrPartitionNotFound = errors.New("partition not found")
+	// ErrStreamExists: the stream already exists. Kafka TOPIC_ALREADY_EXISTS (36).
+	ErrStreamExists = errors.New("stream already exists")
+	// ErrNameCollision: another topic maps to the same stream name (a.b beside
+	// a_b). Kafka INVALID_TOPIC_EXCEPTION (17).
+	ErrNameCollision = errors.New("topic name collides with an existing topic")
+	// ErrInvalidName: the name cannot be a stream. Kafka INVALID_TOPIC_EXCEPTION (17).
+	ErrInvalidName = errors.New("invalid name")
+	// ErrInvalidPartitionCount: partition count not allowed. Kafka
+	// INVALID_PARTITIONS (37).
+	ErrInvalidPartitionCount = errors.New("invalid partition count")
+	// ErrInvalidConfig: a config value is out of range. Kafka INVALID_CONFIG (40).
+	ErrInvalidConfig = errors.New("invalid config")
+	// ErrOffsetOutOfRange: a sequence number below first or above next.
+	// Kafka OFFSET_OUT_OF_RANGE (1).
+	ErrOffsetOutOfRange = errors.New("sequence number out of range")
+	// ErrOutOfOrderSequence: an idempotent producer skipped sequence numbers.
+	// Kafka OUT_OF_ORDER_SEQUENCE_NUMBER (45).
+	ErrOutOfOrderSequence = errors.New("out of order producer sequence number")
+	// ErrInvalidProducerEpoch: a batch from an older producer epoch. Kafka
+	// INVALID_PRODUCER_EPOCH (47).
+	ErrInvalidProducerEpoch = errors.New("producer epoch is older than the current one")
+	// ErrClosed: the backend is closed. Kafka UNKNOWN_SERVER_ERROR (-1) via
+	// the default row; the gateway is shutting down.
+	ErrClosed = errors.New("backend closed")
+	// ErrUnavailable: the store cannot serve now; retriable. Kafka
+	// NOT_LEADER_OR_FOLLOWER is wrong here, so it maps to REQUEST_TIMED_OUT (7).
+	ErrUnavailable = errors.New("backend unavailable")
+)
