@@ -1,0 +1,186 @@
+package gateway
+
+// Produce: v3-13.
+//
+// Version notes:
+//   - v3: record batches (magic 2) only, transactional id. Exactly one batch
+//     per partition (else INVALID_RECORD, as Kafka).
+//   - v5: LogStartOffset in the response. v7: zstd allowed (below v7 a zstd
+//     batch gets UNSUPPORTED_COMPRESSION_TYPE). v8: ErrorMessage (KIP-467).
+//   - v9: flexible. v13: topics by id (UNKNOWN_TOPIC_ID when unknown).
+//   - Transactions are not offered: a request with a transactional id gets
+//     TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition.
+//
+// acks 0: no response; an error closes the connection, as Kafka does.
+// acks 1 and -1: the response waits until every batch is synced by the
+// backend (the high watermark covers only synced data), up to the request's
+// timeout (then REQUEST_TIMED_OUT). Batches are enqueued to the backend on
+// the connection's reader goroutine, so one connection's writes are applied
+// in order.
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/kafkawire"
+)
+
+func init() { registerAPI(0, 3, 13, (*conn).handleProduce) }
+
+// producePart is one partition's outcome: an error known at once, or a
+// pending append.
+type producePart struct {
+	p             *kmsg.ProduceResponseTopicPartition
+	pending       *disbackend.Pending
+	logAppendTime int64 // ms, -1 for CreateTime topics
+}
+
+func (c *conn) handleProduce(req *kafkawire.Request) reply {
+	r := req.Body.(*kmsg.ProduceRequest)
+	resp := r.ResponseKind().(*kmsg.ProduceResponse)
+	s := c.s
+	var parts []producePart
+	var firstErr error
+
+	setErr := func(p *kmsg.ProduceResponseTopicPartition, code int16, err error) {
+		p.ErrorCode = code
+		if r.Version >= 8 && err != nil {
+			p.ErrorMessage = errMessage(err)
+		}
+		if firstErr == nil {
+			firstErr = err
+			if firstErr == nil {
+				firstErr = kerr.ErrorForCode(code)
+			}
+		}
+	}
+
+	acksOK := r.Acks == 0 || r.Acks == 1 || r.Acks == -1
+	resp.Topics = make([]kmsg.ProduceResponseTopic, len(r.Topics))
+	for i := range r.Topics {
+		rt := &r.Topics[i]
+		t := &resp.Topics[i]
+		*t = kmsg.NewProduceResponseTopic()
+		t.Topic, t.TopicID = rt.Topic, rt.TopicID
+		var st *disbackend.Stream
+		var topicErr *kerr.Error
+		if r.Version >= 13 {
+			if st = s.topics.getByID(rt.TopicID); st == nil {
+				topicErr = kerr.UnknownTopicID
+			}
+		} else if st = s.topics.get(rt.Topic); st == nil {
+			topicErr = kerr.UnknownTopicOrPartition
+		}
+		t.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			p := &t.Partitions[j]
+			*p = kmsg.NewProduceResponseTopicPartition()
+			p.Partition = rp.Partition
+			p.BaseOffset = -1
+			switch {
+			case !acksOK:
+				setErr(p, kerr.InvalidRequiredAcks.Code, nil)
+			case r.TransactionID != nil:
+				setErr(p, kerr.TransactionalIDAuthorizationFailed.Code, errors.New("transactions are not supported"))
+			case topicErr != nil:
+				setErr(p, topicErr.Code, nil)
+			case rp.Partition < 0 || rp.Partition >= st.PartitionCount:
+				setErr(p, kerr.UnknownTopicOrPartition.Code, nil)
+			default:
+				pending, logAppendTime, err := c.appendBatch(r.Version, st, rp)
+				if err != nil {
+					setErr(p, kafkaError(c.log, err), err)
+					continue
+				}
+				parts = append(parts, producePart{p: p, pending: pending, logAppendTime: logAppendTime})
+			}
+		}
+	}
+
+	if r.Acks == 0 {
+		return reply{req: req, finish: func() (kmsg.Response, error) {
+			ctx, cancel := c.requestContext(r.TimeoutMillis)
+			defer cancel()
+			for _, pp := range parts {
+				if _, err := pp.pending.Wait(ctx); err != nil && firstErr == nil {
+					firstErr = err
+				}
+			}
+			if firstErr != nil {
+				c.log.Info("acks=0 produce failed, closing connection as Kafka does", zapErr(firstErr))
+				return nil, errCloseConn
+			}
+			return nil, nil
+		}}
+	}
+	return reply{req: req, finish: func() (kmsg.Response, error) {
+		ctx, cancel := c.requestContext(r.TimeoutMillis)
+		defer cancel()
+		for _, pp := range parts {
+			res, err := pp.pending.Wait(ctx)
+			if err != nil {
+				pp.p.ErrorCode = kafkaError(c.log, err)
+				if r.Version >= 8 {
+					pp.p.ErrorMessage = errMessage(err)
+				}
+				continue
+			}
+			pp.p.BaseOffset = res.BaseOffset
+			pp.p.LogStartOffset = res.LogStartOffset
+			pp.p.LogAppendTime = pp.logAppendTime
+		}
+		return resp, nil
+	}}
+}
+
+// appendBatch validates one partition's records and enqueues the batch.
+// Errors: MESSAGE_TOO_LARGE, and kafkawire's batch errors (CORRUPT_MESSAGE,
+// INVALID_RECORD, UNSUPPORTED_COMPRESSION_TYPE).
+func (c *conn) appendBatch(version int16, st *disbackend.Stream, rp *kmsg.ProduceRequestTopicPartition) (*disbackend.Pending, int64, error) {
+	if len(rp.Records) > int(st.Config.MaxMessageBytes) {
+		return nil, -1, kerrWrap(kerr.MessageTooLarge, fmt.Sprintf("record batch of %d bytes is larger than max.message.bytes %d", len(rp.Records), st.Config.MaxMessageBytes))
+	}
+	b, err := kafkawire.ParseBatch(rp.Records)
+	if err != nil {
+		return nil, -1, err
+	}
+	if b.Attributes&0x07 == kafkawire.CodecZstd && version < 7 {
+		return nil, -1, fmt.Errorf("%w: zstd needs Produce v7 or newer", kafkawire.ErrUnsupportedCompression)
+	}
+	raw := rp.Records
+	kafkawire.SetBatchLeaderEpoch(raw, leaderEpoch)
+	logAppendTime := int64(-1)
+	if st.Config.TimestampType == disbackend.LogAppendTime {
+		logAppendTime = time.Now().UnixMilli()
+		b.MaxTimestamp = logAppendTime
+		kafkawire.SetLogAppendTime(raw, logAppendTime)
+	}
+	pending := c.s.backend.Append(st.Name, rp.Partition, disbackend.Batch{
+		Raw:            raw,
+		NumRecords:     b.NumRecords,
+		FirstTimestamp: b.FirstTimestamp,
+		MaxTimestamp:   b.MaxTimestamp,
+		ProducerID:     b.ProducerID,
+		ProducerEpoch:  b.ProducerEpoch,
+		BaseSequence:   b.FirstSequence,
+		Attributes:     b.Attributes,
+	})
+	return pending, logAppendTime, nil
+}
+
+// kerrWrap returns an error that maps to the Kafka error ke with a message.
+func kerrWrap(ke *kerr.Error, msg string) error { return &kafkaErr{ke: ke, msg: msg} }
+
+type kafkaErr struct {
+	ke  *kerr.Error
+	msg string
+}
+
+func (e *kafkaErr) Error() string { return e.ke.Message + ": " + e.msg }
+func (e *kafkaErr) Unwrap() error { return e.ke }

@@ -1,0 +1,153 @@
+package gateway
+
+// Fetch: v4-18.
+//
+// Version notes:
+//   - v4: record batches, isolation level, last stable offset (= high
+//     watermark: no transactions, and librdkafka reads read_committed by
+//     default). v5: log start offset.
+//   - v7: fetch sessions (KIP-227). We decline every session by answering
+//     session id 0 (full responses); a non-zero session id, or an
+//     incremental epoch without one, gets FETCH_SESSION_ID_NOT_FOUND.
+//   - v9: current leader epoch (KIP-320): older than ours gets
+//     FENCED_LEADER_EPOCH, newer gets UNKNOWN_LEADER_EPOCH.
+//   - v10: zstd; a zstd batch fetched below v10 gets
+//     UNSUPPORTED_COMPRESSION_TYPE.
+//   - v11: rack (ignored; no preferred read replica). v12: flexible, last
+//     fetched epoch (one epoch only, so no divergence). v13: topics by id
+//     (UNKNOWN_TOPIC_ID). v15, v18: broker-only fields, ignored.
+//
+// Long poll: with fewer than min_bytes ready, the fetch waits up to
+// max_wait_ms and is woken at once when the backend syncs new data. Only
+// synced data is returned. KIP-74: only the first non-empty partition may
+// exceed the size limits, and then by whole batches; a batch is never cut.
+// An offset inside a stored batch returns the whole batch. Offsets below
+// the log start or above the high watermark get OFFSET_OUT_OF_RANGE.
+
+import (
+	"errors"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/kafkawire"
+)
+
+func init() { registerAPI(1, 4, 18, (*conn).handleFetch) }
+
+func (c *conn) handleFetch(req *kafkawire.Request) reply {
+	r := req.Body.(*kmsg.FetchRequest)
+	return reply{req: req, finish: func() (kmsg.Response, error) { return c.fetch(r), nil }}
+}
+
+func (c *conn) fetch(r *kmsg.FetchRequest) *kmsg.FetchResponse {
+	resp := r.ResponseKind().(*kmsg.FetchResponse)
+	if r.Version >= 7 && (r.SessionID != 0 || r.SessionEpoch != 0 && r.SessionEpoch != -1) {
+		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+		return resp
+	}
+	maxWait := time.Duration(max(r.MaxWaitMillis, 0)) * time.Millisecond
+	deadline := time.Now().Add(maxWait)
+	var timer *time.Timer
+	for {
+		changed := c.s.backend.Changed()
+		n, done := c.fillFetch(r, resp)
+		if done || n >= int(r.MinBytes) || !time.Now().Before(deadline) {
+			return resp
+		}
+		if timer == nil {
+			timer = time.NewTimer(time.Until(deadline))
+			defer timer.Stop()
+		}
+		select {
+		case <-changed:
+		case <-timer.C:
+		case <-c.ctx.Done():
+			return resp
+		case <-c.s.closing:
+			return resp
+		}
+	}
+}
+
+// fillFetch (re)builds resp's topics from the backend. It returns the
+// record bytes found and done=true when a partition has an error that
+// should be returned at once.
+func (c *conn) fillFetch(r *kmsg.FetchRequest, resp *kmsg.FetchResponse) (total int, done bool) {
+	s := c.s
+	c.fetchBuf = c.fetchBuf[:0]
+	maxBytes := int(r.MaxBytes)
+	if r.Version < 3 || maxBytes <= 0 {
+		maxBytes = int(^uint32(0) >> 1)
+	}
+	resp.Topics = resp.Topics[:0]
+	for i := range r.Topics {
+		rt := &r.Topics[i]
+		t := kmsg.NewFetchResponseTopic()
+		t.Topic, t.TopicID = rt.Topic, rt.TopicID
+		var st *disbackend.Stream
+		topicErr := int16(0)
+		if r.Version >= 13 {
+			if st = s.topics.getByID(rt.TopicID); st == nil {
+				topicErr = kerr.UnknownTopicID.Code
+			}
+		} else if st = s.topics.get(rt.Topic); st == nil {
+			topicErr = kerr.UnknownTopicOrPartition.Code
+		}
+		t.Partitions = make([]kmsg.FetchResponseTopicPartition, len(rt.Partitions))
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			p := &t.Partitions[j]
+			*p = kmsg.NewFetchResponseTopicPartition()
+			p.Partition = rp.Partition
+			p.HighWatermark, p.LastStableOffset, p.LogStartOffset = -1, -1, -1
+			switch {
+			case topicErr != 0:
+				p.ErrorCode, done = topicErr, true
+				continue
+			case rp.Partition < 0 || rp.Partition >= st.PartitionCount:
+				p.ErrorCode, done = kerr.UnknownTopicOrPartition.Code, true
+				continue
+			case r.Version >= 9 && rp.CurrentLeaderEpoch >= 0 && rp.CurrentLeaderEpoch < leaderEpoch:
+				p.ErrorCode, done = kerr.FencedLeaderEpoch.Code, true
+				continue
+			case r.Version >= 9 && rp.CurrentLeaderEpoch > leaderEpoch:
+				p.ErrorCode, done = kerr.UnknownLeaderEpoch.Code, true
+				continue
+			}
+			limit := min(int(rp.PartitionMaxBytes), maxBytes-total)
+			first := total == 0 // KIP-74: the first non-empty partition may exceed
+			res, err := s.backend.Read(c.ctx, st.Name, rp.Partition, rp.FetchOffset, max(limit, 1))
+			p.HighWatermark, p.LastStableOffset, p.LogStartOffset = res.Range.Next, res.Range.Next, res.Range.First
+			if err != nil {
+				p.ErrorCode, done = kafkaError(c.log, err), true
+				if !errors.Is(err, disbackend.ErrOffsetOutOfRange) {
+					p.HighWatermark, p.LastStableOffset, p.LogStartOffset = -1, -1, -1
+				}
+				continue
+			}
+			start := len(c.fetchBuf)
+			n := 0
+			for k, b := range res.Batches {
+				if n+len(b) > limit && !(first && k == 0) {
+					break
+				}
+				if r.Version < 10 && kafkawire.Codec(b) == kafkawire.CodecZstd {
+					p.ErrorCode, done = kerr.UnsupportedCompressionType.Code, true
+					c.fetchBuf, n = c.fetchBuf[:start], 0
+					break
+				}
+				c.fetchBuf = append(c.fetchBuf, b...)
+				n += len(b)
+			}
+			if n > 0 {
+				p.RecordBatches = c.fetchBuf[start : start+n : start+n]
+				total += n
+			}
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
+	return total, done
+}

@@ -1,0 +1,134 @@
+package gateway
+
+// ListOffsets: v1-11.
+//
+// Version notes:
+//   - v1: one offset per partition, by record timestamp: the first offset
+//     whose record timestamp (per record, not per batch) is >= the one asked;
+//     -1/-1 when no record is that late. -1 is the high watermark, -2 the log
+//     start offset.
+//   - v2: isolation level (no transactions: both levels read the high
+//     watermark). v4: current leader epoch fencing, leader epoch in the
+//     response. v6: flexible.
+//   - v7: -3, the offset and timestamp of the record with the largest
+//     timestamp (KIP-734). v8: -4, the local log start (= log start; no
+//     tiered storage). v9: -5, the latest tiered offset: -1, nothing is
+//     tiered. v10: timeout (nothing here is remote). v11: -6, the earliest
+//     pending upload: -1.
+//   - A special timestamp below the version that defines it, or any other
+//     negative timestamp, gets UNSUPPORTED_VERSION for that partition; a
+//     partition listed twice gets INVALID_REQUEST for both (as Kafka).
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/kafkawire"
+)
+
+func init() { registerAPI(2, 1, 11, (*conn).handleListOffsets) }
+
+func (c *conn) handleListOffsets(req *kafkawire.Request) reply {
+	r := req.Body.(*kmsg.ListOffsetsRequest)
+	return reply{req: req, finish: func() (kmsg.Response, error) {
+		ctx, cancel := c.requestContext(0)
+		defer cancel()
+		return c.s.listOffsets(ctx, r), nil
+	}}
+}
+
+func (s *Server) listOffsets(ctx context.Context, r *kmsg.ListOffsetsRequest) *kmsg.ListOffsetsResponse {
+	resp := r.ResponseKind().(*kmsg.ListOffsetsResponse)
+	type tp struct {
+		t string
+		p int32
+	}
+	seen := make(map[tp]int)
+	for _, rt := range r.Topics {
+		for _, rp := range rt.Partitions {
+			seen[tp{rt.Topic, rp.Partition}]++
+		}
+	}
+	for _, rt := range r.Topics {
+		t := kmsg.NewListOffsetsResponseTopic()
+		t.Topic = rt.Topic
+		st := s.topics.get(rt.Topic)
+		for _, rp := range rt.Partitions {
+			p := kmsg.NewListOffsetsResponseTopicPartition()
+			p.Partition = rp.Partition
+			switch {
+			case seen[tp{rt.Topic, rp.Partition}] > 1:
+				p.ErrorCode = kerr.InvalidRequest.Code
+			case st == nil || rp.Partition < 0 || rp.Partition >= st.PartitionCount:
+				p.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case r.Version >= 4 && rp.CurrentLeaderEpoch >= 0 && rp.CurrentLeaderEpoch < leaderEpoch:
+				p.ErrorCode = kerr.FencedLeaderEpoch.Code
+			case r.Version >= 4 && rp.CurrentLeaderEpoch > leaderEpoch:
+				p.ErrorCode = kerr.UnknownLeaderEpoch.Code
+			default:
+				off, ts, err := s.offsetFor(ctx, r.Version, st, rp.Partition, rp.Timestamp)
+				if err != nil {
+					p.ErrorCode = kafkaError(s.log, err)
+					break
+				}
+				p.Offset, p.Timestamp = off, ts
+				if off >= 0 {
+					p.LeaderEpoch = leaderEpoch
+				}
+			}
+			t.Partitions = append(t.Partitions, p)
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
+	return resp
+}
+
+// offsetFor answers one partition of ListOffsets: (offset, timestamp).
+func (s *Server) offsetFor(ctx context.Context, version int16, st *disbackend.Stream, partition int32, ts int64) (int64, int64, error) {
+	rng := func() (disbackend.PartitionRange, error) { return s.backend.Range(st.Name, partition) }
+	switch {
+	case ts == -1:
+		pr, err := rng()
+		return pr.Next, -1, err
+	case ts == -2, ts == -4 && version >= 8:
+		pr, err := rng()
+		return pr.First, -1, err
+	case ts == -3 && version >= 7:
+		raw, err := s.backend.BatchWithMaxTimestamp(ctx, st.Name, partition)
+		if err != nil || raw == nil {
+			return -1, -1, err
+		}
+		return recordAtTimestamp(raw, func(rec, batchMax int64) bool { return rec == batchMax })
+	case ts == -5 && version >= 9, ts == -6 && version >= 11:
+		return -1, -1, nil
+	case ts < 0:
+		return 0, 0, kerr.UnsupportedVersion
+	}
+	raw, err := s.backend.BatchAtTimestamp(ctx, st.Name, partition, ts)
+	if err != nil || raw == nil {
+		return -1, -1, err
+	}
+	return recordAtTimestamp(raw, func(rec, _ int64) bool { return rec >= ts })
+}
+
+// recordAtTimestamp decodes a stored batch and returns the offset and
+// timestamp of its first record that match accepts; (-1, -1) when none.
+func recordAtTimestamp(raw []byte, match func(rec, batchMax int64) bool) (int64, int64, error) {
+	b, err := kafkawire.ParseBatch(raw)
+	if err != nil {
+		return 0, 0, err
+	}
+	recs, err := kafkawire.DecodeRecords(raw)
+	if err != nil {
+		return 0, 0, err
+	}
+	for i := range recs {
+		if ts := recs[i].TimestampDelta64; match(ts, b.MaxTimestamp) {
+			return b.FirstOffset + int64(recs[i].OffsetDelta), ts, nil
+		}
+	}
+	return -1, -1, nil
+}

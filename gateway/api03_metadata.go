@@ -1,0 +1,118 @@
+package gateway
+
+// Metadata: v0-13.
+//
+// Version notes:
+//   - v0: an empty topic list means every topic; v1+: null means every
+//     topic and empty means none. Listing every topic never creates one.
+//   - v0-v3 have no allow_auto_topic_creation field (kmsg decodes it as
+//     false): unknown requested topics are auto-created when the gateway
+//     allows it, as Kafka does for those versions. v4+ follow the flag.
+//   - v1: ControllerID, IsInternal, Rack. v2: ClusterID. v5:
+//     OfflineReplicas. v7: LeaderEpoch (always 0 here). v8: authorized
+//     operations (not computed: left at kmsg's "not requested" default).
+//   - v9: flexible. v10: topic ids, and lookup by id (UNKNOWN_TOPIC_ID).
+//   - v13: top-level ErrorCode (KIP-1102), always 0.
+//
+// Every partition is led by this node, with replicas and ISR = this node.
+
+import (
+	"context"
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/kafkawire"
+)
+
+func init() { registerAPI(3, 0, 13, (*conn).handleMetadata) }
+
+// leaderEpoch is the leader epoch of every partition: one node leads
+// everything and leadership never moves.
+const leaderEpoch = 0
+
+func (c *conn) handleMetadata(req *kafkawire.Request) reply {
+	r := req.Body.(*kmsg.MetadataRequest)
+	resp := r.ResponseKind().(*kmsg.MetadataResponse)
+	s := c.s
+
+	b := kmsg.NewMetadataResponseBroker()
+	b.NodeID, b.Host, b.Port = s.cfg.NodeID, s.advHost, s.advPort
+	resp.Brokers = []kmsg.MetadataResponseBroker{b}
+	resp.ClusterID = &s.cfg.ClusterID
+	resp.ControllerID = s.cfg.NodeID
+
+	all := r.Topics == nil || r.Version == 0 && len(r.Topics) == 0
+	if all {
+		for _, st := range s.topics.all() {
+			resp.Topics = append(resp.Topics, s.metadataTopic(r.Version, st))
+		}
+		return ready(req, resp)
+	}
+	autoCreate := s.cfg.AutoCreateTopics && (r.Version <= 3 || r.AllowAutoTopicCreation)
+	ctx, cancel := c.requestContext(0)
+	defer cancel()
+	for _, rt := range r.Topics {
+		resp.Topics = append(resp.Topics, s.metadataRequestedTopic(ctx, r.Version, rt, autoCreate))
+	}
+	return ready(req, resp)
+}
+
+func (s *Server) metadataRequestedTopic(ctx context.Context, version int16, rt kmsg.MetadataRequestTopic, autoCreate bool) kmsg.MetadataResponseTopic {
+	t := kmsg.NewMetadataResponseTopic()
+	if rt.Topic == nil || *rt.Topic == "" {
+		// By id (v10+).
+		t.TopicID = rt.TopicID
+		if st := s.topics.getByID(rt.TopicID); st != nil {
+			return s.metadataTopic(version, st)
+		}
+		t.ErrorCode = kerr.UnknownTopicID.Code
+		return t
+	}
+	name := *rt.Topic
+	t.Topic = rt.Topic
+	if st := s.topics.get(name); st != nil {
+		return s.metadataTopic(version, st)
+	}
+	if err := disbackend.ValidateTopicName(name); err != nil {
+		t.ErrorCode = kerr.InvalidTopicException.Code
+		return t
+	}
+	if !autoCreate {
+		t.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		return t
+	}
+	st, err := s.autoCreateTopic(ctx, name)
+	if err != nil {
+		if !errors.Is(err, disbackend.ErrNameCollision) && !errors.Is(err, disbackend.ErrInvalidName) {
+			s.log.Warn("auto-create topic failed", zapTopic(name), zapErr(err))
+		}
+		t.ErrorCode = kafkaError(s.log, err)
+		return t
+	}
+	return s.metadataTopic(version, st)
+}
+
+func (s *Server) metadataTopic(version int16, st *disbackend.Stream) kmsg.MetadataResponseTopic {
+	t := kmsg.NewMetadataResponseTopic()
+	name := st.TopicName
+	t.Topic = &name
+	if version >= 10 {
+		t.TopicID = st.TopicID
+	}
+	t.Partitions = make([]kmsg.MetadataResponseTopicPartition, st.PartitionCount)
+	node := []int32{s.cfg.NodeID}
+	for i := range t.Partitions {
+		p := kmsg.NewMetadataResponseTopicPartition()
+		p.Partition = int32(i)
+		p.Leader = s.cfg.NodeID
+		p.LeaderEpoch = leaderEpoch
+		p.Replicas = node
+		p.ISR = node
+		p.OfflineReplicas = []int32{}
+		t.Partitions[i] = p
+	}
+	return t
+}

@@ -1,0 +1,87 @@
+package gateway
+
+// ApiVersions: v0-5.
+//
+// Version notes:
+//   - v0: the key table.
+//   - v1: ThrottleMillis.
+//   - v3: flexible; ClientSoftwareName and ClientSoftwareVersion, which Kafka
+//     validates (INVALID_REQUEST when malformed); features (KIP-584), which
+//     we leave empty.
+//   - v5: ClusterID and NodeID the client expects (KIP-1242):
+//     REBOOTSTRAP_REQUIRED when they are not us.
+//
+// A request at a version above ours is answered as Kafka answers it
+// (KIP-511): UNSUPPORTED_VERSION in a v0 body and header, listing our table,
+// without parsing the request body. The response header is always v0.
+
+import (
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/kafkawire"
+)
+
+func init() { registerAPI(apiKeyApiVersions, 0, 5, nil) }
+
+// advertisedKeys returns our dispatch table as ApiVersions lists it.
+func advertisedKeys() []kmsg.ApiVersionsResponseApiKey {
+	var keys []kmsg.ApiVersionsResponseApiKey
+	for _, e := range apiTable {
+		if e == nil {
+			continue
+		}
+		k := kmsg.NewApiVersionsResponseApiKey()
+		k.ApiKey, k.MinVersion, k.MaxVersion = e.key, e.min, e.max
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].ApiKey < keys[j].ApiKey })
+	return keys
+}
+
+func (s *Server) handleApiVersions(req *kafkawire.Request) kmsg.Response {
+	self := apiTable[apiKeyApiVersions]
+	if req.Body == nil || req.Version > self.max || req.Version < self.min {
+		resp := kmsg.NewPtrApiVersionsResponse()
+		resp.Version = 0
+		resp.ErrorCode = kerr.UnsupportedVersion.Code
+		resp.ApiKeys = advertisedKeys()
+		return resp
+	}
+	r := req.Body.(*kmsg.ApiVersionsRequest)
+	resp := r.ResponseKind().(*kmsg.ApiVersionsResponse)
+	if r.Version >= 3 && (!validSoftwareNameVersion(r.ClientSoftwareName) || !validSoftwareNameVersion(r.ClientSoftwareVersion)) {
+		resp.ErrorCode = kerr.InvalidRequest.Code
+		return resp
+	}
+	if r.Version >= 5 {
+		hasCluster, hasNode := r.ClusterID != nil, r.NodeID != -1
+		switch {
+		case hasCluster != hasNode:
+			resp.ErrorCode = kerr.InvalidRequest.Code
+			return resp
+		case hasCluster && (*r.ClusterID != s.cfg.ClusterID || r.NodeID != s.cfg.NodeID):
+			resp.ErrorCode = kerr.RebootstrapRequired.Code
+			return resp
+		}
+	}
+	resp.ApiKeys = advertisedKeys()
+	return resp
+}
+
+// validSoftwareNameVersion is Kafka's rule for ApiVersions v3+ client
+// software fields: [a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?
+func validSoftwareNameVersion(s string) bool {
+	alnum := func(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' }
+	if len(s) == 0 || !alnum(s[0]) || !alnum(s[len(s)-1]) {
+		return false
+	}
+	for i := 1; i < len(s)-1; i++ {
+		if c := s[i]; !alnum(c) && c != '-' && c != '.' {
+			return false
+		}
+	}
+	return true
+}

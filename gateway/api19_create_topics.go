@@ -1,0 +1,107 @@
+package gateway
+
+// CreateTopics: v0-7 (DIS CreateStream).
+//
+// Version notes:
+//   - v1: validate_only, ErrorMessage. v2: ThrottleMillis. v4: -1 for
+//     partitions or replication factor means the broker default (KIP-464).
+//   - v5: flexible; NumPartitions, ReplicationFactor and Configs in the
+//     response (KIP-525). v7: topic id in the response.
+//
+// Replication factor is accepted and ignored (the store replicates; we
+// report 1). A manual replica assignment sets the partition count. Configs:
+// retention.ms, cleanup.policy=delete, max.message.bytes,
+// message.timestamp.type are honoured; cleanup.policy=compact gets
+// INVALID_CONFIG (compaction is not supported yet); see topics.go.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/kafkawire"
+)
+
+func init() { registerAPI(19, 0, 7, (*conn).handleCreateTopics) }
+
+func (c *conn) handleCreateTopics(req *kafkawire.Request) reply {
+	r := req.Body.(*kmsg.CreateTopicsRequest)
+	resp := r.ResponseKind().(*kmsg.CreateTopicsResponse)
+	s := c.s
+	ctx, cancel := c.requestContext(r.TimeoutMillis)
+	defer cancel()
+	count := make(map[string]int)
+	for _, rt := range r.Topics {
+		count[rt.Topic]++
+	}
+	for _, rt := range r.Topics {
+		t := kmsg.NewCreateTopicsResponseTopic()
+		t.Topic = rt.Topic
+		fail := func(code int16, err error) {
+			t.ErrorCode = code
+			if r.Version >= 1 {
+				t.ErrorMessage = errMessage(err)
+			}
+		}
+		st, err := s.createTopicFromRequest(ctx, r, &rt, count[rt.Topic] > 1)
+		if err != nil {
+			fail(kafkaError(c.log, err), err)
+			resp.Topics = append(resp.Topics, t)
+			continue
+		}
+		if r.Version >= 7 {
+			t.TopicID = st.TopicID
+		}
+		t.NumPartitions = st.PartitionCount
+		t.ReplicationFactor = 1
+		for _, e := range s.describeTopicConfig(st) {
+			cfg := kmsg.NewCreateTopicsResponseTopicConfig()
+			cfg.Name = e.name
+			v := e.value
+			cfg.Value = &v
+			cfg.Source = int8(kmsg.ConfigSourceDynamicTopicConfig)
+			if e.isDefault {
+				cfg.Source = int8(kmsg.ConfigSourceDefaultConfig)
+			}
+			t.Configs = append(t.Configs, cfg)
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
+	return ready(req, resp)
+}
+
+func (s *Server) createTopicFromRequest(ctx context.Context, r *kmsg.CreateTopicsRequest, rt *kmsg.CreateTopicsRequestTopic, duplicate bool) (*disbackend.Stream, error) {
+	if duplicate {
+		return nil, kerrWrap(kerr.InvalidRequest, fmt.Sprintf("topic %q is listed more than once", rt.Topic))
+	}
+	partitions := rt.NumPartitions
+	switch {
+	case len(rt.ReplicaAssignment) > 0:
+		if rt.NumPartitions != -1 || rt.ReplicationFactor != -1 {
+			return nil, kerrWrap(kerr.InvalidRequest, "with a replica assignment, partitions and replication factor must be -1")
+		}
+		partitions = int32(len(rt.ReplicaAssignment))
+	case partitions == -1:
+		partitions = s.cfg.DefaultPartitions
+	case partitions <= 0:
+		return nil, kerrWrap(kerr.InvalidPartitions, fmt.Sprintf("number of partitions must be larger than 0, or -1 for the default; got %d", partitions))
+	}
+	if rt.ReplicationFactor == 0 || rt.ReplicationFactor < -1 {
+		return nil, kerrWrap(kerr.InvalidReplicationFactor, fmt.Sprintf("replication factor must be larger than 0, or -1 for the default; got %d", rt.ReplicationFactor))
+	}
+	cfg := s.defaultStreamConfig()
+	for _, kv := range rt.Configs {
+		if err := applyTopicConfig(&cfg, kv.Name, kv.Value); err != nil {
+			return nil, err
+		}
+	}
+	st, err := s.createTopic(ctx, rt.Topic, partitions, cfg, r.ValidateOnly)
+	if errors.Is(err, disbackend.ErrStreamExists) {
+		return nil, kerrWrap(kerr.TopicAlreadyExists, fmt.Sprintf("topic %q already exists", rt.Topic))
+	}
+	return st, err
+}

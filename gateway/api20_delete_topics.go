@@ -1,0 +1,81 @@
+package gateway
+
+// DeleteTopics: v0-6 (DIS DeleteStream).
+//
+// Version notes:
+//   - v1: ThrottleMillis. v4: flexible. v5: ErrorMessage.
+//   - v6: topics by name or id (UNKNOWN_TOPIC_ID when the id is unknown).
+//
+// Deleting removes the stream and all its data; a topic created again with
+// the same name gets a new topic id and starts at offset 0.
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/kafkawire"
+)
+
+func init() { registerAPI(20, 0, 6, (*conn).handleDeleteTopics) }
+
+func (c *conn) handleDeleteTopics(req *kafkawire.Request) reply {
+	r := req.Body.(*kmsg.DeleteTopicsRequest)
+	resp := r.ResponseKind().(*kmsg.DeleteTopicsResponse)
+	s := c.s
+	ctx, cancel := c.requestContext(r.TimeoutMillis)
+	defer cancel()
+	reqs := r.Topics
+	if r.Version < 6 {
+		for _, name := range r.TopicNames {
+			t := kmsg.NewDeleteTopicsRequestTopic()
+			t.Topic = &name
+			reqs = append(reqs, t)
+		}
+	}
+	for _, rt := range reqs {
+		t := kmsg.NewDeleteTopicsResponseTopic()
+		t.Topic, t.TopicID = rt.Topic, rt.TopicID
+		var name string
+		if rt.Topic != nil && *rt.Topic != "" {
+			name = *rt.Topic
+			if st := s.topics.get(name); st == nil {
+				t.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			} else {
+				t.TopicID = st.TopicID
+			}
+		} else if st := s.topics.getByID(rt.TopicID); st != nil {
+			name = st.TopicName
+			t.Topic = &name
+		} else {
+			t.ErrorCode = kerr.UnknownTopicID.Code
+		}
+		if t.ErrorCode == 0 {
+			if err := s.deleteTopic(ctx, name); err != nil {
+				t.ErrorCode = kafkaError(c.log, err)
+				if r.Version >= 5 {
+					t.ErrorMessage = errMessage(err)
+				}
+			}
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
+	return ready(req, resp)
+}
+
+func (s *Server) deleteTopic(ctx context.Context, topic string) error {
+	s.topics.adminMu.Lock()
+	defer s.topics.adminMu.Unlock()
+	st := s.topics.get(topic)
+	if st == nil {
+		return fmt.Errorf("%w: topic %q", errUnknownTopic, topic)
+	}
+	if err := s.backend.DeleteStream(ctx, st.Name); err != nil {
+		return err
+	}
+	s.topics.remove(topic)
+	s.log.Info("topic deleted", zapTopic(topic))
+	return nil
+}

@@ -1,0 +1,38 @@
+package gateway
+
+// InitProducerID: v0-5.
+//
+// Version notes: v1 no change; v2 flexible; v3 the current producer id and
+// epoch (KIP-360: a producer asking to bump its epoch gets a fresh producer
+// id, which clients accept); v4 and v5 no change that matters here.
+//
+// Producer ids come from the backend's persisted allocator, so an id is
+// never handed out twice, across restarts too. Transactions are not
+// offered: a transactional id gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/kafkawire"
+)
+
+func init() { registerAPI(22, 0, 5, (*conn).handleInitProducerID) }
+
+func (c *conn) handleInitProducerID(req *kafkawire.Request) reply {
+	r := req.Body.(*kmsg.InitProducerIDRequest)
+	resp := r.ResponseKind().(*kmsg.InitProducerIDResponse)
+	if r.TransactionalID != nil {
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		return ready(req, resp)
+	}
+	ctx, cancel := c.requestContext(0)
+	defer cancel()
+	id, epoch, err := c.s.backend.InitProducerID(ctx)
+	if err != nil {
+		resp.ErrorCode = kafkaError(c.log, err)
+		return ready(req, resp)
+	}
+	resp.ProducerID, resp.ProducerEpoch = id, epoch
+	return ready(req, resp)
+}

@@ -1,0 +1,55 @@
+package gateway
+
+// OffsetForLeaderEpoch: v0-4.
+//
+// Version notes: v1 leader epoch in the response; v2 current leader epoch
+// fencing (KIP-320); v3 replica id; v4 flexible.
+//
+// Every partition has had one leader epoch, 0, since it was created, so the
+// end offset of epoch 0 is the high watermark; a later epoch is unknown
+// (-1/-1, as Kafka answers an epoch it has not seen), and an epoch below 0
+// is also answered -1/-1.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/kafkawire"
+)
+
+func init() { registerAPI(23, 0, 4, (*conn).handleOffsetForLeaderEpoch) }
+
+func (c *conn) handleOffsetForLeaderEpoch(req *kafkawire.Request) reply {
+	r := req.Body.(*kmsg.OffsetForLeaderEpochRequest)
+	resp := r.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+	s := c.s
+	for _, rt := range r.Topics {
+		t := kmsg.NewOffsetForLeaderEpochResponseTopic()
+		t.Topic = rt.Topic
+		st := s.topics.get(rt.Topic)
+		for _, rp := range rt.Partitions {
+			p := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
+			p.Partition = rp.Partition
+			switch {
+			case st == nil || rp.Partition < 0 || rp.Partition >= st.PartitionCount:
+				p.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case r.Version >= 2 && rp.CurrentLeaderEpoch >= 0 && rp.CurrentLeaderEpoch < leaderEpoch:
+				p.ErrorCode = kerr.FencedLeaderEpoch.Code
+			case r.Version >= 2 && rp.CurrentLeaderEpoch > leaderEpoch:
+				p.ErrorCode = kerr.UnknownLeaderEpoch.Code
+			case rp.LeaderEpoch == leaderEpoch:
+				pr, err := s.backend.Range(st.Name, rp.Partition)
+				if err != nil {
+					p.ErrorCode = kafkaError(c.log, err)
+					break
+				}
+				p.LeaderEpoch, p.EndOffset = leaderEpoch, pr.Next
+			default:
+				p.LeaderEpoch, p.EndOffset = -1, -1
+			}
+			t.Partitions = append(t.Partitions, p)
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
+	return ready(req, resp)
+}

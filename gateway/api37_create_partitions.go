@@ -1,0 +1,74 @@
+package gateway
+
+// CreatePartitions: v0-3 (DIS UpdatePartitionCount).
+//
+// Version notes: v1 ThrottleMillis; v2 flexible; v3 no change.
+//
+// Only increases: a count equal to or below the current one gets
+// INVALID_PARTITIONS, as Kafka. Assignments are accepted and ignored (one
+// node leads everything). New partitions start at offset 0.
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/kafkawire"
+)
+
+func init() { registerAPI(37, 0, 3, (*conn).handleCreatePartitions) }
+
+func (c *conn) handleCreatePartitions(req *kafkawire.Request) reply {
+	r := req.Body.(*kmsg.CreatePartitionsRequest)
+	resp := r.ResponseKind().(*kmsg.CreatePartitionsResponse)
+	s := c.s
+	ctx, cancel := c.requestContext(r.TimeoutMillis)
+	defer cancel()
+	count := make(map[string]int)
+	for _, rt := range r.Topics {
+		count[rt.Topic]++
+	}
+	for _, rt := range r.Topics {
+		t := kmsg.NewCreatePartitionsResponseTopic()
+		t.Topic = rt.Topic
+		var err error
+		if count[rt.Topic] > 1 {
+			err = kerrWrap(kerr.InvalidRequest, fmt.Sprintf("topic %q is listed more than once", rt.Topic))
+		} else {
+			err = s.createPartitions(ctx, rt.Topic, rt.Count, r.ValidateOnly)
+		}
+		if err != nil {
+			t.ErrorCode = kafkaError(c.log, err)
+			t.ErrorMessage = errMessage(err)
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
+	return ready(req, resp)
+}
+
+func (s *Server) createPartitions(ctx context.Context, topic string, n int32, validateOnly bool) error {
+	s.topics.adminMu.Lock()
+	defer s.topics.adminMu.Unlock()
+	st := s.topics.get(topic)
+	if st == nil {
+		return fmt.Errorf("%w: topic %q", errUnknownTopic, topic)
+	}
+	if n <= st.PartitionCount {
+		return kerrWrap(kerr.InvalidPartitions, fmt.Sprintf("topic %q has %d partitions; the count can only be increased", topic, st.PartitionCount))
+	}
+	if validateOnly {
+		return nil
+	}
+	if err := s.backend.UpdatePartitionCount(ctx, st.Name, n); err != nil {
+		return err
+	}
+	updated, err := s.backend.DescribeStream(ctx, st.Name)
+	if err != nil {
+		return err
+	}
+	s.topics.put(&updated)
+	s.log.Info("partitions created", zapTopic(topic), zapInt32("partitions", n))
+	return nil
+}

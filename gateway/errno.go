@@ -1,0 +1,5 @@
+package gateway
+
+import "syscall"
+
+var errTooManyFiles error = syscall.EMFILE

@@ -1,0 +1,10 @@
+package gateway
+
+import "go.uber.org/zap"
+
+// Log field helpers: keys are defined once (STYLE.md).
+func zapTopic(t string) zap.Field    { return zap.String("topic", t) }
+func zapPartition(p int32) zap.Field { return zap.Int32("partition", p) }
+func zapErr(err error) zap.Field     { return zap.Error(err) }
+
+func zapInt32(k string, v int32) zap.Field { return zap.Int32(k, v) }

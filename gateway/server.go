@@ -1,0 +1,291 @@
+// Package gateway serves the Kafka wire protocol in front of a
+// disbackend.Backend: the listener, one reader and one writer goroutine per
+// connection, the API dispatch table (one file per API key), metadata and
+// topic admin, the produce and fetch paths, and the Kafka error mapping.
+//
+// It does not hand-encode Kafka structs (kmsg does) and does not import a
+// backend implementation.
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/kafkawire"
+)
+
+// Config is the gateway's own configuration. Zero values are replaced by
+// the defaults of DefaultConfig.
+type Config struct {
+	// Listen is the TCP address to bind, HOST:PORT. Default 127.0.0.1:9092.
+	Listen string
+	// Advertise is the HOST:PORT given to clients in Metadata. Empty means
+	// the address actually bound (never 0.0.0.0, never port 0: an
+	// unspecified host advertises 127.0.0.1).
+	Advertise string
+	// NodeID is this broker's node id in Metadata. Default 0.
+	NodeID int32
+	// ClusterID is the cluster id in Metadata and DescribeCluster.
+	ClusterID string
+	// MaxFrameBytes caps one request frame, in bytes (Kafka
+	// socket.request.max.bytes). A larger frame closes the connection.
+	// Default 100 MiB.
+	MaxFrameBytes int32
+	// IdleTimeout closes a connection with no request for this long
+	// (Kafka connections.max.idle.ms). Default 10 minutes.
+	IdleTimeout time.Duration
+	// WriteTimeout bounds writing one response. Default 30 s.
+	WriteTimeout time.Duration
+	// MaxInFlight is how many requests of one connection may wait for their
+	// responses at once; further reads wait (backpressure). Default 64.
+	MaxInFlight int
+	// AutoCreateTopics lets Metadata create unknown requested topics
+	// (Kafka auto.create.topics.enable). Default true.
+	AutoCreateTopics bool
+	// DefaultPartitions is the partition count of auto-created topics and of
+	// CreateTopics with -1 (Kafka num.partitions). Default 1.
+	DefaultPartitions int32
+	// DefaultRetention is retention.ms for new topics that do not set it.
+	// Default 168 hours (the embedded store's default). Negative = unlimited.
+	DefaultRetention time.Duration
+	// MaxMessageBytes is max.message.bytes for new topics: the largest
+	// record batch, in bytes. Default 1048588 (Kafka's).
+	MaxMessageBytes int32
+	// RequestOverhead is added to a request's own timeout to bound its
+	// handling. Default 5 s.
+	RequestOverhead time.Duration
+	// ShutdownGrace is how long Shutdown waits for in-flight requests before
+	// closing connections. Default 10 s.
+	ShutdownGrace time.Duration
+}
+
+// DefaultConfig returns the defaults listed on Config.
+func DefaultConfig() Config {
+	return Config{
+		Listen:            "127.0.0.1:9092",
+		MaxFrameBytes:     kafkawire.DefaultMaxFrameBytes,
+		IdleTimeout:       10 * time.Minute,
+		WriteTimeout:      30 * time.Second,
+		MaxInFlight:       64,
+		AutoCreateTopics:  true,
+		DefaultPartitions: 1,
+		DefaultRetention:  168 * time.Hour,
+		MaxMessageBytes:   1048588,
+		RequestOverhead:   5 * time.Second,
+		ShutdownGrace:     10 * time.Second,
+	}
+}
+
+func (c *Config) fill() {
+	d := DefaultConfig()
+	if c.Listen == "" {
+		c.Listen = d.Listen
+	}
+	if c.MaxFrameBytes <= 0 {
+		c.MaxFrameBytes = d.MaxFrameBytes
+	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = d.IdleTimeout
+	}
+	if c.WriteTimeout <= 0 {
+		c.WriteTimeout = d.WriteTimeout
+	}
+	if c.MaxInFlight <= 0 {
+		c.MaxInFlight = d.MaxInFlight
+	}
+	if c.DefaultPartitions <= 0 {
+		c.DefaultPartitions = d.DefaultPartitions
+	}
+	if c.DefaultRetention == 0 {
+		c.DefaultRetention = d.DefaultRetention
+	}
+	if c.MaxMessageBytes <= 0 {
+		c.MaxMessageBytes = d.MaxMessageBytes
+	}
+	if c.RequestOverhead <= 0 {
+		c.RequestOverhead = d.RequestOverhead
+	}
+	if c.ShutdownGrace <= 0 {
+		c.ShutdownGrace = d.ShutdownGrace
+	}
+	if c.ClusterID == "" {
+		var b [16]byte
+		_, _ = rand.Read(b[:])
+		c.ClusterID = base64.RawURLEncoding.EncodeToString(b[:])
+	}
+}
+
+// Server is one gateway node.
+type Server struct {
+	cfg     Config
+	backend disbackend.Backend
+	log     *zap.Logger
+	topics  *topicCache
+
+	ln        net.Listener
+	advHost   string
+	advPort   int32
+	closing   chan struct{} // closed when Shutdown starts
+	closeOnce sync.Once
+
+	mu     sync.Mutex
+	conns  map[*conn]struct{} // guarded by mu
+	nextID uint64             // guarded by mu
+	wg     sync.WaitGroup     // connection goroutines
+}
+
+// New returns a server over backend. It loads the topic list from the
+// backend. Call Listen, then Serve.
+func New(cfg Config, backend disbackend.Backend, log *zap.Logger) (*Server, error) {
+	cfg.fill()
+	if log == nil {
+		log = zap.NewNop()
+	}
+	s := &Server{
+		cfg:     cfg,
+		backend: backend,
+		log:     log.Named("gateway"),
+		closing: make(chan struct{}),
+		conns:   make(map[*conn]struct{}),
+	}
+	tc, err := newTopicCache(context.Background(), backend)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: load topics: %w", err)
+	}
+	s.topics = tc
+	return s, nil
+}
+
+// Listen binds cfg.Listen and fixes the advertised address.
+func (s *Server) Listen() error {
+	ln, err := net.Listen("tcp", s.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("gateway: listen on %s: %w", s.cfg.Listen, err)
+	}
+	adv := s.cfg.Advertise
+	if adv == "" {
+		adv = ln.Addr().String()
+	}
+	host, portStr, err := net.SplitHostPort(adv)
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("gateway: advertise address %q: %w", adv, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil || port <= 0 || port > 65535 {
+		ln.Close()
+		return fmt.Errorf("gateway: advertise address %q: port must be 1-65535", adv)
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	s.ln, s.advHost, s.advPort = ln, host, int32(port)
+	return nil
+}
+
+// Addr returns the bound address (after Listen).
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// AdvertisedAddr returns HOST:PORT as clients are told in Metadata.
+func (s *Server) AdvertisedAddr() string {
+	return net.JoinHostPort(s.advHost, strconv.Itoa(int(s.advPort)))
+}
+
+// Serve accepts connections until Shutdown. It returns nil after Shutdown.
+func (s *Server) Serve() error {
+	if s.ln == nil {
+		if err := s.Listen(); err != nil {
+			return err
+		}
+	}
+	s.log.Info("listening", zap.String("listen", s.ln.Addr().String()), zap.String("advertise", s.AdvertisedAddr()))
+	var backoff time.Duration
+	for {
+		nc, err := s.ln.Accept()
+		if err != nil {
+			select {
+			case <-s.closing:
+				return nil
+			default:
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, errTooManyFiles) {
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				s.log.Warn("accept failed, backing off", zap.Error(err), zap.Duration("backoff", backoff))
+				time.Sleep(backoff)
+				continue
+			}
+			return fmt.Errorf("gateway: accept: %w", err)
+		}
+		backoff = 0
+		if !s.startConn(nc) {
+			nc.Close()
+		}
+	}
+}
+
+func (s *Server) startConn(nc net.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-s.closing:
+		return false
+	default:
+	}
+	s.nextID++
+	c := newConn(s, nc, s.nextID)
+	s.conns[c] = struct{}{}
+	s.wg.Add(2)
+	go c.readLoop()
+	go c.writeLoop()
+	return true
+}
+
+func (s *Server) removeConn(c *conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+}
+
+// Shutdown stops accepting, stops reading new requests, lets in-flight
+// requests finish and their responses be written (up to ctx or
+// cfg.ShutdownGrace), then closes every connection. It does not close the
+// backend.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.closeOnce.Do(func() { close(s.closing) })
+	if s.ln != nil {
+		s.ln.Close()
+	}
+	s.mu.Lock()
+	for c := range s.conns {
+		c.stopReading()
+	}
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	grace := time.NewTimer(s.cfg.ShutdownGrace)
+	defer grace.Stop()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+	case <-grace.C:
+	}
+	s.mu.Lock()
+	for c := range s.conns {
+		c.nc.Close()
+	}
+	s.mu.Unlock()
+	<-done
+	return ctx.Err()
+}

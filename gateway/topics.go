@@ -1,0 +1,263 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/disgw/disgw/disbackend"
+)
+
+// topicCache is the gateway's view of the backend's streams, keyed by Kafka
+// topic name and by topic id. Entries are immutable; a change replaces the
+// entry. The backend stays the source of truth (it keeps the original names).
+type topicCache struct {
+	mu     sync.RWMutex
+	byName map[string]*disbackend.Stream   // guarded by mu
+	byID   map[[16]byte]*disbackend.Stream // guarded by mu
+	// adminMu serializes topic creation, deletion and changes, so a check and
+	// the change that follows it cannot interleave with another.
+	adminMu sync.Mutex
+}
+
+func newTopicCache(ctx context.Context, b disbackend.Backend) (*topicCache, error) {
+	streams, err := b.ListStreams(ctx)
+	if err != nil {
+		return nil, err
+	}
+	tc := &topicCache{byName: make(map[string]*disbackend.Stream), byID: make(map[[16]byte]*disbackend.Stream)}
+	for i := range streams {
+		tc.put(&streams[i])
+	}
+	return tc, nil
+}
+
+func (tc *topicCache) get(topic string) *disbackend.Stream {
+	tc.mu.RLock()
+	defer tc.mu.RUnlock()
+	return tc.byName[topic]
+}
+
+func (tc *topicCache) getByID(id [16]byte) *disbackend.Stream {
+	tc.mu.RLock()
+	defer tc.mu.RUnlock()
+	return tc.byID[id]
+}
+
+// all returns every topic sorted by name.
+func (tc *topicCache) all() []*disbackend.Stream {
+	tc.mu.RLock()
+	out := make([]*disbackend.Stream, 0, len(tc.byName))
+	for _, st := range tc.byName {
+		out = append(out, st)
+	}
+	tc.mu.RUnlock()
+	slices.SortFunc(out, func(a, b *disbackend.Stream) int { return strings.Compare(a.TopicName, b.TopicName) })
+	return out
+}
+
+func (tc *topicCache) put(st *disbackend.Stream) {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	if old := tc.byName[st.TopicName]; old != nil {
+		delete(tc.byID, old.TopicID)
+	}
+	tc.byName[st.TopicName] = st
+	tc.byID[st.TopicID] = st
+}
+
+func (tc *topicCache) remove(topic string) {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	if old := tc.byName[topic]; old != nil {
+		delete(tc.byID, old.TopicID)
+		delete(tc.byName, topic)
+	}
+}
+
+// createTopic creates a Kafka topic as a stream (DIS CreateStream).
+// partitions <= 0 means the configured default. Errors: the backend's
+// (ErrStreamExists, ErrNameCollision, ErrInvalidName, ...).
+func (s *Server) createTopic(ctx context.Context, topic string, partitions int32, cfg disbackend.StreamConfig, validateOnly bool) (*disbackend.Stream, error) {
+	name, err := disbackend.StreamNameForTopic(topic)
+	if err != nil {
+		return nil, err
+	}
+	if partitions <= 0 {
+		partitions = s.cfg.DefaultPartitions
+	}
+	s.topics.adminMu.Lock()
+	defer s.topics.adminMu.Unlock()
+	if st := s.topics.get(topic); st != nil {
+		return st, fmt.Errorf("%w: topic %q", disbackend.ErrStreamExists, topic)
+	}
+	for _, other := range s.topics.all() {
+		if other.Name == name {
+			return nil, fmt.Errorf("%w: topic %q collides with existing topic %q (both map to stream %q)",
+				disbackend.ErrNameCollision, topic, other.TopicName, name)
+		}
+	}
+	if validateOnly {
+		return &disbackend.Stream{Name: name, TopicName: topic, PartitionCount: partitions, Config: cfg}, nil
+	}
+	st, err := s.backend.CreateStream(ctx, disbackend.StreamSpec{Name: name, TopicName: topic, PartitionCount: partitions, Config: cfg})
+	if err != nil {
+		return nil, err
+	}
+	s.topics.put(&st)
+	s.log.Info("topic created", zap.String("topic", topic), zap.Int32("partitions", partitions))
+	return &st, nil
+}
+
+// autoCreateTopic creates topic with the defaults (Metadata auto-creation);
+// an existing topic is returned as is.
+func (s *Server) autoCreateTopic(ctx context.Context, topic string) (*disbackend.Stream, error) {
+	st, err := s.createTopic(ctx, topic, 0, s.defaultStreamConfig(), false)
+	if errors.Is(err, disbackend.ErrStreamExists) && st != nil {
+		return st, nil
+	}
+	return st, err
+}
+
+func (s *Server) defaultStreamConfig() disbackend.StreamConfig {
+	ret := s.cfg.DefaultRetention
+	if ret < 0 {
+		ret = disbackend.UnlimitedRetention
+	}
+	return disbackend.StreamConfig{Retention: ret, TimestampType: disbackend.CreateTime, MaxMessageBytes: s.cfg.MaxMessageBytes}
+}
+
+// Topic configs. Keys we honour, keys accepted with their only value we
+// support, and keys accepted and ignored because they tune Kafka's own
+// storage (segments, replication) which DIS and the embedded store replace.
+const (
+	cfgRetentionMs     = "retention.ms"
+	cfgCleanupPolicy   = "cleanup.policy"
+	cfgMaxMessageBytes = "max.message.bytes"
+	cfgTimestampType   = "message.timestamp.type"
+	cfgRetentionBytes  = "retention.bytes"
+	cfgCompressionType = "compression.type"
+)
+
+var ignoredTopicConfigs = map[string]string{
+	"min.insync.replicas":                     "1",
+	"segment.bytes":                           "1073741824",
+	"segment.ms":                              "604800000",
+	"segment.index.bytes":                     "10485760",
+	"segment.jitter.ms":                       "0",
+	"index.interval.bytes":                    "4096",
+	"flush.messages":                          "9223372036854775807",
+	"flush.ms":                                "9223372036854775807",
+	"file.delete.delay.ms":                    "60000",
+	"preallocate":                             "false",
+	"unclean.leader.election.enable":          "false",
+	"min.compaction.lag.ms":                   "0",
+	"max.compaction.lag.ms":                   "9223372036854775807",
+	"delete.retention.ms":                     "86400000",
+	"min.cleanable.dirty.ratio":               "0.5",
+	"message.downconversion.enable":           "true",
+	"message.timestamp.difference.max.ms":     "9223372036854775807",
+	"message.timestamp.before.max.ms":         "9223372036854775807",
+	"message.timestamp.after.max.ms":          "9223372036854775807",
+	"follower.replication.throttled.replicas": "",
+	"leader.replication.throttled.replicas":   "",
+	"local.retention.ms":                      "-2",
+	"local.retention.bytes":                   "-2",
+}
+
+// applyTopicConfig applies one Kafka topic config to cfg. Errors wrap
+// disbackend.ErrInvalidConfig (Kafka INVALID_CONFIG) and say why.
+func applyTopicConfig(cfg *disbackend.StreamConfig, key string, value *string) error {
+	if value == nil {
+		return nil // null: keep the default
+	}
+	v := *value
+	bad := func(why string) error {
+		return fmt.Errorf("%w: %s=%q: %s", disbackend.ErrInvalidConfig, key, v, why)
+	}
+	switch key {
+	case cfgRetentionMs:
+		ms, err := strconv.ParseInt(v, 10, 64)
+		switch {
+		case err != nil:
+			return bad("not a number")
+		case ms == -1:
+			cfg.Retention = disbackend.UnlimitedRetention
+		case ms <= 0:
+			return bad("must be -1 (unlimited) or a positive number of milliseconds")
+		default:
+			cfg.Retention = time.Duration(ms) * time.Millisecond
+		}
+	case cfgCleanupPolicy:
+		if v != "delete" {
+			return bad("only cleanup.policy=delete is supported; compaction is not supported yet")
+		}
+	case cfgMaxMessageBytes:
+		n, err := strconv.ParseInt(v, 10, 32)
+		if err != nil || n <= 0 {
+			return bad("must be a positive number of bytes")
+		}
+		cfg.MaxMessageBytes = int32(n)
+	case cfgTimestampType:
+		switch v {
+		case "CreateTime":
+			cfg.TimestampType = disbackend.CreateTime
+		case "LogAppendTime":
+			cfg.TimestampType = disbackend.LogAppendTime
+		default:
+			return bad("must be CreateTime or LogAppendTime")
+		}
+	case cfgRetentionBytes:
+		if v != "-1" {
+			return bad("size-based retention is not supported; only -1")
+		}
+	case cfgCompressionType:
+		if v != "producer" {
+			return bad("only compression.type=producer is supported (batches are stored as the producer compressed them)")
+		}
+	case "remote.storage.enable":
+		if v != "false" {
+			return bad("tiered storage is not supported")
+		}
+	default:
+		if _, ok := ignoredTopicConfigs[key]; !ok {
+			return fmt.Errorf("%w: unknown topic config %q", disbackend.ErrInvalidConfig, key)
+		}
+	}
+	return nil
+}
+
+// topicConfigEntry is one row of DescribeConfigs for a topic.
+type topicConfigEntry struct {
+	name, value string
+	isDefault   bool
+}
+
+// describeTopicConfig lists the topic's configs as DescribeConfigs shows them.
+func (s *Server) describeTopicConfig(st *disbackend.Stream) []topicConfigEntry {
+	def := s.defaultStreamConfig()
+	ret := "-1"
+	if st.Config.Retention > 0 {
+		ret = strconv.FormatInt(st.Config.Retention.Milliseconds(), 10)
+	}
+	out := []topicConfigEntry{
+		{cfgCleanupPolicy, "delete", true},
+		{cfgCompressionType, "producer", true},
+		{cfgMaxMessageBytes, strconv.Itoa(int(st.Config.MaxMessageBytes)), st.Config.MaxMessageBytes == def.MaxMessageBytes},
+		{cfgTimestampType, st.Config.TimestampType.String(), st.Config.TimestampType == def.TimestampType},
+		{cfgRetentionBytes, "-1", true},
+		{cfgRetentionMs, ret, st.Config.Retention == def.Retention},
+	}
+	for k, v := range ignoredTopicConfigs {
+		out = append(out, topicConfigEntry{k, v, true})
+	}
+	slices.SortFunc(out, func(a, b topicConfigEntry) int { return strings.Compare(a.name, b.name) })
+	return out
+}
