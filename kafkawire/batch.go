@@ -151,7 +151,6 @@ func DecodeRecords(raw []byte) ([]kmsg.Record, error) {
 			return nil, fmt.Errorf("%w: record %d: %v", ErrCorruptMessage, i, err)
 		}
 		data = data[int64(n)+length:]
-		r.OffsetDelta += int32(0)
 		r.TimestampDelta64 += b.FirstTimestamp
 		if logAppend {
 			r.TimestampDelta64 = b.MaxTimestamp
