@@ -1,0 +1,179 @@
+package localstore
+
+import (
+	"sort"
+	"sync"
+	"sync/atomic"
+)
+
+// partition is one partition of a stream in memory.
+type partition struct {
+	sid uint64
+	id  int32
+
+	// assigned is the offset the next accepted batch gets; it runs ahead of
+	// next by the batches applied but not yet synced. Guarded by Store.wmu.
+	assigned int64
+
+	// mu guards the fields below. The syncer advances next and appends to
+	// cache; retention moves first; readers take a read lock.
+	mu sync.RWMutex
+	// first and next are the synced range [first : next] (DIS
+	// sequence_number_range; Kafka log start offset and high watermark).
+	first, next int64
+	// cache holds the most recently synced batches, contiguous and ending at
+	// next, oldest first. Raw slices are never modified after they enter.
+	cache      []cachedBatch
+	cacheBytes int64
+	// deleted is set when the stream is deleted; the cache no longer fills.
+	deleted bool
+}
+
+// cachedBatch is one synced batch held in memory.
+type cachedBatch struct {
+	base, last int64
+	raw        []byte
+}
+
+// span returns the synced range.
+func (p *partition) span() (first, next int64) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.first, p.next
+}
+
+// readCache returns whole cached batches starting with the one holding
+// offset, up to maxBytes but at least one. ok is false when offset is not
+// cached. Requires p.mu held (read).
+func (p *partition) readCache(offset int64, maxBytes int, out [][]byte, n int) ([][]byte, int, bool) {
+	c := p.cache
+	if len(c) == 0 || offset < c[0].base || offset >= p.next {
+		return out, n, false
+	}
+	i := sort.Search(len(c), func(i int) bool { return c[i].last >= offset })
+	for ; i < len(c); i++ {
+		if n > 0 && n+len(c[i].raw) > maxBytes {
+			break
+		}
+		out = append(out, c[i].raw)
+		n += len(c[i].raw)
+	}
+	return out, n, true
+}
+
+// cacheStart returns the first cached offset (next when the cache is
+// empty). Requires p.mu held.
+func (p *partition) cacheStart() int64 {
+	if len(p.cache) == 0 {
+		return p.next
+	}
+	return p.cache[0].base
+}
+
+// dropCacheBelow removes cached batches that end before off and returns the
+// bytes and batches freed. Requires p.mu held.
+func (p *partition) dropCacheBelow(off int64) (int64, int64) {
+	var freed int64
+	i := 0
+	for i < len(p.cache) && p.cache[i].last < off {
+		freed += int64(len(p.cache[i].raw))
+		p.cache[i] = cachedBatch{}
+		i++
+	}
+	p.cache = p.cache[i:]
+	p.cacheBytes -= freed
+	return freed, int64(i)
+}
+
+// dropCache empties the cache and returns the bytes freed. Requires p.mu.
+func (p *partition) dropCache() int64 {
+	freed := p.cacheBytes
+	p.cache, p.cacheBytes = nil, 0
+	return freed
+}
+
+// tailCache bounds the partitions' tail caches: each partition keeps at most
+// perPart bytes, and all together at most total bytes, evicting the batches
+// synced longest ago first.
+type tailCache struct {
+	perPart, total int64
+	bytes          atomic.Int64 // in all partitions' caches
+	live           atomic.Int64 // batches in all partitions' caches
+
+	// fifo lists cached batches in sync order, for global eviction. Entries
+	// whose batch was already dropped (per-partition cap, retention,
+	// deletion) are stale and skipped. Owned by the syncer goroutine.
+	fifo []cacheRef
+}
+
+type cacheRef struct {
+	p    *partition
+	base int64
+}
+
+func newTailCache(perPart, total int64) *tailCache {
+	return &tailCache{perPart: perPart, total: total}
+}
+
+func (t *tailCache) enabled() bool { return t.perPart > 0 }
+
+// add appends a just-synced batch to p's cache. Requires p.mu held; the
+// caller then calls balance without holding it. Runs on the syncer.
+func (t *tailCache) add(p *partition, base, last int64, raw []byte) {
+	if p.deleted {
+		return
+	}
+	p.cache = append(p.cache, cachedBatch{base: base, last: last, raw: raw})
+	p.cacheBytes += int64(len(raw))
+	added, dropped := int64(len(raw)), int64(1)
+	var freedN int64
+	for p.cacheBytes > t.perPart && len(p.cache) > 1 {
+		added -= int64(len(p.cache[0].raw))
+		p.cacheBytes -= int64(len(p.cache[0].raw))
+		p.cache[0] = cachedBatch{}
+		p.cache = p.cache[1:]
+		freedN++
+	}
+	t.bytes.Add(added)
+	t.live.Add(dropped - freedN)
+	t.fifo = append(t.fifo, cacheRef{p: p, base: base})
+}
+
+// release accounts for batches dropped outside add (retention, deletion).
+func (t *tailCache) release(bytes, batches int64) {
+	t.bytes.Add(-bytes)
+	t.live.Add(-batches)
+}
+
+// balance evicts globally oldest batches while over the total cap, and
+// compacts the fifo when it is mostly stale. Runs on the syncer, holding no
+// partition lock.
+func (t *tailCache) balance() {
+	for t.bytes.Load() > t.total && len(t.fifo) > 0 {
+		ref := t.fifo[0]
+		t.fifo[0] = cacheRef{}
+		t.fifo = t.fifo[1:]
+		ref.p.mu.Lock()
+		if len(ref.p.cache) > 0 && ref.p.cache[0].base == ref.base {
+			n := int64(len(ref.p.cache[0].raw))
+			ref.p.cache[0] = cachedBatch{}
+			ref.p.cache = ref.p.cache[1:]
+			ref.p.cacheBytes -= n
+			t.release(n, 1)
+		}
+		ref.p.mu.Unlock()
+	}
+	if int64(len(t.fifo)) > 2*t.live.Load()+1024 {
+		kept := t.fifo[:0]
+		for _, ref := range t.fifo {
+			ref.p.mu.RLock()
+			ok := len(ref.p.cache) > 0 && ref.base >= ref.p.cache[0].base
+			ref.p.mu.RUnlock()
+			if ok {
+				kept = append(kept, ref)
+			}
+		}
+		clear(t.fifo[len(kept):])
+		t.fifo = kept
+	}
+}

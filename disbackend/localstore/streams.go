@@ -1,0 +1,389 @@
+package localstore
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"github.com/cockroachdb/pebble/v2"
+	"go.uber.org/zap"
+
+	"github.com/disgw/disgw/disbackend"
+)
+
+// streamMeta is the persisted form of a stream (JSON under 'm' name).
+type streamMeta struct {
+	Stream disbackend.Stream
+	// Sid is the stream's internal number, the key prefix of its data.
+	Sid uint64
+}
+
+// CreateStream creates a stream with a new random TopicID and partitions
+// starting at sequence number 0; the metadata is synced before it returns.
+// DIS CreateStream, Kafka CreateTopics. Errors: ErrStreamExists (the same
+// topic exists), ErrNameCollision (another topic maps to the same stream
+// name), ErrInvalidName, ErrInvalidPartitionCount (<= 0), ErrInvalidConfig,
+// ErrClosed, or a storage error.
+func (s *Store) CreateStream(ctx context.Context, spec disbackend.StreamSpec) (disbackend.Stream, error) {
+	op := "create stream " + fmt.Sprintf("%q", spec.Name)
+	if err := ctx.Err(); err != nil {
+		return disbackend.Stream{}, fmt.Errorf("localstore: %s: %w", op, err)
+	}
+	if err := validateStreamName(spec.Name); err != nil {
+		return disbackend.Stream{}, fmt.Errorf("localstore: %s: %w", op, err)
+	}
+	if spec.PartitionCount <= 0 {
+		return disbackend.Stream{}, fmt.Errorf("localstore: %s: %w: %d partitions, must be > 0",
+			op, disbackend.ErrInvalidPartitionCount, spec.PartitionCount)
+	}
+	if err := validateConfig(spec.Config); err != nil {
+		return disbackend.Stream{}, fmt.Errorf("localstore: %s: %w", op, err)
+	}
+	if err := s.enter(op); err != nil {
+		return disbackend.Stream{}, err
+	}
+	defer s.dbMu.RUnlock()
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if st := s.streams[spec.Name]; st != nil {
+		if st.meta.TopicName == spec.TopicName {
+			return disbackend.Stream{}, fmt.Errorf("localstore: %s: %w", op, disbackend.ErrStreamExists)
+		}
+		return disbackend.Stream{}, fmt.Errorf("localstore: %s for topic %q: %w: topic %q already uses it",
+			op, spec.TopicName, disbackend.ErrNameCollision, st.meta.TopicName)
+	}
+	meta := streamMeta{
+		Stream: disbackend.Stream{
+			Name:           spec.Name,
+			TopicName:      spec.TopicName,
+			TopicID:        newTopicID(),
+			PartitionCount: spec.PartitionCount,
+			Config:         spec.Config,
+			CreatedAt:      s.now().UTC().Truncate(0),
+		},
+		Sid: s.nextSid,
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	_ = b.Set(metaKey(spec.Name), mustJSON(meta), nil)
+	_ = b.Set([]byte{keySidCounter}, putInt64(int64(s.nextSid+1)), nil)
+	if err := b.Commit(pebble.Sync); err != nil {
+		return disbackend.Stream{}, fmt.Errorf("localstore: %s: %w", op, err)
+	}
+	s.nextSid++
+	st := &stream{meta: meta.Stream, sid: meta.Sid}
+	st.parts = newPartitions(meta.Sid, 0, spec.PartitionCount)
+	s.mu.Lock()
+	s.streams[spec.Name] = st
+	s.mu.Unlock()
+	s.log.Info("stream created", zap.String("stream", spec.Name), zap.String("topic", spec.TopicName),
+		zap.Int32("partitions", spec.PartitionCount))
+	return st.meta, nil
+}
+
+// DeleteStream removes a stream with all its batches, index entries,
+// producer states and metadata, synced. A stream created again with the same
+// name gets a new TopicID and starts at sequence number 0. Appends still
+// queued for it fail with ErrStreamNotFound. DIS DeleteStream, Kafka
+// DeleteTopics. Errors: ErrStreamNotFound, ErrClosed, or a storage error.
+func (s *Store) DeleteStream(ctx context.Context, name string) error {
+	op := fmt.Sprintf("delete stream %q", name)
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("localstore: %s: %w", op, err)
+	}
+	if err := s.enter(op); err != nil {
+		return err
+	}
+	defer s.dbMu.RUnlock()
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	st := s.streams[name]
+	if st == nil {
+		return fmt.Errorf("localstore: %s: %w", op, disbackend.ErrStreamNotFound)
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	_ = b.Delete(metaKey(name), nil)
+	for _, prefix := range []byte{prefixBatch, prefixIndex, prefixFloor, prefixProducer} {
+		start, end := streamSpan(prefix, st.sid)
+		_ = b.DeleteRange(start, end, nil)
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("localstore: %s: %w", op, err)
+	}
+	s.mu.Lock()
+	delete(s.streams, name)
+	s.mu.Unlock()
+	for _, p := range st.parts {
+		p.mu.Lock()
+		p.deleted = true
+		n := int64(len(p.cache))
+		freed := p.dropCache()
+		p.mu.Unlock()
+		s.cache.release(freed, n)
+	}
+	for k := range s.producers {
+		if k.sid == st.sid {
+			delete(s.producers, k)
+		}
+	}
+	s.notifyChanged()
+	s.log.Info("stream deleted", zap.String("stream", name))
+	return nil
+}
+
+// ListStreams returns every stream, sorted by Name. DIS ListStreams, Kafka
+// Metadata. Errors: ErrClosed.
+func (s *Store) ListStreams(ctx context.Context) ([]disbackend.Stream, error) {
+	if s.closed.Load() {
+		return nil, fmt.Errorf("localstore: list streams: %w", disbackend.ErrClosed)
+	}
+	s.mu.RLock()
+	out := make([]disbackend.Stream, 0, len(s.streams))
+	for _, st := range s.streams {
+		out = append(out, st.meta)
+	}
+	s.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// DescribeStream returns one stream. DIS DescribeStream, Kafka Metadata and
+// DescribeConfigs. Errors: ErrStreamNotFound, ErrClosed.
+func (s *Store) DescribeStream(ctx context.Context, name string) (disbackend.Stream, error) {
+	if s.closed.Load() {
+		return disbackend.Stream{}, fmt.Errorf("localstore: describe stream %q: %w", name, disbackend.ErrClosed)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	st := s.streams[name]
+	if st == nil {
+		return disbackend.Stream{}, fmt.Errorf("localstore: describe stream %q: %w", name, disbackend.ErrStreamNotFound)
+	}
+	return st.meta, nil
+}
+
+// UpdatePartitionCount raises the stream's partition count to n; the new
+// partitions start at sequence number 0. DIS UpdatePartitionCount, Kafka
+// CreatePartitions. Errors: ErrStreamNotFound, ErrInvalidPartitionCount (n
+// not larger than the current count), ErrClosed, or a storage error.
+func (s *Store) UpdatePartitionCount(ctx context.Context, name string, n int32) error {
+	op := fmt.Sprintf("update partition count of stream %q", name)
+	return s.updateMeta(ctx, op, name, func(m *disbackend.Stream) error {
+		if n <= m.PartitionCount {
+			return fmt.Errorf("%w: %d partitions requested, stream has %d and can only grow",
+				disbackend.ErrInvalidPartitionCount, n, m.PartitionCount)
+		}
+		m.PartitionCount = n
+		return nil
+	})
+}
+
+// UpdateStreamConfig replaces the stream's config (retention, timestamp
+// type, max message bytes); it applies to later appends and retention passes.
+// DIS UpdateStream, Kafka AlterConfigs. Errors: ErrStreamNotFound,
+// ErrInvalidConfig, ErrClosed, or a storage error.
+func (s *Store) UpdateStreamConfig(ctx context.Context, name string, cfg disbackend.StreamConfig) error {
+	op := fmt.Sprintf("update config of stream %q", name)
+	if err := validateConfig(cfg); err != nil {
+		return fmt.Errorf("localstore: %s: %w", op, err)
+	}
+	return s.updateMeta(ctx, op, name, func(m *disbackend.Stream) error {
+		m.Config = cfg
+		return nil
+	})
+}
+
+// updateMeta applies change to a copy of the stream's metadata, syncs it, and
+// then installs it (adding partitions if the count grew).
+func (s *Store) updateMeta(ctx context.Context, op, name string, change func(*disbackend.Stream) error) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("localstore: %s: %w", op, err)
+	}
+	if err := s.enter(op); err != nil {
+		return err
+	}
+	defer s.dbMu.RUnlock()
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	st := s.streams[name]
+	if st == nil {
+		return fmt.Errorf("localstore: %s: %w", op, disbackend.ErrStreamNotFound)
+	}
+	meta := st.meta
+	if err := change(&meta); err != nil {
+		return fmt.Errorf("localstore: %s: %w", op, err)
+	}
+	if err := s.db.Set(metaKey(name), mustJSON(streamMeta{Stream: meta, Sid: st.sid}), pebble.Sync); err != nil {
+		return fmt.Errorf("localstore: %s: %w", op, err)
+	}
+	s.mu.Lock()
+	if n := meta.PartitionCount; int(n) > len(st.parts) {
+		st.parts = append(st.parts, newPartitions(st.sid, int32(len(st.parts)), n)...)
+	}
+	st.meta = meta
+	s.mu.Unlock()
+	s.notifyChanged()
+	return nil
+}
+
+func newPartitions(sid uint64, from, to int32) []*partition {
+	ps := make([]*partition, 0, to-from)
+	for i := from; i < to; i++ {
+		ps = append(ps, &partition{sid: sid, id: i})
+	}
+	return ps
+}
+
+func validateStreamName(name string) error {
+	if name == "" || len(name) > disbackend.MaxStreamNameLen {
+		return fmt.Errorf("%w: stream name must be 1-%d characters", disbackend.ErrInvalidName, disbackend.MaxStreamNameLen)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return fmt.Errorf("%w: stream name %q has character %q; allowed are ASCII letters, digits, '_' and '-'",
+				disbackend.ErrInvalidName, name, c)
+		}
+	}
+	return nil
+}
+
+func validateConfig(cfg disbackend.StreamConfig) error {
+	if cfg.Retention <= 0 && cfg.Retention != disbackend.UnlimitedRetention {
+		return fmt.Errorf("%w: retention %v must be > 0 or unlimited (-1)", disbackend.ErrInvalidConfig, cfg.Retention)
+	}
+	if cfg.TimestampType != disbackend.CreateTime && cfg.TimestampType != disbackend.LogAppendTime {
+		return fmt.Errorf("%w: unknown timestamp type %d", disbackend.ErrInvalidConfig, cfg.TimestampType)
+	}
+	if cfg.MaxMessageBytes < 0 {
+		return fmt.Errorf("%w: max message bytes %d must be >= 0", disbackend.ErrInvalidConfig, cfg.MaxMessageBytes)
+	}
+	return nil
+}
+
+// newTopicID returns 16 random bytes, never all zero (Kafka's null topic id).
+func newTopicID() [16]byte {
+	var id [16]byte
+	for id == ([16]byte{}) {
+		_, _ = rand.Read(id[:]) // crypto/rand.Read never fails (Go 1.24+)
+	}
+	return id
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("localstore: marshal %T: %v", v, err))
+	}
+	return b
+}
+
+// recover loads streams, partition ranges, producer states and allocators.
+// A partition's next is the end of its last stored batch, or its persisted
+// first floor when retention removed every batch; first is its first stored
+// batch's base, or the floor.
+func (s *Store) recover() error {
+	if v, ok, err := s.getInt64([]byte{keyAllocator}); err != nil {
+		return err
+	} else if ok {
+		s.pidNext, s.pidLimit = v, v
+	}
+	if v, ok, err := s.getInt64([]byte{keySidCounter}); err != nil {
+		return err
+	} else if ok {
+		s.nextSid = uint64(v)
+	}
+	mit, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixMeta}, UpperBound: []byte{prefixMeta + 1}})
+	if err != nil {
+		return err
+	}
+	defer mit.Close()
+	iit, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixIndex}, UpperBound: []byte{prefixIndex + 1}})
+	if err != nil {
+		return err
+	}
+	defer iit.Close()
+	sids := make(map[uint64]*stream)
+	for mit.First(); mit.Valid(); mit.Next() {
+		var m streamMeta
+		if err := json.Unmarshal(mit.Value(), &m); err != nil {
+			return fmt.Errorf("stream %q: %w: %v", mit.Key()[1:], errCorrupt, err)
+		}
+		st := &stream{meta: m.Stream, sid: m.Sid, parts: newPartitions(m.Sid, 0, m.Stream.PartitionCount)}
+		for _, p := range st.parts {
+			if err := s.recoverPartition(iit, p); err != nil {
+				return fmt.Errorf("stream %q partition %d: %w", m.Stream.Name, p.id, err)
+			}
+		}
+		s.streams[m.Stream.Name] = st
+		sids[m.Sid] = st
+		if m.Sid >= s.nextSid {
+			s.nextSid = m.Sid + 1
+		}
+	}
+	if err := mit.Error(); err != nil {
+		return err
+	}
+	pit, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixProducer}, UpperBound: []byte{prefixProducer + 1}})
+	if err != nil {
+		return err
+	}
+	defer pit.Close()
+	for pit.First(); pit.Valid(); pit.Next() {
+		k := pit.Key()
+		if len(k) != offsetKeyLen {
+			return fmt.Errorf("producer key %x: %w", k, errCorrupt)
+		}
+		pk := producerKey{sid: binary.BigEndian.Uint64(k[1:]), part: int32(binary.BigEndian.Uint32(k[9:])), pid: keyOffset(k)}
+		if sids[pk.sid] == nil {
+			continue
+		}
+		ps, err := decodeProducerState(pit.Value())
+		if err != nil {
+			return err
+		}
+		s.producers[pk] = ps
+	}
+	return pit.Error()
+}
+
+func (s *Store) recoverPartition(iit *pebble.Iterator, p *partition) error {
+	floor, _, err := s.getInt64(partKey(prefixFloor, p.sid, p.id))
+	if err != nil {
+		return err
+	}
+	p.first, p.next = floor, floor
+	prefix := partKey(prefixIndex, p.sid, p.id)
+	if iit.SeekGE(prefix) && bytes.HasPrefix(iit.Key(), prefix) {
+		p.first = max(floor, keyOffset(iit.Key()))
+		iit.SeekLT(offsetKey(prefixIndex, p.sid, p.id+1, 0))
+		e, ok := decodeIndexEntry(iit.Value())
+		if !ok || !bytes.HasPrefix(iit.Key(), prefix) {
+			return fmt.Errorf("index %x: %w", iit.Key(), errCorrupt)
+		}
+		p.next = max(floor, e.last+1)
+	}
+	p.assigned = p.next
+	return iit.Error()
+}
+
+func (s *Store) getInt64(key []byte) (int64, bool, error) {
+	v, closer, err := s.db.Get(key)
+	if err == pebble.ErrNotFound {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	defer closer.Close()
+	n, ok := getInt64(v)
+	if !ok {
+		return 0, false, fmt.Errorf("key %x: %w", key, errCorrupt)
+	}
+	return n, true, nil
+}
