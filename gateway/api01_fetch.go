@@ -42,6 +42,8 @@ func (c *conn) handleFetch(req *kafkawire.Request) reply {
 	return reply{req: req, finish: func() (kmsg.Response, error) { return c.fetch(r), nil }}
 }
 
+var noRecords = []byte{}
+
 func (c *conn) fetch(r *kmsg.FetchRequest) *kmsg.FetchResponse {
 	resp := r.ResponseKind().(*kmsg.FetchResponse)
 	if r.Version >= 7 && (r.SessionID != 0 || r.SessionEpoch != 0 && r.SessionEpoch != -1) {
@@ -103,6 +105,7 @@ func (c *conn) fillFetch(r *kmsg.FetchRequest, resp *kmsg.FetchResponse) (total 
 			*p = kmsg.NewFetchResponseTopicPartition()
 			p.Partition = rp.Partition
 			p.HighWatermark, p.LastStableOffset, p.LogStartOffset = -1, -1, -1
+			p.RecordBatches = noRecords // empty, not null: kafka-python cannot read a null
 			switch {
 			case topicErr != 0:
 				p.ErrorCode, done = topicErr, true
