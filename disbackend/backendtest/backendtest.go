@@ -22,9 +22,9 @@ import (
 const waitTimeout = 30 * time.Second
 
 // Run runs one subtest per behaviour of disbackend.Backend. newBackend must
-// return a new, empty, open backend each call; Run closes each one at the end
-// of its subtest (a Close error after the subtest already closed it is
-// ignored).
+// return a new, empty, open backend on the real clock each call; Run closes
+// each one at the end of its subtest (a Close error after the subtest
+// already closed it is ignored). Subtests run in parallel.
 func Run(t *testing.T, newBackend func(t *testing.T) disbackend.Backend) {
 	open := func(t *testing.T) disbackend.Backend {
 		t.Helper()
@@ -48,6 +48,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) disbackend.Backend) {
 		{"AppendOrderPerGoroutine", testAppendOrderPerGoroutine},
 		{"ChangedWakes", testChangedWakes},
 		{"Timestamps", testTimestamps},
+		{"LogAppendTime", testLogAppendTime},
 		{"UpdatePartitionCount", testUpdatePartitionCount},
 		{"UpdateStreamConfig", testUpdateStreamConfig},
 		{"IdempotentDuplicate", testIdempotentDuplicate},

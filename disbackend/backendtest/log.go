@@ -2,6 +2,7 @@ package backendtest
 
 import (
 	"bytes"
+	"encoding/binary"
 	"sort"
 	"sync"
 	"testing"
@@ -286,4 +287,39 @@ func testClose(t *testing.T, b disbackend.Backend) {
 	}
 	_, err := b.Append("closing", 0, MakeBatch(BatchOptions{})).Wait(ctx)
 	wantErr(t, "append after Close", err, disbackend.ErrClosed)
+}
+
+// testLogAppendTime checks that a LogAppendTime stream stamps batches with
+// the append time: attribute bit 3 set, max timestamp = append time (ms),
+// CRC recomputed; the timestamp lookups use that time.
+func testLogAppendTime(t *testing.T, b disbackend.Backend) {
+	ctx := ctxT(t)
+	sp := spec(t, "stamped", 1)
+	sp.Config.TimestampType = disbackend.LogAppendTime
+	mustCreate(t, b, sp)
+	before := time.Now().UnixMilli()
+	batch := MakeBatch(BatchOptions{NumRecords: 3, FirstTimestamp: 5, MaxTimestamp: 7})
+	if _, err := b.Append("stamped", 0, batch).Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	after := time.Now().UnixMilli()
+	res, err := b.Read(ctx, "stamped", 0, 0, 1<<20)
+	if err != nil || len(res.Batches) != 1 {
+		t.Fatalf("Read = %d batches, %v", len(res.Batches), err)
+	}
+	raw := res.Batches[0]
+	if attrs := binary.BigEndian.Uint16(raw[21:]); attrs&0x08 == 0 {
+		t.Fatalf("attributes %#x: LogAppendTime bit not set", attrs)
+	}
+	maxTS := int64(binary.BigEndian.Uint64(raw[35:]))
+	if maxTS < before || maxTS > after {
+		t.Fatalf("max timestamp %d, want the append time in [%d, %d]", maxTS, before, after)
+	}
+	if !CheckCRC(raw) {
+		t.Fatal("CRC not recomputed after stamping")
+	}
+	got, err := b.BatchAtTimestamp(ctx, "stamped", 0, before)
+	if err != nil || got == nil {
+		t.Fatalf("BatchAtTimestamp(append time) = %v, %v; want the batch", got, err)
+	}
 }

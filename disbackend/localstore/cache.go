@@ -51,6 +51,9 @@ func (p *partition) readCache(offset int64, maxBytes int, out [][]byte, n int) (
 		return out, n, false
 	}
 	i := sort.Search(len(c), func(i int) bool { return c[i].last >= offset })
+	if out == nil {
+		out = make([][]byte, 0, min(len(c)-i, 64))
+	}
 	for ; i < len(c); i++ {
 		if n > 0 && n+len(c[i].raw) > maxBytes {
 			break

@@ -162,6 +162,21 @@ func Open(dir string, opts Options) (*Store, error) {
 		L0StopWritesThreshold:       24,
 		FormatMajorVersion:          pebble.FormatNewest,
 	}
+	// Batches are stored as the producer sent them (often compressed already);
+	// compressing blocks again costs CPU for little.
+	popts.ApplyCompressionSettings(func() pebble.DBCompressionSettings { return pebble.DBCompressionNone })
+	// Value separation writes batch values once into blob files at flush, so
+	// compactions move only keys and index entries instead of rewriting
+	// every batch at each level.
+	popts.Experimental.ValueSeparationPolicy = func() pebble.ValueSeparationPolicy {
+		return pebble.ValueSeparationPolicy{
+			Enabled:               true,
+			MinimumSize:           256,
+			MaxBlobReferenceDepth: 10,
+			RewriteMinimumAge:     10 * time.Minute,
+			TargetGarbageRatio:    0.25,
+		}
+	}
 	popts.EnsureDefaults()
 	db, err := pebble.Open(dir, popts)
 	if err != nil {
