@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -24,6 +25,9 @@ func runCmd(t *testing.T, stdin string, name string, args ...string) string {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("%s %s: %v\nstdout:\n%s\nstderr:\n%s", name, strings.Join(args, " "), err, out.String(), errb.String())
 	}
+	if os.Getenv("DEBUG_KCAT") != "" {
+		t.Logf("stderr: %s", errb.String())
+	}
 	return out.String()
 }
 
@@ -43,7 +47,13 @@ func TestKcat(t *testing.T) {
 	for i := 0; i < 1000; i++ {
 		lines = append(lines, fmt.Sprintf("line-%04d", i))
 	}
-	runCmd(t, strings.Join(lines, "\n")+"\n", kcat, "-b", g.addr, "-t", topic, "-P")
+	// Keyed, so that both partitions get records (librdkafka's sticky
+	// partitioner would put unkeyed lines in one partition).
+	var keyed []string
+	for i, l := range lines {
+		keyed = append(keyed, fmt.Sprintf("key%d:%s", i, l))
+	}
+	runCmd(t, strings.Join(keyed, "\n")+"\n", kcat, "-b", g.addr, "-t", topic, "-P", "-K:")
 
 	out := runCmd(t, "", kcat, "-b", g.addr, "-t", topic, "-C", "-e", "-q")
 	got := strings.Split(strings.TrimSpace(out), "\n")
