@@ -115,9 +115,11 @@ type Streams interface {
 // Batch is one Kafka record batch (magic 2) as a producer sent it, already
 // validated by the gateway (header, CRC-32C, size). The header fields are
 // decoded copies of what Raw holds. A store that keeps batches whole stores
-// Raw, rewriting only its base offset (bytes 0-7, big-endian int64) to the
-// assigned sequence number; the CRC does not cover those bytes, so it stays
-// valid. The store takes ownership of Raw.
+// Raw, rewriting its base offset (bytes 0-7, big-endian int64) to the
+// assigned sequence number (the CRC does not cover those bytes, so it stays
+// valid) and, on a LogAppendTime stream, stamping the append time as Kafka's
+// broker does: the timestamp-type attribute bit, the max timestamp, and the
+// CRC recomputed. The store takes ownership of Raw.
 type Batch struct {
 	Raw            []byte
 	NumRecords     int32 // records in the batch (last offset delta + 1), > 0
@@ -143,6 +145,9 @@ type AppendResult struct {
 	BaseOffset int64
 	// LogStartOffset is the partition's first sequence number after the append.
 	LogStartOffset int64
+	// LogAppendTime is the append time (ms) stamped on a LogAppendTime
+	// stream's batch, -1 otherwise (Kafka's Produce response field).
+	LogAppendTime int64
 	// Duplicate is true when the batch was an idempotent retry of a batch
 	// already in the log; nothing new was written.
 	Duplicate bool
@@ -201,7 +206,8 @@ type Log interface {
 	// Batches enqueued by one goroutine are applied in call order. The
 	// returned Pending completes once the batch is durable (synced), with
 	// ErrStreamNotFound, ErrPartitionNotFound, ErrOutOfOrderSequence,
-	// ErrInvalidProducerEpoch, ErrClosed, or a storage error.
+	// ErrInvalidProducerEpoch, ErrClosed, or ErrUnavailable (a storage
+	// failure: the store refuses appends until it is reopened).
 	Append(stream string, partition int32, b Batch) *Pending
 	// Read returns synced batches starting with the one holding offset, up to
 	// maxBytes in total, but always at least one whole batch when offset <

@@ -21,7 +21,6 @@ package gateway
 import (
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -35,9 +34,8 @@ func init() { registerAPI(0, 3, 13, (*conn).handleProduce) }
 // producePart is one partition's outcome: an error known at once, or a
 // pending append.
 type producePart struct {
-	p             *kmsg.ProduceResponseTopicPartition
-	pending       *disbackend.Pending
-	logAppendTime int64 // ms, -1 for CreateTime topics
+	p       *kmsg.ProduceResponseTopicPartition
+	pending *disbackend.Pending
 }
 
 func (c *conn) handleProduce(req *kafkawire.Request) reply {
@@ -93,12 +91,12 @@ func (c *conn) handleProduce(req *kafkawire.Request) reply {
 			case rp.Partition < 0 || rp.Partition >= st.PartitionCount:
 				setErr(p, kerr.UnknownTopicOrPartition.Code, nil)
 			default:
-				pending, logAppendTime, err := c.appendBatch(r.Version, st, rp)
+				pending, err := c.appendBatch(r.Version, st, rp)
 				if err != nil {
 					setErr(p, kafkaError(c.log, err), err)
 					continue
 				}
-				parts = append(parts, producePart{p: p, pending: pending, logAppendTime: logAppendTime})
+				parts = append(parts, producePart{p: p, pending: pending})
 			}
 		}
 	}
@@ -133,7 +131,7 @@ func (c *conn) handleProduce(req *kafkawire.Request) reply {
 			}
 			pp.p.BaseOffset = res.BaseOffset
 			pp.p.LogStartOffset = res.LogStartOffset
-			pp.p.LogAppendTime = pp.logAppendTime
+			pp.p.LogAppendTime = res.LogAppendTime
 		}
 		return resp, nil
 	}}
@@ -142,25 +140,20 @@ func (c *conn) handleProduce(req *kafkawire.Request) reply {
 // appendBatch validates one partition's records and enqueues the batch.
 // Errors: MESSAGE_TOO_LARGE, and kafkawire's batch errors (CORRUPT_MESSAGE,
 // INVALID_RECORD, UNSUPPORTED_COMPRESSION_TYPE).
-func (c *conn) appendBatch(version int16, st *disbackend.Stream, rp *kmsg.ProduceRequestTopicPartition) (*disbackend.Pending, int64, error) {
+func (c *conn) appendBatch(version int16, st *disbackend.Stream, rp *kmsg.ProduceRequestTopicPartition) (*disbackend.Pending, error) {
 	if len(rp.Records) > int(st.Config.MaxMessageBytes) {
-		return nil, -1, kerrWrap(kerr.MessageTooLarge, fmt.Sprintf("record batch of %d bytes is larger than max.message.bytes %d", len(rp.Records), st.Config.MaxMessageBytes))
+		return nil, kerrWrap(kerr.MessageTooLarge, fmt.Sprintf("record batch of %d bytes is larger than max.message.bytes %d", len(rp.Records), st.Config.MaxMessageBytes))
 	}
 	b, err := kafkawire.ParseBatch(rp.Records)
 	if err != nil {
-		return nil, -1, err
+		return nil, err
 	}
 	if b.Attributes&0x07 == kafkawire.CodecZstd && version < 7 {
-		return nil, -1, fmt.Errorf("%w: zstd needs Produce v7 or newer", kafkawire.ErrUnsupportedCompression)
+		return nil, fmt.Errorf("%w: zstd needs Produce v7 or newer", kafkawire.ErrUnsupportedCompression)
 	}
 	raw := rp.Records
 	kafkawire.SetBatchLeaderEpoch(raw, leaderEpoch)
-	logAppendTime := int64(-1)
-	if st.Config.TimestampType == disbackend.LogAppendTime {
-		logAppendTime = time.Now().UnixMilli()
-		b.MaxTimestamp = logAppendTime
-		kafkawire.SetLogAppendTime(raw, logAppendTime)
-	}
+	// On a LogAppendTime topic the store stamps its append time.
 	pending := c.s.backend.Append(st.Name, rp.Partition, disbackend.Batch{
 		Raw:            raw,
 		NumRecords:     b.NumRecords,
@@ -171,7 +164,7 @@ func (c *conn) appendBatch(version int16, st *disbackend.Stream, rp *kmsg.Produc
 		BaseSequence:   b.FirstSequence,
 		Attributes:     b.Attributes,
 	})
-	return pending, logAppendTime, nil
+	return pending, nil
 }
 
 // kerrWrap returns an error that maps to the Kafka error ke with a message.

@@ -25,6 +25,9 @@ type testGateway struct {
 	store *localstore.Store
 	addr  string
 	dir   string
+	// stop shuts the server down and closes the store, once.
+	stop    func(t testing.TB)
+	stopped bool
 }
 
 func startGateway(t testing.TB, mutate ...func(*gateway.Config)) *testGateway {
@@ -55,12 +58,11 @@ func startGatewayAt(t testing.TB, dir string, mutate ...func(*gateway.Config)) *
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve() }()
 	g := &testGateway{srv: srv, store: store, addr: srv.AdvertisedAddr(), dir: dir}
-	stopped := false
-	t.Cleanup(func() {
-		if stopped {
+	g.stop = func(t testing.TB) {
+		if g.stopped {
 			return
 		}
-		stopped = true
+		g.stopped = true
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := srv.Shutdown(ctx); err != nil {
@@ -72,7 +74,8 @@ func startGatewayAt(t testing.TB, dir string, mutate ...func(*gateway.Config)) *
 		if err := store.Close(); err != nil {
 			t.Errorf("close store: %v", err)
 		}
-	})
+	}
+	t.Cleanup(func() { g.stop(t) })
 	return g
 }
 

@@ -111,16 +111,6 @@ func SetBatchLeaderEpoch(raw []byte, epoch int32) {
 	binary.BigEndian.PutUint32(raw[offLeaderEpoch:], uint32(epoch))
 }
 
-// SetLogAppendTime marks a raw batch as LogAppendTime with max timestamp ts
-// (ms) and recomputes its CRC, as Kafka's DefaultRecordBatch.setMaxTimestamp
-// does for a topic with message.timestamp.type=LogAppendTime.
-func SetLogAppendTime(raw []byte, ts int64) {
-	attrs := binary.BigEndian.Uint16(raw[offAttributes:]) | attrTimestampType
-	binary.BigEndian.PutUint16(raw[offAttributes:], attrs)
-	binary.BigEndian.PutUint64(raw[offMaxTimestamp:], uint64(ts))
-	binary.BigEndian.PutUint32(raw[offCRC:], crc32.Checksum(raw[offAttributes:], crc32c))
-}
-
 var decompressor = kgo.DefaultDecompressor()
 
 // DecodeRecords decompresses a raw batch (gzip, snappy, lz4 or zstd through

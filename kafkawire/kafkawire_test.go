@@ -116,19 +116,6 @@ func resign(b []byte) []byte {
 	return b
 }
 
-func TestSetLogAppendTime(t *testing.T) {
-	raw := makeBatch(t, 3, CodecNone)
-	SetLogAppendTime(raw, 99999)
-	b, err := ParseBatch(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	recs, _ := DecodeRecords(raw)
-	if b.MaxTimestamp != 99999 || b.Attributes&0x08 == 0 || recs[0].TimestampDelta64 != 99999 {
-		t.Fatalf("batch %+v rec ts %d", b, recs[0].TimestampDelta64)
-	}
-}
-
 func encodeRequest(key, version int16, corr int32, body kmsg.Request) []byte {
 	body.SetVersion(version)
 	out := binary.BigEndian.AppendUint16(nil, uint16(key))

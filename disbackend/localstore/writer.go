@@ -34,6 +34,7 @@ type groupItem struct {
 	last      int64
 	raw       []byte // nil for a duplicate
 	maxTS     int64  // ms, for the index
+	logAppend int64  // ms, the LogAppendTime stamped, or -1
 	duplicate bool
 }
 
@@ -186,17 +187,17 @@ func (s *Store) accept(r *appendReq, nowMS int64) (groupItem, *producerState, er
 				r.stream, r.part, r.b.ProducerID, r.b.ProducerEpoch, r.b.BaseSequence, err)
 		}
 		if dup != nil {
-			return groupItem{pend: r.p, p: p, base: dup.base, last: dup.last, duplicate: true}, nil, nil
+			return groupItem{pend: r.p, p: p, base: dup.base, last: dup.last, logAppend: -1, duplicate: true}, nil, nil
 		}
 	}
 	p.assigned = last + 1
-	raw, maxTS := r.b.Raw, r.b.MaxTimestamp
+	raw, maxTS, logAppend := r.b.Raw, r.b.MaxTimestamp, int64(-1)
 	disbackend.SetBaseOffset(raw, base)
 	if st.meta.Config.TimestampType == disbackend.LogAppendTime {
 		setLogAppendTime(raw, nowMS)
-		maxTS = nowMS
+		maxTS, logAppend = nowMS, nowMS
 	}
-	return groupItem{pend: r.p, p: p, base: base, last: last, raw: raw, maxTS: maxTS}, ps, nil
+	return groupItem{pend: r.p, p: p, base: base, last: last, raw: raw, maxTS: maxTS, logAppend: logAppend}, ps, nil
 }
 
 // setLogAppendTime marks a raw batch as LogAppendTime with max timestamp ts
@@ -253,7 +254,7 @@ func (s *Store) syncLoop() {
 		}
 		for _, it := range g.items {
 			first, _ := it.p.span()
-			it.pend.Complete(disbackend.AppendResult{BaseOffset: it.base, LogStartOffset: first, Duplicate: it.duplicate}, nil)
+			it.pend.Complete(disbackend.AppendResult{BaseOffset: it.base, LogStartOffset: first, LogAppendTime: it.logAppend, Duplicate: it.duplicate}, nil)
 		}
 		if g.b != nil {
 			_ = g.b.Close()
