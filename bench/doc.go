@@ -1,0 +1,6 @@
+// Package bench holds the throughput benchmarks of DESIGN.md section 8:
+// produce and fetch MB/s through disgw (gateway over localstore, synced
+// before every acknowledgement) against franz-go's in-memory kfake cluster,
+// with the same kgo client options. Everything lives in the _test files;
+// see README.md for how to run it and the measured numbers.
+package bench
