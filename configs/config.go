@@ -1,0 +1,373 @@
+// Package configs owns disgw's configuration: the Config struct, its
+// defaults, loading it from a YAML file and DISGW_* environment variables,
+// and validating it. Precedence is defaults < YAML file < environment <
+// command-line flags; the flags themselves are parsed only by main, which
+// hands explicitly set values to Config.Set.
+//
+// It does not start anything and does not read files other than the one it
+// is asked to load.
+package configs
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/disgw/disgw/gateway"
+)
+
+// EnvPrefix starts the environment variable of every key: key listen is read
+// from DISGW_LISTEN, log_level from DISGW_LOG_LEVEL.
+const EnvPrefix = "DISGW_"
+
+// BackendLocal is the embedded Pebble store, the default and for now only
+// backend.
+const BackendLocal = "local"
+
+// Config is disgw's configuration. The yaml tag of each field is its key in
+// the YAML file; its environment variable is EnvPrefix plus the key in upper
+// case.
+type Config struct {
+	// Listen is the TCP address the Kafka listener binds, HOST:PORT.
+	// Default 127.0.0.1:9092.
+	Listen string `yaml:"listen"`
+	// Advertise is the HOST:PORT given to clients in Metadata. Empty (the
+	// default) means the address actually bound, with 127.0.0.1 for an
+	// unspecified host. An explicit value must name a host other than
+	// 0.0.0.0 or :: and a port 1-65535.
+	Advertise string `yaml:"advertise"`
+	// Data is the directory of the embedded store. Default ./data.
+	Data string `yaml:"data"`
+	// Backend selects the backend; only "local" (the embedded store) for now.
+	Backend string `yaml:"backend"`
+	// LogLevel is debug, info, warn or error. Default info.
+	LogLevel string `yaml:"log_level"`
+
+	// MaxFrameBytes caps one request frame, in bytes (Kafka
+	// socket.request.max.bytes). Default 100 MiB.
+	MaxFrameBytes int32 `yaml:"max_frame_bytes"`
+	// IdleTimeout closes a connection with no request for this long (Kafka
+	// connections.max.idle.ms). Default 10m.
+	IdleTimeout time.Duration `yaml:"idle_timeout"`
+	// AutoCreateTopics lets Metadata create unknown requested topics (Kafka
+	// auto.create.topics.enable). Default true.
+	AutoCreateTopics bool `yaml:"auto_create_topics"`
+	// DefaultPartitions is the partition count of auto-created topics and
+	// of CreateTopics asking for -1 (Kafka num.partitions). Default 1.
+	DefaultPartitions int32 `yaml:"default_partitions"`
+	// DefaultRetention is retention.ms of new topics that do not set it.
+	// Default 168h. A negative value (write -1) means unlimited.
+	DefaultRetention time.Duration `yaml:"default_retention"`
+	// MaxMessageBytes is max.message.bytes of new topics: the largest record
+	// batch, in bytes. Default 1048588 (Kafka's).
+	MaxMessageBytes int32 `yaml:"max_message_bytes"`
+	// ShutdownGrace is how long shutdown waits for in-flight requests before
+	// closing connections. Default 10s.
+	ShutdownGrace time.Duration `yaml:"shutdown_grace"`
+	// RetentionCheckInterval is how often the embedded store drops data past
+	// its retention. Default 1m. A negative value (write -1) disables the
+	// check.
+	RetentionCheckInterval time.Duration `yaml:"retention_check_interval"`
+}
+
+// Default returns the defaults listed on Config.
+func Default() Config {
+	g := gateway.DefaultConfig()
+	return Config{
+		Listen:                 g.Listen,
+		Advertise:              "",
+		Data:                   "./data",
+		Backend:                BackendLocal,
+		LogLevel:               "info",
+		MaxFrameBytes:          g.MaxFrameBytes,
+		IdleTimeout:            g.IdleTimeout,
+		AutoCreateTopics:       g.AutoCreateTopics,
+		DefaultPartitions:      g.DefaultPartitions,
+		DefaultRetention:       g.DefaultRetention,
+		MaxMessageBytes:        g.MaxMessageBytes,
+		ShutdownGrace:          g.ShutdownGrace,
+		RetentionCheckInterval: time.Minute,
+	}
+}
+
+// Keys returns every configuration key, in the order of Config's fields.
+func Keys() []string {
+	t := reflect.TypeFor[Config]()
+	keys := make([]string, 0, t.NumField())
+	for i := range t.NumField() {
+		keys = append(keys, yamlKey(t.Field(i)))
+	}
+	return keys
+}
+
+// EnvVar returns the environment variable of key: DISGW_ and the key in
+// upper case.
+func EnvVar(key string) string { return EnvPrefix + strings.ToUpper(key) }
+
+func yamlKey(f reflect.StructField) string {
+	k, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+	return k
+}
+
+// field returns the field of c named by key.
+func (c *Config) field(key string) (reflect.Value, bool) {
+	v := reflect.ValueOf(c).Elem()
+	t := v.Type()
+	for i := range t.NumField() {
+		if yamlKey(t.Field(i)) == key {
+			return v.Field(i), true
+		}
+	}
+	return reflect.Value{}, false
+}
+
+var durationType = reflect.TypeFor[time.Duration]()
+
+// Set parses value as the type of key's field and stores it. Durations are
+// Go durations ("10m", "168h") or a negative integer of nanoseconds ("-1"),
+// which the keys that allow it read as unlimited or disabled; booleans are
+// those of strconv.ParseBool. main uses it for the flags set on the command
+// line.
+func (c *Config) Set(key, value string) error {
+	f, ok := c.field(key)
+	if !ok {
+		return fmt.Errorf("unknown key %q", key)
+	}
+	switch {
+	case f.Type() == durationType:
+		d, err := parseDuration(value)
+		if err != nil {
+			return fmt.Errorf("%s: %w", key, err)
+		}
+		f.SetInt(int64(d))
+	case f.Kind() == reflect.String:
+		f.SetString(value)
+	case f.Kind() == reflect.Bool:
+		b, err := strconv.ParseBool(strings.TrimSpace(value))
+		if err != nil {
+			return fmt.Errorf("%s: %q is not a boolean (true or false)", key, value)
+		}
+		f.SetBool(b)
+	case f.Kind() == reflect.Int32:
+		n, err := strconv.ParseInt(strings.TrimSpace(value), 10, 32)
+		if err != nil {
+			return fmt.Errorf("%s: %q is not a 32-bit integer", key, value)
+		}
+		f.SetInt(n)
+	default:
+		panic(fmt.Sprintf("configs: key %s has unsupported type %s", key, f.Type()))
+	}
+	return nil
+}
+
+// parseDuration reads a Go duration, or an integer, which must be negative
+// ("-1"): a bare positive number is refused because its unit would be a guess.
+// "0" is read as 0 for Validate to judge.
+func parseDuration(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		if n > 0 {
+			return 0, fmt.Errorf("%q has no unit; write a duration such as \"10s\", \"10m\" or \"168h\"", s)
+		}
+		return time.Duration(n), nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration such as \"10s\", \"10m\" or \"168h\"", s)
+	}
+	return d, nil
+}
+
+// Load reads the YAML file at path over the defaults. Keys absent from the
+// file keep their defaults; an unknown key is an error, as is more than one
+// document. An empty file yields the defaults.
+func Load(path string) (Config, error) {
+	c := Default()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return c, fmt.Errorf("config: %w", err)
+	}
+	if err := c.decodeYAML(b); err != nil {
+		return c, fmt.Errorf("config %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// decodeYAML applies the YAML document in b to c, checking every key.
+func (c *Config) decodeYAML(b []byte) error {
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil // empty file
+		}
+		return err
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return errors.New("more than one YAML document")
+	}
+	if len(doc.Content) == 0 {
+		return nil
+	}
+	root := doc.Content[0]
+	if root.Kind == yaml.ScalarNode && root.Tag == "!!null" {
+		return nil // only comments
+	}
+	if root.Kind != yaml.MappingNode {
+		return fmt.Errorf("line %d: the file must be a mapping of keys to values", root.Line)
+	}
+	var errs []error
+	seen := make(map[string]bool)
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k, v := root.Content[i], root.Content[i+1]
+		if seen[k.Value] {
+			errs = append(errs, fmt.Errorf("line %d: key %q given twice", k.Line, k.Value))
+			continue
+		}
+		seen[k.Value] = true
+		f, ok := c.field(k.Value)
+		if !ok {
+			errs = append(errs, fmt.Errorf("line %d: unknown key %q (known keys: %s)", k.Line, k.Value, strings.Join(Keys(), ", ")))
+			continue
+		}
+		if v.Kind != yaml.ScalarNode {
+			errs = append(errs, fmt.Errorf("line %d: %s: want a single value", v.Line, k.Value))
+			continue
+		}
+		if v.Tag == "!!null" {
+			if f.Kind() == reflect.String {
+				f.SetString("") // "advertise:" with no value means empty
+				continue
+			}
+			errs = append(errs, fmt.Errorf("line %d: %s: no value", v.Line, k.Value))
+			continue
+		}
+		if err := c.Set(k.Value, v.Value); err != nil {
+			errs = append(errs, fmt.Errorf("line %d: %w", v.Line, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ApplyEnv sets each key whose environment variable (EnvVar) getenv returns
+// non-empty. It returns every bad value at once.
+func (c *Config) ApplyEnv(getenv func(string) string) error {
+	var errs []error
+	for _, k := range Keys() {
+		name := EnvVar(k)
+		v := getenv(name)
+		if v == "" {
+			continue
+		}
+		if err := c.Set(k, v); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// LogLevels are the values LogLevel accepts.
+var LogLevels = []string{"debug", "info", "warn", "error"}
+
+// Validate returns every problem of c at once, joined.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+	}
+	if err := checkHostPort(c.Listen, false); err != nil {
+		bad("listen", "%q: %v", c.Listen, err)
+	}
+	if c.Advertise != "" {
+		if err := checkHostPort(c.Advertise, true); err != nil {
+			bad("advertise", "%q: %v", c.Advertise, err)
+		}
+	}
+	if strings.TrimSpace(c.Data) == "" {
+		bad("data", "must name a directory")
+	}
+	if c.Backend != BackendLocal {
+		bad("backend", "%q is not supported; the only backend is %q", c.Backend, BackendLocal)
+	}
+	if !slices.Contains(LogLevels, c.LogLevel) {
+		bad("log_level", "%q is not one of %s", c.LogLevel, strings.Join(LogLevels, ", "))
+	}
+	if c.MaxFrameBytes <= 0 {
+		bad("max_frame_bytes", "%d must be > 0", c.MaxFrameBytes)
+	}
+	if c.IdleTimeout <= 0 {
+		bad("idle_timeout", "%v must be > 0", c.IdleTimeout)
+	}
+	if c.DefaultPartitions <= 0 {
+		bad("default_partitions", "%d must be >= 1", c.DefaultPartitions)
+	}
+	if c.DefaultRetention == 0 {
+		bad("default_retention", "must be > 0, or -1 for unlimited")
+	} else if c.DefaultRetention > 0 && c.DefaultRetention < time.Millisecond {
+		bad("default_retention", "%v is below Kafka's unit of 1ms", c.DefaultRetention)
+	}
+	if c.MaxMessageBytes <= 0 {
+		bad("max_message_bytes", "%d must be > 0", c.MaxMessageBytes)
+	}
+	if c.ShutdownGrace <= 0 {
+		bad("shutdown_grace", "%v must be > 0", c.ShutdownGrace)
+	}
+	if c.RetentionCheckInterval == 0 {
+		bad("retention_check_interval", "must be > 0, or -1 to disable the check")
+	}
+	return errors.Join(errs...)
+}
+
+// checkHostPort checks HOST:PORT. An advertised address needs a host other
+// than an unspecified one and a port 1-65535; a listen address may leave the
+// host empty or unspecified and use port 0 (any free port).
+func checkHostPort(addr string, advertised bool) error {
+	host, portStr, err := net.SplitHostPort(addr)
+	if err != nil {
+		return errors.New("want HOST:PORT")
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil || port < 0 || port > 65535 {
+		return fmt.Errorf("port %q is not a number 0-65535", portStr)
+	}
+	if !advertised {
+		return nil
+	}
+	if port == 0 {
+		return errors.New("port 0 cannot be advertised; give the port clients connect to")
+	}
+	if host == "" {
+		return errors.New("host is empty; give the host clients connect to")
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		return fmt.Errorf("%s cannot be advertised; give the host clients connect to", host)
+	}
+	return nil
+}
+
+// Gateway returns the gateway's configuration: gateway.DefaultConfig with
+// every key of c that mirrors a gateway setting applied.
+func (c Config) Gateway() gateway.Config {
+	g := gateway.DefaultConfig()
+	g.Listen = c.Listen
+	g.Advertise = c.Advertise
+	g.MaxFrameBytes = c.MaxFrameBytes
+	g.IdleTimeout = c.IdleTimeout
+	g.AutoCreateTopics = c.AutoCreateTopics
+	g.DefaultPartitions = c.DefaultPartitions
+	g.DefaultRetention = c.DefaultRetention
+	g.MaxMessageBytes = c.MaxMessageBytes
+	g.ShutdownGrace = c.ShutdownGrace
+	return g
+}
