@@ -1,0 +1,297 @@
+// Command disgw serves the Kafka wire protocol in front of Huawei Cloud DIS,
+// with an embedded store as the default backend.
+//
+//	disgw [serve] [flags]   start the gateway (the default command)
+//	disgw version           print the version and build information
+//
+// main owns flag parsing, logging set-up and signal handling only; the
+// configuration rules live in package configs and the server in gateway.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"syscall"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/disgw/disgw/configs"
+	"github.com/disgw/disgw/disbackend/localstore"
+	"github.com/disgw/disgw/gateway"
+)
+
+// version is set at build time: go build -ldflags "-X main.version=v1.2.3".
+var version = "dev"
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitError = 1 // the gateway failed while starting, serving or stopping
+	exitUsage = 2 // bad command, flag or configuration
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+}
+
+func run(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	cmd := "serve"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "serve":
+		return serve(args, getenv, stderr)
+	case "version":
+		printVersion(stdout)
+		return exitOK
+	case "help":
+		usage(stdout)
+		return exitOK
+	default:
+		fmt.Fprintf(stderr, "disgw: unknown command %q\n\n", cmd)
+		usage(stderr)
+		return exitUsage
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `Usage:
+  disgw [serve] [flags]   start the gateway (default)
+  disgw version           print the version
+  disgw help              print this help
+
+Run "disgw serve -h" for the flags. Every setting can also come from a YAML
+file (--config) or a DISGW_* environment variable; see configs/disgw.yaml.
+`)
+}
+
+func printVersion(w io.Writer) {
+	fmt.Fprintf(w, "disgw %s\n", version)
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return
+	}
+	fmt.Fprintf(w, "go: %s\n", bi.GoVersion)
+	if bi.Main.Version != "" {
+		fmt.Fprintf(w, "module: %s %s\n", bi.Main.Path, bi.Main.Version)
+	}
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision", "vcs.time", "vcs.modified", "GOOS", "GOARCH", "-race":
+			fmt.Fprintf(w, "%s: %s\n", s.Key, s.Value)
+		}
+	}
+}
+
+// flagKeys maps each flag that mirrors a configuration key to that key.
+var flagKeys = map[string]string{
+	"listen":    "listen",
+	"advertise": "advertise",
+	"data":      "data",
+	"backend":   "backend",
+	"log-level": "log_level",
+}
+
+func serve(args []string, getenv func(string) string, stderr io.Writer) int {
+	def := configs.Default()
+	fs := flag.NewFlagSet("disgw serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configFile := fs.String("config", "", "YAML configuration `file` (see configs/disgw.yaml)")
+	readyFile := fs.String("ready-file", "", "once listening, write the advertised HOST:PORT to this `file`; removed at exit")
+	fs.String("listen", def.Listen, "TCP address to bind, `HOST:PORT` (env DISGW_LISTEN)")
+	fs.String("advertise", def.Advertise, "`HOST:PORT` given to clients; empty = the bound address (env DISGW_ADVERTISE)")
+	fs.String("data", def.Data, "`directory` of the embedded store (env DISGW_DATA)")
+	fs.String("backend", def.Backend, "backend: local (env DISGW_BACKEND)")
+	fs.String("log-level", def.LogLevel, "debug, info, warn or error (env DISGW_LOG_LEVEL)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "disgw: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+
+	// Defaults < YAML file < environment < flags set on the command line.
+	cfg := configs.Default()
+	if *configFile != "" {
+		var err error
+		if cfg, err = configs.Load(*configFile); err != nil {
+			fmt.Fprintf(stderr, "disgw: %v\n", err)
+			return exitUsage
+		}
+	}
+	var errs []error
+	if err := cfg.ApplyEnv(getenv); err != nil {
+		errs = append(errs, err)
+	}
+	fs.Visit(func(f *flag.Flag) {
+		if key, ok := flagKeys[f.Name]; ok {
+			if err := cfg.Set(key, f.Value.String()); err != nil {
+				errs = append(errs, fmt.Errorf("--%s: %w", f.Name, err))
+			}
+		}
+	})
+	if err := cfg.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		fmt.Fprintf(stderr, "disgw: invalid configuration:\n%v\n", err)
+		return exitUsage
+	}
+
+	log, err := newLogger(cfg.LogLevel, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "disgw: %v\n", err)
+		return exitUsage
+	}
+	defer log.Sync() //nolint:errcheck // nothing to do if stderr cannot sync
+
+	if err := runGateway(cfg, *readyFile, log); err != nil {
+		log.Error("failed", zap.Error(err))
+		return exitError
+	}
+	return exitOK
+}
+
+// runGateway opens the store, serves until SIGTERM or SIGINT, then shuts the
+// server down (in-flight requests finish), closes the store (syncing it) and
+// returns.
+func runGateway(cfg configs.Config, readyFile string, log *zap.Logger) error {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+
+	if err := os.MkdirAll(cfg.Data, 0o755); err != nil {
+		return fmt.Errorf("data directory: %w", err)
+	}
+	store, err := localstore.Open(cfg.Data, localstore.Options{
+		Logger:                 log,
+		RetentionCheckInterval: cfg.RetentionCheckInterval,
+	})
+	if err != nil {
+		return err
+	}
+	storeOpen := true
+	defer func() {
+		if storeOpen { // an early return: close it anyway
+			_ = store.Close()
+		}
+	}()
+
+	srv, err := gateway.New(cfg.Gateway(), store, log)
+	if err != nil {
+		return err
+	}
+	if err := srv.Listen(); err != nil {
+		return err
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve() }()
+
+	log.Info("started",
+		zap.String("version", version),
+		zap.String("listen", srv.Addr().String()),
+		zap.String("advertise", srv.AdvertisedAddr()),
+		zap.String("data", cfg.Data),
+		zap.String("backend", cfg.Backend))
+
+	if readyFile != "" {
+		if err := writeFileAtomic(readyFile, srv.AdvertisedAddr()+"\n"); err != nil {
+			_ = srv.Shutdown(context.Background())
+			<-served
+			return fmt.Errorf("ready file: %w", err)
+		}
+		defer os.Remove(readyFile)
+	}
+
+	var serveErr error
+	serveDone := false
+	select {
+	case <-ctx.Done():
+		// A second signal now kills the process (the default action).
+		stop()
+		log.Info("shutting down", zap.Duration("grace", cfg.ShutdownGrace))
+	case serveErr = <-served:
+		serveDone = true
+	}
+	// Shutdown waits up to the shutdown grace for in-flight requests, then
+	// closes the connections; it does not close the store.
+	shutdownErr := srv.Shutdown(context.Background())
+	if !serveDone {
+		serveErr = <-served
+	}
+	storeOpen = false
+	closeErr := store.Close()
+	if shutdownErr != nil {
+		shutdownErr = fmt.Errorf("shutdown: %w", shutdownErr)
+	}
+	if closeErr != nil {
+		closeErr = fmt.Errorf("close store: %w", closeErr)
+	}
+	if err := errors.Join(serveErr, shutdownErr, closeErr); err != nil {
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// writeFileAtomic writes text to path through a temporary file and a
+// rename, so a reader never sees a partial address.
+func writeFileAtomic(path, text string) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.WriteString(text); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// newLogger returns a zap logger at level writing to w: JSON, or the console
+// encoder when w is a terminal.
+func newLogger(level string, w io.Writer) (*zap.Logger, error) {
+	lvl, err := zapcore.ParseLevel(level)
+	if err != nil {
+		return nil, err
+	}
+	enc := zap.NewProductionEncoderConfig()
+	enc.EncodeTime = zapcore.ISO8601TimeEncoder
+	enc.EncodeDuration = zapcore.StringDurationEncoder
+	var encoder zapcore.Encoder
+	if isTerminal(w) {
+		enc.EncodeLevel = zapcore.CapitalColorLevelEncoder
+		encoder = zapcore.NewConsoleEncoder(enc)
+	} else {
+		encoder = zapcore.NewJSONEncoder(enc)
+	}
+	core := zapcore.NewCore(encoder, zapcore.Lock(zapcore.AddSync(w)), lvl)
+	return zap.New(core, zap.AddCaller(), zap.ErrorOutput(zapcore.Lock(zapcore.AddSync(w)))), nil
+}
+
+// isTerminal reports whether w is a character device such as a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
