@@ -1,0 +1,51 @@
+# disgw: a Kafka wire-protocol gateway in front of Huawei Cloud DIS.
+#
+#   make run     build and start disgw on 127.0.0.1:9092, data under ./data
+#   make test    go vet and every test, with the race detector
+#   make build   build bin/disgw
+#   make bench   run the benchmarks of ./bench
+#   make fuzz    run every fuzz target for FUZZTIME each
+
+GO       ?= go
+BIN      ?= bin/disgw
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS  := -X main.version=$(VERSION)
+FUZZTIME ?= 30s
+# The whole suite takes minutes; the timeout only stops a hung test.
+TESTTIMEOUT ?= 30m
+
+.PHONY: build run test vet bench fuzz clean
+
+build:
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/disgw
+
+# The defaults are listen 127.0.0.1:9092 and data ./data (configs/disgw.yaml).
+run: build
+	./$(BIN) serve
+
+vet:
+	$(GO) vet ./...
+
+test: vet
+	$(GO) test -race -count=1 -timeout $(TESTTIMEOUT) ./...
+
+bench:
+	@if [ -d bench ]; then \
+		$(GO) test -run '^$$' -bench . ./bench/...; \
+	else \
+		echo "make bench: there is no ./bench package yet"; \
+	fi
+
+# Every func FuzzXxx in a _test.go file, one after another, FUZZTIME each.
+fuzz:
+	@set -e; \
+	for f in $$(grep -rl --include='*_test.go' '^func Fuzz' .); do \
+		dir=$$(dirname "$$f"); \
+		for fn in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' "$$f"); do \
+			echo "== $$dir $$fn ($(FUZZTIME))"; \
+			$(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) "$$dir"; \
+		done; \
+	done
+
+clean:
+	rm -rf bin
