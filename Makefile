@@ -30,11 +30,7 @@ test: vet
 	$(GO) test -race -count=1 -timeout $(TESTTIMEOUT) ./...
 
 bench:
-	@if [ -d bench ]; then \
-		$(GO) test -run '^$$' -bench . ./bench/...; \
-	else \
-		echo "make bench: there is no ./bench package yet"; \
-	fi
+	$(GO) test -run '^$$' -bench . ./bench/...
 
 # Every func FuzzXxx in a _test.go file, one after another, FUZZTIME each.
 fuzz:
