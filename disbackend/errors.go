@@ -31,6 +31,12 @@ var (
 	// ErrInvalidProducerEpoch: a batch from an older producer epoch. Kafka
 	// INVALID_PRODUCER_EPOCH (47).
 	ErrInvalidProducerEpoch = errors.New("producer epoch is older than the current one")
+	// ErrAppNotFound: no such app (Kafka: the group has no committed
+	// offsets; OffsetFetch answers -1, DeleteGroups GROUP_ID_NOT_FOUND).
+	ErrAppNotFound = errors.New("app not found")
+	// ErrAppExists: the app already exists. Kafka: none (creation is
+	// implicit); handled by the caller.
+	ErrAppExists = errors.New("app already exists")
 	// ErrClosed: the backend is closed. Kafka UNKNOWN_SERVER_ERROR (-1) via
 	// the default row; the gateway is shutting down.
 	ErrClosed = errors.New("backend closed")

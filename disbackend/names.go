@@ -1,7 +1,10 @@
 package disbackend
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -56,3 +59,71 @@ func ValidateTopicName(topic string) error {
 // PartitionID returns DIS's partition id for Kafka partition n:
 // "shardId-" and n as 10 zero-padded digits.
 func PartitionID(n int32) string { return fmt.Sprintf("shardId-%010d", n) }
+
+// MaxAppNameLen is DIS's limit on app names (1-200 characters of
+// [A-Za-z0-9_-]).
+const MaxAppNameLen = 200
+
+// AppNameForGroup maps a Kafka group id (any string) to a DIS app name,
+// injectively and reversibly: ASCII letters, digits and '-' stay; every
+// other byte, '_' included, becomes '_' and two upper-case hex digits (so
+// "a.b" is "a_2Eb" and "a_b" is "a_5Fb"). A group id whose mapping would be
+// longer than MaxAppNameLen keeps at most its first 182 mapped characters followed
+// by '_', '_' and 16 hex digits of a SHA-256 of the group id; such a name
+// is not reversible, so backends keep the original group id with the app
+// (App.GroupID) and refuse a second group id for the same name
+// (ErrNameCollision). Errors: ErrInvalidName for an empty group id.
+func AppNameForGroup(group string) (string, error) {
+	if group == "" {
+		return "", fmt.Errorf("%w: group id is empty", ErrInvalidName)
+	}
+	const hexdigits = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(group); i++ {
+		c := group[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' {
+			b.WriteByte(c)
+			continue
+		}
+		b.WriteByte('_')
+		b.WriteByte(hexdigits[c>>4])
+		b.WriteByte(hexdigits[c&15])
+	}
+	name := b.String()
+	if len(name) <= MaxAppNameLen {
+		return name, nil
+	}
+	sum := sha256.Sum256([]byte(group))
+	cut := name[:182]
+	// Do not cut an escape in half.
+	if i := strings.LastIndexByte(cut, '_'); i >= len(cut)-2 {
+		cut = cut[:i]
+	}
+	return cut + "__" + hex.EncodeToString(sum[:8]), nil
+}
+
+// GroupForAppName reverses AppNameForGroup for names that are not hashed;
+// ok is false for hashed or foreign names (then use App.GroupID).
+func GroupForAppName(name string) (group string, ok bool) {
+	if strings.Contains(name, "__") {
+		return "", false
+	}
+	var b strings.Builder
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if c != '_' {
+			b.WriteByte(c)
+			continue
+		}
+		if i+2 >= len(name) {
+			return "", false
+		}
+		v, err := strconv.ParseUint(name[i+1:i+3], 16, 8)
+		if err != nil || name[i+1] >= 'a' || name[i+2] >= 'a' {
+			return "", false
+		}
+		b.WriteByte(byte(v))
+		i += 2
+	}
+	return b.String(), true
+}

@@ -42,3 +42,38 @@ func TestStreamNameForTopic(t *testing.T) {
 		t.Errorf("PartitionID(7) = %s", PartitionID(7))
 	}
 }
+
+func TestAppNameForGroup(t *testing.T) {
+	for _, g := range []string{"grp", "a.b", "a_b", "console-consumer-123", "with space/ü", strings.Repeat("x", 200), strings.Repeat(".", 70)} {
+		name, err := AppNameForGroup(g)
+		if err != nil {
+			t.Fatalf("%q: %v", g, err)
+		}
+		if len(name) == 0 || len(name) > MaxAppNameLen {
+			t.Fatalf("%q: name %q has length %d", g, name, len(name))
+		}
+		for i := 0; i < len(name); i++ {
+			c := name[i]
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+				t.Fatalf("%q: name %q has %q", g, name, c)
+			}
+		}
+		back, ok := GroupForAppName(name)
+		if len(g)*3 <= MaxAppNameLen && (!ok || back != g) {
+			t.Fatalf("%q: name %q reads back as %q %v", g, name, back, ok)
+		}
+	}
+	a, _ := AppNameForGroup("a.b")
+	b, _ := AppNameForGroup("a_b")
+	if a == b {
+		t.Fatalf("a.b and a_b map to the same app %q", a)
+	}
+	long1, _ := AppNameForGroup(strings.Repeat("x", 300) + "1")
+	long2, _ := AppNameForGroup(strings.Repeat("x", 300) + "2")
+	if long1 == long2 {
+		t.Fatal("long group ids collide")
+	}
+	if _, err := AppNameForGroup(""); !errors.Is(err, ErrInvalidName) {
+		t.Fatalf("empty group id: %v", err)
+	}
+}
