@@ -131,24 +131,33 @@ func (c *conn) fillFetch(r *kmsg.FetchRequest, resp *kmsg.FetchResponse) (total 
 				}
 				continue
 			}
-			start := len(c.fetchBuf)
-			n := 0
+			// Take the batches that fit; check codecs before copying.
+			keep, n := 0, 0
 			for k, b := range res.Batches {
 				if n+len(b) > limit && !(first && k == 0) {
 					break
 				}
 				if r.Version < 10 && kafkawire.Codec(b) == kafkawire.CodecZstd {
 					p.ErrorCode, done = kerr.UnsupportedCompressionType.Code, true
-					c.fetchBuf, n = c.fetchBuf[:start], 0
+					keep, n = 0, 0
 					break
 				}
-				c.fetchBuf = append(c.fetchBuf, b...)
+				keep++
 				n += len(b)
 			}
-			if n > 0 {
-				p.RecordBatches = c.fetchBuf[start : start+n : start+n]
-				total += n
+			switch {
+			case keep == 1:
+				// One batch: reference the store's bytes (read-only); kmsg
+				// copies them into the response.
+				p.RecordBatches = res.Batches[0]
+			case keep > 1:
+				start := len(c.fetchBuf)
+				for _, b := range res.Batches[:keep] {
+					c.fetchBuf = append(c.fetchBuf, b...)
+				}
+				p.RecordBatches = c.fetchBuf[start:len(c.fetchBuf):len(c.fetchBuf)]
 			}
+			total += n
 		}
 		resp.Topics = append(resp.Topics, t)
 	}

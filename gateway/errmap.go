@@ -30,6 +30,10 @@ var errTable = []errRow{
 	{disbackend.ErrOffsetOutOfRange, kerr.OffsetOutOfRange},
 	{disbackend.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
 	{disbackend.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
+	{disbackend.ErrAppNotFound, kerr.GroupIDNotFound},
+	// Creating an app that exists is success for the caller; reaching
+	// here is a bug.
+	{disbackend.ErrAppExists, kerr.UnknownServerError},
 	{disbackend.ErrUnavailable, kerr.RequestTimedOut},
 	{disbackend.ErrClosed, kerr.UnknownServerError},
 	{kafkawire.ErrCorruptMessage, kerr.CorruptMessage},

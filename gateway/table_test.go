@@ -82,6 +82,7 @@ func TestErrTableCoversSentinels(t *testing.T) {
 		"ErrInvalidConfig": disbackend.ErrInvalidConfig, "ErrOffsetOutOfRange": disbackend.ErrOffsetOutOfRange,
 		"ErrOutOfOrderSequence": disbackend.ErrOutOfOrderSequence, "ErrInvalidProducerEpoch": disbackend.ErrInvalidProducerEpoch,
 		"ErrClosed": disbackend.ErrClosed, "ErrUnavailable": disbackend.ErrUnavailable,
+		"ErrAppNotFound": disbackend.ErrAppNotFound, "ErrAppExists": disbackend.ErrAppExists,
 	}
 	for _, n := range names {
 		s, ok := sentinels[n]
