@@ -84,7 +84,10 @@ func (c *conn) readLoop() {
 			c.nc.Close()
 		}
 	}()
-	br := bufio.NewReaderSize(c.nc, 64<<10)
+	// Small buffer: most requests are small, and a large frame is read
+	// straight into its own buffer (bufio passes big reads through), so an
+	// idle connection costs little memory.
+	br := bufio.NewReaderSize(c.nc, 8<<10)
 	for {
 		select {
 		case <-c.stopped:
@@ -176,7 +179,7 @@ func (c *conn) writeLoop() {
 	defer c.s.removeConn(c)
 	defer c.cancel()
 	defer c.nc.Close()
-	bw := bufio.NewWriterSize(c.nc, 64<<10)
+	var bw *bufio.Writer // allocated at the first response
 	var buf []byte
 	for r := range c.replies {
 		resp, err := c.complete(r)
@@ -190,6 +193,9 @@ func (c *conn) writeLoop() {
 			continue
 		}
 		buf = kafkawire.AppendResponse(buf[:0], r.req.CorrelationID, resp)
+		if bw == nil {
+			bw = bufio.NewWriterSize(c.nc, 16<<10)
+		}
 		_ = c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteTimeout))
 		if _, err := bw.Write(buf); err != nil {
 			c.log.Debug("write failed, closing connection", zap.Error(err))
