@@ -99,7 +99,7 @@ func BenchmarkAppend(b *testing.B) {
 
 // BenchmarkRead measures sequential reads of 16 KiB batches of 1 KiB
 // records with 1 MiB per read (franz-go's default fetch.max.partition.bytes),
-// from the tail cache and, with the cache off, from Pebble. Each op is one
+// from the tail cache and, with the cache off, from the segment files. Each op is one
 // Read.
 func BenchmarkRead(b *testing.B) {
 	for _, tc := range []struct {
@@ -107,7 +107,7 @@ func BenchmarkRead(b *testing.B) {
 		opts Options
 	}{
 		{"cache", Options{CacheBytesPerPartition: 256 << 20, CacheBytes: 1 << 30}},
-		{"pebble", Options{CacheBytesPerPartition: -1}},
+		{"segments", Options{CacheBytesPerPartition: -1}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			s := benchStore(b, true, tc.opts)

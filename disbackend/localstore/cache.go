@@ -21,12 +21,38 @@ type partition struct {
 	// first and next are the synced range [first : next] (DIS
 	// sequence_number_range; Kafka log start offset and high watermark).
 	first, next int64
+	// index locates every synced batch from first on, in offset order. The
+	// syncer appends; retention trims the front.
+	index []batchLoc
 	// cache holds the most recently synced batches, contiguous and ending at
 	// next, oldest first. Raw slices are never modified after they enter.
 	cache      []cachedBatch
 	cacheBytes int64
 	// deleted is set when the stream is deleted; the cache no longer fills.
 	deleted bool
+}
+
+// batchLoc locates one synced batch in a segment.
+type batchLoc struct {
+	seg             *segment
+	pos             int64 // of the batch bytes (after the frame header)
+	base, last      int64
+	maxTS, appendMS int64 // ms
+	size            int32
+}
+
+// trimIndexBelow drops index entries of batches that end before off.
+// Requires p.mu held.
+func (p *partition) trimIndexBelow(off int64) {
+	i := sort.Search(len(p.index), func(i int) bool { return p.index[i].last >= off })
+	if i == 0 {
+		return
+	}
+	clear(p.index[:i])
+	p.index = p.index[i:]
+	if cap(p.index) > 1024 && len(p.index) < cap(p.index)/4 {
+		p.index = append([]batchLoc(nil), p.index...)
+	}
 }
 
 // cachedBatch is one synced batch held in memory.

@@ -63,12 +63,22 @@ func TestBackendTinyCache(t *testing.T) {
 	})
 }
 
+// TestBackendSmallSegments rolls segments every few KiB, so reads, recovery
+// and retention cross segment boundaries.
+func TestBackendSmallSegments(t *testing.T) {
+	t.Parallel()
+	backendtest.Run(t, func(t *testing.T) disbackend.Backend {
+		return openT(t, "db", Options{FS: vfs.NewCrashableMem(), SegmentBytes: 4096, CacheBytesPerPartition: -1})
+	})
+}
+
 // harness opens stores on Pebble's crashable in-memory filesystem (or a
 // temp dir) and remembers each store's filesystem, directory and clock.
 type harness struct {
 	mu     sync.Mutex
 	stores map[*Store]harnessEntry
 	disk   bool
+	opts   Options // SegmentBytes and cache sizes for every store
 }
 
 type harnessEntry struct {
@@ -78,7 +88,9 @@ type harnessEntry struct {
 }
 
 func (h *harness) open(t *testing.T, e harnessEntry) *Store {
-	s := openT(t, e.dir, Options{FS: e.fs, Now: e.now})
+	opts := h.opts
+	opts.FS, opts.Now = e.fs, e.now
+	s := openT(t, e.dir, opts)
 	h.mu.Lock()
 	h.stores[s] = e
 	h.mu.Unlock()
@@ -127,6 +139,15 @@ func (h *harness) backendtest() backendtest.Harness {
 func TestDurableInMemory(t *testing.T) {
 	t.Parallel()
 	h := &harness{stores: map[*Store]harnessEntry{}}
+	backendtest.RunDurable(t, h.backendtest())
+}
+
+// TestDurableSmallSegments runs the restart, retention and crash tests with
+// segments of a few KiB and no tail cache, so sealing, index files, whole
+// segment removal and reads across segments are all exercised.
+func TestDurableSmallSegments(t *testing.T) {
+	t.Parallel()
+	h := &harness{stores: map[*Store]harnessEntry{}, opts: Options{SegmentBytes: 8 << 10, CacheBytesPerPartition: -1}}
 	backendtest.RunDurable(t, h.backendtest())
 }
 

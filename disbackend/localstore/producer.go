@@ -2,7 +2,6 @@ package localstore
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"math"
 
@@ -27,8 +26,9 @@ type producerBatch struct {
 
 // producerState is Kafka's ProducerStateEntry for one producer-partition: the
 // epoch and the last maxProducerBatches batches, oldest first. Guarded by
-// Store.wmu; persisted under 'p' sid part pid in the same Pebble batch as the
-// data it describes.
+// Store.wmu. It is not persisted on its own: Open rebuilds it from the
+// headers of the stored batches (rebuildProducers), which hold the producer
+// id, epoch and base sequence, so it is exactly what the synced log implies.
 type producerState struct {
 	epoch        int16
 	lastAppendMS int64 // ms, for expiry (producer.id.expiration.ms)
@@ -40,46 +40,36 @@ type producerState struct {
 // may be at most 5 with idempotence).
 const maxProducerBatches = 5
 
-const producerStateVersion = 1
-
-func (ps *producerState) encode() []byte {
-	v := make([]byte, 0, 12+len(ps.batches)*24)
-	v = append(v, producerStateVersion)
-	v = binary.BigEndian.AppendUint16(v, uint16(ps.epoch))
-	v = binary.BigEndian.AppendUint64(v, uint64(ps.lastAppendMS))
-	v = append(v, byte(len(ps.batches)))
-	for _, b := range ps.batches {
-		v = binary.BigEndian.AppendUint32(v, uint32(b.firstSeq))
-		v = binary.BigEndian.AppendUint32(v, uint32(b.lastSeq))
-		v = binary.BigEndian.AppendUint64(v, uint64(b.base))
-		v = binary.BigEndian.AppendUint64(v, uint64(b.last))
+// remember appends a batch to the state, keeping the last five.
+func (ps *producerState) remember(b producerBatch, nowMS int64) {
+	if len(ps.batches) == maxProducerBatches {
+		copy(ps.batches, ps.batches[1:])
+		ps.batches = ps.batches[:maxProducerBatches-1]
 	}
-	return v
+	ps.batches = append(ps.batches, b)
+	ps.lastAppendMS = nowMS
 }
 
-func decodeProducerState(v []byte) (*producerState, error) {
-	if len(v) < 12 || v[0] != producerStateVersion {
-		return nil, fmt.Errorf("producer state: %w", errCorrupt)
+// rebuildProducer replays one stored batch into the producer states, as
+// checkProducer accepted it: a newer epoch starts over. Frames come in
+// offset order per partition.
+func (s *Store) rebuildProducer(p *partition, f *frameInfo) {
+	if f.pid < 0 {
+		return
 	}
-	ps := &producerState{
-		epoch:        int16(binary.BigEndian.Uint16(v[1:])),
-		lastAppendMS: int64(binary.BigEndian.Uint64(v[3:])),
+	k := producerKey{sid: p.sid, part: p.id, pid: f.pid}
+	ps := s.producers[k]
+	switch {
+	case ps == nil:
+		ps = &producerState{epoch: f.epoch}
+		s.producers[k] = ps
+	case f.epoch > ps.epoch:
+		ps.epoch, ps.batches = f.epoch, ps.batches[:0]
+	case f.epoch < ps.epoch:
+		return // cannot be accepted; ignore
 	}
-	n := int(v[11])
-	v = v[12:]
-	if n > maxProducerBatches || len(v) != n*24 {
-		return nil, fmt.Errorf("producer state: %w", errCorrupt)
-	}
-	for i := 0; i < n; i++ {
-		b := v[i*24:]
-		ps.batches = append(ps.batches, producerBatch{
-			firstSeq: int32(binary.BigEndian.Uint32(b[0:])),
-			lastSeq:  int32(binary.BigEndian.Uint32(b[4:])),
-			base:     int64(binary.BigEndian.Uint64(b[8:])),
-			last:     int64(binary.BigEndian.Uint64(b[16:])),
-		})
-	}
-	return ps, nil
+	lastSeq := incSequence(f.seq, int32(f.last-f.base))
+	ps.remember(producerBatch{firstSeq: f.seq, lastSeq: lastSeq, base: f.base, last: f.last}, f.appendMS)
 }
 
 // incSequence adds inc to a producer sequence number, wrapping from
@@ -92,24 +82,23 @@ func incSequence(seq, inc int32) int32 {
 }
 
 // checkProducer applies Kafka's ProducerStateManager rules to an idempotent
-// batch that would get offsets [base, last]. It returns the state to persist,
-// or the original batch when b is a retry of one of the last five (then
-// nothing changes), or ErrInvalidProducerEpoch / ErrOutOfOrderSequence (then
-// nothing changes). A producer without state (new, or expired) may start at
+// batch that would get offsets [base, last] and records it, or returns the
+// original batch when b is a retry of one of the last five (then nothing
+// changes), or ErrInvalidProducerEpoch / ErrOutOfOrderSequence (then nothing
+// changes). A producer without state (new, or expired) may start at
 // any sequence. Requires wmu.
-func (s *Store) checkProducer(p *partition, b disbackend.Batch, base, last, nowMS int64) (*producerState, *producerBatch, error) {
+func (s *Store) checkProducer(p *partition, b disbackend.Batch, base, last, nowMS int64) (*producerBatch, error) {
 	k := producerKey{sid: p.sid, part: p.id, pid: b.ProducerID}
 	lastSeq := incSequence(b.BaseSequence, b.NumRecords-1)
 	ps := s.producers[k]
 	switch {
 	case ps == nil:
 		ps = &producerState{epoch: b.ProducerEpoch}
-		s.producers[k] = ps
 	case b.ProducerEpoch < ps.epoch:
-		return nil, nil, fmt.Errorf("%w (current epoch %d)", disbackend.ErrInvalidProducerEpoch, ps.epoch)
+		return nil, fmt.Errorf("%w (current epoch %d)", disbackend.ErrInvalidProducerEpoch, ps.epoch)
 	case b.ProducerEpoch > ps.epoch:
 		if b.BaseSequence != 0 {
-			return nil, nil, fmt.Errorf("%w: first batch of new epoch %d must start at sequence 0",
+			return nil, fmt.Errorf("%w: first batch of new epoch %d must start at sequence 0",
 				disbackend.ErrOutOfOrderSequence, b.ProducerEpoch)
 		}
 		ps.epoch, ps.batches = b.ProducerEpoch, ps.batches[:0]
@@ -117,21 +106,17 @@ func (s *Store) checkProducer(p *partition, b disbackend.Batch, base, last, nowM
 		for i := range ps.batches {
 			if ps.batches[i].firstSeq == b.BaseSequence && ps.batches[i].lastSeq == lastSeq {
 				dup := ps.batches[i]
-				return nil, &dup, nil
+				return &dup, nil
 			}
 		}
 		if n := len(ps.batches); n > 0 && b.BaseSequence != incSequence(ps.batches[n-1].lastSeq, 1) {
-			return nil, nil, fmt.Errorf("%w: expected sequence %d", disbackend.ErrOutOfOrderSequence,
+			return nil, fmt.Errorf("%w: expected sequence %d", disbackend.ErrOutOfOrderSequence,
 				incSequence(ps.batches[n-1].lastSeq, 1))
 		}
 	}
-	if len(ps.batches) == maxProducerBatches {
-		copy(ps.batches, ps.batches[1:])
-		ps.batches = ps.batches[:maxProducerBatches-1]
-	}
-	ps.batches = append(ps.batches, producerBatch{firstSeq: b.BaseSequence, lastSeq: lastSeq, base: base, last: last})
-	ps.lastAppendMS = nowMS
-	return ps, nil, nil
+	s.producers[k] = ps
+	ps.remember(producerBatch{firstSeq: b.BaseSequence, lastSeq: lastSeq, base: base, last: last}, nowMS)
+	return nil, nil
 }
 
 // InitProducerID returns a producer id never handed out before, with epoch 0

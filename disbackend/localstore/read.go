@@ -4,8 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-
-	"github.com/cockroachdb/pebble/v2"
+	"sort"
 
 	"github.com/disgw/disgw/disbackend"
 )
@@ -30,7 +29,7 @@ func (s *Store) Range(stream string, partition int32) (disbackend.PartitionRange
 // order, up to maxBytes in total but at least one whole batch when offset <
 // next (KIP-74); offset == next returns none. DIS GetRecords, Kafka Fetch.
 // Recent batches come from the tail cache without copying; older ones are
-// copied out of Pebble. The returned slices must not be modified. Errors:
+// read from their segment, adjacent batches with one read. The returned slices must not be modified. Errors:
 // ErrStreamNotFound, ErrPartitionNotFound, ErrOffsetOutOfRange (offset <
 // first or > next; the result's Range is set), ErrClosed, or a storage error.
 func (s *Store) Read(ctx context.Context, stream string, partition int32, offset int64, maxBytes int) (disbackend.ReadResult, error) {
@@ -65,7 +64,7 @@ func (s *Store) Read(ctx context.Context, stream string, partition int32, offset
 		return disbackend.ReadResult{}, fmt.Errorf("localstore: read stream %q partition %d: %w", stream, partition, err)
 	}
 	var next int64
-	res.Batches, res.Bytes, next, err = s.readPebble(p, offset, end, maxBytes)
+	res.Batches, res.Bytes, next, err = s.readSegments(p, offset, end, maxBytes)
 	if err != nil {
 		return disbackend.ReadResult{}, fmt.Errorf("localstore: read stream %q partition %d offset %d: %w",
 			stream, partition, offset, err)
@@ -89,44 +88,68 @@ func outOfRange(stream string, partition int32, offset int64, r disbackend.Parti
 		stream, partition, offset, r.First, r.Next, disbackend.ErrOffsetOutOfRange)
 }
 
-// readPebble copies stored batches from the one holding offset up to (not
+// readSegments reads stored batches from the one holding offset up to (not
 // including) offset end, which is at most the synced next, up to maxBytes but
-// at least one. It returns the offset after the last batch returned.
-func (s *Store) readPebble(p *partition, offset, end int64, maxBytes int) ([][]byte, int, int64, error) {
+// at least one, from their segments: each run of batches stored next to each
+// other in one segment with one ReadAt, the batches returned as slices of
+// that read. It returns the offset after the last batch returned, and no
+// batches when retention removed the one holding offset.
+func (s *Store) readSegments(p *partition, offset, end int64, maxBytes int) ([][]byte, int, int64, error) {
 	if err := s.enter("read"); err != nil {
 		return nil, 0, 0, err
 	}
 	defer s.dbMu.RUnlock()
-	it, err := s.db.NewIter(&pebble.IterOptions{
-		LowerBound: offsetKey(prefixBatch, p.sid, p.id, 0),
-		UpperBound: offsetKey(prefixBatch, p.sid, p.id, end),
-	})
-	if err != nil {
-		return nil, 0, 0, err
-	}
-	defer it.Close()
-	var out [][]byte
+	p.mu.RLock()
+	idx := p.index
+	i := sort.Search(len(idx), func(i int) bool { return idx[i].last >= offset })
+	var locs []batchLoc
 	n := 0
-	next := offset
-	for ok := it.SeekLT(offsetKey(prefixBatch, p.sid, p.id, offset+1)); ok; ok = it.Next() {
-		v, err := it.ValueAndErr()
+	for ; i < len(idx) && idx[i].base < end; i++ {
+		if len(locs) > 0 && n+int(idx[i].size) > maxBytes {
+			break
+		}
+		locs = append(locs, idx[i])
+		n += int(idx[i].size)
+	}
+	p.mu.RUnlock()
+	if len(locs) == 0 || locs[0].base > offset {
+		return nil, 0, 0, nil
+	}
+	out := make([][]byte, 0, len(locs))
+	n = 0
+	for len(locs) > 0 {
+		run := 1
+		for run < len(locs) && locs[run].seg == locs[0].seg &&
+			locs[run].pos == locs[run-1].pos+int64(locs[run-1].size)+frameHeaderLen {
+			run++
+		}
+		start := locs[0].pos - frameHeaderLen
+		endPos := locs[run-1].pos + int64(locs[run-1].size)
+		buf := make([]byte, endPos-start)
+		ok, err := locs[0].seg.readAt(buf, start)
 		if err != nil {
 			return nil, 0, 0, err
 		}
-		if len(v) < batchHeaderLen {
-			return nil, 0, 0, fmt.Errorf("batch %x: %w", it.Key(), errCorrupt)
+		if !ok {
+			break // segment removed by retention meanwhile
 		}
-		if n > 0 && n+len(v) > maxBytes {
-			break
+		for _, l := range locs[:run] {
+			h := buf[l.pos-frameHeaderLen-start:]
+			fi, _, _, valid := decodeHeader(h)
+			if !valid || fi.base != l.base || fi.size != l.size || fi.part != p.id {
+				return nil, 0, 0, fmt.Errorf("segment %s at %d: frame header does not match the index: %w",
+					l.seg.path, l.pos-frameHeaderLen, errCorrupt)
+			}
+			raw := buf[l.pos-start : l.pos-start+int64(l.size) : l.pos-start+int64(l.size)]
+			out = append(out, raw)
+			n += len(raw)
 		}
-		if n == 0 && batchLast(v) < offset {
-			return nil, 0, 0, nil // removed by retention; offset is in no stored batch
-		}
-		out = append(out, append([]byte(nil), v...))
-		n += len(v)
-		next = batchLast(v) + 1
+		locs = locs[run:]
 	}
-	return out, n, next, it.Error()
+	if len(out) == 0 {
+		return nil, 0, 0, nil
+	}
+	return out, n, batchLast(out[len(out)-1]) + 1, nil
 }
 
 // batchLast returns the offset of the last record of a raw batch: base
@@ -137,82 +160,66 @@ func batchLast(raw []byte) int64 {
 
 // BatchAtTimestamp returns the first synced batch whose max timestamp is >=
 // ts (ms), nil when there is none. Kafka ListOffsets by timestamp. It scans
-// the small index entries from first, then reads one batch. Errors:
+// the in-memory index from first, then reads one batch. Errors:
 // ErrStreamNotFound, ErrPartitionNotFound, ErrClosed, or a storage error.
 func (s *Store) BatchAtTimestamp(ctx context.Context, stream string, partition int32, ts int64) ([]byte, error) {
-	return s.findBatch(ctx, "batch at timestamp", stream, partition, func(e indexEntry) bool { return e.maxTS >= ts }, true)
+	return s.findBatch(ctx, "batch at timestamp", stream, partition, func(l *batchLoc) bool { return l.maxTS >= ts }, true)
 }
 
 // BatchWithMaxTimestamp returns the first synced batch holding the
 // partition's largest timestamp, nil when the partition is empty. Kafka
-// ListOffsets timestamp -3 (KIP-734). It scans every index entry of the
-// partition. Errors as BatchAtTimestamp.
+// ListOffsets timestamp -3 (KIP-734). It scans the partition's whole
+// in-memory index. Errors as BatchAtTimestamp.
 func (s *Store) BatchWithMaxTimestamp(ctx context.Context, stream string, partition int32) ([]byte, error) {
 	best := int64(-1 << 63)
-	return s.findBatch(ctx, "batch with max timestamp", stream, partition, func(e indexEntry) bool {
-		if e.maxTS > best {
-			best = e.maxTS
+	return s.findBatch(ctx, "batch with max timestamp", stream, partition, func(l *batchLoc) bool {
+		if l.maxTS > best {
+			best = l.maxTS
 			return true
 		}
 		return false
 	}, false)
 }
 
-// findBatch scans the partition's synced index entries in offset order and
-// returns the batch of the last entry match accepted (of the first one when
+// findBatch scans the partition's synced index in offset order and returns
+// the batch of the last entry match accepted (of the first one when
 // stopAtFirst).
-func (s *Store) findBatch(ctx context.Context, op, stream string, partition int32, match func(indexEntry) bool, stopAtFirst bool) ([]byte, error) {
+func (s *Store) findBatch(ctx context.Context, op, stream string, partition int32, match func(*batchLoc) bool, stopAtFirst bool) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("localstore: %s stream %q partition %d: %w", op, stream, partition, err)
 	}
-	if err := s.enter(op); err != nil {
-		return nil, err
+	if s.closed.Load() {
+		return nil, fmt.Errorf("localstore: %s: %w", op, disbackend.ErrClosed)
 	}
-	defer s.dbMu.RUnlock()
 	p, err := s.lookup(op, stream, partition)
 	if err != nil {
 		return nil, err
 	}
-	first, next := p.span()
-	snap := s.db.NewSnapshot()
-	defer snap.Close()
-	it, err := snap.NewIter(&pebble.IterOptions{
-		LowerBound: offsetKey(prefixIndex, p.sid, p.id, first),
-		UpperBound: offsetKey(prefixIndex, p.sid, p.id, next),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("localstore: %s stream %q partition %d: %w", op, stream, partition, err)
-	}
-	defer it.Close()
 	found := int64(-1)
-	for ok := it.First(); ok; ok = it.Next() {
-		e, valid := decodeIndexEntry(it.Value())
-		if !valid {
-			return nil, fmt.Errorf("localstore: %s stream %q partition %d: index %x: %w", op, stream, partition, it.Key(), errCorrupt)
-		}
-		if match(e) {
-			found = keyOffset(it.Key())
+	p.mu.RLock()
+	for i := range p.index {
+		if l := &p.index[i]; l.base >= p.first && match(l) {
+			found = l.base
 			if stopAtFirst {
 				break
 			}
 		}
 	}
-	if err := it.Error(); err != nil {
-		return nil, fmt.Errorf("localstore: %s stream %q partition %d: %w", op, stream, partition, err)
-	}
 	if found < 0 {
+		p.mu.RUnlock()
 		return nil, nil
 	}
-	p.mu.RLock()
 	out, _, ok := p.readCache(found, 0, nil, 0)
 	p.mu.RUnlock()
 	if ok {
 		return out[0], nil
 	}
-	v, closer, err := snap.Get(offsetKey(prefixBatch, p.sid, p.id, found))
+	out, _, _, err = s.readSegments(p, found, found+1, 0)
 	if err != nil {
 		return nil, fmt.Errorf("localstore: %s stream %q partition %d offset %d: %w", op, stream, partition, found, err)
 	}
-	defer closer.Close()
-	return append([]byte(nil), v...), nil
+	if len(out) == 0 {
+		return nil, nil // removed by retention meanwhile
+	}
+	return out[0], nil
 }

@@ -1,7 +1,9 @@
 package localstore
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -39,7 +41,8 @@ type expiry struct {
 // of each partition and in offset order, the whole synced batches appended
 // longer than Retention ago, and persists the partition's new first sequence
 // number; next never moves. It also drops idempotent producer states idle for
-// longer than Options.ProducerStateExpiry. Errors: ErrClosed, or a storage
+// longer than Options.ProducerStateExpiry, and removes segment files that
+// hold only expired batches. Errors: ErrClosed, or a storage
 // error.
 func (s *Store) EnforceRetention() error {
 	if err := s.enter("retention"); err != nil {
@@ -79,31 +82,25 @@ func (s *Store) EnforceRetention() error {
 // expiredUpTo returns the offset after the last expired batch of the
 // partition's synced front (first when none expired).
 func (s *Store) expiredUpTo(p *partition, cutoffMS int64) (int64, error) {
-	first, next := p.span()
-	it, err := s.db.NewIter(&pebble.IterOptions{
-		LowerBound: offsetKey(prefixIndex, p.sid, p.id, first),
-		UpperBound: offsetKey(prefixIndex, p.sid, p.id, next),
-	})
-	if err != nil {
-		return 0, err
-	}
-	defer it.Close()
-	to := first
-	for ok := it.First(); ok; ok = it.Next() {
-		e, valid := decodeIndexEntry(it.Value())
-		if !valid {
-			return 0, fmt.Errorf("index %x: %w", it.Key(), errCorrupt)
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	to := p.first
+	for i := range p.index {
+		l := &p.index[i]
+		if l.last < p.first {
+			continue
 		}
-		if e.appendMS >= cutoffMS {
+		if l.appendMS >= cutoffMS {
 			break
 		}
-		to = e.last + 1
+		to = l.last + 1
 	}
-	return to, it.Error()
+	return to, nil
 }
 
-// applyExpiry removes the planned batches and idle producer states in one
-// synced Pebble batch, then moves the partitions' first.
+// applyExpiry persists the partitions' new first sequence numbers in one
+// synced Pebble batch, then moves first, drops idle producer states, and
+// removes the segments whose every batch is now below first.
 func (s *Store) applyExpiry(plan []expiry, nowMS int64) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
@@ -114,33 +111,31 @@ func (s *Store) applyExpiry(plan []expiry, nowMS int64) error {
 		if st := s.streams[e.name]; st == nil || st.sid != e.p.sid {
 			continue // deleted meanwhile
 		}
-		_ = b.DeleteRange(offsetKey(prefixBatch, e.p.sid, e.p.id, e.from), offsetKey(prefixBatch, e.p.sid, e.p.id, e.to), nil)
-		_ = b.DeleteRange(offsetKey(prefixIndex, e.p.sid, e.p.id, e.from), offsetKey(prefixIndex, e.p.sid, e.p.id, e.to), nil)
 		_ = b.Set(partKey(prefixFloor, e.p.sid, e.p.id), putInt64(e.to), nil)
 		kept = append(kept, e)
 	}
-	var expired []producerKey
-	if s.producerExpiry > 0 {
-		cutoff := nowMS - s.producerExpiry.Milliseconds()
-		for k, ps := range s.producers {
-			if ps.lastAppendMS < cutoff {
-				_ = b.Delete(offsetKey(prefixProducer, k.sid, k.part, k.pid), nil)
-				expired = append(expired, k)
-			}
+	if !b.Empty() {
+		if err := b.Commit(pebble.Sync); err != nil {
+			return fmt.Errorf("localstore: retention: %w", err)
 		}
 	}
-	if b.Empty() {
-		return nil
-	}
-	if err := b.Commit(pebble.Sync); err != nil {
-		return fmt.Errorf("localstore: retention: %w", err)
-	}
-	for _, k := range expired {
-		delete(s.producers, k)
+	if s.producerExpiry > 0 {
+		cutoff := nowMS - s.producerExpiry.Milliseconds()
+		n := 0
+		for k, ps := range s.producers {
+			if ps.lastAppendMS < cutoff {
+				delete(s.producers, k)
+				n++
+			}
+		}
+		if n > 0 {
+			s.log.Info("producer states expired", zap.Int("count", n))
+		}
 	}
 	for _, e := range kept {
 		e.p.mu.Lock()
 		e.p.first = max(e.p.first, e.to)
+		e.p.trimIndexBelow(e.p.first)
 		bytes, n := e.p.dropCacheBelow(e.to)
 		e.p.mu.Unlock()
 		s.cache.release(bytes, n)
@@ -150,8 +145,66 @@ func (s *Store) applyExpiry(plan []expiry, nowMS int64) error {
 	if len(kept) > 0 {
 		s.notifyChanged()
 	}
-	if len(expired) > 0 {
-		s.log.Info("producer states expired", zap.Int("count", len(expired)))
+	return s.removeExpiredSegments()
+}
+
+// removeExpiredSegments removes, from the front of each stream, the sealed
+// segments whose batches are all below their partitions' first. Requires
+// wmu.
+func (s *Store) removeExpiredSegments() error {
+	removed := false
+	for _, st := range s.streams {
+		segs := s.segs[st.sid]
+		i := 0
+		for ; i < len(segs) && segs[i].sealed && s.segmentExpired(st, segs[i]); i++ {
+		}
+		if i == 0 {
+			continue
+		}
+		if !removed {
+			s.quiesce()
+			removed = true
+		}
+		for _, sg := range segs[:i] {
+			if err := s.removeSegment(sg); err != nil {
+				return fmt.Errorf("localstore: retention: %w", err)
+			}
+			s.log.Debug("retention removed segment", zap.String("stream", st.meta.Name), zap.String("segment", sg.path))
+		}
+		clear(segs[:i])
+		s.segs[st.sid] = segs[i:]
+	}
+	if removed {
+		if err := syncDir(s.fs, s.segDir); err != nil {
+			return fmt.Errorf("localstore: retention: sync segment directory: %w", err)
+		}
+	}
+	return nil
+}
+
+func (s *Store) segmentExpired(st *stream, sg *segment) bool {
+	for part, last := range sg.partLast {
+		if int(part) >= len(st.parts) {
+			return false
+		}
+		if first, _ := st.parts[part].span(); last >= first {
+			return false
+		}
+	}
+	return true
+}
+
+// removeSegment closes a segment (waiting for its readers) and removes its
+// files.
+func (s *Store) removeSegment(sg *segment) error {
+	if err := sg.close(); err != nil {
+		return fmt.Errorf("segment %s: close: %w", sg.path, err)
+	}
+	if err := s.fs.Remove(sg.path + ".log"); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("segment %s: remove: %w", sg.path, err)
+	}
+	if err := s.fs.Remove(sg.path + ".idx"); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("segment %s: remove index: %w", sg.path, err)
 	}
 	return nil
 }

@@ -1,15 +1,23 @@
-// Package localstore is disgw's embedded backend: a Pebble database holding
-// streams (Kafka topics) of partitions with DIS semantics (sequence numbers
-// from 0 per partition, [first : next] ranges, retention by append time) and
-// the idempotent-producer state Kafka's ProducerStateManager keeps.
+// Package localstore is disgw's embedded backend: streams (Kafka topics) of
+// partitions with DIS semantics (sequence numbers from 0 per partition,
+// [first : next] ranges, retention by append time), the idempotent-producer
+// state Kafka's ProducerStateManager keeps, and apps with their checkpoints
+// (Kafka consumer groups' committed offsets).
 //
 // It stores each Kafka record batch whole, as the producer sent it with only
 // its base offset rewritten, so Fetch returns stored bytes without decoding.
-// Appends from every partition go through one writer goroutine that commits a
-// group of them as one synced Pebble batch (group commit); nothing is visible
-// to readers, and no Append completes, before that sync. Recently synced
-// batches stay in a bounded in-memory tail cache, so consumers that follow the
-// producers are served without touching Pebble.
+// Batches go to append-only segment files, one active per stream
+// (segment.go), written once and read back with large contiguous reads;
+// metadata (streams, partition floors, the producer-id allocator, apps and
+// checkpoints) lives in a Pebble database, every write synced. Appends from
+// every partition go through one writer goroutine that writes a group of
+// them, one Write per stream, while a sync goroutine fdatasyncs the groups
+// before (group commit); nothing is visible to readers, and no Append
+// completes, before that sync. Recently synced batches stay in a bounded
+// in-memory tail cache, so consumers that follow the producers are served
+// without reading the files.
+//
+// On disk, dir/meta holds Pebble and dir/segments the segment files.
 //
 // It owns no Kafka wire types (no kmsg) and knows nothing of groups or
 // connections; the gateway drives it through disbackend.Backend.
@@ -33,7 +41,8 @@ var _ disbackend.Backend = (*Store)(nil)
 
 // Options configure Open. The zero value is usable.
 type Options struct {
-	// FS is the filesystem Pebble uses; nil means vfs.Default (the OS).
+	// FS is the filesystem for Pebble and the segment files; nil means
+	// vfs.Default (the OS).
 	// Tests pass vfs.NewMem or vfs.NewCrashableMem.
 	FS vfs.FS
 	// Logger receives the store's logs, named "localstore"; nil means
@@ -55,6 +64,11 @@ type Options struct {
 	// CacheBytes bounds the tail caches of all partitions together, in bytes;
 	// 0 means 256 MiB.
 	CacheBytes int64
+	// SegmentBytes is the size at which a stream's segment file is sealed
+	// and a new one started, in bytes (one write group may exceed it); 0
+	// means 256 MiB. Retention removes whole segments, so it is also the
+	// granularity at which expired data leaves the disk.
+	SegmentBytes int64
 }
 
 const (
@@ -65,16 +79,20 @@ const (
 	maxGroupBytes          = 16 << 20 // bytes of batches committed by one sync, at most (one batch may exceed it)
 	maxGroupItems          = 4096
 	appendQueueLen         = 4096
-	pendingSyncGroups      = 2 // groups applied and waiting for their sync, at most
+	pendingSyncGroups      = 4  // groups written and waiting for their sync, at most
+	maxSyncGroups          = 16 // groups synced together, at most
 	producerIDBlock        = 1000
-	memTableSize           = 64 << 20
-	batchHeaderLen         = 61
+	memTableSize           = 4 << 20 // Pebble holds metadata only
+	batchHeaderLen         = 61      // Kafka record batch header (magic 2)
 	logAppendTimeAttribute = 0x08
 )
 
 // Store is the Pebble-backed disbackend.Backend. Safe for concurrent use.
 type Store struct {
 	db             *pebble.DB
+	fs             vfs.FS
+	segDir         string
+	segBytes       int64
 	log            *zap.Logger
 	now            func() time.Time
 	producerExpiry time.Duration
@@ -91,12 +109,28 @@ type Store struct {
 	mu      sync.RWMutex
 	streams map[string]*stream
 
-	// wmu serializes assembling and applying a write group with stream
-	// metadata changes and retention. It guards producers, nextSid and every
-	// partition's assigned.
+	// wmu serializes assembling and writing a group with stream metadata
+	// changes and retention. It guards producers, nextSid, every partition's
+	// assigned, the segment lists and every segment's writer-side fields.
 	wmu       sync.Mutex
 	producers map[producerKey]*producerState
 	nextSid   uint64
+	segs      map[uint64][]*segment // by sid, oldest first, the active one last
+	active    map[uint64]*segment   // by sid
+	nextSeg   uint64                // number of the next segment file
+	assembled uint64                // groups assembled so far
+	wbuf      []byte                // the writer's group buffer
+
+	// syncedMu guards synced and syncerDone; syncedCond is signalled when
+	// they change (quiesce waits on it).
+	syncedMu   sync.Mutex
+	syncedCond *sync.Cond
+	synced     uint64 // groups published so far
+	syncerDone bool
+
+	// appsMu serializes app and checkpoint writes (CreateApp checks and
+	// sets; DeleteStream holds it after wmu to drop checkpoints).
+	appsMu sync.Mutex
 
 	// pidMu guards the producer-id allocator.
 	pidMu             sync.Mutex
@@ -108,7 +142,8 @@ type Store struct {
 	reqs      chan *appendReq
 	syncq     chan *group
 	// failure is the first storage error of the writer; once set, appends
-	// fail with ErrUnavailable (a WAL that failed to sync cannot be trusted).
+	// fail with ErrUnavailable (a file that failed a write or sync cannot
+	// be trusted).
 	failure atomic.Pointer[error]
 
 	changedMu sync.Mutex
@@ -127,8 +162,10 @@ type stream struct {
 }
 
 // Open opens (creating if needed) the store in dir and recovers every stream,
-// partition range and producer state from it. Errors are Pebble's or a
-// corrupt key, wrapped with the directory.
+// partition range and producer state from it: sealed segments from their
+// index files, the others by scanning their frames up to the first torn one.
+// Errors are Pebble's, the filesystem's or a corrupt key, wrapped with the
+// directory.
 func Open(dir string, opts Options) (*Store, error) {
 	if opts.FS == nil {
 		opts.FS = vfs.Default
@@ -151,8 +188,12 @@ func Open(dir string, opts Options) (*Store, error) {
 	if opts.CacheBytes == 0 {
 		opts.CacheBytes = defaultCacheBytes
 	}
+	if opts.SegmentBytes <= 0 {
+		opts.SegmentBytes = defaultSegmentBytes
+	}
 	log := opts.Logger.Named("localstore")
 
+	// Pebble holds only metadata now; its defaults are ample.
 	popts := &pebble.Options{
 		FS:                          opts.FS,
 		Logger:                      pebbleLogger{log.Named("pebble").Sugar()},
@@ -162,28 +203,26 @@ func Open(dir string, opts Options) (*Store, error) {
 		L0StopWritesThreshold:       24,
 		FormatMajorVersion:          pebble.FormatNewest,
 	}
-	// Batches are stored as the producer sent them (often compressed already);
-	// compressing blocks again costs CPU for little.
-	popts.ApplyCompressionSettings(func() pebble.DBCompressionSettings { return pebble.DBCompressionNone })
-	// Value separation writes batch values once into blob files at flush, so
-	// compactions move only keys and index entries instead of rewriting
-	// every batch at each level.
-	popts.Experimental.ValueSeparationPolicy = func() pebble.ValueSeparationPolicy {
-		return pebble.ValueSeparationPolicy{
-			Enabled:               true,
-			MinimumSize:           256,
-			MaxBlobReferenceDepth: 10,
-			RewriteMinimumAge:     10 * time.Minute,
-			TargetGarbageRatio:    0.25,
-		}
-	}
 	popts.EnsureDefaults()
-	db, err := pebble.Open(dir, popts)
+	db, err := pebble.Open(opts.FS.PathJoin(dir, metaDirName), popts)
 	if err != nil {
 		return nil, fmt.Errorf("localstore: open %s: %w", dir, err)
 	}
+	segDir := opts.FS.PathJoin(dir, segmentDirName)
+	if err := opts.FS.MkdirAll(segDir, 0o755); err == nil {
+		err = syncDir(opts.FS, dir)
+	}
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("localstore: open %s: segment directory: %w", dir, err)
+	}
 	s := &Store{
 		db:             db,
+		fs:             opts.FS,
+		segDir:         segDir,
+		segBytes:       opts.SegmentBytes,
+		segs:           make(map[uint64][]*segment),
+		active:         make(map[uint64]*segment),
 		log:            log,
 		now:            opts.Now,
 		producerExpiry: opts.ProducerStateExpiry,
@@ -195,7 +234,9 @@ func Open(dir string, opts Options) (*Store, error) {
 		changed:        make(chan struct{}),
 		stop:           make(chan struct{}),
 	}
+	s.syncedCond = sync.NewCond(&s.syncedMu)
 	if err := s.recover(); err != nil {
+		s.closeSegments()
 		_ = db.Close()
 		return nil, fmt.Errorf("localstore: open %s: recover: %w", dir, err)
 	}
@@ -212,7 +253,8 @@ func Open(dir string, opts Options) (*Store, error) {
 }
 
 // Close completes every queued append (syncing it), stops the background
-// loop and closes Pebble. Later calls return ErrClosed; later appends,
+// loop, seals the active segments (so the next Open reads their index
+// instead of scanning them) and closes the files and Pebble. Later calls return ErrClosed; later appends,
 // reads and metadata operations fail with ErrClosed.
 func (s *Store) Close() error {
 	if s.closed.Swap(true) {
@@ -228,9 +270,21 @@ func (s *Store) Close() error {
 
 	s.dbMu.Lock()
 	defer s.dbMu.Unlock()
-	// Synced appends are already in the WAL; a flush makes the next Open
-	// replay less.
-	err := s.db.Flush()
+	var err error
+	s.wmu.Lock()
+	if s.storageFailure() == nil {
+		for _, seg := range s.active {
+			if serr := s.seal(seg); serr != nil && err == nil {
+				err = serr
+			}
+		}
+	}
+	s.wmu.Unlock()
+	s.closeSegments()
+	// A flush makes the next Open replay less of Pebble's WAL.
+	if ferr := s.db.Flush(); err == nil {
+		err = ferr
+	}
 	if cerr := s.db.Close(); err == nil {
 		err = cerr
 	}
@@ -240,6 +294,17 @@ func (s *Store) Close() error {
 	}
 	s.log.Info("closed")
 	return nil
+}
+
+// closeSegments closes every segment file.
+func (s *Store) closeSegments() {
+	for _, segs := range s.segs {
+		for _, sg := range segs {
+			if err := sg.close(); err != nil {
+				s.log.Warn("closing segment failed", zap.String("segment", sg.path), zap.Error(err))
+			}
+		}
+	}
 }
 
 // enter read-locks dbMu for one operation that uses the DB, failing with

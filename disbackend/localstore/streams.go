@@ -1,10 +1,8 @@
 package localstore
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -85,8 +83,9 @@ func (s *Store) CreateStream(ctx context.Context, spec disbackend.StreamSpec) (d
 	return st.meta, nil
 }
 
-// DeleteStream removes a stream with all its batches, index entries,
-// producer states and metadata, synced. A stream created again with the same
+// DeleteStream removes a stream with its metadata, every app's checkpoints
+// of it (synced in one Pebble batch), its producer states and its segment
+// files. A stream created again with the same
 // name gets a new TopicID and starts at sequence number 0. Appends still
 // queued for it fail with ErrStreamNotFound. DIS DeleteStream, Kafka
 // DeleteTopics. Errors: ErrStreamNotFound, ErrClosed, or a storage error.
@@ -105,14 +104,18 @@ func (s *Store) DeleteStream(ctx context.Context, name string) error {
 	if st == nil {
 		return fmt.Errorf("localstore: %s: %w", op, disbackend.ErrStreamNotFound)
 	}
+	s.appsMu.Lock()
 	b := s.db.NewBatch()
 	defer b.Close()
 	_ = b.Delete(metaKey(name), nil)
-	for _, prefix := range []byte{prefixBatch, prefixIndex, prefixFloor, prefixProducer} {
-		start, end := streamSpan(prefix, st.sid)
-		_ = b.DeleteRange(start, end, nil)
+	start, end := streamSpan(prefixFloor, st.sid)
+	_ = b.DeleteRange(start, end, nil)
+	err := s.deleteStreamCheckpoints(b, name)
+	if err == nil {
+		err = b.Commit(pebble.Sync)
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
+	s.appsMu.Unlock()
+	if err != nil {
 		return fmt.Errorf("localstore: %s: %w", op, err)
 	}
 	s.mu.Lock()
@@ -132,6 +135,20 @@ func (s *Store) DeleteStream(ctx context.Context, name string) error {
 		}
 	}
 	s.notifyChanged()
+	// Groups in flight may still sync the stream's active segment. A file
+	// left behind by a failure here is removed at the next Open, as it
+	// belongs to no stream.
+	s.quiesce()
+	for _, sg := range s.segs[st.sid] {
+		if err := s.removeSegment(sg); err != nil {
+			s.log.Warn("removing segment of deleted stream failed", zap.String("segment", sg.path), zap.Error(err))
+		}
+	}
+	delete(s.segs, st.sid)
+	delete(s.active, st.sid)
+	if err := syncDir(s.fs, s.segDir); err != nil {
+		s.log.Warn("syncing segment directory failed", zap.Error(err))
+	}
 	s.log.Info("stream deleted", zap.String("stream", name))
 	return nil
 }
@@ -283,10 +300,10 @@ func mustJSON(v any) []byte {
 	return b
 }
 
-// recover loads streams, partition ranges, producer states and allocators.
-// A partition's next is the end of its last stored batch, or its persisted
-// first floor when retention removed every batch; first is its first stored
-// batch's base, or the floor.
+// recover loads streams, partition ranges, segments, producer states and
+// allocators. A partition's next is the end of its last stored batch, or its
+// persisted first floor when retention removed every batch; first is its
+// first stored batch's base, or the floor.
 func (s *Store) recover() error {
 	if v, ok, err := s.getInt64([]byte{keyAllocator}); err != nil {
 		return err
@@ -303,11 +320,6 @@ func (s *Store) recover() error {
 		return err
 	}
 	defer mit.Close()
-	iit, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixIndex}, UpperBound: []byte{prefixIndex + 1}})
-	if err != nil {
-		return err
-	}
-	defer iit.Close()
 	sids := make(map[uint64]*stream)
 	for mit.First(); mit.Valid(); mit.Next() {
 		var m streamMeta
@@ -316,9 +328,11 @@ func (s *Store) recover() error {
 		}
 		st := &stream{meta: m.Stream, sid: m.Sid, parts: newPartitions(m.Sid, 0, m.Stream.PartitionCount)}
 		for _, p := range st.parts {
-			if err := s.recoverPartition(iit, p); err != nil {
+			floor, _, err := s.getInt64(partKey(prefixFloor, p.sid, p.id))
+			if err != nil {
 				return fmt.Errorf("stream %q partition %d: %w", m.Stream.Name, p.id, err)
 			}
+			p.first, p.next = floor, floor
 		}
 		s.streams[m.Stream.Name] = st
 		sids[m.Sid] = st
@@ -329,49 +343,123 @@ func (s *Store) recover() error {
 	if err := mit.Error(); err != nil {
 		return err
 	}
-	pit, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixProducer}, UpperBound: []byte{prefixProducer + 1}})
+	files, err := listSegments(s.fs, s.segDir)
 	if err != nil {
-		return err
+		return fmt.Errorf("list segments: %w", err)
 	}
-	defer pit.Close()
-	for pit.First(); pit.Valid(); pit.Next() {
-		k := pit.Key()
-		if len(k) != offsetKeyLen {
-			return fmt.Errorf("producer key %x: %w", k, errCorrupt)
+	for sid, list := range files {
+		for _, sf := range list {
+			s.nextSeg = max(s.nextSeg, sf.n+1)
 		}
-		pk := producerKey{sid: binary.BigEndian.Uint64(k[1:]), part: int32(binary.BigEndian.Uint32(k[9:])), pid: keyOffset(k)}
-		if sids[pk.sid] == nil {
+		st := sids[sid]
+		if st == nil {
+			// Left behind by a DeleteStream interrupted by a crash.
+			for _, sf := range list {
+				path := s.fs.PathJoin(s.segDir, segmentName(sid, sf.n))
+				_ = s.fs.Remove(path + ".log")
+				_ = s.fs.Remove(path + ".idx")
+			}
 			continue
 		}
-		ps, err := decodeProducerState(pit.Value())
-		if err != nil {
-			return err
+		for _, sf := range list {
+			if err := s.recoverSegment(st, sf); err != nil {
+				return err
+			}
 		}
-		s.producers[pk] = ps
 	}
-	return pit.Error()
+	nowMS := s.now().UnixMilli()
+	for _, st := range s.streams {
+		for _, p := range st.parts {
+			if n := len(p.index); n > 0 {
+				p.first = max(p.first, p.index[0].base)
+				p.next = max(p.next, p.index[n-1].last+1)
+			}
+			p.assigned = p.next
+		}
+	}
+	if s.producerExpiry > 0 {
+		cutoff := nowMS - s.producerExpiry.Milliseconds()
+		for k, ps := range s.producers {
+			if ps.lastAppendMS < cutoff {
+				delete(s.producers, k)
+			}
+		}
+	}
+	return syncDir(s.fs, s.segDir)
 }
 
-func (s *Store) recoverPartition(iit *pebble.Iterator, p *partition) error {
-	floor, _, err := s.getInt64(partKey(prefixFloor, p.sid, p.id))
+// recoverSegment loads one segment of st: from its index file when that is
+// whole, else by scanning its frames (then it syncs the valid ones and
+// writes the index, sealing it). It indexes the batches at or above each
+// partition's floor and replays every batch into the producer states.
+func (s *Store) recoverSegment(st *stream, sf segFiles) error {
+	path := s.fs.PathJoin(s.segDir, segmentName(st.sid, sf.n))
+	if !sf.hasLog {
+		_ = s.fs.Remove(path + ".idx")
+		return nil
+	}
+	f, err := s.fs.Open(path + ".log")
 	if err != nil {
-		return err
+		return fmt.Errorf("segment %s: open: %w", path, err)
 	}
-	p.first, p.next = floor, floor
-	prefix := partKey(prefixIndex, p.sid, p.id)
-	if iit.SeekGE(prefix) && bytes.HasPrefix(iit.Key(), prefix) {
-		p.first = max(floor, keyOffset(iit.Key()))
-		iit.SeekLT(offsetKey(prefixIndex, p.sid, p.id+1, 0))
-		e, ok := decodeIndexEntry(iit.Value())
-		if !ok || !bytes.HasPrefix(iit.Key(), prefix) {
-			return fmt.Errorf("index %x: %w", iit.Key(), errCorrupt)
+	var frames []frameInfo
+	if sf.hasIdx {
+		frames, err = readIdx(s.fs, path)
+		if err != nil {
+			s.log.Warn("segment index unreadable; scanning the segment", zap.String("segment", path), zap.Error(err))
 		}
-		p.next = max(floor, e.last+1)
 	}
-	p.assigned = p.next
-	return iit.Error()
+	if !sf.hasIdx || err != nil {
+		var end int64
+		frames, end, err = scanSegment(f, st.sid)
+		if err == nil && len(frames) > 0 {
+			// Frames that survived a crash unsynced are about to become
+			// readable: make them durable first.
+			if err = f.Sync(); err == nil {
+				idx := make([]byte, 0, len(frames)*idxRecordLen)
+				for i := range frames {
+					idx = appendIdxRecord(idx, &frames[i])
+				}
+				err = writeIdx(s.fs, path, idx)
+			}
+		}
+		if err != nil {
+			_ = f.Close()
+			return fmt.Errorf("segment %s: recover: %w", path, err)
+		}
+		s.log.Info("segment recovered by scanning", zap.String("segment", path), zap.Int("batches", len(frames)),
+			zap.Int64("bytes", end))
+	}
+	if len(frames) == 0 {
+		_ = f.Close()
+		_ = s.fs.Remove(path + ".log")
+		_ = s.fs.Remove(path + ".idx")
+		return nil
+	}
+	sg := newSegment(st.sid, sf.n, path, f)
+	sg.sealed = true
+	for i := range frames {
+		fi := &frames[i]
+		sg.note(fi)
+		sg.size = fi.pos + int64(fi.size)
+		if fi.part < 0 || int(fi.part) >= len(st.parts) {
+			continue
+		}
+		p := st.parts[fi.part]
+		s.rebuildProducer(p, fi)
+		if fi.last < p.first {
+			continue // below the floor retention persisted
+		}
+		if n := len(p.index); n > 0 && fi.base != p.index[n-1].last+1 {
+			return fmt.Errorf("segment %s: stream %q partition %d: batch at %d does not follow %d: %w",
+				path, st.meta.Name, fi.part, fi.base, p.index[n-1].last, errCorrupt)
+		}
+		p.index = append(p.index, batchLoc{seg: sg, pos: fi.pos, base: fi.base, last: fi.last,
+			maxTS: fi.maxTS, appendMS: fi.appendMS, size: fi.size})
+	}
+	s.segs[st.sid] = append(s.segs[st.sid], sg)
+	return nil
 }
-
 func (s *Store) getInt64(key []byte) (int64, bool, error) {
 	v, closer, err := s.db.Get(key)
 	if err == pebble.ErrNotFound {

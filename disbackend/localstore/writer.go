@@ -2,10 +2,13 @@ package localstore
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
+	"sort"
+	"sync"
 
-	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"go.uber.org/zap"
 
 	"github.com/disgw/disgw/disbackend"
@@ -19,11 +22,13 @@ type appendReq struct {
 	p      *disbackend.Pending
 }
 
-// group is the set of appends committed by one synced Pebble batch.
+// group is the set of appends committed by one write per segment and one
+// sync per segment.
 type group struct {
-	b     *pebble.Batch
 	items []groupItem
-	err   error // apply error: the whole group failed
+	segs  []*segment // segments written, to sync
+	seq   uint64     // assembly number (Store.assembled)
+	err   error      // write error: the whole group failed
 }
 
 // groupItem is an accepted append (new data or a duplicate) in a group.
@@ -36,6 +41,7 @@ type groupItem struct {
 	maxTS     int64  // ms, for the index
 	logAppend int64  // ms, the LogAppendTime stamped, or -1
 	duplicate bool
+	loc       batchLoc // where it was written
 }
 
 var crc32c = crc32.MakeTable(crc32.Castagnoli)
@@ -64,9 +70,9 @@ func (s *Store) Append(stream string, partition int32, b disbackend.Batch) *disb
 }
 
 // writeLoop is the writer goroutine: it takes every queued append, assigns
-// offsets, applies the group as one Pebble batch without waiting for the
-// sync, and hands it to syncLoop, so the next group is assembled while the
-// previous one syncs.
+// offsets, writes the group to the segment files without waiting for the
+// sync, and hands it to syncLoop, so the next group is assembled and written
+// while earlier ones sync.
 func (s *Store) writeLoop() {
 	defer s.writers.Done()
 	defer close(s.syncq)
@@ -91,17 +97,17 @@ func (s *Store) writeLoop() {
 				break drain
 			}
 		}
-		if g := s.assemble(reqs, size); g != nil {
+		if g := s.assemble(reqs); g != nil {
 			s.syncq <- g
 		}
 		clear(reqs)
 	}
 }
 
-// assemble validates reqs, assigns offsets and applies them as one batch.
-// Rejected appends complete at once; it returns nil when nothing was
-// accepted.
-func (s *Store) assemble(reqs []*appendReq, size int) *group {
+// assemble validates reqs, assigns offsets and writes the new batches to
+// their streams' active segments. Rejected appends complete at once; it
+// returns nil when nothing was accepted.
+func (s *Store) assemble(reqs []*appendReq) *group {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	if err := s.storageFailure(); err != nil {
@@ -112,82 +118,162 @@ func (s *Store) assemble(reqs []*appendReq, size int) *group {
 		return nil
 	}
 	g := &group{items: make([]groupItem, 0, len(reqs))}
-	b := s.db.NewBatchWithSize(size + len(reqs)*(2*offsetKeyLen+indexEntryLen+32))
 	nowMS := s.now().UnixMilli()
-	touched := make(map[producerKey]*producerState)
-	var key [offsetKeyLen]byte
-	var idx [indexEntryLen]byte
 	for _, r := range reqs {
-		item, ps, err := s.accept(r, nowMS)
+		item, err := s.accept(r, nowMS)
 		if err != nil {
 			r.p.Complete(disbackend.AppendResult{}, err)
 			continue
 		}
-		if ps != nil {
-			touched[producerKey{sid: item.p.sid, part: item.p.id, pid: r.b.ProducerID}] = ps
-		}
-		if !item.duplicate {
-			putOffsetKey(key[:], prefixBatch, item.p.sid, item.p.id, item.base)
-			_ = b.Set(key[:], item.raw, nil)
-			indexEntry{last: item.last, maxTS: item.maxTS, appendMS: nowMS}.put(idx[:])
-			key[0] = prefixIndex
-			_ = b.Set(key[:], idx[:], nil)
-		}
 		g.items = append(g.items, item)
 	}
-	for k, ps := range touched {
-		putOffsetKey(key[:], prefixProducer, k.sid, k.part, k.pid)
-		_ = b.Set(key[:], ps.encode(), nil)
-	}
 	if len(g.items) == 0 {
-		_ = b.Close()
 		return nil
 	}
-	g.b = b
-	if b.Empty() {
-		// Only duplicates: nothing to write, but they still complete after
-		// the groups before them synced.
-		_ = b.Close()
-		g.b = nil
-		return g
-	}
-	if err := s.db.ApplyNoSyncWait(b, pebble.Sync); err != nil {
+	if err := s.writeGroup(g, nowMS); err != nil {
+		// The in-memory offsets already moved past this group; a segment
+		// that failed a write cannot be trusted, so stop accepting appends.
 		g.err = err
+		s.fail(err)
 	}
+	s.assembled++
+	g.seq = s.assembled
 	return g
 }
 
+// writeGroup writes the group's new batches, each stream's with one Write to
+// its active segment, a partition's batches adjacent so that reads of them
+// are contiguous. The batch bytes are copied once, into the group buffer
+// (vfs.File.Write may modify what it is given). Requires wmu.
+func (s *Store) writeGroup(g *group, nowMS int64) error {
+	order := make([]int, 0, len(g.items))
+	for i := range g.items {
+		if !g.items[i].duplicate {
+			order = append(order, i)
+		}
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		pa, pb := g.items[order[a]].p, g.items[order[b]].p
+		return pa.sid < pb.sid || pa.sid == pb.sid && pa.id < pb.id
+	})
+	for len(order) > 0 {
+		sid := g.items[order[0]].p.sid
+		n, total := 0, int64(0)
+		for n < len(order) && g.items[order[n]].p.sid == sid {
+			total += frameHeaderLen + int64(len(g.items[order[n]].raw))
+			n++
+		}
+		seg, err := s.activeSegment(sid, total)
+		if err != nil {
+			return err
+		}
+		buf := s.wbuf[:0]
+		if int64(cap(buf)) < total {
+			buf = make([]byte, 0, total)
+		}
+		pos := seg.size
+		for _, i := range order[:n] {
+			it := &g.items[i]
+			fi := frameInfo{part: it.p.id, size: int32(len(it.raw)), pos: pos + int64(len(buf)) + frameHeaderLen,
+				base: it.base, last: it.last, appendMS: nowMS, maxTS: it.maxTS}
+			fi.setProducer(it.raw)
+			var hdr [frameHeaderLen]byte
+			fi.putHeader(hdr[:], sid)
+			binary.BigEndian.PutUint32(hdr[4:], frameCRC(hdr[:], it.raw))
+			buf = append(buf, hdr[:]...)
+			buf = append(buf, it.raw...)
+			seg.note(&fi)
+			it.loc = batchLoc{seg: seg, pos: fi.pos, base: it.base, last: it.last, maxTS: it.maxTS, appendMS: nowMS, size: fi.size}
+		}
+		if int64(cap(buf)) <= 2*maxGroupBytes {
+			s.wbuf = buf[:0]
+		}
+		if _, err := seg.f.Write(buf); err != nil {
+			return fmt.Errorf("segment %s: write: %w", seg.path, err)
+		}
+		seg.size += int64(len(buf))
+		g.segs = append(g.segs, seg)
+		order = order[n:]
+	}
+	return nil
+}
+
+// activeSegment returns the segment the next write of n bytes to stream sid
+// goes to: the active one, or a new one when there is none or it would grow
+// past Options.SegmentBytes (a full one is sealed first). Requires wmu.
+func (s *Store) activeSegment(sid uint64, n int64) (*segment, error) {
+	seg := s.active[sid]
+	if seg != nil && seg.size > 0 && seg.size+n > s.segBytes {
+		if err := s.seal(seg); err != nil {
+			return nil, err
+		}
+		seg = nil
+	}
+	if seg != nil {
+		return seg, nil
+	}
+	name := segmentName(sid, s.nextSeg)
+	path := s.fs.PathJoin(s.segDir, name)
+	f, err := s.fs.Create(path+".log", vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return nil, fmt.Errorf("segment %s: create: %w", path, err)
+	}
+	// The file's directory entry must be durable before any sync of its
+	// data acknowledges an append.
+	if err := syncDir(s.fs, s.segDir); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("segment %s: sync directory: %w", path, err)
+	}
+	s.nextSeg++
+	seg = newSegment(sid, s.nextSeg-1, path, f)
+	s.active[sid] = seg
+	s.segs[sid] = append(s.segs[sid], seg)
+	return seg, nil
+}
+
+// seal syncs a segment, writes its index file and stops appending to it.
+// Requires wmu.
+func (s *Store) seal(seg *segment) error {
+	if err := seg.syncData(); err != nil {
+		return err
+	}
+	if err := writeIdx(s.fs, seg.path, seg.idx); err != nil {
+		return fmt.Errorf("segment %s: write index: %w", seg.path, err)
+	}
+	seg.sealed, seg.idx = true, nil
+	if s.active[seg.sid] == seg {
+		delete(s.active, seg.sid)
+	}
+	return nil
+}
+
 // accept checks one append against its partition and producer state and, if
-// it is accepted, assigns its offsets and rewrites its header. It returns the
-// producer state to persist (nil for non-idempotent batches). Requires wmu.
-func (s *Store) accept(r *appendReq, nowMS int64) (groupItem, *producerState, error) {
+// it is accepted, assigns its offsets and rewrites its header. Requires wmu.
+func (s *Store) accept(r *appendReq, nowMS int64) (groupItem, error) {
 	st := s.streams[r.stream]
 	if st == nil {
-		return groupItem{}, nil, fmt.Errorf("localstore: append stream %q partition %d: %w",
+		return groupItem{}, fmt.Errorf("localstore: append stream %q partition %d: %w",
 			r.stream, r.part, disbackend.ErrStreamNotFound)
 	}
 	if r.part < 0 || int(r.part) >= len(st.parts) {
-		return groupItem{}, nil, fmt.Errorf("localstore: append stream %q partition %d: %w",
+		return groupItem{}, fmt.Errorf("localstore: append stream %q partition %d: %w",
 			r.stream, r.part, disbackend.ErrPartitionNotFound)
 	}
 	p := st.parts[r.part]
 	if len(r.b.Raw) < batchHeaderLen || r.b.NumRecords <= 0 {
-		return groupItem{}, nil, fmt.Errorf("localstore: append stream %q partition %d: malformed batch (%d bytes, %d records)",
+		return groupItem{}, fmt.Errorf("localstore: append stream %q partition %d: malformed batch (%d bytes, %d records)",
 			r.stream, r.part, len(r.b.Raw), r.b.NumRecords)
 	}
 	base := p.assigned
 	last := base + int64(r.b.NumRecords) - 1
-	var ps *producerState
 	if r.b.ProducerID >= 0 {
-		var dup *producerBatch
-		var err error
-		ps, dup, err = s.checkProducer(p, r.b, base, last, nowMS)
+		dup, err := s.checkProducer(p, r.b, base, last, nowMS)
 		if err != nil {
-			return groupItem{}, nil, fmt.Errorf("localstore: append stream %q partition %d producer %d epoch %d sequence %d: %w",
+			return groupItem{}, fmt.Errorf("localstore: append stream %q partition %d producer %d epoch %d sequence %d: %w",
 				r.stream, r.part, r.b.ProducerID, r.b.ProducerEpoch, r.b.BaseSequence, err)
 		}
 		if dup != nil {
-			return groupItem{pend: r.p, p: p, base: dup.base, last: dup.last, logAppend: -1, duplicate: true}, nil, nil
+			return groupItem{pend: r.p, p: p, base: dup.base, last: dup.last, logAppend: -1, duplicate: true}, nil
 		}
 	}
 	p.assigned = last + 1
@@ -197,7 +283,7 @@ func (s *Store) accept(r *appendReq, nowMS int64) (groupItem, *producerState, er
 		setLogAppendTime(raw, nowMS)
 		maxTS, logAppend = nowMS, nowMS
 	}
-	return groupItem{pend: r.p, p: p, base: base, last: last, raw: raw, maxTS: maxTS, logAppend: logAppend}, ps, nil
+	return groupItem{pend: r.p, p: p, base: base, last: last, raw: raw, maxTS: maxTS, logAppend: logAppend}, nil
 }
 
 // setLogAppendTime marks a raw batch as LogAppendTime with max timestamp ts
@@ -210,57 +296,133 @@ func setLogAppendTime(raw []byte, ts int64) {
 	binary.BigEndian.PutUint32(raw[17:], crc32.Checksum(raw[21:], crc32c))
 }
 
-// syncLoop waits for each group's sync, in order, then publishes it: it
-// advances the partitions' synced next, fills the tail cache, wakes long
-// polls and completes the Pendings.
+// syncLoop syncs groups in order, then publishes them: it advances the
+// partitions' synced next, indexes and caches the batches, wakes long polls
+// and completes the Pendings. The groups waiting when it becomes free are
+// synced together: one fdatasync per segment touched, in parallel.
 func (s *Store) syncLoop() {
 	defer s.writers.Done()
+	defer func() {
+		s.syncedMu.Lock()
+		s.syncerDone = true
+		s.syncedCond.Broadcast()
+		s.syncedMu.Unlock()
+	}()
+	var batch []*group
 	for g := range s.syncq {
-		err := g.err
-		if g.b != nil && err == nil {
-			err = g.b.SyncWait()
-		}
-		if err != nil {
-			// The in-memory offsets already moved past this group; a WAL
-			// that failed cannot be trusted, so stop accepting appends.
-			s.fail(err)
-			for _, it := range g.items {
-				it.pend.Complete(disbackend.AppendResult{}, fmt.Errorf("localstore: append partition %d: %w: %v",
-					it.p.id, disbackend.ErrUnavailable, err))
+		batch = append(batch[:0], g)
+	drain:
+		for len(batch) < maxSyncGroups {
+			select {
+			case g, ok := <-s.syncq:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, g)
+			default:
+				break drain
 			}
-			if g.b != nil {
-				_ = g.b.Close()
+		}
+		err := syncSegments(batch)
+		for _, g := range batch {
+			s.publish(g, err)
+		}
+		s.markSynced(batch[len(batch)-1].seq)
+		clear(batch)
+	}
+}
+
+// syncSegments fdatasyncs every segment the groups wrote, in parallel when
+// there are several, and returns the first error.
+func syncSegments(groups []*group) error {
+	var segs []*segment
+	seen := make(map[*segment]bool)
+	for _, g := range groups {
+		for _, sg := range g.segs {
+			if !seen[sg] {
+				seen[sg] = true
+				segs = append(segs, sg)
 			}
-			continue
-		}
-		advanced := false
-		for _, it := range g.items {
-			if it.duplicate {
-				continue
-			}
-			it.p.mu.Lock()
-			it.p.next = it.last + 1
-			if s.cache.enabled() {
-				s.cache.add(it.p, it.base, it.last, it.raw)
-			}
-			it.p.mu.Unlock()
-			advanced = true
-		}
-		if s.cache.enabled() {
-			s.cache.balance()
-		}
-		if advanced {
-			s.notifyChanged()
-		}
-		for _, it := range g.items {
-			first, _ := it.p.span()
-			it.pend.Complete(disbackend.AppendResult{BaseOffset: it.base, LogStartOffset: first, LogAppendTime: it.logAppend, Duplicate: it.duplicate}, nil)
-		}
-		if g.b != nil {
-			_ = g.b.Close()
-		}
-		if ce := s.log.Check(zap.DebugLevel, "group synced"); ce != nil {
-			ce.Write(zap.Int("appends", len(g.items)))
 		}
 	}
+	if len(segs) == 1 {
+		return segs[0].syncData()
+	}
+	errs := make([]error, len(segs))
+	var wg sync.WaitGroup
+	for i, sg := range segs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = sg.syncData()
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// publish makes a synced group visible and completes its appends; with a
+// write or sync error it fails them all and the store.
+func (s *Store) publish(g *group, syncErr error) {
+	err := g.err
+	if err == nil {
+		err = syncErr
+	}
+	if err != nil {
+		s.fail(err)
+		for _, it := range g.items {
+			it.pend.Complete(disbackend.AppendResult{}, fmt.Errorf("localstore: append partition %d: %w: %v",
+				it.p.id, disbackend.ErrUnavailable, err))
+		}
+		return
+	}
+	advanced := false
+	for i := range g.items {
+		it := &g.items[i]
+		if it.duplicate {
+			continue
+		}
+		it.p.mu.Lock()
+		it.p.next = it.last + 1
+		it.p.index = append(it.p.index, it.loc)
+		if s.cache.enabled() {
+			s.cache.add(it.p, it.base, it.last, it.raw)
+		}
+		it.p.mu.Unlock()
+		advanced = true
+	}
+	if s.cache.enabled() {
+		s.cache.balance()
+	}
+	if advanced {
+		s.notifyChanged()
+	}
+	for _, it := range g.items {
+		first, _ := it.p.span()
+		it.pend.Complete(disbackend.AppendResult{BaseOffset: it.base, LogStartOffset: first, LogAppendTime: it.logAppend, Duplicate: it.duplicate}, nil)
+	}
+	if ce := s.log.Check(zap.DebugLevel, "group synced"); ce != nil {
+		ce.Write(zap.Int("appends", len(g.items)))
+	}
+}
+
+// markSynced records that every group up to seq is published.
+func (s *Store) markSynced(seq uint64) {
+	s.syncedMu.Lock()
+	s.synced = seq
+	s.syncedCond.Broadcast()
+	s.syncedMu.Unlock()
+}
+
+// quiesce waits until every group assembled so far is published, so that
+// no group in flight still uses a segment about to be closed. Requires wmu
+// (which keeps new groups from being assembled); the syncer needs no lock
+// that wmu holders take while waiting here.
+func (s *Store) quiesce() {
+	target := s.assembled
+	s.syncedMu.Lock()
+	for s.synced < target && !s.syncerDone {
+		s.syncedCond.Wait()
+	}
+	s.syncedMu.Unlock()
 }
