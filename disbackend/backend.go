@@ -18,6 +18,7 @@ type Backend interface {
 	Streams
 	Log
 	Producers
+	Apps
 	// Close flushes and syncs what is pending and releases the store. Appends
 	// after Close fail with ErrClosed.
 	Close() error

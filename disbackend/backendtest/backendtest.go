@@ -1,6 +1,6 @@
 // Package backendtest is the conformance suite every disbackend.Backend
 // passes: Run checks behaviour through the interface alone (streams, the
-// log, idempotent producers), RunDurable adds what needs a restart, a crash
+// log, idempotent producers, apps and checkpoints), RunDurable adds what needs a restart, a crash
 // or a clock (restart, crash recovery, retention) through a Harness.
 //
 // It depends on no implementation; localstore runs it on Pebble, and disrest
@@ -58,6 +58,9 @@ func Run(t *testing.T, newBackend func(t *testing.T) disbackend.Backend) {
 		{"IdempotentWrap", testIdempotentWrap},
 		{"IdempotentErrorsAreIsolated", testIdempotentErrorsAreIsolated},
 		{"InitProducerIDUnique", testInitProducerIDUnique},
+		{"Apps", testApps},
+		{"Checkpoints", testCheckpoints},
+		{"CheckpointTime", testCheckpointTime},
 		{"Close", testClose},
 	}
 	for _, tc := range tests {

@@ -32,7 +32,8 @@ type Harness struct {
 }
 
 // RunDurable runs the subtests that need a Harness: restart keeps streams,
-// data, ranges and producer state; producer ids stay unique across restarts;
+// data, ranges, producer state, apps and checkpoints; producer ids stay
+// unique across restarts;
 // retention; and crash recovery under concurrent appends.
 func RunDurable(t *testing.T, h Harness) {
 	tests := []struct {
@@ -43,6 +44,7 @@ func RunDurable(t *testing.T, h Harness) {
 		{"RestartKeepsEverything", testRestart, false},
 		{"RestartKeepsProducerState", testRestartProducers, false},
 		{"InitProducerIDAcrossRestart", testInitProducerIDRestart, false},
+		{"RestartKeepsApps", testRestartApps, false},
 		{"Retention", testRetention, h.EnforceRetention == nil},
 		{"Crash", testCrash, h.Crash == nil},
 	}
@@ -289,8 +291,12 @@ type crashPoint struct {
 	keep        int
 	acks, reads int
 	idemAcks    int
+	commits     int
 	label       string
 }
+
+// crashApp is the app whose checkpoints the crash test commits.
+const crashApp = "crash-app"
 
 type seen struct {
 	part int32
@@ -302,15 +308,20 @@ type seen struct {
 // crash images at arbitrary moments, and checks each image after reopening:
 // every append acknowledged before the image was taken is there byte for
 // byte at its offset, every batch read before it is unchanged, the
-// partitions are contiguous, and the idempotent producer's last
-// acknowledged batch is still recognized as a duplicate.
+// partitions are contiguous, the idempotent producer's last acknowledged
+// batch is still recognized as a duplicate, and every checkpoint whose
+// commit returned is there (or a later one of its partition).
 func testCrash(t *testing.T, h Harness) {
 	const parts = 4
 	b := hopen(t, h, nil)
 	mustCreate(t, b, spec(t, "crash", parts))
 	pid := initProducer(t, b)
+	if _, err := b.CreateApp(ctxT(t), disbackend.App{Name: crashApp, GroupID: crashApp}); err != nil {
+		t.Fatal(err)
+	}
 
 	var mu sync.Mutex
+	var commits []seen // part and base (the committed offset, increasing) of each acknowledged commit
 	var acks, reads []seen
 	var idemAcks []disbackend.Batch // by sequence order, a copy of each acknowledged idempotent batch
 	stop := make(chan struct{})
@@ -417,12 +428,33 @@ func testCrash(t *testing.T, h Harness) {
 		}
 	}()
 
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := int64(1); ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			part := int32(i % parts)
+			c := disbackend.Checkpoint{Stream: "crash", Partition: part, SequenceNumber: i, Metadata: fmt.Sprint(i)}
+			if err := b.CommitCheckpoints(ctxT(t), crashApp, []disbackend.Checkpoint{c}); err != nil {
+				t.Errorf("commit checkpoint: %v", err)
+				return
+			}
+			mu.Lock()
+			commits = append(commits, seen{part: part, base: i})
+			mu.Unlock()
+		}
+	}()
+
 	var points []crashPoint
 	rng := rand.New(rand.NewPCG(42, 42))
 	for i, keep := range []int{0, 25, 50, 100, 0, 25, 50, 100, 50, 100} {
 		time.Sleep(time.Duration(2+rng.IntN(25)) * time.Millisecond)
 		mu.Lock()
-		pt := crashPoint{keep: keep, acks: len(acks), reads: len(reads), idemAcks: len(idemAcks),
+		pt := crashPoint{keep: keep, acks: len(acks), reads: len(reads), idemAcks: len(idemAcks), commits: len(commits),
 			label: fmt.Sprintf("image %d (keep %d%% unsynced)", i, keep)}
 		mu.Unlock()
 		pt.open = h.Crash(t, b, keep, uint64(1000+i))
@@ -438,13 +470,13 @@ func testCrash(t *testing.T, h Harness) {
 	}
 	for _, pt := range points {
 		t.Run(pt.label, func(t *testing.T) {
-			checkCrashImage(t, pt, acks[:pt.acks], reads[:pt.reads], idemAcks[:pt.idemAcks])
+			checkCrashImage(t, pt, acks[:pt.acks], reads[:pt.reads], idemAcks[:pt.idemAcks], commits[:pt.commits])
 		})
 	}
-	t.Logf("%d acknowledged appends, %d batches read during the run", len(acks), len(reads))
+	t.Logf("%d acknowledged appends, %d batches read, %d checkpoints committed during the run", len(acks), len(reads), len(commits))
 }
 
-func checkCrashImage(t *testing.T, pt crashPoint, acks, reads []seen, idemAcks []disbackend.Batch) {
+func checkCrashImage(t *testing.T, pt crashPoint, acks, reads []seen, idemAcks []disbackend.Batch, commits []seen) {
 	c := pt.open(t)
 	defer func() { _ = c.Close() }()
 	st, err := c.DescribeStream(ctxT(t), "crash")
@@ -489,6 +521,22 @@ func checkCrashImage(t *testing.T, pt crashPoint, acks, reads []seen, idemAcks [
 		retry := last
 		retry.Raw = append([]byte(nil), last.Raw...)
 		wantDuplicate(t, c, "crash", 0, retry, base)
+	}
+	committed := map[int32]int64{}
+	for _, c := range commits {
+		committed[c.part] = max(committed[c.part], c.base)
+	}
+	got := map[int32]int64{}
+	for _, c := range mustCheckpoints(t, c, crashApp, "crash") {
+		got[c.Partition] = c.SequenceNumber
+		if c.Metadata != fmt.Sprint(c.SequenceNumber) {
+			t.Fatalf("checkpoint of partition %d at %d has metadata %q", c.Partition, c.SequenceNumber, c.Metadata)
+		}
+	}
+	for part, want := range committed {
+		if got[part] < want {
+			t.Fatalf("partition %d: checkpoint %d after the crash, but %d was committed before it", part, got[part], want)
+		}
 	}
 	// The image takes appends at its next.
 	r := mustRange(t, c, "crash", 1)
