@@ -1,7 +1,9 @@
 package localstore
 
 import (
+	"context"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -155,4 +157,89 @@ func TestDurableOnDisk(t *testing.T) {
 	t.Parallel()
 	h := &harness{stores: map[*Store]harnessEntry{}, disk: true}
 	backendtest.RunDurable(t, h.backendtest())
+}
+
+// TestRetentionRemovesSegments checks that retention removes whole segment
+// files once every batch in them expired, keeps the ones still holding live
+// batches, and that DeleteStream removes the rest; reads and a restart see
+// the same data.
+func TestRetentionRemovesSegments(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	fs := vfs.NewMem()
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	opts := Options{FS: fs, Now: clock, SegmentBytes: 2048, CacheBytesPerPartition: -1}
+	s := openT(t, "db", opts)
+	defer func() { _ = s.Close() }()
+	_, err := s.CreateStream(ctx, disbackend.StreamSpec{Name: "r", TopicName: "r", PartitionCount: 2,
+		Config: disbackend.StreamConfig{Retention: time.Hour}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	segFiles := func() int {
+		names, err := fs.List("db/segments")
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, name := range names {
+			if strings.HasSuffix(name, ".log") {
+				n++
+			}
+		}
+		return n
+	}
+	appendN := func(n int) {
+		for i := 0; i < n; i++ {
+			b := backendtest.MakeBatch(backendtest.BatchOptions{NumRecords: 2, RecordBytes: 300, Seed: uint64(i)})
+			if _, err := s.Append("r", int32(i%2), b).Wait(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	appendN(20) // ~700 bytes a frame: about 3 per segment
+	old := segFiles()
+	if old < 5 {
+		t.Fatalf("%d segment files after 20 appends of 700 bytes with 2 KiB segments, want several", old)
+	}
+	mu.Lock()
+	now = now.Add(2 * time.Hour)
+	mu.Unlock()
+	appendN(4)
+	if err := s.EnforceRetention(); err != nil {
+		t.Fatal(err)
+	}
+	for p := int32(0); p < 2; p++ {
+		r, _ := s.Range("r", p)
+		if r.First != 20 || r.Next != 24 {
+			t.Fatalf("partition %d: range %+v after retention, want [20 : 24]", p, r)
+		}
+		res, err := s.Read(ctx, "r", p, 20, 1<<20)
+		if err != nil || len(res.Batches) != 2 {
+			t.Fatalf("partition %d: read after retention = %d batches, %v; want 2", p, len(res.Batches), err)
+		}
+	}
+	if n := segFiles(); n > 3 {
+		t.Fatalf("%d segment files left after everything but 4 batches expired (was %d), want at most 3", n, old)
+	}
+	s = reopen(t, s, opts)
+	if r, _ := s.Range("r", 1); r.First != 20 || r.Next != 24 {
+		t.Fatalf("range %+v after restart, want [20 : 24]", r)
+	}
+	if err := s.DeleteStream(ctx, "r"); err != nil {
+		t.Fatal(err)
+	}
+	if n := segFiles(); n != 0 {
+		t.Fatalf("%d segment files left after DeleteStream, want 0", n)
+	}
+}
+
+func reopen(t *testing.T, s *Store, opts Options) *Store {
+	t.Helper()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return openT(t, "db", opts)
 }
