@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/groupcoord"
 	"github.com/disgw/disgw/kafkawire"
 )
 
@@ -67,6 +68,19 @@ type Config struct {
 	// ShutdownGrace is how long Shutdown waits for in-flight requests before
 	// closing connections. Default 10 s.
 	ShutdownGrace time.Duration
+	// GroupInitialRebalanceDelay is how long a new consumer group waits for
+	// more members before its first rebalance (Kafka
+	// group.initial.rebalance.delay.ms). Default 3 s; negative means none.
+	GroupInitialRebalanceDelay time.Duration
+	// GroupMinSessionTimeout and GroupMaxSessionTimeout bound the session
+	// timeouts JoinGroup accepts (Kafka group.min.session.timeout.ms,
+	// group.max.session.timeout.ms). Defaults 6 s and 30 min.
+	GroupMinSessionTimeout time.Duration
+	GroupMaxSessionTimeout time.Duration
+	// OffsetsRetention deletes the committed offsets of a group that has
+	// been empty this long (Kafka offsets.retention.minutes). Default 7 days;
+	// negative keeps them forever.
+	OffsetsRetention time.Duration
 }
 
 // DefaultConfig returns the defaults listed on Config.
@@ -83,6 +97,11 @@ func DefaultConfig() Config {
 		MaxMessageBytes:   1048588,
 		RequestOverhead:   5 * time.Second,
 		ShutdownGrace:     10 * time.Second,
+
+		GroupInitialRebalanceDelay: 3 * time.Second,
+		GroupMinSessionTimeout:     6 * time.Second,
+		GroupMaxSessionTimeout:     30 * time.Minute,
+		OffsetsRetention:           7 * 24 * time.Hour,
 	}
 }
 
@@ -131,6 +150,7 @@ type Server struct {
 	backend disbackend.Backend
 	log     *zap.Logger
 	topics  *topicCache
+	groups  *groupcoord.Coordinator // consumer groups and committed offsets
 
 	ln        net.Listener
 	advHost   string
@@ -163,6 +183,7 @@ func New(cfg Config, backend disbackend.Backend, log *zap.Logger) (*Server, erro
 		return nil, fmt.Errorf("gateway: load topics: %w", err)
 	}
 	s.topics = tc
+	s.groups = newGroupCoordinator(cfg, backend, tc, log)
 	return s, nil
 }
 
@@ -271,6 +292,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		c.stopReading()
 	}
 	s.mu.Unlock()
+	// Answer parked JoinGroup/SyncGroup requests (NOT_COORDINATOR) so the
+	// writers waiting on them can finish.
+	s.groups.Close()
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
 	grace := time.NewTimer(s.cfg.ShutdownGrace)

@@ -1,0 +1,114 @@
+package gateway
+
+// FindCoordinator: v0-6.
+//
+// Version notes:
+//   - v1: CoordinatorType (0 group, 1 transaction), ThrottleMillis,
+//     ErrorMessage. v3: flexible.
+//   - v4: several keys in one request (KIP-699); the answer moves from the
+//     top-level fields to Coordinators.
+//   - v5, v6: no change here (v6 adds share-group keys, type 2).
+//
+// This node coordinates every group (a single node; section 7 of DESIGN.md
+// will hash groups over nodes). Transactions are not offered, so type 1 gets
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED (as InitProducerId does for a
+// transactional id); share groups (type 2) and unknown types INVALID_REQUEST.
+//
+// This file also builds the group coordinator (groupcoord) for the server.
+
+import (
+	"net"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap"
+
+	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/groupcoord"
+	"github.com/disgw/disgw/kafkawire"
+)
+
+func init() { registerAPI(10, 0, 6, (*conn).handleFindCoordinator) }
+
+func (c *conn) handleFindCoordinator(req *kafkawire.Request) reply {
+	r := req.Body.(*kmsg.FindCoordinatorRequest)
+	resp := r.ResponseKind().(*kmsg.FindCoordinatorResponse)
+	keys := r.CoordinatorKeys
+	if r.Version < 4 {
+		keys = []string{r.CoordinatorKey}
+	}
+	for _, key := range keys {
+		fc := kmsg.NewFindCoordinatorResponseCoordinator()
+		fc.Key = key
+		switch r.CoordinatorType {
+		case 0:
+			fc.NodeID, fc.Host, fc.Port = c.s.cfg.NodeID, c.s.advHost, c.s.advPort
+		case 1:
+			fc.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+			msg := "transactions are not supported"
+			fc.ErrorMessage = &msg
+		default:
+			fc.ErrorCode = kerr.InvalidRequest.Code
+			msg := "only group coordinators (type 0) are served"
+			fc.ErrorMessage = &msg
+		}
+		if fc.ErrorCode != 0 {
+			fc.NodeID, fc.Port = -1, -1
+		}
+		resp.Coordinators = append(resp.Coordinators, fc)
+	}
+	if r.Version < 4 {
+		fc := resp.Coordinators[0]
+		resp.ErrorCode, resp.ErrorMessage = fc.ErrorCode, fc.ErrorMessage
+		resp.NodeID, resp.Host, resp.Port = fc.NodeID, fc.Host, fc.Port
+		resp.Coordinators = nil
+	}
+	return ready(req, resp)
+}
+
+// newGroupCoordinator starts the server's group coordinator over the
+// backend's apps (committed offsets) and the topic cache.
+func newGroupCoordinator(cfg Config, backend disbackend.Backend, tc *topicCache, log *zap.Logger) *groupcoord.Coordinator {
+	return groupcoord.New(groupcoord.Config{
+		InitialRebalanceDelay: cfg.GroupInitialRebalanceDelay,
+		MinSessionTimeout:     cfg.GroupMinSessionTimeout,
+		MaxSessionTimeout:     cfg.GroupMaxSessionTimeout,
+		OffsetsRetention:      cfg.OffsetsRetention,
+		SubscribedTopics:      consumerSubscription,
+		Logger:                log,
+	}, backend, groupTopics{tc})
+}
+
+// groupTopics gives groupcoord the topic cache's view of topics.
+type groupTopics struct{ tc *topicCache }
+
+func (t groupTopics) Topic(name string) (groupcoord.TopicInfo, bool) {
+	st := t.tc.get(name)
+	if st == nil {
+		return groupcoord.TopicInfo{}, false
+	}
+	return topicInfo(st), true
+}
+
+func (t groupTopics) Stream(stream string) (groupcoord.TopicInfo, bool) {
+	for _, st := range t.tc.all() {
+		if st.Name == stream {
+			return topicInfo(st), true
+		}
+	}
+	return groupcoord.TopicInfo{}, false
+}
+
+func topicInfo(st *disbackend.Stream) groupcoord.TopicInfo {
+	return groupcoord.TopicInfo{Topic: st.TopicName, Stream: st.Name, ID: st.TopicID, Partitions: st.PartitionCount}
+}
+
+// groupClient identifies the connection for DescribeGroups: the client id
+// and "/" + the client's IP, as Kafka shows a member's host.
+func (c *conn) groupClient(req *kafkawire.Request) groupcoord.Client {
+	host := c.nc.RemoteAddr().String()
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	return groupcoord.Client{ID: req.ClientID, Host: "/" + host}
+}

@@ -1,0 +1,29 @@
+package gateway
+
+// ListGroups: v0-5 (groupcoord).
+//
+// Version notes:
+//   - v1: ThrottleMillis. v3: flexible.
+//   - v4: StatesFilter (KIP-518), case-insensitive.
+//   - v5: TypesFilter and GroupType (KIP-848); every group here is
+//     "classic".
+//
+// Groups are listed from what the backend stores (one DIS app per group,
+// App.GroupID) plus the groups with members in memory.
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/kafkawire"
+)
+
+func init() { registerAPI(16, 0, 5, (*conn).handleListGroups) }
+
+func (c *conn) handleListGroups(req *kafkawire.Request) reply {
+	r := req.Body.(*kmsg.ListGroupsRequest)
+	return reply{req: req, finish: func() (kmsg.Response, error) {
+		ctx, cancel := c.requestContext(0)
+		defer cancel()
+		return c.s.groups.ListGroups(ctx, r), nil
+	}}
+}

@@ -1,0 +1,335 @@
+// Package groupcoord is disgw's classic Kafka group coordinator: consumer
+// groups (and Kafka Connect workers, and any other protocol type) that join,
+// sync, heartbeat and leave through the gateway, and their committed offsets,
+// which it keeps as DIS app checkpoints through disbackend.Apps.
+//
+// Each group in memory is owned by one goroutine: requests and timer
+// expiries are messages posted to it, so its state needs no locks. Members
+// live only in memory (a gateway restart makes clients rejoin); committed
+// offsets live only in the backend, so a restart loses none.
+//
+// It owns the state machine (Empty, PreparingRebalance, CompletingRebalance,
+// Stable, Dead), member sessions, rebalance and sync timeouts, the initial
+// rebalance delay, member-id-required joins (KIP-394), static membership
+// (KIP-345, KIP-814), protocol selection and offset retention. It does not
+// read protocol metadata or assignments (opaque bytes, handed back as they
+// came), encode the wire (the gateway does), resolve topic names (Topics) or
+// store anything itself (disbackend.Apps does).
+package groupcoord
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"go.uber.org/zap"
+
+	"github.com/disgw/disgw/disbackend"
+)
+
+// Config tunes the coordinator. Zero values take the defaults listed, which
+// are Apache Kafka's.
+type Config struct {
+	// InitialRebalanceDelay is how long a new (Empty) group waits for more
+	// members before its first rebalance completes, extended by the same
+	// again for each member that joins meanwhile, up to the rebalance
+	// timeout (Kafka group.initial.rebalance.delay.ms). Default 3 s;
+	// negative means none.
+	InitialRebalanceDelay time.Duration
+	// MinSessionTimeout and MaxSessionTimeout bound the session timeout a
+	// JoinGroup may ask for; outside gets INVALID_SESSION_TIMEOUT (Kafka
+	// group.min.session.timeout.ms, group.max.session.timeout.ms). Defaults
+	// 6 s and 30 min.
+	MinSessionTimeout time.Duration
+	MaxSessionTimeout time.Duration
+	// NewMemberJoinTimeout expires a new member whose first JoinGroup is
+	// still parked (its client may have gone away while muted). Default 5 min
+	// (Kafka group.classic.new.member.join.timeout.ms).
+	NewMemberJoinTimeout time.Duration
+	// OffsetsRetention deletes the committed offsets (the DIS app) of a
+	// group that has been empty this long (Kafka offsets.retention.minutes).
+	// Default 7 days; negative keeps offsets forever. After a gateway
+	// restart an empty group's emptiness is counted from the later of the
+	// restart and its last commit, never earlier.
+	OffsetsRetention time.Duration
+	// RetentionCheckInterval is how often expired groups are looked for
+	// (Kafka offsets.retention.check.interval.ms). Default 10 min.
+	RetentionCheckInterval time.Duration
+	// SubscribedTopics, when set, tells which topics a member's protocol
+	// metadata subscribes to, so OffsetDelete on a live "consumer" group
+	// can refuse only subscribed topics (GROUP_SUBSCRIBED_TO_TOPIC), as
+	// Kafka does. The coordinator itself never decodes metadata; without
+	// it, OffsetDelete on a live group answers NON_EMPTY_GROUP.
+	SubscribedTopics func(protocolType string, metadata []byte) (topics []string, ok bool)
+	// Clock defaults to RealClock().
+	Clock Clock
+	// Logger defaults to a no-op logger; the coordinator names it
+	// "groupcoord".
+	Logger *zap.Logger
+}
+
+func (c *Config) fill() {
+	if c.InitialRebalanceDelay == 0 {
+		c.InitialRebalanceDelay = 3 * time.Second
+	} else if c.InitialRebalanceDelay < 0 {
+		c.InitialRebalanceDelay = 0
+	}
+	if c.MinSessionTimeout <= 0 {
+		c.MinSessionTimeout = 6 * time.Second
+	}
+	if c.MaxSessionTimeout <= 0 {
+		c.MaxSessionTimeout = 30 * time.Minute
+	}
+	if c.NewMemberJoinTimeout <= 0 {
+		c.NewMemberJoinTimeout = 5 * time.Minute
+	}
+	if c.OffsetsRetention == 0 {
+		c.OffsetsRetention = 7 * 24 * time.Hour
+	}
+	if c.RetentionCheckInterval <= 0 {
+		c.RetentionCheckInterval = 10 * time.Minute
+	}
+	if c.Clock == nil {
+		c.Clock = RealClock()
+	}
+	if c.Logger == nil {
+		c.Logger = zap.NewNop()
+	}
+}
+
+// TopicInfo is what the coordinator needs to know of a Kafka topic.
+type TopicInfo struct {
+	Topic      string   // Kafka topic name
+	Stream     string   // DIS stream name
+	ID         [16]byte // Kafka topic id
+	Partitions int32
+}
+
+// Topics resolves Kafka topics to DIS streams and back; the gateway's topic
+// cache implements it. Both methods must be safe for concurrent use.
+type Topics interface {
+	// Topic looks a topic up by name.
+	Topic(name string) (TopicInfo, bool)
+	// Stream looks a topic up by its DIS stream name.
+	Stream(stream string) (TopicInfo, bool)
+}
+
+// Client identifies the connection a request came on, for DescribeGroups.
+type Client struct {
+	ID   string // Kafka client.id
+	Host string // as Kafka shows it: "/" and the IP address
+}
+
+// Coordinator is the group coordinator of one gateway node.
+type Coordinator struct {
+	cfg    Config
+	apps   disbackend.Apps
+	topics Topics
+	clock  Clock
+	log    *zap.Logger
+	start  time.Time
+
+	base       context.Context // cancelled by Close
+	cancelBase context.CancelFunc
+
+	loaded chan struct{} // closed once the backend answered ListApps
+	quit   chan struct{} // closed by Close
+	sweep  chan struct{} // retention timer → sweeper goroutine (capacity 1)
+	wg     sync.WaitGroup
+
+	mu         sync.Mutex
+	groups     map[string]*group    // guarded by mu
+	closed     bool                 // guarded by mu
+	emptySince map[string]time.Time // group id → when it last became empty in memory; guarded by mu
+}
+
+// errClosed: the coordinator is closing (Kafka NOT_COORDINATOR, so clients
+// look for the coordinator again and rejoin).
+var errClosed = errors.New("group coordinator is closing")
+
+// New starts a coordinator over apps (committed offsets) and topics. It
+// starts loading at once: until the backend has answered once, group
+// requests get COORDINATOR_LOAD_IN_PROGRESS. apps may be nil (a backend
+// without apps): then offset requests fail with COORDINATOR_NOT_AVAILABLE.
+// Close stops it.
+func New(cfg Config, apps disbackend.Apps, topics Topics) *Coordinator {
+	cfg.fill()
+	c := &Coordinator{
+		cfg:        cfg,
+		apps:       apps,
+		topics:     topics,
+		clock:      cfg.Clock,
+		log:        cfg.Logger.Named("groupcoord"),
+		loaded:     make(chan struct{}),
+		quit:       make(chan struct{}),
+		sweep:      make(chan struct{}, 1),
+		groups:     make(map[string]*group),
+		emptySince: make(map[string]time.Time),
+	}
+	c.base, c.cancelBase = context.WithCancel(context.Background())
+	c.start = c.clock.Now()
+	c.wg.Add(1)
+	go c.background()
+	return c
+}
+
+// Ready is closed once the coordinator has loaded (answered its first
+// backend call); before, group requests get COORDINATOR_LOAD_IN_PROGRESS.
+func (c *Coordinator) Ready() <-chan struct{} { return c.loaded }
+
+// Close stops the coordinator: parked JoinGroup and SyncGroup requests and
+// any request that arrives later are answered with NOT_COORDINATOR, group
+// goroutines and timers end. Offset writes already under way finish. Close
+// waits for the coordinator's goroutines; it does not close the backend.
+func (c *Coordinator) Close() {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.closed = true
+	close(c.quit)
+	c.mu.Unlock()
+	c.cancelBase()
+	c.wg.Wait()
+}
+
+// background loads (waits for the backend's first ListApps, retrying with
+// backoff), then runs the retention sweeper.
+func (c *Coordinator) background() {
+	defer c.wg.Done()
+	backoff := 100 * time.Millisecond
+	for {
+		ctx, cancel := c.opContext()
+		var err error
+		if c.apps != nil {
+			_, err = c.apps.ListApps(ctx)
+		}
+		cancel()
+		if err == nil {
+			break
+		}
+		c.log.Warn("loading groups failed, retrying", zap.Error(err), zap.Duration("backoff", backoff))
+		if !c.wait(backoff) {
+			return
+		}
+		backoff = min(2*backoff, 10*time.Second)
+	}
+	close(c.loaded)
+	c.log.Debug("group coordinator loaded")
+	if c.apps == nil || c.cfg.OffsetsRetention < 0 {
+		<-c.quit
+		return
+	}
+	for {
+		t := c.clock.AfterFunc(c.cfg.RetentionCheckInterval, func() {
+			select {
+			case c.sweep <- struct{}{}:
+			default:
+			}
+		})
+		select {
+		case <-c.quit:
+			t.Stop()
+			return
+		case <-c.sweep:
+		}
+		ctx, cancel := c.opContext()
+		if _, err := c.ExpireOffsets(ctx); err != nil {
+			c.log.Warn("offset retention sweep failed", zap.Error(err))
+		}
+		cancel()
+	}
+}
+
+// wait sleeps d on the coordinator's clock; false if Close came first.
+func (c *Coordinator) wait(d time.Duration) bool {
+	ch := make(chan struct{})
+	t := c.clock.AfterFunc(d, func() { close(ch) })
+	select {
+	case <-ch:
+		return true
+	case <-c.quit:
+		t.Stop()
+		return false
+	}
+}
+
+// opContext bounds the coordinator's own backend calls (loading,
+// retention, and the I/O groups do in their loop); Close cancels them.
+func (c *Coordinator) opContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(c.base, 30*time.Second)
+}
+
+// notReady returns the error code a group request gets before it can be
+// served: COORDINATOR_LOAD_IN_PROGRESS while loading, NOT_COORDINATOR once
+// closing, else 0.
+func (c *Coordinator) notReady() int16 {
+	select {
+	case <-c.quit:
+		return kerr.NotCoordinator.Code
+	default:
+	}
+	select {
+	case <-c.loaded:
+		return 0
+	default:
+		return kerr.CoordinatorLoadInProgress.Code
+	}
+}
+
+// send posts run to the goroutine of group id, creating the group when
+// create is set. found is false when the group is not in memory and create
+// is not set. If the coordinator closes before run is called, abort is
+// called instead (on some goroutine) so a waiting caller is always answered.
+func (c *Coordinator) send(id string, create bool, run func(*group), abort func()) (found bool, err error) {
+	for {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return false, errClosed
+		}
+		g := c.groups[id]
+		if g == nil {
+			if !create {
+				c.mu.Unlock()
+				return false, nil
+			}
+			g = newGroup(c, id)
+			c.groups[id] = g
+			c.wg.Add(1)
+			go g.run()
+		}
+		c.mu.Unlock()
+		if g.post(message{run: run, abort: abort}) {
+			return true, nil
+		}
+		// The group left memory between the lookup and the post: look again.
+	}
+}
+
+// backendCode maps a backend error of an offset operation to the Kafka code
+// Kafka's coordinator gives for the like failure of its offsets log
+// (GroupMetadataManager: storage unavailable → COORDINATOR_NOT_AVAILABLE,
+// gone → NOT_COORDINATOR), so clients retry rather than fail.
+func (c *Coordinator) backendCode(err error) int16 {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, errClosed), errors.Is(err, disbackend.ErrClosed):
+		return kerr.NotCoordinator.Code
+	case errors.Is(err, disbackend.ErrStreamNotFound), errors.Is(err, disbackend.ErrPartitionNotFound):
+		return kerr.UnknownTopicOrPartition.Code
+	case errors.Is(err, disbackend.ErrInvalidConfig):
+		return kerr.OffsetMetadataTooLarge.Code
+	case errors.Is(err, disbackend.ErrNameCollision), errors.Is(err, disbackend.ErrInvalidName), errors.Is(err, errGroupCollision):
+		return kerr.InvalidGroupID.Code
+	case errors.Is(err, disbackend.ErrUnavailable), errors.Is(err, context.DeadlineExceeded),
+		errors.Is(err, context.Canceled), errors.Is(err, errNoApps):
+		return kerr.CoordinatorNotAvailable.Code
+	}
+	c.log.Error("backend failed", zap.Error(err))
+	return kerr.UnknownServerError.Code
+}

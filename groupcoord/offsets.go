@@ -1,0 +1,359 @@
+package groupcoord
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"unicode/utf8"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap"
+
+	"github.com/disgw/disgw/disbackend"
+)
+
+// Committed offsets are DIS app checkpoints: the group id maps to an app
+// (disbackend.AppNameForGroup), created on the group's first commit, and
+// each committed offset is a LAST_READ checkpoint of that app for the
+// topic's stream and partition, holding the offset unchanged (the next
+// offset to read, as the DIS Kafka Adapter, Flink and Logstash commit) and
+// the commit metadata. Reads go to the backend every time, so the answer is
+// what DIS holds even if another DIS client shares the app.
+
+var (
+	// errNoApps: the backend keeps no apps, so offsets cannot be stored
+	// (COORDINATOR_NOT_AVAILABLE).
+	errNoApps = errors.New("backend keeps no apps (committed offsets)")
+	// errGroupCollision: the group id's (hashed) app name belongs to another
+	// group (INVALID_GROUP_ID).
+	errGroupCollision = errors.New("group id maps to the DIS app of another group")
+)
+
+// commitPlan is the group goroutine's verdict on an OffsetCommit: an error
+// for every partition, or which partitions to write (the others are
+// unchanged).
+type commitPlan struct {
+	code  int16
+	write []int // indexes into the candidates
+	seq   uint64
+}
+
+type commitCandidate struct {
+	cp   disbackend.Checkpoint
+	resp *kmsg.OffsetCommitResponseTopicPartition
+}
+
+// CommitOffsets stores an OffsetCommit's offsets as checkpoints and answers
+// once they are synced. The topics must be named (the gateway resolves v10
+// topic ids to names first). Generation -1 with no member id is accepted
+// only when the group is Empty or unknown (standalone consumers, admin
+// tools); a member's commit needs its member id and current generation.
+// Unknown partitions get UNKNOWN_TOPIC_OR_PARTITION and metadata over
+// disbackend.MaxCheckpointMetadataLen characters OFFSET_METADATA_TOO_LARGE,
+// each on its own; an unchanged offset is not written again.
+func (c *Coordinator) CommitOffsets(ctx context.Context, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
+	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+	for _, t := range req.Topics {
+		rt := kmsg.NewOffsetCommitResponseTopic()
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetCommitResponseTopicPartition()
+			rp.Partition = p.Partition
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	setAll := func(code int16) *kmsg.OffsetCommitResponse {
+		for i := range resp.Topics {
+			for j := range resp.Topics[i].Partitions {
+				if resp.Topics[i].Partitions[j].ErrorCode == 0 {
+					resp.Topics[i].Partitions[j].ErrorCode = code
+				}
+			}
+		}
+		return resp
+	}
+	if req.Group == "" {
+		return setAll(kerr.InvalidGroupID.Code)
+	}
+	if code := c.notReady(); code != 0 {
+		return setAll(code)
+	}
+	if c.apps == nil {
+		return setAll(kerr.CoordinatorNotAvailable.Code)
+	}
+	var cands []commitCandidate
+	for i, t := range req.Topics {
+		info, ok := c.topics.Topic(t.Topic)
+		if ok {
+			resp.Topics[i].TopicID = info.ID
+		}
+		for j, p := range t.Partitions {
+			rp := &resp.Topics[i].Partitions[j]
+			meta := ""
+			if p.Metadata != nil {
+				meta = *p.Metadata
+			}
+			switch {
+			case !ok || p.Partition < 0 || p.Partition >= info.Partitions:
+				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case utf8.RuneCountInString(meta) > disbackend.MaxCheckpointMetadataLen:
+				rp.ErrorCode = kerr.OffsetMetadataTooLarge.Code
+			default:
+				cands = append(cands, commitCandidate{
+					cp:   disbackend.Checkpoint{Stream: info.Stream, Partition: p.Partition, SequenceNumber: p.Offset, Metadata: meta},
+					resp: rp,
+				})
+			}
+		}
+	}
+	ch := make(chan commitPlan, 1)
+	_, err := c.send(req.Group, true, func(g *group) { ch <- g.planCommit(req, cands) },
+		func() { ch <- commitPlan{code: kerr.NotCoordinator.Code} })
+	if err != nil {
+		return setAll(kerr.NotCoordinator.Code)
+	}
+	plan := <-ch // the group answers at once: no I/O in its goroutine
+	if plan.code != 0 {
+		return setAll(plan.code)
+	}
+	if len(plan.write) == 0 {
+		return resp // unchanged offsets: nothing to write
+	}
+	cps := make([]disbackend.Checkpoint, len(plan.write))
+	now := c.clock.Now()
+	for i, k := range plan.write {
+		cps[i] = cands[k].cp
+		cps[i].CommittedAt = now
+	}
+	app, _ := disbackend.AppNameForGroup(req.Group)
+	err = c.writeCheckpoints(ctx, req.Group, app, cps)
+	c.applyCommit(req.Group, cands, plan, err == nil)
+	if err != nil {
+		code := c.backendCode(err)
+		c.log.Debug("offset commit failed", zap.String("group", req.Group), zap.Error(err))
+		for _, k := range plan.write {
+			cands[k].resp.ErrorCode = code
+		}
+	}
+	return resp
+}
+
+// planCommit validates a commit against the group (Kafka
+// ClassicGroup.validateOffsetCommit) and picks the partitions whose offset
+// or metadata changed.
+func (g *group) planCommit(req *kmsg.OffsetCommitRequest, cands []commitCandidate) commitPlan {
+	if code := g.validateCommit(req.Generation, req.MemberID, req.InstanceID); code != 0 {
+		return commitPlan{code: code}
+	}
+	if m := g.members[req.MemberID]; m != nil && m.join == nil {
+		g.armHeartbeat(m, m.session) // a commit shows the member is alive, as in Kafka
+	}
+	g.commitSeq++
+	plan := commitPlan{seq: g.commitSeq}
+	for i, cd := range cands {
+		k := tp{cd.cp.Stream, cd.cp.Partition}
+		if prev, ok := g.cache[k]; ok && g.latest[k] == prev.seq &&
+			prev.offset == cd.cp.SequenceNumber && prev.metadata == cd.cp.Metadata {
+			continue
+		}
+		g.latest[k] = plan.seq
+		plan.write = append(plan.write, i)
+	}
+	if len(plan.write) > 0 {
+		g.inflight++
+	}
+	return plan
+}
+
+func (g *group) validateCommit(generation int32, memberID string, instanceID *string) int16 {
+	if generation < 0 && g.state == Empty {
+		return 0 // a group that only stores offsets (Kafka "simple" group)
+	}
+	if generation >= 0 || memberID != "" || instanceID != nil {
+		if code := g.validateMember(memberID, instanceID); code != 0 {
+			return code
+		}
+		if generation != g.generation {
+			return kerr.IllegalGeneration.Code
+		}
+	} else if g.state != Empty {
+		return kerr.UnknownMemberID.Code
+	}
+	if g.state == CompletingRebalance {
+		// The member has its new generation but not its assignment yet.
+		return kerr.RebalanceInProgress.Code
+	}
+	return 0
+}
+
+// applyCommit tells the group how a planned write ended, so it can skip the
+// same offsets next time and leave memory when nothing is in flight.
+func (c *Coordinator) applyCommit(groupID string, cands []commitCandidate, plan commitPlan, ok bool) {
+	_, _ = c.send(groupID, false, func(g *group) {
+		g.inflight--
+		for _, i := range plan.write {
+			cp := cands[i].cp
+			k := tp{cp.Stream, cp.Partition}
+			if g.latest[k] != plan.seq {
+				continue // a later commit of this partition is under way
+			}
+			if ok {
+				g.cache[k] = committed{offset: cp.SequenceNumber, metadata: cp.Metadata, seq: plan.seq}
+			} else {
+				delete(g.cache, k)
+			}
+		}
+	}, nil)
+}
+
+// writeCheckpoints commits cps to the group's app, creating the app on the
+// first commit.
+func (c *Coordinator) writeCheckpoints(ctx context.Context, groupID, app string, cps []disbackend.Checkpoint) error {
+	if _, reversible := disbackend.GroupForAppName(app); !reversible {
+		exists, err := c.ownApp(ctx, groupID, app)
+		if err != nil {
+			return err
+		}
+		if !exists {
+			if err := c.createApp(ctx, groupID, app); err != nil {
+				return err
+			}
+		}
+	}
+	err := c.apps.CommitCheckpoints(ctx, app, cps)
+	if errors.Is(err, disbackend.ErrAppNotFound) {
+		if err := c.createApp(ctx, groupID, app); err != nil {
+			return err
+		}
+		err = c.apps.CommitCheckpoints(ctx, app, cps)
+	}
+	return err
+}
+
+func (c *Coordinator) createApp(ctx context.Context, groupID, app string) error {
+	a, err := c.apps.CreateApp(ctx, disbackend.App{Name: app, GroupID: groupID, CreatedAt: c.clock.Now()})
+	if errors.Is(err, disbackend.ErrAppExists) {
+		if a.GroupID == "" || a.GroupID == groupID {
+			return nil // created meanwhile (or by a DIS client under this name)
+		}
+		return errGroupCollision
+	}
+	if err == nil {
+		c.log.Info("app created for group", zap.String("group", groupID), zap.String("app", app))
+	}
+	return err
+}
+
+// ownApp reports whether the app exists and belongs to groupID. Only hashed
+// names (very long group ids) can belong to another group; for them the
+// backend's App.GroupID decides.
+func (c *Coordinator) ownApp(ctx context.Context, groupID, app string) (bool, error) {
+	if _, reversible := disbackend.GroupForAppName(app); reversible {
+		return true, nil
+	}
+	a, err := c.apps.DescribeApp(ctx, app)
+	switch {
+	case errors.Is(err, disbackend.ErrAppNotFound):
+		return false, nil
+	case err != nil:
+		return false, err
+	case a.GroupID != groupID:
+		return false, errGroupCollision
+	}
+	return true, nil
+}
+
+// FetchOffsets answers one group of an OffsetFetch (the gateway turns v0-7
+// requests into one group and resolves v10 topic ids). Topics nil means
+// every partition the group has committed. A group that does not exist or a
+// partition never committed reads as offset -1 with no error, as in Kafka
+// (librdkafka depends on it).
+func (c *Coordinator) FetchOffsets(ctx context.Context, rg kmsg.OffsetFetchRequestGroup) kmsg.OffsetFetchResponseGroup {
+	sg := kmsg.NewOffsetFetchResponseGroup()
+	sg.Group = rg.Group
+	if code := c.notReady(); code != 0 {
+		sg.ErrorCode = code
+		return sg
+	}
+	var cps []disbackend.Checkpoint
+	if rg.Group != "" {
+		if c.apps == nil {
+			sg.ErrorCode = kerr.CoordinatorNotAvailable.Code
+			return sg
+		}
+		app, _ := disbackend.AppNameForGroup(rg.Group)
+		own, err := c.ownApp(ctx, rg.Group, app)
+		if errors.Is(err, errGroupCollision) {
+			own, err = false, nil // not this group's: it has no offsets
+		}
+		if err == nil && own {
+			stream := ""
+			if len(rg.Topics) == 1 {
+				if info, ok := c.topics.Topic(rg.Topics[0].Topic); ok {
+					stream = info.Stream
+				}
+			}
+			cps, err = c.apps.Checkpoints(ctx, app, stream)
+			if errors.Is(err, disbackend.ErrAppNotFound) {
+				cps, err = nil, nil
+			}
+		}
+		if err != nil {
+			sg.ErrorCode = c.backendCode(err)
+			return sg
+		}
+	}
+	byTP := make(map[tp]disbackend.Checkpoint, len(cps))
+	for _, cp := range cps {
+		byTP[tp{cp.Stream, cp.Partition}] = cp
+	}
+	part := func(stream string, p int32) kmsg.OffsetFetchResponseGroupTopicPartition {
+		sp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+		sp.Partition = p
+		sp.Offset = -1
+		sp.LeaderEpoch = -1
+		meta := ""
+		if cp, ok := byTP[tp{stream, p}]; ok && stream != "" {
+			sp.Offset = cp.SequenceNumber
+			meta = cp.Metadata
+		}
+		sp.Metadata = &meta
+		return sp
+	}
+	if rg.Topics == nil {
+		byStream := make(map[string][]int32)
+		for _, cp := range cps {
+			byStream[cp.Stream] = append(byStream[cp.Stream], cp.Partition)
+		}
+		for stream, ps := range byStream {
+			info, ok := c.topics.Stream(stream)
+			if !ok {
+				continue // the topic is gone
+			}
+			st := kmsg.NewOffsetFetchResponseGroupTopic()
+			st.Topic, st.TopicID = info.Topic, info.ID
+			sort.Slice(ps, func(i, j int) bool { return ps[i] < ps[j] })
+			for _, p := range ps {
+				st.Partitions = append(st.Partitions, part(stream, p))
+			}
+			sg.Topics = append(sg.Topics, st)
+		}
+		sort.Slice(sg.Topics, func(i, j int) bool { return sg.Topics[i].Topic < sg.Topics[j].Topic })
+		return sg
+	}
+	for _, t := range rg.Topics {
+		st := kmsg.NewOffsetFetchResponseGroupTopic()
+		st.Topic, st.TopicID = t.Topic, t.TopicID
+		stream := ""
+		if info, ok := c.topics.Topic(t.Topic); ok {
+			stream, st.TopicID = info.Stream, info.ID
+		}
+		for _, p := range t.Partitions {
+			st.Partitions = append(st.Partitions, part(stream, p))
+		}
+		sg.Topics = append(sg.Topics, st)
+	}
+	return sg
+}

@@ -1,0 +1,80 @@
+package groupcoord
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/disgw/disgw/disbackend"
+)
+
+// ExpireOffsets deletes the apps (all committed offsets) of groups that have
+// been empty for Config.OffsetsRetention, as Kafka expires an empty group's
+// offsets after offsets.retention.minutes. A group's emptiness counts from
+// the latest of: when it last became empty in memory, the coordinator's
+// start (membership before a restart is unknown, so never earlier), its
+// app's creation and its last commit. Only apps the gateway created (with a
+// GroupID) expire; apps of other DIS clients are left alone. It runs every
+// RetentionCheckInterval; it returns the groups deleted.
+func (c *Coordinator) ExpireOffsets(ctx context.Context) ([]string, error) {
+	if c.apps == nil || c.cfg.OffsetsRetention < 0 {
+		return nil, nil
+	}
+	apps, err := c.apps.ListApps(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var deleted []string
+	for _, a := range apps {
+		if a.GroupID == "" {
+			continue
+		}
+		now := c.clock.Now()
+		c.mu.Lock()
+		since := c.emptySince[a.GroupID]
+		c.mu.Unlock()
+		since = later(since, c.start, a.CreatedAt)
+		if now.Sub(since) < c.cfg.OffsetsRetention {
+			continue
+		}
+		cps, err := c.apps.Checkpoints(ctx, a.Name, "")
+		if errors.Is(err, disbackend.ErrAppNotFound) {
+			continue
+		}
+		if err != nil {
+			return deleted, err
+		}
+		for _, cp := range cps {
+			since = later(since, cp.CommittedAt)
+		}
+		if now.Sub(since) < c.cfg.OffsetsRetention {
+			continue
+		}
+		ch := make(chan int16, 1)
+		id := a.GroupID
+		if _, err := c.send(id, true, func(g *group) {
+			if len(g.members) > 0 || len(g.pending) > 0 || g.inflight > 0 {
+				ch <- kerr.NonEmptyGroup.Code
+				return
+			}
+			ch <- g.deleteApp(ctx, "offsets expired")
+		}, func() { ch <- kerr.NotCoordinator.Code }); err != nil {
+			return deleted, err
+		}
+		if <-ch == 0 {
+			deleted = append(deleted, id)
+		}
+	}
+	return deleted, nil
+}
+
+func later(t time.Time, ts ...time.Time) time.Time {
+	for _, u := range ts {
+		if u.After(t) {
+			t = u
+		}
+	}
+	return t
+}
