@@ -191,6 +191,7 @@ func (s *Store) writeGroup(g *group, nowMS int64) error {
 		if _, err := seg.f.Write(buf); err != nil {
 			return fmt.Errorf("segment %s: write: %w", seg.path, err)
 		}
+		startWriteback(seg.f, seg.size, int64(len(buf)))
 		seg.size += int64(len(buf))
 		g.segs = append(g.segs, seg)
 		order = order[n:]
