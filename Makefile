@@ -5,6 +5,8 @@
 #   make build   build bin/disgw
 #   make bench   run the benchmarks of ./bench
 #   make fuzz    run every fuzz target for FUZZTIME each
+#   make compat  the client matrix and franz-go's suite against bin/disgw
+#                (compat/setup installs the clients; COMPATFLAGS=-only kcat ...)
 
 GO       ?= go
 BIN      ?= bin/disgw
@@ -14,7 +16,7 @@ FUZZTIME ?= 30s
 # The whole suite takes minutes; the timeout only stops a hung test.
 TESTTIMEOUT ?= 30m
 
-.PHONY: build run test vet bench fuzz clean
+.PHONY: build run test vet bench fuzz compat clean
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/disgw
@@ -42,6 +44,12 @@ fuzz:
 			$(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) "$$dir"; \
 		done; \
 	done
+
+# Not part of test: starts disgw per client and writes docs/compat.md.
+COMPATFLAGS ?=
+compat: build
+	cd compat && $(GO) build -o bin/compat ./cmd/compat
+	cd compat && ./bin/compat -disgw $(CURDIR)/$(BIN) $(COMPATFLAGS)
 
 clean:
 	rm -rf bin

@@ -1,0 +1,465 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/disgw/disgw/compat/internal/scen"
+)
+
+// env is what a client's command line is made from.
+type env struct {
+	root, compat, self, tools string
+	broker, topic, group      string
+}
+
+type clientSpec struct {
+	name  string
+	about string
+	extra []string // steps beyond the core ones, in order
+	argv  func(e env) ([]string, error)
+}
+
+func goScenario(name string) func(e env) ([]string, error) {
+	return func(e env) ([]string, error) {
+		return []string{e.self, "scenario", name, "-broker", e.broker, "-topic", e.topic, "-group", e.group,
+			"-jars", filepath.Join(e.tools, "kafka-4.4.0")}, nil
+	}
+}
+
+func pyScenario(python func(e env) string, lib string, name string) func(e env) ([]string, error) {
+	return func(e env) ([]string, error) {
+		py := python(e)
+		if _, err := os.Stat(py); err != nil {
+			return nil, fmt.Errorf("%s missing (run compat/setup)", py)
+		}
+		return []string{py, filepath.Join(e.compat, "python", "scenario.py"), "--lib", lib, "--name", name,
+			"--broker", e.broker, "--topic", e.topic, "--group", e.group}, nil
+	}
+}
+
+func debianPython(env) string { return "/usr/bin/python3" }
+func venvPython(e env) string { return filepath.Join(e.tools, "venv", "bin", "python") }
+
+var kcatExtra = []string{"kcat -L", "kcat -C -e", "kcat -o -1", "kcat -o s@TS"}
+var javaExtra = []string{"kafka-topics --describe", "kafka-topics --alter --partitions", "producer-perf-test", "consumer-perf-test"}
+
+var clients = []clientSpec{
+	{name: "franz-go", about: "kgo with default options, kadm", argv: goScenario("franz-go")},
+	{name: "sarama", about: "IBM/sarama at its default Version", argv: goScenario("sarama")},
+	{name: "sarama-v0.11", about: "IBM/sarama at V0_11_0_0", argv: goScenario("sarama-v0.11")},
+	{name: "sarama-v2.1", about: "IBM/sarama at V2_1_0_0", argv: goScenario("sarama-v2.1")},
+	{name: "kafka-go", about: "segmentio/kafka-go, default Writer (acks=0), group Reader", argv: goScenario("kafka-go")},
+	{name: "kafka-go-requireall", about: "segmentio/kafka-go, RequireAll Writer, group Reader", argv: goScenario("kafka-go-requireall")},
+	{name: "confluent-kafka-go", about: "confluent-kafka-go, bundled librdkafka (cgo)", argv: goScenario("confluent-kafka-go")},
+	{name: "kcat", about: "Debian's kcat (librdkafka 2.0.2)", extra: kcatExtra, argv: goScenario("kcat")},
+	{name: "kafka-python-debian", about: "Debian's python3-kafka, /usr/bin/python3", argv: pyScenario(debianPython, "kafka-python", "kafka-python-debian")},
+	{name: "kafka-python-pypi", about: "kafka-python, newest from PyPI, in a virtualenv", argv: pyScenario(venvPython, "kafka-python", "kafka-python-pypi")},
+	{name: "confluent-kafka-python-debian", about: "Debian's python3-confluent-kafka, /usr/bin/python3", argv: pyScenario(debianPython, "confluent-kafka", "confluent-kafka-python-debian")},
+	{name: "confluent-kafka-python-pypi", about: "confluent-kafka, newest from PyPI, in a virtualenv", argv: pyScenario(venvPython, "confluent-kafka", "confluent-kafka-python-pypi")},
+	{name: "kafkajs", about: "kafkajs 2.2.4 from npm", argv: func(e env) ([]string, error) {
+		if _, err := os.Stat(filepath.Join(e.compat, "node", "node_modules", "kafkajs")); err != nil {
+			return nil, fmt.Errorf("compat/node/node_modules/kafkajs missing (run compat/setup)")
+		}
+		return []string{"node", filepath.Join(e.compat, "node", "scenario.js"),
+			"--broker", e.broker, "--topic", e.topic, "--group", e.group}, nil
+	}},
+	{name: "kafka-java", about: "Apache Kafka 4.4.0 command-line tools (Java client)", extra: javaExtra, argv: goScenario("kafka-java")},
+}
+
+// stepResult is one cell of the matrix.
+type stepResult struct {
+	Step, Status, Detail string
+	Known                string // the reason from known-failures.txt, if listed
+}
+
+type clientResult struct {
+	spec     clientSpec
+	steps    map[string]*stepResult
+	info     []string
+	note     string // the scenario process's own failure, if any
+	duration time.Duration
+	log      string
+}
+
+func (r *clientResult) stepNames() []string {
+	return append(append([]string{}, scen.CoreSteps...), r.spec.extra...)
+}
+
+func driverMain(args []string) int {
+	fs := flag.NewFlagSet("compat", flag.ContinueOnError)
+	backend := fs.String("backend", "local", "disgw backend (passed to disgw serve --backend)")
+	only := fs.String("only", "", "comma-separated clients to run (default all); kgo-suite names the franz-go suite")
+	skipKgo := fs.Bool("skip-kgo-suite", false, "do not run franz-go's integration suite")
+	kgoAll := fs.Bool("kgo-all", false, "run the franz-go suite's known failures too (to see whether the list can shrink)")
+	kgoRecords := fs.Int("kgo-records", 50000, "KGO_TEST_RECORDS for franz-go's suite")
+	out := fs.String("out", "", "markdown file to write the matrix to (default docs/compat.md when every client runs)")
+	clientTimeout := fs.Duration("client-timeout", 5*time.Minute, "time limit of one client's scenario")
+	tools := fs.String("tools", defaultTools(), "directory compat/setup filled: Kafka jars, Python virtualenv (env COMPAT_TOOLS)")
+	disgwBin := fs.String("disgw", "", "disgw binary to run (default: build bin/disgw)")
+	listClients := fs.Bool("list", false, "list the clients and exit")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *listClients {
+		for _, c := range clients {
+			fmt.Printf("%-30s %s\n", c.name, c.about)
+		}
+		fmt.Printf("%-30s %s\n", "kgo-suite", "franz-go's integration suite (go test github.com/twmb/franz-go/pkg/kgo)")
+		return 0
+	}
+	root, err := repoRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "compat:", err)
+		return 2
+	}
+	compatDir := filepath.Join(root, "compat")
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "compat:", err)
+		return 2
+	}
+	if *disgwBin == "" {
+		*disgwBin = filepath.Join(root, "bin", "disgw")
+		fmt.Println("== build bin/disgw")
+		cmd := exec.Command("go", "build", "-o", *disgwBin, "./cmd/disgw")
+		cmd.Dir, cmd.Stdout, cmd.Stderr = root, os.Stdout, os.Stderr
+		if err := cmd.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "compat: building disgw:", err)
+			return 1
+		}
+	}
+	known, err := loadKnown(filepath.Join(compatDir, "known-failures.txt"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "compat:", err)
+		return 2
+	}
+
+	want := map[string]bool{}
+	for _, n := range strings.Split(*only, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			want[n] = true
+		}
+	}
+	for n := range want {
+		found := n == "kgo-suite"
+		for _, c := range clients {
+			found = found || c.name == n
+		}
+		if !found {
+			fmt.Fprintf(os.Stderr, "compat: unknown client %q (compat -list)\n", n)
+			return 2
+		}
+	}
+	logDir, err := os.MkdirTemp("", "disgw-compat-logs-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "compat:", err)
+		return 1
+	}
+	start := time.Now()
+	stamp := time.Now().UTC().Format("20060102150405")
+	var results []*clientResult
+	for _, c := range clients {
+		if len(want) > 0 && !want[c.name] {
+			continue
+		}
+		fmt.Printf("== %s (%s)\n", c.name, c.about)
+		r := runClient(c, env{root: root, compat: compatDir, self: self, tools: *tools,
+			topic: "compat-" + c.name + "-" + stamp, group: "compat-" + c.name + "-group-" + stamp},
+			*disgwBin, *backend, *clientTimeout, logDir)
+		for _, s := range r.stepNames() {
+			if k, ok := known[c.name+" "+s]; ok {
+				r.steps[s].Known = k
+			}
+			sr := r.steps[s]
+			fmt.Printf("   %-34s %-4s %s\n", s, sr.Status, oneLine(sr.Detail, 220))
+		}
+		if r.note != "" {
+			fmt.Printf("   note: %s\n", r.note)
+		}
+		fmt.Printf("   (%s, log %s)\n", r.duration.Round(100*time.Millisecond), r.log)
+		results = append(results, r)
+	}
+	var suite *kgoSuiteResult
+	if !*skipKgo && (len(want) == 0 || want["kgo-suite"]) {
+		fmt.Println("== franz-go integration suite (github.com/twmb/franz-go/pkg/kgo v1.22.3)")
+		suite = runKgoSuite(compatDir, *disgwBin, *backend, *kgoRecords, *kgoAll, logDir)
+		fmt.Printf("   %s\n", suite.summary())
+		for _, f := range suite.Unexpected {
+			fmt.Printf("   unexpected failure: %s\n", f)
+		}
+	}
+
+	md := renderMarkdown(results, suite, *backend, root, time.Since(start))
+	fmt.Println()
+	fmt.Println(md)
+	if *out == "" && len(want) == 0 {
+		*out = filepath.Join(root, "docs", "compat.md")
+	}
+	if *out != "" {
+		if err := os.MkdirAll(filepath.Dir(*out), 0o755); err == nil {
+			err = os.WriteFile(*out, []byte(md), 0o644)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "compat: writing", *out, err)
+			return 1
+		}
+		fmt.Println("wrote", *out)
+	}
+
+	pass, fail, unexpected, na, fixed := 0, 0, 0, 0, []string{}
+	for _, r := range results {
+		for _, s := range r.stepNames() {
+			sr := r.steps[s]
+			switch sr.Status {
+			case "pass":
+				pass++
+				if sr.Known != "" {
+					fixed = append(fixed, r.spec.name+" "+s)
+				}
+			case "na":
+				na++
+			default:
+				fail++
+				if sr.Known == "" {
+					unexpected++
+				}
+			}
+		}
+	}
+	for _, f := range fixed {
+		fmt.Printf("now passes, remove from compat/known-failures.txt: %s\n", f)
+	}
+	bad := unexpected > 0
+	if suite != nil {
+		for _, t := range suite.FixedKnown {
+			fmt.Printf("now passes, remove from compat/kgo-known-failures.txt: %s\n", t)
+		}
+		bad = bad || len(suite.Unexpected) > 0 || suite.HarnessErr != ""
+	}
+	fmt.Printf("compat matrix: pass %d, fail %d (unexpected %d), n/a %d; %s in all\n", pass, fail, unexpected, na, since(start))
+	if bad {
+		fmt.Println("compat: FAILED: failures not listed in compat/known-failures.txt or compat/kgo-known-failures.txt")
+		return 1
+	}
+	return 0
+}
+
+func oneLine(s string, n int) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if len(s) > n {
+		s = s[:n] + "..."
+	}
+	return s
+}
+
+// disgwProc is a running disgw.
+type disgwProc struct {
+	cmd    *exec.Cmd
+	addr   string
+	exited chan struct{}
+	err    error
+}
+
+// startDisgw starts disgw on a free port with a fresh data directory and
+// waits for its ready file.
+func startDisgw(bin, backend, logPath string) (*disgwProc, string, error) {
+	dir, err := os.MkdirTemp("", "disgw-compat-data-")
+	if err != nil {
+		return nil, "", err
+	}
+	ready := filepath.Join(dir, "ready")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return nil, dir, err
+	}
+	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0", "--data", filepath.Join(dir, "data"),
+		"--ready-file", ready, "--backend", backend, "--log-level", "info")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, dir, err
+	}
+	p := &disgwProc{cmd: cmd, exited: make(chan struct{})}
+	go func() { p.err = cmd.Wait(); logf.Close(); close(p.exited) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if b, err := os.ReadFile(ready); err == nil && strings.HasSuffix(string(b), "\n") {
+			p.addr = strings.TrimSpace(string(b))
+			return p, dir, nil
+		}
+		select {
+		case <-p.exited:
+			return nil, dir, fmt.Errorf("disgw exited before it was ready: %v (log %s)", p.err, logPath)
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			p.stop()
+			return nil, dir, fmt.Errorf("disgw not ready after 20s (log %s)", logPath)
+		}
+	}
+}
+
+// stop sends SIGTERM and waits (then SIGKILL). It returns a problem to
+// report: disgw had exited on its own, or did not stop cleanly.
+func (p *disgwProc) stop() string {
+	select {
+	case <-p.exited:
+		return fmt.Sprintf("disgw exited during the scenario: %v", p.err)
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+		if p.err != nil {
+			return fmt.Sprintf("disgw exited with %v on SIGTERM", p.err)
+		}
+		return ""
+	case <-time.After(30 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+		return "disgw did not stop within 30s of SIGTERM (killed)"
+	}
+}
+
+func runClient(c clientSpec, e env, bin, backend string, timeout time.Duration, logDir string) *clientResult {
+	r := &clientResult{spec: c, steps: map[string]*stepResult{}, log: filepath.Join(logDir, c.name+".log")}
+	start := time.Now()
+	defer func() {
+		r.duration = time.Since(start)
+		for _, s := range r.stepNames() {
+			if r.steps[s] == nil {
+				why := "not reached"
+				if r.note != "" {
+					why = "not reached: " + r.note
+				}
+				r.steps[s] = &stepResult{Step: s, Status: "fail", Detail: why}
+			}
+		}
+	}()
+	p, dataDir, err := startDisgw(bin, backend, filepath.Join(logDir, c.name+".disgw.log"))
+	if dataDir != "" {
+		defer os.RemoveAll(dataDir)
+	}
+	if err != nil {
+		r.note = err.Error()
+		return r
+	}
+	e.broker = p.addr
+	defer func() {
+		if problem := p.stop(); problem != "" {
+			r.note = strings.TrimPrefix(r.note+"; "+problem, "; ")
+		}
+	}()
+	argv, err := c.argv(e)
+	if err != nil {
+		r.note = err.Error()
+		return r
+	}
+	logf, err := os.Create(r.log)
+	if err != nil {
+		r.note = err.Error()
+		return r
+	}
+	defer logf.Close()
+	fmt.Fprintf(logf, "$ %s\n", strings.Join(argv, " "))
+
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = e.compat
+	cmd.Env = append(os.Environ(), "KAFKAJS_NO_PARTITIONER_WARNING=1", "PYTHONUNBUFFERED=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		r.note = err.Error()
+		return r
+	}
+	var logMu sync.Mutex
+	cmd.Stderr = lockedWriter{&logMu, logf}
+	if err := cmd.Start(); err != nil {
+		r.note = err.Error()
+		return r
+	}
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		logMu.Lock()
+		fmt.Fprintln(logf, line)
+		logMu.Unlock()
+		switch {
+		case strings.HasPrefix(line, "##STEP "):
+			var s struct{ Step, Status, Detail string }
+			if err := json.Unmarshal([]byte(line[len("##STEP "):]), &s); err == nil {
+				if s.Status != "pass" && s.Status != "fail" && s.Status != "skip" && s.Status != "na" {
+					s.Detail = fmt.Sprintf("bad status %q: %s", s.Status, s.Detail)
+					s.Status = "fail"
+				}
+				r.steps[s.Step] = &stepResult{Step: s.Step, Status: s.Status, Detail: s.Detail}
+			}
+		case strings.HasPrefix(line, "##INFO "):
+			var kv struct{ Key, Value string }
+			if err := json.Unmarshal([]byte(line[len("##INFO "):]), &kv); err == nil {
+				r.info = append(r.info, kv.Key+": "+kv.Value)
+			}
+		}
+	}
+	err = cmd.Wait()
+	switch {
+	case ctx.Err() == context.DeadlineExceeded:
+		r.note = fmt.Sprintf("scenario timed out after %s", timeout)
+	case err != nil && !errors.Is(err, exec.ErrWaitDelay):
+		r.note = fmt.Sprintf("scenario exited: %v", err)
+	}
+	return r
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+// loadKnown reads known-failures.txt: lines "CLIENT | STEP | reason".
+func loadKnown(path string) (map[string]string, error) {
+	m := map[string]string{}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return m, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	for i, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		f := strings.SplitN(line, "|", 3)
+		if len(f) != 3 {
+			return nil, fmt.Errorf("%s:%d: want CLIENT | STEP | reason", path, i+1)
+		}
+		m[strings.TrimSpace(f[0])+" "+strings.TrimSpace(f[1])] = strings.TrimSpace(f[2])
+	}
+	return m, nil
+}
