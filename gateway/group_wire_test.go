@@ -441,3 +441,51 @@ func TestGroupErrors(t *testing.T) {
 		t.Fatalf("transaction coordinator: %+v", r)
 	}
 }
+
+// TestGroupCommitAfterTopicRecreated: a topic deleted and created again
+// loses its checkpoints; committing the same offset as before writes it
+// again instead of being skipped as unchanged.
+func TestGroupCommitAfterTopicRecreated(t *testing.T) {
+	g := startGateway(t, fastGroups)
+	ctx := context.Background()
+	adm := kadm.NewClient(g.client(t))
+	rc := g.raw(t)
+	commit := func() {
+		t.Helper()
+		oc := kmsg.NewPtrOffsetCommitRequest()
+		oc.Group, oc.Generation = "recreate", -1
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.Topic = "re.topic"
+		rp := kmsg.NewOffsetCommitRequestTopicPartition()
+		rp.Offset = 5
+		rt.Partitions = append(rt.Partitions, rp)
+		oc.Topics = append(oc.Topics, rt)
+		if r := rc.roundTrip(8, oc).(*kmsg.OffsetCommitResponse); r.Topics[0].Partitions[0].ErrorCode != 0 {
+			t.Fatalf("commit: %d", r.Topics[0].Partitions[0].ErrorCode)
+		}
+	}
+	fetch := func() int64 {
+		t.Helper()
+		offs, err := adm.FetchOffsets(ctx, "recreate")
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, ok := offs.Lookup("re.topic", 0)
+		if !ok {
+			return -1
+		}
+		return o.At
+	}
+	for round := range 2 {
+		if _, err := adm.CreateTopic(ctx, 1, 1, nil, "re.topic"); err != nil {
+			t.Fatal(err)
+		}
+		commit()
+		if got := fetch(); got != 5 {
+			t.Fatalf("round %d: committed %d, want 5", round, got)
+		}
+		if _, err := adm.DeleteTopics(ctx, "re.topic"); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

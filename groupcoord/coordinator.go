@@ -140,9 +140,20 @@ type Coordinator struct {
 	wg     sync.WaitGroup
 
 	mu         sync.Mutex
-	groups     map[string]*group    // guarded by mu
-	closed     bool                 // guarded by mu
-	emptySince map[string]time.Time // group id → when it last became empty in memory; guarded by mu
+	groups     map[string]*group      // guarded by mu
+	closed     bool                   // guarded by mu
+	emptySince map[string]time.Time   // group id → when it last became empty in memory; guarded by mu
+	offsets    map[string]offsetState // what groups not in memory committed last; guarded by mu
+}
+
+// takeOffsets hands a group coming into memory what it committed before.
+// Called with mu held.
+func (c *Coordinator) takeOffsets(id string) offsetState {
+	if st, ok := c.offsets[id]; ok {
+		delete(c.offsets, id)
+		return st
+	}
+	return offsetState{cache: make(map[tp]committed), latest: make(map[tp]uint64)}
 }
 
 // errClosed: the coordinator is closing (Kafka NOT_COORDINATOR, so clients
@@ -167,6 +178,7 @@ func New(cfg Config, apps disbackend.Apps, topics Topics) *Coordinator {
 		sweep:      make(chan struct{}, 1),
 		groups:     make(map[string]*group),
 		emptySince: make(map[string]time.Time),
+		offsets:    make(map[string]offsetState),
 	}
 	c.base, c.cancelBase = context.WithCancel(context.Background())
 	c.start = c.clock.Now()

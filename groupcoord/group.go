@@ -73,7 +73,8 @@ type tp struct {
 type committed struct {
 	offset   int64
 	metadata string
-	seq      uint64 // the commit that wrote it
+	topicID  [16]byte // a topic deleted and created again has a new id (and no checkpoints)
+	seq      uint64   // the commit that wrote it
 }
 
 // summary is what ListGroups reads without visiting the group's goroutine.
@@ -115,8 +116,14 @@ type group struct {
 	nextSeq      uint64
 	hadMembers   bool
 
+	offsetState
+	inflight int // commits validated here whose backend write has not been applied yet
+}
+
+// offsetState remembers what a group committed, to skip writing unchanged
+// offsets again. It outlives the group's stay in memory (Coordinator.offsets).
+type offsetState struct {
 	cache     map[tp]committed
-	inflight  int           // commits validated here whose backend write has not been applied yet
 	commitSeq uint64        // numbers commits, so a late write does not overwrite a newer cache entry
 	latest    map[tp]uint64 // partition → the last commit that started writing it
 }
@@ -133,8 +140,7 @@ func newGroup(c *Coordinator, id string) *group {
 		pending:     make(map[string]*pendingMember),
 		static:      make(map[string]string),
 		pendingSync: make(map[string]bool),
-		cache:       make(map[tp]committed),
-		latest:      make(map[tp]uint64),
+		offsetState: c.takeOffsets(id),
 	}
 }
 
@@ -204,6 +210,9 @@ func (g *group) maybeRemove() bool {
 	}
 	if c.groups[g.id] == g {
 		delete(c.groups, g.id)
+	}
+	if len(g.cache) > 0 {
+		c.offsets[g.id] = g.offsetState
 	}
 	g.closed = true
 	g.state = Dead

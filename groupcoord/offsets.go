@@ -40,8 +40,9 @@ type commitPlan struct {
 }
 
 type commitCandidate struct {
-	cp   disbackend.Checkpoint
-	resp *kmsg.OffsetCommitResponseTopicPartition
+	cp      disbackend.Checkpoint
+	topicID [16]byte
+	resp    *kmsg.OffsetCommitResponseTopicPartition
 }
 
 // CommitOffsets stores an OffsetCommit's offsets as checkpoints and answers
@@ -102,8 +103,9 @@ func (c *Coordinator) CommitOffsets(ctx context.Context, req *kmsg.OffsetCommitR
 				rp.ErrorCode = kerr.OffsetMetadataTooLarge.Code
 			default:
 				cands = append(cands, commitCandidate{
-					cp:   disbackend.Checkpoint{Stream: info.Stream, Partition: p.Partition, SequenceNumber: p.Offset, Metadata: meta},
-					resp: rp,
+					cp:      disbackend.Checkpoint{Stream: info.Stream, Partition: p.Partition, SequenceNumber: p.Offset, Metadata: meta},
+					topicID: info.ID,
+					resp:    rp,
 				})
 			}
 		}
@@ -155,7 +157,7 @@ func (g *group) planCommit(req *kmsg.OffsetCommitRequest, cands []commitCandidat
 	for i, cd := range cands {
 		k := tp{cd.cp.Stream, cd.cp.Partition}
 		if prev, ok := g.cache[k]; ok && g.latest[k] == prev.seq &&
-			prev.offset == cd.cp.SequenceNumber && prev.metadata == cd.cp.Metadata {
+			prev.offset == cd.cp.SequenceNumber && prev.metadata == cd.cp.Metadata && prev.topicID == cd.topicID {
 			continue
 		}
 		g.latest[k] = plan.seq
@@ -200,7 +202,7 @@ func (c *Coordinator) applyCommit(groupID string, cands []commitCandidate, plan 
 				continue // a later commit of this partition is under way
 			}
 			if ok {
-				g.cache[k] = committed{offset: cp.SequenceNumber, metadata: cp.Metadata, seq: plan.seq}
+				g.cache[k] = committed{offset: cp.SequenceNumber, metadata: cp.Metadata, topicID: cands[i].topicID, seq: plan.seq}
 			} else {
 				delete(g.cache, k)
 			}

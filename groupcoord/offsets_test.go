@@ -203,6 +203,19 @@ func TestUnchangedOffsetsNotRewritten(t *testing.T) {
 			t.Fatalf("after committing %d %q: %d backend writes, want %d", step.o, step.meta, got, step.writes)
 		}
 	}
+	// A standalone committer's group leaves memory between commits; what it
+	// wrote is still remembered.
+	for i, want := range []int{4, 4, 5} {
+		o := int64(1)
+		if i == 2 {
+			o = 2
+		}
+		h.c.CommitOffsets(h.ctx, commitReq("standalone", "", -1, offset{"t1", 0, o, nil}))
+		h.flush()
+		if got := h.apps.commitCalls(); got != want {
+			t.Fatalf("standalone commit %d: %d backend writes, want %d", i, got, want)
+		}
+	}
 }
 
 // TestDescribeListDelete: a group with commits and no members is Empty in
