@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -486,6 +487,97 @@ func TestGroupCommitAfterTopicRecreated(t *testing.T) {
 		}
 		if _, err := adm.DeleteTopics(ctx, "re.topic"); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// TestGroupAPIsEveryVersion: every group API answers at every version it
+// advertises, with a response that decodes at that version (error paths
+// and success paths alike).
+func TestGroupAPIsEveryVersion(t *testing.T) {
+	g := startGateway(t, fastGroups)
+	rc := g.raw(t)
+	reqs := map[int16]func() kmsg.Request{
+		8: func() kmsg.Request {
+			r := kmsg.NewPtrOffsetCommitRequest()
+			r.Group = "every"
+			rt := kmsg.NewOffsetCommitRequestTopic()
+			rt.Topic = "unknown"
+			rt.Partitions = []kmsg.OffsetCommitRequestTopicPartition{kmsg.NewOffsetCommitRequestTopicPartition()}
+			r.Topics = []kmsg.OffsetCommitRequestTopic{rt}
+			return r
+		},
+		9: func() kmsg.Request {
+			r := kmsg.NewPtrOffsetFetchRequest()
+			r.Group = "every"
+			rg := kmsg.NewOffsetFetchRequestGroup()
+			rg.Group = "every"
+			r.Groups = []kmsg.OffsetFetchRequestGroup{rg}
+			return r
+		},
+		10: func() kmsg.Request {
+			r := kmsg.NewPtrFindCoordinatorRequest()
+			r.CoordinatorKey, r.CoordinatorKeys = "every", []string{"every"}
+			return r
+		},
+		11: func() kmsg.Request { return joinReq("", "", "consumer", proto("range", nil)) },
+		12: func() kmsg.Request {
+			r := kmsg.NewPtrHeartbeatRequest()
+			r.Group, r.MemberID = "every", "m"
+			return r
+		},
+		13: func() kmsg.Request {
+			r := kmsg.NewPtrLeaveGroupRequest()
+			r.Group, r.MemberID = "every", "m"
+			m := kmsg.NewLeaveGroupRequestMember()
+			m.MemberID = "m"
+			r.Members = []kmsg.LeaveGroupRequestMember{m}
+			return r
+		},
+		14: func() kmsg.Request {
+			r := kmsg.NewPtrSyncGroupRequest()
+			r.Group, r.MemberID = "every", "m"
+			return r
+		},
+		15: func() kmsg.Request {
+			r := kmsg.NewPtrDescribeGroupsRequest()
+			r.Groups = []string{"every", ""}
+			return r
+		},
+		16: func() kmsg.Request { return kmsg.NewPtrListGroupsRequest() },
+		42: func() kmsg.Request {
+			r := kmsg.NewPtrDeleteGroupsRequest()
+			r.Groups = []string{"every"}
+			return r
+		},
+		47: func() kmsg.Request {
+			r := kmsg.NewPtrOffsetDeleteRequest()
+			r.Group = "every"
+			return r
+		},
+	}
+	// A whole join and sync of a one-member group at each JoinGroup version.
+	for v := int16(0); v <= 9; v++ {
+		group := fmt.Sprintf("every-%d", v)
+		j := joinRaw(t, rc, v, joinReq(group, "", "consumer", proto("range", []byte{byte(v)})))
+		if j.ErrorCode != 0 || j.Generation != 1 || j.LeaderID != j.MemberID || len(j.Members) != 1 || j.Members[0].ProtocolMetadata[0] != byte(v) {
+			t.Fatalf("join v%d: %+v", v, j)
+		}
+		sr := kmsg.NewPtrSyncGroupRequest()
+		sr.Group, sr.MemberID, sr.Generation = group, j.MemberID, j.Generation
+		a := kmsg.NewSyncGroupRequestGroupAssignment()
+		a.MemberID, a.MemberAssignment = j.MemberID, []byte{byte(v), 1}
+		sr.GroupAssignment = append(sr.GroupAssignment, a)
+		if r := rc.roundTrip(min(v, 5), sr).(*kmsg.SyncGroupResponse); r.ErrorCode != 0 || !bytes.Equal(r.MemberAssignment, a.MemberAssignment) {
+			t.Fatalf("sync v%d: %+v", min(v, 5), r)
+		}
+	}
+	for key, mk := range reqs {
+		for v := int16(0); v <= mk().MaxVersion(); v++ {
+			resp := rc.roundTrip(v, mk())
+			if resp.GetVersion() != v {
+				t.Fatalf("%s v%d answered at v%d", kmsg.NameForKey(key), v, resp.GetVersion())
+			}
 		}
 	}
 }
