@@ -389,20 +389,31 @@ func TestGroupStaticRestart(t *testing.T) {
 		return len(a.partitions()) == 2 && len(b.partitions()) == 2
 	})
 	_, genBefore := a.cl.GroupMetadata()
-	aParts, bParts := a.partitions(), b.partitions()
-	b.stop() // a static member closing sends no LeaveGroup
-	b2 := startConsumer(t, g, opts("worker-b")...)
-	eventually(t, 30*time.Second, "the restarted member has its partitions back", func() bool {
-		return fmt.Sprint(b2.partitions()) == fmt.Sprint(bParts)
-	})
-	_, genB2 := b2.cl.GroupMetadata()
-	_, genA := a.cl.GroupMetadata()
-	if genB2 != genBefore || genA != genBefore {
-		t.Fatalf("generation %d before, %d/%d after the restart: a rebalance happened", genBefore, genA, genB2)
+	// Restart b, then a: one of them leads the group, and a restarted
+	// static leader gets SkipAssignment (JoinGroup v9, KIP-814).
+	members := map[string]*consumer{"worker-a": a, "worker-b": b}
+	for _, inst := range []string{"worker-b", "worker-a"} {
+		old, other := members[inst], members["worker-a"]
+		if inst == "worker-a" {
+			other = members["worker-b"]
+		}
+		oldParts, otherParts := old.partitions(), other.partitions()
+		old.stop() // a static member closing sends no LeaveGroup
+		restarted := startConsumer(t, g, opts(inst)...)
+		members[inst] = restarted
+		eventually(t, 30*time.Second, inst+" has its partitions back", func() bool {
+			return fmt.Sprint(restarted.partitions()) == fmt.Sprint(oldParts)
+		})
+		_, genNew := restarted.cl.GroupMetadata()
+		_, genOther := other.cl.GroupMetadata()
+		if genNew != genBefore || genOther != genBefore {
+			t.Fatalf("restart of %s: generation %d before, %d/%d after: a rebalance happened", inst, genBefore, genNew, genOther)
+		}
+		if got := other.partitions(); fmt.Sprint(got) != fmt.Sprint(otherParts) {
+			t.Fatalf("restart of %s: the other member's partitions moved: %v, then %v", inst, otherParts, got)
+		}
 	}
-	if got := a.partitions(); fmt.Sprint(got) != fmt.Sprint(aParts) {
-		t.Fatalf("the other member's partitions moved: %v, then %v", aParts, got)
-	}
+	a, b2, aParts, bParts := members["worker-a"], members["worker-b"], members["worker-a"].partitions(), members["worker-b"].partitions()
 	produceN(t, g.client(t, kgo.RecordPartitioner(kgo.ManualPartitioner())), topic, parts, 1)
 	eventually(t, 30*time.Second, "both members consume their partitions", func() bool {
 		for _, p := range aParts {
