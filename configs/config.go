@@ -78,6 +78,19 @@ type Config struct {
 	// its retention. Default 1m. A negative value (write -1) disables the
 	// check.
 	RetentionCheckInterval time.Duration `yaml:"retention_check_interval"`
+	// GroupInitialRebalanceDelay is how long a new consumer group waits for
+	// more members before its first rebalance (Kafka
+	// group.initial.rebalance.delay.ms). Default 3s; -1 means no delay.
+	GroupInitialRebalanceDelay time.Duration `yaml:"group_initial_rebalance_delay"`
+	// GroupMinSessionTimeout and GroupMaxSessionTimeout bound the session
+	// timeouts JoinGroup accepts (Kafka group.min.session.timeout.ms and
+	// group.max.session.timeout.ms). Defaults 6s and 30m.
+	GroupMinSessionTimeout time.Duration `yaml:"group_min_session_timeout"`
+	GroupMaxSessionTimeout time.Duration `yaml:"group_max_session_timeout"`
+	// OffsetsRetention deletes the committed offsets (the DIS app) of a
+	// group that has stayed empty this long (Kafka
+	// offsets.retention.minutes). Default 168h (7 days); -1 keeps them.
+	OffsetsRetention time.Duration `yaml:"offsets_retention"`
 }
 
 // Default returns the defaults listed on Config.
@@ -97,6 +110,11 @@ func Default() Config {
 		MaxMessageBytes:        g.MaxMessageBytes,
 		ShutdownGrace:          g.ShutdownGrace,
 		RetentionCheckInterval: time.Minute,
+
+		GroupInitialRebalanceDelay: g.GroupInitialRebalanceDelay,
+		GroupMinSessionTimeout:     g.GroupMinSessionTimeout,
+		GroupMaxSessionTimeout:     g.GroupMaxSessionTimeout,
+		OffsetsRetention:           g.OffsetsRetention,
 	}
 }
 
@@ -326,6 +344,18 @@ func (c Config) Validate() error {
 	if c.RetentionCheckInterval == 0 {
 		bad("retention_check_interval", "must be > 0, or -1 to disable the check")
 	}
+	if c.GroupInitialRebalanceDelay == 0 {
+		bad("group_initial_rebalance_delay", "must be > 0, or -1 for no delay")
+	}
+	if c.GroupMinSessionTimeout <= 0 {
+		bad("group_min_session_timeout", "%v must be > 0", c.GroupMinSessionTimeout)
+	}
+	if c.GroupMaxSessionTimeout < c.GroupMinSessionTimeout {
+		bad("group_max_session_timeout", "%v is below group_min_session_timeout %v", c.GroupMaxSessionTimeout, c.GroupMinSessionTimeout)
+	}
+	if c.OffsetsRetention == 0 {
+		bad("offsets_retention", "must be > 0, or -1 to keep offsets forever")
+	}
 	return errors.Join(errs...)
 }
 
@@ -369,5 +399,9 @@ func (c Config) Gateway() gateway.Config {
 	g.DefaultRetention = c.DefaultRetention
 	g.MaxMessageBytes = c.MaxMessageBytes
 	g.ShutdownGrace = c.ShutdownGrace
+	g.GroupInitialRebalanceDelay = c.GroupInitialRebalanceDelay
+	g.GroupMinSessionTimeout = c.GroupMinSessionTimeout
+	g.GroupMaxSessionTimeout = c.GroupMaxSessionTimeout
+	g.OffsetsRetention = c.OffsetsRetention
 	return g
 }

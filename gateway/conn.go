@@ -138,6 +138,10 @@ func (c *conn) readFailed(err error) {
 		c.log.Info("read failed, closing connection", zap.Error(err))
 	}
 	c.nc.Close()
+	// The client is gone: stop waiting for anything on its behalf (long
+	// polls, parked JoinGroup/SyncGroup). Writes already enqueued to the
+	// backend still complete; only the waiting for them stops.
+	c.cancel()
 }
 
 // dispatch checks the version against our table and runs the handler's
