@@ -215,6 +215,8 @@ async function main () {
       const d = await withTimeout(admin.describeGroups([group]), 20000, 'admin.describeGroups')
       const g = d.groups[0]
       if (g.errorCode) throw new Fail(`describeGroups: error code ${g.errorCode}`)
+      // Every member has left: Kafka's group is Empty.
+      if (g.state !== 'Empty' || g.members.length) throw new Fail(`group state ${JSON.stringify(g.state)} with ${g.members.length} members after every consumer closed, want "Empty" with 0`)
       const offs = await withTimeout(admin.fetchOffsets({ groupId: group, topics: [topic] }), 20000, 'admin.fetchOffsets')
       const committed = {}
       for (const po of offs[0].partitions) if (Number(po.offset) >= 0) committed[po.partition] = Number(po.offset)

@@ -430,6 +430,9 @@ def main():
 
     def describe():
         st, members, committed, ends = cl.describe()
+        # Every member has left: Kafka's group is Empty.
+        if str(st).rsplit(".", 1)[-1].lower() != "empty" or members:
+            raise Fail("group state %r with %d members after every consumer closed, want 'Empty' with 0" % (st, members))
         try:
             check_committed_at_end(committed, ends)
         except Fail as e:

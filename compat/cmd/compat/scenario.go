@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/disgw/disgw/compat/internal/scen"
@@ -116,6 +117,11 @@ func runGoScenario(name string, c goClient, topic, group string, headers bool) {
 		case err != nil:
 			scen.Report(scen.StepDescribe, "fail", err.Error())
 		default:
+			// Every member has left: Kafka's group is Empty.
+			if (st.State != "" && !strings.EqualFold(st.State, "Empty")) || st.Members > 0 {
+				scen.Report(scen.StepDescribe, "fail", fmt.Sprintf("group state %q with %d members after every consumer closed, want \"Empty\" with 0", st.State, st.Members))
+				return
+			}
 			if err := scen.CheckCommittedAtEnd(st.Committed, st.Ends); err != nil {
 				scen.Report(scen.StepDescribe, "fail", fmt.Sprintf("group state %q: %v", st.State, err))
 				return
