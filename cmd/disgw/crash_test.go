@@ -128,3 +128,100 @@ func TestKill9(t *testing.T) {
 	_, addr := startAt(t, rounds)
 	verify(t, addr)
 }
+
+// TestKill9GroupResume: a group commits, the gateway is killed with
+// SIGKILL and started again, and a new consumer of the same group starts
+// exactly at the committed offsets: no record before them, none skipped.
+func TestKill9GroupResume(t *testing.T) {
+	dir := t.TempDir()
+	const grpTopic, group, parts, n = "grp.crash", "crash-group", 3, 900
+	startAt := func(name string) (*proc, string) {
+		ready := filepath.Join(t.TempDir(), name)
+		p := start(t, environ("DISGW_GROUP_INITIAL_REBALANCE_DELAY=100ms"), "serve", "--listen", "127.0.0.1:0", "--data", dir, "--ready-file", ready, "--log-level", "warn")
+		return p, p.waitReady(t, ready)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	p, addr := startAt("first")
+	prod, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(grpTopic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kadm.NewClient(prod).CreateTopic(ctx, parts, 1, nil, grpTopic); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < n; i++ {
+		v := fmt.Sprintf("v%04d", i)
+		if err := prod.ProduceSync(ctx, &kgo.Record{Key: []byte(v), Value: []byte(v), Partition: int32(i % parts)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prod.Close()
+
+	cons, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumerGroup(group), kgo.ConsumeTopics(grpTopic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit())
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := 0
+	for read < n/2 {
+		fs := cons.PollRecords(ctx, n/2-read)
+		if ctx.Err() != nil {
+			t.Fatalf("read %d before the commit", read)
+		}
+		read += fs.NumRecords()
+	}
+	if err := cons.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatal(err)
+	}
+	committed, err := kadm.NewClient(cons).FetchOffsets(ctx, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int32]int64{}
+	committed.Each(func(o kadm.OffsetResponse) { want[o.Partition] = o.At })
+	if len(want) == 0 {
+		t.Fatal("nothing committed")
+	}
+	_ = p.cmd.Process.Signal(os.Kill)
+	<-p.done
+	cons.Close()
+
+	_, addr = startAt("second")
+	again, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumerGroup(group), kgo.ConsumeTopics(grpTopic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	first := map[int32]int64{}
+	next := map[int32]int64{}
+	got := 0
+	total := int64(0)
+	for p := int32(0); p < parts; p++ {
+		total += int64(n/parts) - want[p]
+	}
+	for int64(got) < total {
+		fs := again.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %d of %d after the restart", got, total)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if _, ok := first[r.Partition]; !ok {
+				first[r.Partition] = r.Offset
+				next[r.Partition] = r.Offset
+			}
+			if r.Offset != next[r.Partition] {
+				t.Fatalf("partition %d: offset %d after %d (skipped)", r.Partition, r.Offset, next[r.Partition]-1)
+			}
+			next[r.Partition]++
+			got++
+		})
+	}
+	for p, off := range first {
+		if off != want[p] {
+			t.Fatalf("partition %d resumed at %d, committed %d", p, off, want[p])
+		}
+	}
+}
