@@ -71,6 +71,13 @@ type Config struct {
 	// MaxMessageBytes is max.message.bytes of new topics: the largest record
 	// batch, in bytes. Default 1048588 (Kafka's).
 	MaxMessageBytes int32 `yaml:"max_message_bytes"`
+	// MaxPartitions is the most partitions a topic may have (CreateTopics
+	// and CreatePartitions asking for more get INVALID_PARTITIONS).
+	// Default 10000.
+	MaxPartitions int32 `yaml:"max_partitions"`
+	// FetchMaxBytes caps the record bytes of one Fetch response, whatever
+	// the client asks (Kafka fetch.max.bytes). Default 57671680 (55 MiB).
+	FetchMaxBytes int32 `yaml:"fetch_max_bytes"`
 	// ShutdownGrace is how long shutdown waits for in-flight requests before
 	// closing connections. Default 10s.
 	ShutdownGrace time.Duration `yaml:"shutdown_grace"`
@@ -110,6 +117,8 @@ func Default() Config {
 		MaxMessageBytes:        g.MaxMessageBytes,
 		ShutdownGrace:          g.ShutdownGrace,
 		RetentionCheckInterval: time.Minute,
+		MaxPartitions:          g.MaxPartitions,
+		FetchMaxBytes:          g.FetchMaxBytes,
 
 		GroupInitialRebalanceDelay: g.GroupInitialRebalanceDelay,
 		GroupMinSessionTimeout:     g.GroupMinSessionTimeout,
@@ -341,6 +350,12 @@ func (c Config) Validate() error {
 	if c.ShutdownGrace <= 0 {
 		bad("shutdown_grace", "%v must be > 0", c.ShutdownGrace)
 	}
+	if c.MaxPartitions <= 0 {
+		bad("max_partitions", "%d must be > 0", c.MaxPartitions)
+	}
+	if c.FetchMaxBytes <= 0 {
+		bad("fetch_max_bytes", "%d must be > 0", c.FetchMaxBytes)
+	}
 	if c.RetentionCheckInterval == 0 {
 		bad("retention_check_interval", "must be > 0, or -1 to disable the check")
 	}
@@ -399,6 +414,8 @@ func (c Config) Gateway() gateway.Config {
 	g.DefaultRetention = c.DefaultRetention
 	g.MaxMessageBytes = c.MaxMessageBytes
 	g.ShutdownGrace = c.ShutdownGrace
+	g.MaxPartitions = c.MaxPartitions
+	g.FetchMaxBytes = c.FetchMaxBytes
 	g.GroupInitialRebalanceDelay = c.GroupInitialRebalanceDelay
 	g.GroupMinSessionTimeout = c.GroupMinSessionTimeout
 	g.GroupMaxSessionTimeout = c.GroupMaxSessionTimeout

@@ -151,6 +151,9 @@ func (c *conn) appendBatch(version int16, st *disbackend.Stream, rp *kmsg.Produc
 	if b.Attributes&0x07 == kafkawire.CodecZstd && version < 7 {
 		return nil, fmt.Errorf("%w: zstd needs Produce v7 or newer", kafkawire.ErrUnsupportedCompression)
 	}
+	if err := kafkawire.ValidateRecords(&b); err != nil {
+		return nil, err
+	}
 	raw := rp.Records
 	kafkawire.SetBatchLeaderEpoch(raw, leaderEpoch)
 	// On a LogAppendTime topic the store stamps its append time.

@@ -80,10 +80,10 @@ func (c *conn) fetch(r *kmsg.FetchRequest) *kmsg.FetchResponse {
 func (c *conn) fillFetch(r *kmsg.FetchRequest, resp *kmsg.FetchResponse) (total int, done bool) {
 	s := c.s
 	c.fetchBuf = c.fetchBuf[:0]
-	maxBytes := int(r.MaxBytes)
-	if r.Version < 3 || maxBytes <= 0 {
-		maxBytes = int(^uint32(0) >> 1)
-	}
+	// The response is capped by the broker's fetch.max.bytes whatever the
+	// client asks; max_bytes 0 (or less) still gets the first batch
+	// (KIP-74), as from Kafka.
+	maxBytes := min(max(int(r.MaxBytes), 0), int(s.cfg.FetchMaxBytes))
 	resp.Topics = resp.Topics[:0]
 	for i := range r.Topics {
 		rt := &r.Topics[i]
@@ -122,7 +122,18 @@ func (c *conn) fillFetch(r *kmsg.FetchRequest, resp *kmsg.FetchResponse) (total 
 			}
 			limit := min(int(rp.PartitionMaxBytes), maxBytes-total)
 			first := total == 0 // KIP-74: the first non-empty partition may exceed
-			res, err := s.backend.Read(c.ctx, st.Name, rp.Partition, rp.FetchOffset, max(limit, 1))
+			var res disbackend.ReadResult
+			var err error
+			if limit <= 0 && !first {
+				// No room left: report the partition's state without
+				// reading any batch.
+				res.Range, err = s.backend.Range(st.Name, rp.Partition)
+				if err == nil && (rp.FetchOffset < res.Range.First || rp.FetchOffset > res.Range.Next) {
+					err = disbackend.ErrOffsetOutOfRange
+				}
+			} else {
+				res, err = s.backend.Read(c.ctx, st.Name, rp.Partition, rp.FetchOffset, max(limit, 1))
+			}
 			p.HighWatermark, p.LastStableOffset, p.LogStartOffset = res.Range.Next, res.Range.Next, res.Range.First
 			if err != nil {
 				p.ErrorCode, done = kafkaError(c.log, err), true

@@ -90,6 +90,9 @@ func (s *Server) createTopicFromRequest(ctx context.Context, r *kmsg.CreateTopic
 	case partitions <= 0:
 		return nil, kerrWrap(kerr.InvalidPartitions, fmt.Sprintf("number of partitions must be larger than 0, or -1 for the default; got %d", partitions))
 	}
+	if partitions > s.cfg.MaxPartitions {
+		return nil, kerrWrap(kerr.InvalidPartitions, fmt.Sprintf("%d partitions requested; a topic may have at most %d", partitions, s.cfg.MaxPartitions))
+	}
 	if rt.ReplicationFactor == 0 || rt.ReplicationFactor < -1 {
 		return nil, kerrWrap(kerr.InvalidReplicationFactor, fmt.Sprintf("replication factor must be larger than 0, or -1 for the default; got %d", rt.ReplicationFactor))
 	}

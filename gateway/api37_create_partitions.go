@@ -58,6 +58,9 @@ func (s *Server) createPartitions(ctx context.Context, topic string, n int32, va
 	if n <= st.PartitionCount {
 		return kerrWrap(kerr.InvalidPartitions, fmt.Sprintf("topic %q has %d partitions; the count can only be increased", topic, st.PartitionCount))
 	}
+	if n > s.cfg.MaxPartitions {
+		return kerrWrap(kerr.InvalidPartitions, fmt.Sprintf("%d partitions requested; a topic may have at most %d", n, s.cfg.MaxPartitions))
+	}
 	if validateOnly {
 		return nil
 	}

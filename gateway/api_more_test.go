@@ -8,6 +8,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/gateway"
 )
 
 // TestAcksZero: acks=0 gets no response; an error closes the connection,
@@ -169,5 +171,49 @@ func TestLogAppendTime(t *testing.T) {
 	cr := r.roundTrip(9, produceReq(-1, "lat", 0, makeBatch(t, batchSpec{n: 1})))
 	if cr.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode != 0 {
 		t.Fatal("second produce failed")
+	}
+}
+
+// TestHostileSizes: absurd partition counts are refused before anything
+// is allocated, and a fetch asking for unlimited bytes is capped by the
+// broker's fetch max bytes, with max_bytes 0 giving one batch (as Kafka).
+func TestHostileSizes(t *testing.T) {
+	g := startGateway(t, func(c *gateway.Config) { c.FetchMaxBytes = 64 << 10 })
+	r := g.raw(t)
+	if c := r.roundTrip(7, createTopicsReq("huge", 2000000000, nil)).(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode; c != kerr.InvalidPartitions.Code {
+		t.Fatalf("2e9 partitions: error %d", c)
+	}
+	r.roundTrip(7, createTopicsReq("sizes", 1, nil))
+	cp := kmsg.NewPtrCreatePartitionsRequest()
+	cpt := kmsg.NewCreatePartitionsRequestTopic()
+	cpt.Topic, cpt.Count = "sizes", 2000000000
+	cp.Topics = append(cp.Topics, cpt)
+	if c := r.roundTrip(3, cp).(*kmsg.CreatePartitionsResponse).Topics[0].ErrorCode; c != kerr.InvalidPartitions.Code {
+		t.Fatalf("CreatePartitions to 2e9: error %d", c)
+	}
+	batch := makeBatch(t, batchSpec{n: 10, valueBytes: 1000})
+	for i := 0; i < 20; i++ {
+		r.roundTrip(9, produceReq(-1, "sizes", 0, batch))
+	}
+	// max_bytes 0: one batch.
+	req := fetchReq("sizes", 0, 0, 0, 1)
+	req.MaxBytes = 0
+	if n := len(r.roundTrip(11, req).(*kmsg.FetchResponse).Topics[0].Partitions[0].RecordBatches); n != len(batch) {
+		t.Fatalf("max_bytes 0: %d bytes, want one batch of %d", n, len(batch))
+	}
+	// Unlimited asks, the same partition listed 50 times: capped at the
+	// broker's 64 KiB (plus at most the first batch).
+	req = fetchReq("sizes", 0, 0, 0, 1)
+	req.MaxBytes = 1 << 30
+	req.Topics[0].Partitions[0].PartitionMaxBytes = 1 << 30
+	for i := 0; i < 49; i++ {
+		req.Topics[0].Partitions = append(req.Topics[0].Partitions, req.Topics[0].Partitions[0])
+	}
+	total := 0
+	for _, p := range r.roundTrip(11, req).(*kmsg.FetchResponse).Topics[0].Partitions {
+		total += len(p.RecordBatches)
+	}
+	if total > 64<<10+len(batch) {
+		t.Fatalf("fetch returned %d bytes, over the 64 KiB cap", total)
 	}
 }

@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"encoding/binary"
+	"hash/crc32"
 	"testing"
 	"time"
 
@@ -112,6 +113,16 @@ func TestBadInput(t *testing.T) {
 		resp := r.roundTrip(9, produceReq(-1, "crc", 0, batch)).(*kmsg.ProduceResponse)
 		if code := resp.Topics[0].Partitions[0].ErrorCode; code != kerr.CorruptMessage.Code {
 			t.Fatalf("error %d, want CORRUPT_MESSAGE", code)
+		}
+		// A batch whose CRC is right but whose records are garbage (here:
+		// uncompressed records marked gzip) is refused too, and not stored:
+		// it would stall every consumer at it.
+		liar := makeBatch(t, batchSpec{n: 3, firstTS: 1})
+		liar[22] |= 1
+		binary.BigEndian.PutUint32(liar[17:], crc32.Checksum(liar[21:], crc32.MakeTable(crc32.Castagnoli)))
+		resp = r.roundTrip(9, produceReq(-1, "crc", 0, liar)).(*kmsg.ProduceResponse)
+		if code := resp.Topics[0].Partitions[0].ErrorCode; code != kerr.CorruptMessage.Code {
+			t.Fatalf("CRC-valid garbage: error %d, want CORRUPT_MESSAGE", code)
 		}
 		resp = r.roundTrip(9, produceReq(-1, "crc", 0, makeBatch(t, batchSpec{n: 3, firstTS: 1}))).(*kmsg.ProduceResponse)
 		if p := resp.Topics[0].Partitions[0]; p.ErrorCode != 0 || p.BaseOffset != 0 {

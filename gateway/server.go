@@ -59,6 +59,14 @@ type Config struct {
 	// DefaultRetention is retention.ms for new topics that do not set it.
 	// Default 168 hours (the embedded store's default). Negative = unlimited.
 	DefaultRetention time.Duration
+	// MaxPartitions is the most partitions a topic may have; CreateTopics
+	// and CreatePartitions asking for more get INVALID_PARTITIONS. Default
+	// 10000.
+	MaxPartitions int32
+	// FetchMaxBytes caps one Fetch response's record bytes whatever the
+	// client asks (Kafka fetch.max.bytes); the first batch is still
+	// returned whole when it is larger (KIP-74). Default 55 MiB (Kafka's).
+	FetchMaxBytes int32
 	// MaxMessageBytes is max.message.bytes for new topics: the largest
 	// record batch, in bytes. Default 1048588 (Kafka's).
 	MaxMessageBytes int32
@@ -95,6 +103,8 @@ func DefaultConfig() Config {
 		DefaultPartitions: 1,
 		DefaultRetention:  168 * time.Hour,
 		MaxMessageBytes:   1048588,
+		MaxPartitions:     10000,
+		FetchMaxBytes:     55 << 20,
 		RequestOverhead:   5 * time.Second,
 		ShutdownGrace:     10 * time.Second,
 
@@ -130,6 +140,12 @@ func (c *Config) fill() {
 	}
 	if c.MaxMessageBytes <= 0 {
 		c.MaxMessageBytes = d.MaxMessageBytes
+	}
+	if c.MaxPartitions <= 0 {
+		c.MaxPartitions = d.MaxPartitions
+	}
+	if c.FetchMaxBytes <= 0 {
+		c.FetchMaxBytes = d.FetchMaxBytes
 	}
 	if c.RequestOverhead <= 0 {
 		c.RequestOverhead = d.RequestOverhead

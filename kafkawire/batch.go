@@ -113,6 +113,41 @@ func SetBatchLeaderEpoch(raw []byte, epoch int32) {
 
 var decompressor = kgo.DefaultDecompressor()
 
+// ValidateRecords checks the records inside a batch that ParseBatch
+// accepted, as Kafka's broker does (LogValidator) before it appends: it
+// decompresses the batch (gzip, snappy, lz4, zstd through kgo's
+// decompressor) and decodes every record, which must be exactly
+// NumRecords records filling the data, with offset deltas 0, 1, 2, ... A
+// batch that passes its CRC but holds garbage (a wrong codec bit, broken
+// record framing) would otherwise be stored and stall every consumer at it.
+// Errors: ErrCorruptMessage (Kafka CORRUPT_MESSAGE), ErrInvalidRecord for
+// offset deltas out of sequence (Kafka INVALID_RECORD).
+func ValidateRecords(b *kmsg.RecordBatch) error {
+	data, err := decompressor.Decompress(b.Records, kgo.CompressionCodecType(b.Attributes&0x07))
+	if err != nil {
+		return fmt.Errorf("%w: decompress: %v", ErrCorruptMessage, err)
+	}
+	var r kmsg.Record
+	for i := int32(0); i < b.NumRecords; i++ {
+		length, n := binary.Varint(data)
+		if n <= 0 || length <= 0 || int64(n)+length > int64(len(data)) {
+			return fmt.Errorf("%w: record %d of %d: bad length", ErrCorruptMessage, i, b.NumRecords)
+		}
+		rec := data[:int64(n)+length]
+		if err := r.UnsafeReadFrom(rec); err != nil {
+			return fmt.Errorf("%w: record %d of %d: %v", ErrCorruptMessage, i, b.NumRecords, err)
+		}
+		if r.OffsetDelta != i {
+			return fmt.Errorf("%w: record %d has offset delta %d", ErrInvalidRecord, i, r.OffsetDelta)
+		}
+		data = data[len(rec):]
+	}
+	if len(data) != 0 {
+		return fmt.Errorf("%w: %d bytes after the last of %d records", ErrCorruptMessage, len(data), b.NumRecords)
+	}
+	return nil
+}
+
 // DecodeRecords decompresses a raw batch (gzip, snappy, lz4 or zstd through
 // kgo's decompressor) and decodes its records, with offsets and timestamps
 // made absolute (LogAppendTime batches give every record the batch's max

@@ -43,7 +43,10 @@ func ReadFrame(r io.Reader, maxBytes int32) ([]byte, error) {
 		return nil, err
 	}
 	n := int32(binary.BigEndian.Uint32(size[:]))
-	if n < 0 || n > maxBytes {
+	if n < 0 {
+		return nil, fmt.Errorf("%w: negative frame size %d", ErrFrameTooLarge, n)
+	}
+	if n > maxBytes {
 		return nil, fmt.Errorf("%w: %d bytes, maximum %d", ErrFrameTooLarge, n, maxBytes)
 	}
 	buf := make([]byte, n)

@@ -54,6 +54,7 @@ func FuzzParseBatch(f *testing.F) {
 		if err != nil {
 			return
 		}
+		_ = ValidateRecords(&b)
 		recs, err := DecodeRecords(raw)
 		if err == nil && len(recs) != int(b.NumRecords) {
 			t.Fatalf("%d records decoded, header says %d", len(recs), b.NumRecords)

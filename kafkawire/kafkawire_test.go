@@ -204,3 +204,38 @@ func TestAppendResponse(t *testing.T) {
 		t.Fatalf("flexible header needs an empty tag section")
 	}
 }
+
+func TestValidateRecords(t *testing.T) {
+	for _, codec := range []int8{CodecNone, CodecGzip, CodecSnappy, CodecLZ4, CodecZstd} {
+		raw := makeBatch(t, 5, codec)
+		b, err := ParseBatch(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ValidateRecords(&b); err != nil {
+			t.Fatalf("codec %d: %v", codec, err)
+		}
+	}
+	// A CRC-valid batch whose codec bit lies (uncompressed data marked gzip).
+	liar := resign(func() []byte { b := makeBatch(t, 3, CodecNone); b[22] |= CodecGzip; return b }())
+	// A CRC-valid batch whose record bytes are garbage.
+	garbage := makeBatch(t, 2, CodecNone)
+	for i := BatchHeaderLen; i < len(garbage); i++ {
+		garbage[i] = 0xff
+	}
+	resign(garbage)
+	// Fewer records than the header says.
+	short := makeBatch(t, 3, CodecNone)
+	binary.BigEndian.PutUint32(short[57:], 4)
+	binary.BigEndian.PutUint32(short[23:], 3)
+	resign(short)
+	for name, raw := range map[string][]byte{"codec lies": liar, "garbage": garbage, "count": short} {
+		b, err := ParseBatch(raw)
+		if err != nil {
+			t.Fatalf("%s: ParseBatch refused it already: %v", name, err)
+		}
+		if err := ValidateRecords(&b); !errors.Is(err, ErrCorruptMessage) {
+			t.Errorf("%s: %v, want ErrCorruptMessage", name, err)
+		}
+	}
+}

@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -206,6 +207,9 @@ func Open(dir string, opts Options) (*Store, error) {
 	popts.EnsureDefaults()
 	db, err := pebble.Open(opts.FS.PathJoin(dir, metaDirName), popts)
 	if err != nil {
+		if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("localstore: open %s: the data directory is in use by another process (its lock is held): %w", dir, err)
+		}
 		return nil, fmt.Errorf("localstore: open %s: %w", dir, err)
 	}
 	segDir := opts.FS.PathJoin(dir, segmentDirName)

@@ -20,11 +20,17 @@ type streamMeta struct {
 	Sid uint64
 }
 
+// MaxPartitions is the most partitions one stream may have in the embedded
+// store; each partition costs memory at open, so an absurd count asked by a
+// client must be refused before it is persisted.
+const MaxPartitions = 100_000
+
 // CreateStream creates a stream with a new random TopicID and partitions
 // starting at sequence number 0; the metadata is synced before it returns.
 // DIS CreateStream, Kafka CreateTopics. Errors: ErrStreamExists (the same
 // topic exists), ErrNameCollision (another topic maps to the same stream
-// name), ErrInvalidName, ErrInvalidPartitionCount (<= 0), ErrInvalidConfig,
+// name), ErrInvalidName, ErrInvalidPartitionCount (<= 0 or over
+// MaxPartitions), ErrInvalidConfig,
 // ErrClosed, or a storage error.
 func (s *Store) CreateStream(ctx context.Context, spec disbackend.StreamSpec) (disbackend.Stream, error) {
 	op := "create stream " + fmt.Sprintf("%q", spec.Name)
@@ -34,9 +40,9 @@ func (s *Store) CreateStream(ctx context.Context, spec disbackend.StreamSpec) (d
 	if err := validateStreamName(spec.Name); err != nil {
 		return disbackend.Stream{}, fmt.Errorf("localstore: %s: %w", op, err)
 	}
-	if spec.PartitionCount <= 0 {
-		return disbackend.Stream{}, fmt.Errorf("localstore: %s: %w: %d partitions, must be > 0",
-			op, disbackend.ErrInvalidPartitionCount, spec.PartitionCount)
+	if spec.PartitionCount <= 0 || spec.PartitionCount > MaxPartitions {
+		return disbackend.Stream{}, fmt.Errorf("localstore: %s: %w: %d partitions, must be 1 to %d",
+			op, disbackend.ErrInvalidPartitionCount, spec.PartitionCount, MaxPartitions)
 	}
 	if err := validateConfig(spec.Config); err != nil {
 		return disbackend.Stream{}, fmt.Errorf("localstore: %s: %w", op, err)
@@ -194,6 +200,10 @@ func (s *Store) UpdatePartitionCount(ctx context.Context, name string, n int32) 
 		if n <= m.PartitionCount {
 			return fmt.Errorf("%w: %d partitions requested, stream has %d and can only grow",
 				disbackend.ErrInvalidPartitionCount, n, m.PartitionCount)
+		}
+		if n > MaxPartitions {
+			return fmt.Errorf("%w: %d partitions requested, at most %d per stream",
+				disbackend.ErrInvalidPartitionCount, n, MaxPartitions)
 		}
 		m.PartitionCount = n
 		return nil
