@@ -2,6 +2,7 @@
 // with an embedded store as the default backend.
 //
 //	disgw [serve] [flags]   start the gateway (the default command)
+//	disgw dislocal [flags]  run the DIS REST API emulator
 //	disgw version           print the version and build information
 //
 // main owns flag parsing, logging set-up and signal handling only; the
@@ -51,6 +52,8 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	switch cmd {
 	case "serve":
 		return serve(args, getenv, stderr)
+	case "dislocal":
+		return dislocalCmd(args, getenv, stderr)
 	case "version":
 		printVersion(stdout)
 		return exitOK
@@ -67,6 +70,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 func usage(w io.Writer) {
 	fmt.Fprint(w, `Usage:
   disgw [serve] [flags]   start the gateway (default)
+  disgw dislocal [flags]  run the DIS REST API v2 emulator (see -h)
   disgw version           print the version
   disgw help              print this help
 

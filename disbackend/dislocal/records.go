@@ -1,0 +1,523 @@
+package dislocal
+
+import (
+	"context"
+	"crypto/md5"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"hash/crc32"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/kafkawire"
+)
+
+// DIS's size limits (dis-api.md 6.1).
+const (
+	// MaxRecordBytes is the largest record payload, before Base64: 1 MB.
+	MaxRecordBytes = 1 << 20
+	// maxPutBytes* bound the payload bytes of one PutRecords by stream type.
+	maxPutBytesCommon   = 1 << 20
+	maxPutBytesAdvanced = 5 << 20
+	defaultGetLimit     = 1000
+	maxGetLimit         = 10000
+	// defaultFetchBytes* bound a GetRecords answer when max_fetch_bytes is
+	// absent: one second of the partition's read limit (UNCONFIRMED on DIS).
+	defaultFetchBytesCommon   = 2 << 20
+	defaultFetchBytesAdvanced = 10 << 20
+)
+
+type putRecordsRequest struct {
+	StreamName string           `json:"stream_name"`
+	StreamID   string           `json:"stream_id"`
+	Records    []putRecordEntry `json:"records"`
+}
+
+type putRecordEntry struct {
+	Data            *string `json:"data"`
+	ExplicitHashKey string  `json:"explicit_hash_key"`
+	PartitionID     string  `json:"partition_id"`
+	PartitionKey    *string `json:"partition_key"`
+	Timestamp       *int64  `json:"timestamp"`
+}
+
+type putRecordsResult struct {
+	FailedRecordCount int               `json:"failed_record_count"`
+	Records           []putRecordResult `json:"records"`
+}
+
+type putRecordResult struct {
+	PartitionID    string `json:"partition_id,omitempty"`
+	SequenceNumber string `json:"sequence_number,omitempty"`
+	ErrorCode      string `json:"error_code,omitempty"`
+	ErrorMessage   string `json:"error_message,omitempty"`
+}
+
+// pendingRecord is one accepted record of a PutRecords.
+type pendingRecord struct {
+	index int // in the request
+	key   []byte
+	value []byte
+	ts    int64
+}
+
+// hashPartition maps a hash in 0 … 2^63−1 to one of n partitions: with
+// w = floor((2^63−1)/n), partition i covers [i·w : (i+1)·w − 1], the last
+// one up to 2^63−1 (dis-api.md 6.3).
+func hashPartition(h uint64, n int32) int32 {
+	w := uint64(math.MaxInt64) / uint64(n)
+	i := h / w
+	if i >= uint64(n) {
+		i = uint64(n) - 1
+	}
+	return int32(i)
+}
+
+// hashRange is partition i's hash_range among n.
+func hashRange(i, n int32) string {
+	w := uint64(math.MaxInt64) / uint64(n)
+	lo, hi := uint64(i)*w, (uint64(i)+1)*w-1
+	if i == n-1 {
+		hi = math.MaxInt64
+	}
+	return "[" + strconv.FormatUint(lo, 10) + " : " + strconv.FormatUint(hi, 10) + "]"
+}
+
+// keyHash is the DIS producers' partition-key hash: MD5, first 8 bytes
+// big-endian, sign bit cleared.
+func keyHash(key string) uint64 {
+	sum := md5.Sum([]byte(key))
+	return binary.BigEndian.Uint64(sum[:8]) & math.MaxInt64
+}
+
+func (s *Server) putRecords(r *http.Request, _ map[string]string, body []byte) (int, any, *disError) {
+	var req putRecordsRequest
+	if derr := decodeBody(body, &req); derr != nil {
+		return 0, nil, derr
+	}
+	if req.StreamName == "" && req.StreamID == "" {
+		return 0, nil, errInvalid("stream_name is required")
+	}
+	if len(req.Records) == 0 {
+		return 0, nil, errf(400, "DIS.4202", "Empty request. [no records]")
+	}
+	ctx := r.Context()
+	s.mu.Lock()
+	bs, ss, derr := s.streamOf(ctx, req.StreamName)
+	if derr != nil && derr.Code == "DIS.4301" && req.StreamID != "" {
+		bs, ss, derr = s.streamByID(ctx, req.StreamID)
+		if derr != nil {
+			derr = errStreamNotFound(req.StreamName)
+		}
+	}
+	if derr != nil {
+		s.mu.Unlock()
+		return 0, nil, derr
+	}
+	writable, advanced, sid := ss.Writable, ss.StreamType == "ADVANCED", ss.StreamID
+	s.mu.Unlock()
+
+	maxPut := maxPutBytesCommon
+	if advanced {
+		maxPut = maxPutBytesAdvanced
+	}
+	nowMS := s.now().UnixMilli()
+	parts := make([]int32, len(req.Records))
+	datas := make([][]byte, len(req.Records))
+	total := 0
+	for i, e := range req.Records {
+		if e.Data == nil {
+			return 0, nil, errInvalid("records[%d].data is required", i)
+		}
+		data, err := base64.StdEncoding.DecodeString(*e.Data)
+		if err != nil {
+			return 0, nil, errInvalid("records[%d].data is not Base64: %v", i, err)
+		}
+		if len(data) > MaxRecordBytes {
+			return 0, nil, errf(400, "DIS.4300", "Request body error. [records[%d] has %d bytes, more than the %d a record may have]", i, len(data), MaxRecordBytes)
+		}
+		total += len(data)
+		datas[i] = data
+		switch {
+		case e.PartitionID != "":
+			p, ok := parsePartitionID(e.PartitionID)
+			if !ok {
+				return 0, nil, errf(400, "DIS.4201", "Invalid partition_id. [%s]", e.PartitionID)
+			}
+			if p >= bs.PartitionCount {
+				return 0, nil, errPartitionNotFound(e.PartitionID)
+			}
+			if p >= writable {
+				return 0, nil, errf(400, "DIS.4302", "Partition does not exist. [%s is DELETED: read-only after a scale-down]", disbackend.PartitionID(p))
+			}
+			parts[i] = p
+		case e.ExplicitHashKey != "":
+			h, err := strconv.ParseUint(e.ExplicitHashKey, 10, 63)
+			if err != nil {
+				return 0, nil, errInvalid("records[%d].explicit_hash_key %q is not a number in 0 … 9223372036854775807", i, e.ExplicitHashKey)
+			}
+			parts[i] = hashPartition(h, writable)
+		case e.PartitionKey != nil:
+			parts[i] = hashPartition(keyHash(*e.PartitionKey), writable)
+		default:
+			parts[i] = rand.Int32N(writable)
+		}
+	}
+	if total > maxPut {
+		return 0, nil, errf(400, "DIS.4300", "Request body error. [%d bytes of records, more than the %d a PutRecords may carry]", total, maxPut)
+	}
+
+	res := putRecordsResult{Records: make([]putRecordResult, len(req.Records))}
+	byPart := map[int32][]pendingRecord{}
+	var order []int32
+	for i, e := range req.Records {
+		p := parts[i]
+		if s.opts.FlowControl && !s.flow.takeWrite(flowKey(sid, p), advanced, len(datas[i])) {
+			res.FailedRecordCount++
+			res.Records[i] = putRecordResult{ErrorCode: "DIS.4303", ErrorMessage: "Exceeded traffic control limit."}
+			continue
+		}
+		rec := pendingRecord{index: i, value: datas[i], ts: nowMS}
+		if e.PartitionKey != nil {
+			rec.key = []byte(*e.PartitionKey)
+		}
+		if e.Timestamp != nil {
+			rec.ts = *e.Timestamp
+		}
+		if _, ok := byPart[p]; !ok {
+			order = append(order, p)
+		}
+		byPart[p] = append(byPart[p], rec)
+	}
+	pendings := make([]*disbackend.Pending, len(order))
+	for i, p := range order {
+		pendings[i] = s.b.Append(bs.Name, p, buildBatch(byPart[p]))
+	}
+	for i, p := range order {
+		ar, err := pendings[i].Wait(ctx)
+		recs := byPart[p]
+		if err != nil {
+			if errors.Is(err, disbackend.ErrStreamNotFound) {
+				return 0, nil, errStreamNotFound(bs.Name)
+			}
+			de := backendError(err, bs.Name, disbackend.PartitionID(p), "")
+			for _, rec := range recs {
+				res.FailedRecordCount++
+				res.Records[rec.index] = putRecordResult{ErrorCode: de.Code, ErrorMessage: de.Message}
+			}
+			continue
+		}
+		for j, rec := range recs {
+			res.Records[rec.index] = putRecordResult{
+				PartitionID:    disbackend.PartitionID(p),
+				SequenceNumber: strconv.FormatInt(ar.BaseOffset+int64(j), 10),
+			}
+		}
+	}
+	return http.StatusOK, res, nil
+}
+
+var crc32c = crc32.MakeTable(crc32.Castagnoli)
+
+// buildBatch encodes records as one uncompressed Kafka record batch (magic
+// 2, CreateTime, not idempotent) with base offset 0: value = data, key =
+// partition_key (null when absent), timestamp = the record's.
+func buildBatch(recs []pendingRecord) disbackend.Batch {
+	first, maxTS := recs[0].ts, recs[0].ts
+	var body []byte
+	for i, rec := range recs {
+		maxTS = max(maxTS, rec.ts)
+		kr := kmsg.Record{TimestampDelta64: rec.ts - first, OffsetDelta: int32(i), Key: rec.key, Value: rec.value}
+		enc := kr.AppendTo(nil) // Length is 0: a one-byte varint to replace
+		body = binary.AppendVarint(body, int64(len(enc)-1))
+		body = append(body, enc[1:]...)
+	}
+	rb := kmsg.RecordBatch{
+		Magic:           2,
+		LastOffsetDelta: int32(len(recs) - 1),
+		FirstTimestamp:  first,
+		MaxTimestamp:    maxTS,
+		ProducerID:      -1,
+		ProducerEpoch:   -1,
+		FirstSequence:   -1,
+		NumRecords:      int32(len(recs)),
+		Records:         body,
+	}
+	raw := rb.AppendTo(nil)
+	binary.BigEndian.PutUint32(raw[8:], uint32(len(raw)-12))
+	binary.BigEndian.PutUint32(raw[17:], crc32.Checksum(raw[21:], crc32c))
+	return disbackend.Batch{
+		Raw:            raw,
+		NumRecords:     int32(len(recs)),
+		FirstTimestamp: first,
+		MaxTimestamp:   maxTS,
+		ProducerID:     -1,
+		ProducerEpoch:  -1,
+		BaseSequence:   -1,
+	}
+}
+
+// Cursor types.
+const (
+	atSequenceNumber    = "AT_SEQUENCE_NUMBER"
+	afterSequenceNumber = "AFTER_SEQUENCE_NUMBER"
+	trimHorizon         = "TRIM_HORIZON"
+	latest              = "LATEST"
+	atTimestamp         = "AT_TIMESTAMP"
+)
+
+// cursor is the partition cursor's content, in the shape DIS itself uses
+// (URL-safe Base64 of this JSON; the DIS Kafka adapter decodes it). The
+// type is always resolved to AT_SEQUENCE_NUMBER of a concrete position.
+type cursor struct {
+	Param struct {
+		StreamName  string `json:"stream-name"`
+		PartitionID string `json:"partition-id"`
+		CursorType  string `json:"cursor-type"`
+		Sequence    string `json:"starting-sequence-number"`
+	} `json:"getIteratorParam"`
+	Generated int64 `json:"generateTimestamp"` // ms
+}
+
+func (s *Server) encodeCursor(stream string, p int32, sn int64) string {
+	var c cursor
+	c.Param.StreamName = stream
+	c.Param.PartitionID = disbackend.PartitionID(p)
+	c.Param.CursorType = atSequenceNumber
+	c.Param.Sequence = strconv.FormatInt(sn, 10)
+	c.Generated = s.now().UnixMilli()
+	b, _ := json.Marshal(c)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeCursor(v string) (c cursor, p int32, sn int64, ok bool) {
+	if v == "" || len(v) > 512 {
+		return c, 0, 0, false
+	}
+	b, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(v, "="))
+	if err != nil || json.Unmarshal(b, &c) != nil {
+		return c, 0, 0, false
+	}
+	p, ok = parsePartitionID(c.Param.PartitionID)
+	sn, err = strconv.ParseInt(c.Param.Sequence, 10, 64)
+	return c, p, sn, ok && err == nil && sn >= 0 && c.Param.StreamName != ""
+}
+
+func (s *Server) getCursor(r *http.Request, _ map[string]string, _ []byte) (int, any, *disError) {
+	q := r.URL.Query()
+	name, pid := q.Get("stream-name"), q.Get("partition-id")
+	if name == "" {
+		return 0, nil, errInvalid("stream-name is required")
+	}
+	if pid == "" {
+		return 0, nil, errf(400, "DIS.4201", "Invalid partition_id. [partition-id is required]")
+	}
+	typ := q.Get("cursor-type")
+	if typ == "" {
+		typ = atSequenceNumber
+	}
+	switch typ {
+	case atSequenceNumber, afterSequenceNumber, trimHorizon, latest, atTimestamp:
+	default:
+		return 0, nil, errf(400, "DIS.4215", "Invalid cursor type. [%s]", typ)
+	}
+	ctx := r.Context()
+	s.mu.Lock()
+	bs, ss, derr := s.streamOf(ctx, name)
+	var p int32
+	if derr == nil {
+		p, derr = s.readablePartition(bs, ss, pid)
+	}
+	s.mu.Unlock()
+	if derr != nil {
+		return 0, nil, derr
+	}
+	rng, err := s.b.Range(name, p)
+	if err != nil {
+		return 0, nil, backendError(err, name, pid, "")
+	}
+	var pos int64
+	switch typ {
+	case atSequenceNumber, afterSequenceNumber:
+		v := q.Get("starting-sequence-number")
+		sn, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || sn < 0 {
+			return 0, nil, errf(400, "DIS.4216", "Invalid sequence_number. [%q]", v)
+		}
+		pos = sn
+		if typ == afterSequenceNumber {
+			pos = sn + 1
+		}
+		if pos < rng.First || pos > rng.Next {
+			return 0, nil, errf(400, "DIS.4224", "Sequence_number out of range. [%s is outside the valid range [%d : %d] of %s]",
+				v, rng.First, max(rng.Next-1, rng.First), disbackend.PartitionID(p))
+		}
+	case trimHorizon:
+		pos = rng.First
+	case latest:
+		pos = rng.Next
+	case atTimestamp:
+		v := q.Get("timestamp")
+		ts, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || ts < 0 {
+			return 0, nil, errInvalid("timestamp %q must be epoch milliseconds", v)
+		}
+		if pos, derr = s.offsetAtTimestamp(ctx, name, p, ts, rng); derr != nil {
+			return 0, nil, derr
+		}
+	}
+	return http.StatusOK, map[string]string{"partition_cursor": s.encodeCursor(name, p, pos)}, nil
+}
+
+// offsetAtTimestamp is the sequence number of the first record whose
+// timestamp is >= ts, or next when there is none.
+func (s *Server) offsetAtTimestamp(ctx context.Context, name string, p int32, ts int64, rng disbackend.PartitionRange) (int64, *disError) {
+	raw, err := s.b.BatchAtTimestamp(ctx, name, p, ts)
+	if err != nil {
+		return 0, backendError(err, name, disbackend.PartitionID(p), "")
+	}
+	if raw == nil {
+		return rng.Next, nil
+	}
+	recs, err := kafkawire.DecodeRecords(raw)
+	if err != nil {
+		return 0, errf(500, "DIS.5000", "System error. [%v]", err)
+	}
+	base := disbackend.BaseOffset(raw)
+	for i := range recs {
+		if recs[i].TimestampDelta64 >= ts {
+			return max(kafkawire.AbsoluteOffset(base, &recs[i]), rng.First), nil
+		}
+	}
+	return max(base+int64(len(recs)), rng.First), nil
+}
+
+type getRecordsResult struct {
+	Records             []recordJSON `json:"records"`
+	NextPartitionCursor string       `json:"next_partition_cursor"`
+}
+
+type recordJSON struct {
+	PartitionKey   *string `json:"partition_key,omitempty"`
+	SequenceNumber string  `json:"sequence_number"`
+	Data           string  `json:"data"`
+	Timestamp      int64   `json:"timestamp"`
+	TimestampType  string  `json:"timestamp_type"`
+}
+
+func (s *Server) getRecords(r *http.Request, _ map[string]string, _ []byte) (int, any, *disError) {
+	q := r.URL.Query()
+	cv := q.Get("partition-cursor")
+	c, p, sn, ok := decodeCursor(cv)
+	if !ok {
+		return 0, nil, errf(400, "DIS.4217", "Invalid partition_cursor.")
+	}
+	if s.now().UnixMilli()-c.Generated > cursorLifetime.Milliseconds() {
+		return 0, nil, errf(400, "DIS.4225", "Expired partition cursor. [cursors are valid for 5 minutes]")
+	}
+	limit := defaultGetLimit
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxGetLimit {
+			return 0, nil, errInvalid("limit %q must be 1-%d", v, maxGetLimit)
+		}
+		limit = n
+	}
+	name := c.Param.StreamName
+	ctx := r.Context()
+	s.mu.Lock()
+	bs, ss, derr := s.streamOf(ctx, name)
+	if derr == nil {
+		p, derr = s.readablePartition(bs, ss, c.Param.PartitionID)
+	}
+	var advanced bool
+	var sid string
+	if derr == nil {
+		advanced, sid = ss.StreamType == "ADVANCED", ss.StreamID
+	}
+	s.mu.Unlock()
+	if derr != nil {
+		return 0, nil, derr
+	}
+	maxBytes := defaultFetchBytesCommon
+	if advanced {
+		maxBytes = defaultFetchBytesAdvanced
+	}
+	if v := q.Get("max_fetch_bytes"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return 0, nil, errInvalid("max_fetch_bytes %q must be a positive number", v)
+		}
+		maxBytes = n
+	}
+	out := []recordJSON{}
+	next, size := sn, 0
+	full := false
+	for !full && len(out) < limit {
+		res, err := s.b.Read(ctx, name, p, next, max(maxBytes-size, 64<<10))
+		if err != nil {
+			if errors.Is(err, disbackend.ErrOffsetOutOfRange) && next < res.Range.First {
+				return 0, nil, errf(400, "DIS.4226", "Sequence number behind the cursor has expired. [%d is below the partition's first %d; get a new cursor]", next, res.Range.First)
+			}
+			if errors.Is(err, disbackend.ErrOffsetOutOfRange) {
+				return 0, nil, errf(400, "DIS.4217", "Invalid partition_cursor. [%d is beyond the partition's next %d]", next, res.Range.Next)
+			}
+			return 0, nil, backendError(err, name, c.Param.PartitionID, "")
+		}
+		progressed := false
+		for _, raw := range res.Batches {
+			recs, err := kafkawire.DecodeRecords(raw)
+			if err != nil {
+				return 0, nil, errf(500, "DIS.5000", "System error. [%v]", err)
+			}
+			base := disbackend.BaseOffset(raw)
+			for i := range recs {
+				kr := &recs[i]
+				off := kafkawire.AbsoluteOffset(base, kr)
+				if off < next {
+					continue
+				}
+				if len(out) >= limit || size+len(kr.Value) > maxBytes {
+					full = true
+					break
+				}
+				if s.opts.FlowControl && !s.flow.takeRead(flowKey(sid, p), advanced, len(kr.Value)) {
+					if len(out) == 0 {
+						return 0, nil, errf(400, "DIS.4303", "Exceeded traffic control limit.")
+					}
+					full = true
+					break
+				}
+				rec := recordJSON{
+					SequenceNumber: strconv.FormatInt(off, 10),
+					Data:           base64.StdEncoding.EncodeToString(kr.Value),
+					Timestamp:      kr.TimestampDelta64,
+					TimestampType:  "CreateTime",
+				}
+				if kr.Key != nil {
+					k := string(kr.Key)
+					rec.PartitionKey = &k
+				}
+				out = append(out, rec)
+				size += len(kr.Value)
+				next = off + 1
+				progressed = true
+			}
+			if full {
+				break
+			}
+		}
+		if !progressed {
+			break
+		}
+	}
+	return http.StatusOK, getRecordsResult{Records: out, NextPartitionCursor: s.encodeCursor(name, p, next)}, nil
+}

@@ -1,0 +1,254 @@
+package dislocal
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/disgw/disgw/disbackend"
+)
+
+// state is what dislocal keeps beside the backend: the DIS attributes of
+// each stream that disbackend.Stream does not hold. Guarded by Server.mu.
+type state struct {
+	Streams map[string]*streamState `json:"streams"`
+	path    string
+}
+
+// streamState is one stream's DIS attributes.
+type streamState struct {
+	// StreamID is the stream_id this state belongs to (derived from the
+	// backend's TopicID); a stream deleted and created again gets new state.
+	StreamID          string `json:"stream_id"`
+	StreamType        string `json:"stream_type"`
+	DataType          string `json:"data_type"`
+	DataSchema        string `json:"data_schema,omitempty"`
+	CompressionFormat string `json:"compression_format,omitempty"`
+	CSVDelimiter      string `json:"csv_delimiter,omitempty"`
+	AutoScaleEnabled  bool   `json:"auto_scale_enabled"`
+	AutoScaleMin      int64  `json:"auto_scale_min_partition_count,omitempty"`
+	AutoScaleMax      int64  `json:"auto_scale_max_partition_count,omitempty"`
+	// RetentionHours is data_duration; the backend's retention is
+	// RetentionHours × Options.RetentionUnit.
+	RetentionHours int32 `json:"retention_hours"`
+	// Writable is the number of ACTIVE partitions (0 .. Writable-1); the
+	// backend's partitions above it were left DELETED by a scale-down.
+	Writable int32 `json:"writable"`
+	// DeletedAt is when each partition >= Writable was scaled away (ms).
+	DeletedAt    map[int32]int64 `json:"deleted_at,omitempty"`
+	Scalings     []scaling       `json:"scalings,omitempty"`
+	Tags         []tag           `json:"tags,omitempty"`
+	SysTags      []tag           `json:"sys_tags,omitempty"`
+	LastModified int64           `json:"last_modified"` // ms
+}
+
+// scaling is one UpdatePartitionCount, as update_partition_counts[] shows it.
+type scaling struct {
+	CreateTimestamp      int64 `json:"create_timestamp"`
+	SrcPartitionCount    int32 `json:"src_partition_count"`
+	TargetPartitionCount int32 `json:"target_partition_count"`
+	ResultCode           int32 `json:"result_code"`
+	AutoScale            bool  `json:"auto_scale"`
+}
+
+type tag struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+func loadState(path string) (*state, error) {
+	st := &state{Streams: map[string]*streamState{}, path: path}
+	if path == "" {
+		return st, nil
+	}
+	data, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return st, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("dislocal: read state: %w", err)
+	}
+	if err := json.Unmarshal(data, st); err != nil {
+		return nil, fmt.Errorf("dislocal: state file %s: %w", path, err)
+	}
+	if st.Streams == nil {
+		st.Streams = map[string]*streamState{}
+	}
+	return st, nil
+}
+
+// save writes the state file atomically (temp file, fsync, rename). Call
+// with Server.mu held.
+func (st *state) save() error {
+	if st.path == "" {
+		return nil
+	}
+	data, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := st.path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, st.path); err != nil {
+		return err
+	}
+	if d, err := os.Open(filepath.Dir(st.path)); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// saveState persists the state, as a DIS error on failure. Call with mu held.
+func (s *Server) saveState() *disError {
+	if err := s.state.save(); err != nil {
+		return errf(500, "DIS.5000", "System error. [saving dislocal state: %v]", err)
+	}
+	return nil
+}
+
+var base62 = []byte("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+
+// streamID derives DIS's 19-character alphanumeric stream_id from the
+// backend's TopicID (stable across restarts).
+func streamID(topicID [16]byte) string {
+	n := new(big.Int).SetBytes(topicID[:14])
+	out := make([]byte, 19)
+	b62 := big.NewInt(62)
+	m := new(big.Int)
+	for i := 18; i >= 0; i-- {
+		n.DivMod(n, b62, m)
+		out[i] = base62[m.Int64()]
+	}
+	return string(out)
+}
+
+// streamOf returns the backend's stream and its DIS state, creating default
+// state for a stream dislocal did not create (or created again). Call with
+// mu held.
+func (s *Server) streamOf(ctx context.Context, name string) (disbackend.Stream, *streamState, *disError) {
+	bs, err := s.b.DescribeStream(ctx, name)
+	if err != nil {
+		return bs, nil, backendError(err, name, "", "")
+	}
+	return bs, s.stateFor(bs), nil
+}
+
+// stateFor returns bs's state, made fresh when missing or stale. Call with
+// mu held.
+func (s *Server) stateFor(bs disbackend.Stream) *streamState {
+	id := streamID(bs.TopicID)
+	ss := s.state.Streams[bs.Name]
+	if ss == nil || ss.StreamID != id {
+		hours := int32(168)
+		if r := bs.Config.Retention; r > 0 {
+			hours = int32((r + s.opts.RetentionUnit - 1) / s.opts.RetentionUnit)
+		}
+		ss = &streamState{
+			StreamID: id, StreamType: "COMMON", DataType: "BLOB",
+			RetentionHours: hours, Writable: bs.PartitionCount,
+			LastModified: bs.CreatedAt.UnixMilli(),
+		}
+		s.state.Streams[bs.Name] = ss
+	}
+	if ss.Writable > bs.PartitionCount {
+		ss.Writable = bs.PartitionCount
+	}
+	return ss
+}
+
+// streamByID finds a stream by stream_id. Call with mu held.
+func (s *Server) streamByID(ctx context.Context, id string) (disbackend.Stream, *streamState, *disError) {
+	all, err := s.b.ListStreams(ctx)
+	if err != nil {
+		return disbackend.Stream{}, nil, backendError(err, "", "", "")
+	}
+	for _, bs := range all {
+		if streamID(bs.TopicID) == id {
+			return bs, s.stateFor(bs), nil
+		}
+	}
+	return disbackend.Stream{}, nil, errf(400, "DIS.4603", "Resource does not exist. [stream %s]", id)
+}
+
+// Partition statuses.
+const (
+	statusActive  = "ACTIVE"
+	statusDeleted = "DELETED"
+	statusExpired = "EXPIRED"
+)
+
+// partitionStatus returns partition p's status: ACTIVE below Writable;
+// DELETED after a scale-down until its data has expired (the stream's
+// retention after the scale-down), then EXPIRED.
+func (s *Server) partitionStatus(bs disbackend.Stream, ss *streamState, p int32) string {
+	if p < ss.Writable {
+		return statusActive
+	}
+	at, ok := ss.DeletedAt[p]
+	if !ok {
+		return statusDeleted
+	}
+	if r := bs.Config.Retention; r > 0 && s.now().UnixMilli()-at >= r.Milliseconds() {
+		return statusExpired
+	}
+	return statusDeleted
+}
+
+// parsePartitionID accepts "3" and "shardId-0000000003".
+func parsePartitionID(id string) (int32, bool) {
+	digits := strings.TrimPrefix(id, "shardId-")
+	if digits == "" || len(digits) > 10 {
+		return 0, false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.ParseInt(digits, 10, 32)
+	if err != nil {
+		return 0, false
+	}
+	return int32(n), true
+}
+
+// readablePartition resolves a partition id for reading: it must exist and
+// not be EXPIRED. Call with mu held.
+func (s *Server) readablePartition(bs disbackend.Stream, ss *streamState, id string) (int32, *disError) {
+	p, ok := parsePartitionID(id)
+	if !ok {
+		return 0, errf(400, "DIS.4201", "Invalid partition_id. [%s]", id)
+	}
+	if p >= bs.PartitionCount {
+		return 0, errPartitionNotFound(id)
+	}
+	if s.partitionStatus(bs, ss, p) == statusExpired {
+		return 0, errf(400, "DIS.4319", "Partition is expired. [%s]", disbackend.PartitionID(p))
+	}
+	return p, nil
+}
+
+func (s *Server) retention(hours int32) time.Duration {
+	return time.Duration(hours) * s.opts.RetentionUnit
+}
