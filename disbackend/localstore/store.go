@@ -121,6 +121,8 @@ type Store struct {
 	nextSeg   uint64                // number of the next segment file
 	assembled uint64                // groups assembled so far
 	wbuf      []byte                // the writer's group buffer
+	hbuf      []byte                // the writer's frame headers (writev path)
+	iovs      [][]byte              // the writer's iovecs (writev path)
 
 	// syncedMu guards synced and syncerDone; syncedCond is signalled when
 	// they change (quiesce waits on it).

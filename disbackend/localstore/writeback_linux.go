@@ -16,3 +16,36 @@ func startWriteback(f vfs.File, off, n int64) {
 		_ = unix.SyncFileRange(int(fd), off, n, unix.SYNC_FILE_RANGE_WRITE)
 	}
 }
+
+// canWritev: files with a descriptor are written with writev.
+const canWritev = true
+
+// writevAll writes every byte of iovs at fd's current offset, with as few
+// writev calls as IOV_MAX allows, continuing after short writes.
+func writevAll(fd int, iovs [][]byte) error {
+	const iovMax = 1024
+	for len(iovs) > 0 {
+		chunk := iovs[:min(len(iovs), iovMax)]
+		n, err := unix.Writev(fd, chunk)
+		if err != nil {
+			if err == unix.EINTR {
+				continue
+			}
+			return err
+		}
+		// Drop what was written; keep the rest of a partly written slice.
+		for n > 0 && len(iovs) > 0 {
+			if n >= len(iovs[0]) {
+				n -= len(iovs[0])
+				iovs = iovs[1:]
+				continue
+			}
+			iovs[0] = iovs[0][n:]
+			n = 0
+		}
+		for len(iovs) > 0 && len(iovs[0]) == 0 {
+			iovs = iovs[1:]
+		}
+	}
+	return nil
+}

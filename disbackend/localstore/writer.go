@@ -167,32 +167,58 @@ func (s *Store) writeGroup(g *group, nowMS int64) error {
 		if err != nil {
 			return err
 		}
+		// Frame headers go in one buffer; on a real file the batches are
+		// written from where they are (writev), so their bytes are copied
+		// only into the page cache. Other filesystems (in-memory ones in
+		// tests, which may modify what Write is given) get one contiguous
+		// copy.
+		fd := seg.f.Fd()
+		direct := fd != vfs.InvalidFd && canWritev
+		hdrs := s.hbuf[:0]
 		buf := s.wbuf[:0]
-		if int64(cap(buf)) < total {
+		if !direct && int64(cap(buf)) < total {
 			buf = make([]byte, 0, total)
 		}
-		pos := seg.size
+		pos, off := seg.size, int64(0)
 		for _, i := range order[:n] {
 			it := &g.items[i]
-			fi := frameInfo{part: it.p.id, size: int32(len(it.raw)), pos: pos + int64(len(buf)) + frameHeaderLen,
+			fi := frameInfo{part: it.p.id, size: int32(len(it.raw)), pos: pos + off + frameHeaderLen,
 				base: it.base, last: it.last, appendMS: nowMS, maxTS: it.maxTS}
 			fi.setProducer(it.raw)
 			var hdr [frameHeaderLen]byte
 			fi.putHeader(hdr[:], sid)
 			binary.BigEndian.PutUint32(hdr[4:], frameCRC(hdr[:], it.raw))
-			buf = append(buf, hdr[:]...)
-			buf = append(buf, it.raw...)
+			if direct {
+				hdrs = append(hdrs, hdr[:]...)
+			} else {
+				buf = append(buf, hdr[:]...)
+				buf = append(buf, it.raw...)
+			}
+			off += frameHeaderLen + int64(len(it.raw))
 			seg.note(&fi)
 			it.loc = batchLoc{seg: seg, pos: fi.pos, base: it.base, last: it.last, maxTS: it.maxTS, appendMS: nowMS, size: fi.size}
 		}
-		if int64(cap(buf)) <= 2*maxGroupBytes {
-			s.wbuf = buf[:0]
+		if direct {
+			iovs := s.iovs[:0]
+			for k, i := range order[:n] {
+				iovs = append(iovs, hdrs[k*frameHeaderLen:(k+1)*frameHeaderLen], g.items[i].raw)
+			}
+			err := writevAll(int(fd), iovs)
+			clear(iovs)
+			s.iovs, s.hbuf = iovs[:0], hdrs[:0]
+			if err != nil {
+				return fmt.Errorf("segment %s: write: %w", seg.path, err)
+			}
+		} else {
+			if int64(cap(buf)) <= 2*maxGroupBytes {
+				s.wbuf = buf[:0]
+			}
+			if _, err := seg.f.Write(buf); err != nil {
+				return fmt.Errorf("segment %s: write: %w", seg.path, err)
+			}
 		}
-		if _, err := seg.f.Write(buf); err != nil {
-			return fmt.Errorf("segment %s: write: %w", seg.path, err)
-		}
-		startWriteback(seg.f, seg.size, int64(len(buf)))
-		seg.size += int64(len(buf))
+		startWriteback(seg.f, seg.size, off)
+		seg.size += off
 		g.segs = append(g.segs, seg)
 		order = order[n:]
 	}
