@@ -115,7 +115,7 @@ func (s *Store) cursor(ctx context.Context, k partKey, typ model.ShowCursorReque
 // consume runs GetRecords at cursor and maps the records; it returns them
 // and next_partition_cursor.
 func (s *Store) consume(ctx context.Context, k partKey, cursor string, maxBytes int, logAppend bool) ([]fetched, string, error) {
-	mb := int32(min(max(maxBytes, maxRecordBytes+envelopeHeader+64), math.MaxInt32))
+	mb := int32(min(max(maxBytes, 1), math.MaxInt32))
 	resp, err := call(ctx, s, "get records", func() (*model.ConsumeRecordsResponse, error) {
 		return s.c.ConsumeRecords(&model.ConsumeRecordsRequest{PartitionCursor: cursor, MaxFetchBytes: &mb})
 	})
@@ -170,6 +170,19 @@ func (s *Store) readAt(ctx context.Context, k partKey, sn int64, maxBytes int, l
 		}
 		at := time.Now()
 		recs, next, err := s.consume(ctx, k, cur, maxBytes, logAppend)
+		if err == nil && len(recs) == 0 && maxBytes < maxRecordBytes+envelopeHeader {
+			// DIS returns nothing when the next record is larger than
+			// max_fetch_bytes; KIP-74 wants it anyway. Ask again for up to
+			// one record's limit and keep only the first (next is then
+			// not where the kept records end).
+			recs, _, err = s.consume(ctx, k, cur, maxRecordBytes+envelopeHeader+64, logAppend)
+			if err == nil && len(recs) > 0 {
+				if cached {
+					s.cursors.drop(ck)
+				}
+				return recs[:1], nil
+			}
+		}
 		if err != nil {
 			if cached && (codeOf(err) == "DIS.4225" || codeOf(err) == "DIS.4217") {
 				s.cursors.drop(ck)
