@@ -30,9 +30,16 @@ import (
 // from DISGW_LISTEN, log_level from DISGW_LOG_LEVEL.
 const EnvPrefix = "DISGW_"
 
-// BackendLocal is the embedded Pebble store, the default and for now only
-// backend.
-const BackendLocal = "local"
+// Backends: BackendLocal is the embedded Pebble store, the default;
+// BackendDIS is Huawei Cloud DIS through its REST API (disrest), set up by
+// the dis_* keys.
+const (
+	BackendLocal = "local"
+	BackendDIS   = "dis"
+)
+
+// RecordFormats are the values DISRecordFormat accepts.
+var RecordFormats = []string{"auto", "native", "envelope"}
 
 // Config is disgw's configuration. The yaml tag of each field is its key in
 // the YAML file; its environment variable is EnvPrefix plus the key in upper
@@ -48,8 +55,28 @@ type Config struct {
 	Advertise string `yaml:"advertise"`
 	// Data is the directory of the embedded store. Default ./data.
 	Data string `yaml:"data"`
-	// Backend selects the backend; only "local" (the embedded store) for now.
+	// Backend selects the backend: "local" (the embedded store, the
+	// default) or "dis" (Huawei Cloud DIS, the dis_* keys).
 	Backend string `yaml:"backend"`
+	// DISEndpoint is the DIS endpoint URL, e.g.
+	// https://dis.cn-north-4.myhuaweicloud.com. Required with backend dis.
+	DISEndpoint string `yaml:"dis_endpoint"`
+	// DISProjectID is the IAM project id of the region. Required with
+	// backend dis.
+	DISProjectID string `yaml:"dis_project_id"`
+	// DISRegion is the DIS region, e.g. cn-north-4; informational.
+	DISRegion string `yaml:"dis_region"`
+	// DISAK and DISSK are the access key pair that signs DIS requests; best
+	// given as DISGW_DIS_AK and DISGW_DIS_SK. Never logged.
+	DISAK string `yaml:"dis_ak"`
+	DISSK string `yaml:"dis_sk"`
+	// DISToken is an IAM token (X-Auth-Token), used when no AK is given;
+	// best given as DISGW_DIS_TOKEN. Never logged.
+	DISToken string `yaml:"dis_token"`
+	// DISRecordFormat is how Kafka records are stored in DIS: auto (plain
+	// where DIS can hold the record, else an envelope), native or
+	// envelope. Default auto.
+	DISRecordFormat string `yaml:"dis_record_format"`
 	// LogLevel is debug, info, warn or error. Default info.
 	LogLevel string `yaml:"log_level"`
 
@@ -108,6 +135,7 @@ func Default() Config {
 		Advertise:              "",
 		Data:                   "./data",
 		Backend:                BackendLocal,
+		DISRecordFormat:        "auto",
 		LogLevel:               "info",
 		MaxFrameBytes:          g.MaxFrameBytes,
 		IdleTimeout:            g.IdleTimeout,
@@ -324,8 +352,26 @@ func (c Config) Validate() error {
 	if strings.TrimSpace(c.Data) == "" {
 		bad("data", "must name a directory")
 	}
-	if c.Backend != BackendLocal {
-		bad("backend", "%q is not supported; the only backend is %q", c.Backend, BackendLocal)
+	switch c.Backend {
+	case BackendLocal:
+	case BackendDIS:
+		if strings.TrimSpace(c.DISEndpoint) == "" {
+			bad("dis_endpoint", "is required with backend dis (e.g. https://dis.cn-north-4.myhuaweicloud.com)")
+		}
+		if strings.TrimSpace(c.DISProjectID) == "" {
+			bad("dis_project_id", "is required with backend dis")
+		}
+		if (c.DISAK == "") != (c.DISSK == "") {
+			bad("dis_ak", "dis_ak and dis_sk go together (DISGW_DIS_AK, DISGW_DIS_SK)")
+		}
+		if c.DISAK == "" && c.DISToken == "" {
+			bad("dis_ak", "backend dis needs credentials: DISGW_DIS_AK and DISGW_DIS_SK, or DISGW_DIS_TOKEN")
+		}
+	default:
+		bad("backend", "%q is not one of %q, %q", c.Backend, BackendLocal, BackendDIS)
+	}
+	if !slices.Contains(RecordFormats, c.DISRecordFormat) {
+		bad("dis_record_format", "%q is not one of %s", c.DISRecordFormat, strings.Join(RecordFormats, ", "))
 	}
 	if !slices.Contains(LogLevels, c.LogLevel) {
 		bad("log_level", "%q is not one of %s", c.LogLevel, strings.Join(LogLevels, ", "))

@@ -236,12 +236,23 @@ func TestValidate(t *testing.T) {
 		{"advertise port 0", func(c *Config) { c.Advertise = "host:0" }, []string{"advertise:"}},
 		{"advertise no host", func(c *Config) { c.Advertise = ":9092" }, []string{"advertise:"}},
 		{"zero retention", func(c *Config) { c.DefaultRetention = 0 }, []string{"default_retention:"}},
+		{"dis with AK/SK", func(c *Config) {
+			c.Backend, c.DISEndpoint, c.DISProjectID, c.DISAK, c.DISSK = "dis", "https://dis.example", "p", "ak", "sk"
+		}, nil},
+		{"dis with a token", func(c *Config) {
+			c.Backend, c.DISEndpoint, c.DISProjectID, c.DISToken = "dis", "https://dis.example", "p", "tok"
+		}, nil},
+		{"dis without settings", func(c *Config) { c.Backend = "dis" }, []string{"dis_endpoint:", "dis_project_id:", "dis_ak:"}},
+		{"dis AK without SK", func(c *Config) {
+			c.Backend, c.DISEndpoint, c.DISProjectID, c.DISAK = "dis", "https://dis.example", "p", "ak"
+		}, []string{"dis_ak:"}},
+		{"record format", func(c *Config) { c.DISRecordFormat = "json" }, []string{"dis_record_format:"}},
 		{"zero retention check", func(c *Config) { c.RetentionCheckInterval = 0 }, []string{"retention_check_interval:"}},
 		{"every problem at once", func(c *Config) {
 			c.Listen = "nope"
 			c.Advertise = "0.0.0.0:0"
 			c.Data = ""
-			c.Backend = "dis"
+			c.Backend = "kafka"
 			c.LogLevel = "verbose"
 			c.MaxFrameBytes = 0
 			c.IdleTimeout = -time.Second
@@ -299,5 +310,22 @@ func TestGateway(t *testing.T) {
 	}
 	if g.WriteTimeout == 0 || g.MaxInFlight == 0 || g.RequestOverhead == 0 {
 		t.Fatalf("Gateway() = %+v lost gateway defaults of keys not configured here", g)
+	}
+}
+
+// configs/dis.yaml loads and is valid once credentials are given.
+func TestDISExample(t *testing.T) {
+	t.Parallel()
+	c, err := Load("dis.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ApplyEnv(func(k string) string {
+		return map[string]string{"DISGW_DIS_AK": "ak", "DISGW_DIS_SK": "sk"}[k]
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil || c.Backend != BackendDIS || c.DefaultRetention != 24*time.Hour {
+		t.Fatalf("dis.yaml: %+v, %v", c, err)
 	}
 }

@@ -26,6 +26,8 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/disgw/disgw/configs"
+	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/disbackend/disrest"
 	"github.com/disgw/disgw/disbackend/localstore"
 	"github.com/disgw/disgw/gateway"
 )
@@ -104,6 +106,10 @@ var flagKeys = map[string]string{
 	"data":      "data",
 	"backend":   "backend",
 	"log-level": "log_level",
+
+	"dis-endpoint":   "dis_endpoint",
+	"dis-project-id": "dis_project_id",
+	"dis-region":     "dis_region",
 }
 
 func serve(args []string, getenv func(string) string, stderr io.Writer) int {
@@ -115,7 +121,11 @@ func serve(args []string, getenv func(string) string, stderr io.Writer) int {
 	fs.String("listen", def.Listen, "TCP address to bind, `HOST:PORT` (env DISGW_LISTEN)")
 	fs.String("advertise", def.Advertise, "`HOST:PORT` given to clients; empty = the bound address (env DISGW_ADVERTISE)")
 	fs.String("data", def.Data, "`directory` of the embedded store (env DISGW_DATA)")
-	fs.String("backend", def.Backend, "backend: local (env DISGW_BACKEND)")
+	fs.String("backend", def.Backend, "backend: local or dis (env DISGW_BACKEND)")
+	fs.String("dis-endpoint", def.DISEndpoint, "DIS endpoint `URL`, backend dis (env DISGW_DIS_ENDPOINT)")
+	fs.String("dis-project-id", def.DISProjectID, "DIS project `id`, backend dis (env DISGW_DIS_PROJECT_ID); "+
+		"credentials from DISGW_DIS_AK and DISGW_DIS_SK, or DISGW_DIS_TOKEN")
+	fs.String("dis-region", def.DISRegion, "DIS `region`, informational (env DISGW_DIS_REGION)")
 	fs.String("log-level", def.LogLevel, "debug, info, warn or error (env DISGW_LOG_LEVEL)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -177,13 +187,7 @@ func runGateway(cfg configs.Config, readyFile string, log *zap.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
-	if err := os.MkdirAll(cfg.Data, 0o755); err != nil {
-		return fmt.Errorf("data directory: %w", err)
-	}
-	store, err := localstore.Open(cfg.Data, localstore.Options{
-		Logger:                 log,
-		RetentionCheckInterval: cfg.RetentionCheckInterval,
-	})
+	store, err := openBackend(cfg, log)
 	if err != nil {
 		return err
 	}
@@ -208,8 +212,8 @@ func runGateway(cfg configs.Config, readyFile string, log *zap.Logger) error {
 		zap.String("version", version),
 		zap.String("listen", srv.Addr().String()),
 		zap.String("advertise", srv.AdvertisedAddr()),
-		zap.String("data", cfg.Data),
-		zap.String("backend", cfg.Backend))
+		zap.String("backend", cfg.Backend),
+		backendField(cfg))
 
 	if readyFile != "" {
 		if err := writeFileAtomic(readyFile, srv.AdvertisedAddr()+"\n"); err != nil {
@@ -249,6 +253,34 @@ func runGateway(cfg configs.Config, readyFile string, log *zap.Logger) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// openBackend opens the configured backend: the embedded store in
+// cfg.Data, or DIS.
+func openBackend(cfg configs.Config, log *zap.Logger) (disbackend.Backend, error) {
+	if cfg.Backend == configs.BackendDIS {
+		return disrest.New(disrest.Options{
+			Endpoint: cfg.DISEndpoint, Region: cfg.DISRegion, ProjectID: cfg.DISProjectID,
+			AK: cfg.DISAK, SK: cfg.DISSK, Token: cfg.DISToken,
+			RecordFormat: cfg.DISRecordFormat, Logger: log,
+		})
+	}
+	if err := os.MkdirAll(cfg.Data, 0o755); err != nil {
+		return nil, fmt.Errorf("data directory: %w", err)
+	}
+	return localstore.Open(cfg.Data, localstore.Options{
+		Logger:                 log,
+		RetentionCheckInterval: cfg.RetentionCheckInterval,
+	})
+}
+
+// backendField is where the backend keeps data, for the start-up log; never
+// a credential.
+func backendField(cfg configs.Config) zap.Field {
+	if cfg.Backend == configs.BackendDIS {
+		return zap.String("dis_endpoint", cfg.DISEndpoint)
+	}
+	return zap.String("data", cfg.Data)
 }
 
 // writeFileAtomic writes text to path through a temporary file and a

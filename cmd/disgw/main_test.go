@@ -305,8 +305,10 @@ func TestUsageErrors(t *testing.T) {
 		{"unknown command", nil, []string{"frobnicate"}, []string{`unknown command "frobnicate"`}},
 		{"unknown flag", nil, []string{"serve", "--nope"}, []string{"flag provided but not defined: -nope"}},
 		{"every bad value", []string{"DISGW_IDLE_TIMEOUT=soon"},
-			[]string{"--listen", "nope", "--advertise", "0.0.0.0:9092", "--backend", "dis", "--log-level", "loud"},
+			[]string{"--listen", "nope", "--advertise", "0.0.0.0:9092", "--backend", "kafka", "--log-level", "loud"},
 			[]string{"DISGW_IDLE_TIMEOUT", "listen:", "advertise:", "backend:", "log_level:"}},
+		{"dis without settings", []string{"DISGW_DIS_AK=ak"}, []string{"--backend", "dis"},
+			[]string{"dis_endpoint:", "dis_project_id:", "dis_ak: dis_ak and dis_sk go together"}},
 		{"missing config file", nil, []string{"--config", "/nonexistent/disgw.yaml"}, []string{"no such file"}},
 	}
 	for _, tc := range tests {

@@ -1,0 +1,417 @@
+package disrest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/huaweicloud/huaweicloud-sdk-go-v3/services/dis/v2/model"
+
+	"github.com/disgw/disgw/disbackend"
+)
+
+// gatewayApp is the gateway-owned app whose checkpoint on MetaStream holds
+// the producer-id allocator. No group maps to it: AppNameForGroup escapes
+// every '_' as _XX and hashed names end in "__" and 16 hex digits.
+const gatewayApp = "__disgw"
+
+// metaOnce creates MetaStream once per process (it may already exist).
+type metaOnce struct {
+	mu   sync.Mutex
+	done bool
+}
+
+func (s *Store) ensureMeta(ctx context.Context) error {
+	s.metaOnce.mu.Lock()
+	defer s.metaOnce.mu.Unlock()
+	if s.metaOnce.done {
+		return nil
+	}
+	err := s.createStream(ctx, MetaStream, 1, MinRetentionHours, nil)
+	if err != nil && !errors.Is(err, disbackend.ErrStreamExists) {
+		return err
+	}
+	s.metaOnce.done = true
+	return nil
+}
+
+func validAppName(name string) bool {
+	if name == "" || len(name) > disbackend.MaxAppNameLen {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// commit writes one LAST_READ checkpoint.
+func (s *Store) commit(ctx context.Context, app, stream string, part int32, sn int64, meta string) error {
+	_, err := call(ctx, s, "commit checkpoint", func() (*model.CommitCheckpointResponse, error) {
+		return s.c.CommitCheckpoint(&model.CommitCheckpointRequest{Body: &model.CommitCheckpointReq{
+			AppName: app, CheckpointType: model.GetCommitCheckpointReqCheckpointTypeEnum().LAST_READ,
+			StreamName: stream, PartitionId: disbackend.PartitionID(part),
+			SequenceNumber: strconv.FormatInt(sn, 10), Metadata: &meta,
+		}})
+	})
+	return err
+}
+
+// checkpointOf reads one checkpoint; sn -1 when there is none.
+func (s *Store) checkpointOf(ctx context.Context, app, stream string, part int32) (int64, string, error) {
+	resp, err := call(ctx, s, "get checkpoint", func() (*model.ShowCheckpointResponse, error) {
+		return s.c.ShowCheckpoint(&model.ShowCheckpointRequest{
+			AppName: app, StreamName: stream, PartitionId: disbackend.PartitionID(part),
+			CheckpointType: model.GetShowCheckpointRequestCheckpointTypeEnum().LAST_READ,
+		})
+	})
+	if err != nil {
+		return 0, "", err
+	}
+	sn := int64(-1)
+	if resp.SequenceNumber != nil {
+		if v, err := strconv.ParseInt(*resp.SequenceNumber, 10, 64); err == nil {
+			sn = v
+		}
+	}
+	meta := ""
+	if resp.Metadata != nil {
+		meta = *resp.Metadata
+	}
+	return sn, meta, nil
+}
+
+// needsGroupRecord reports whether app's group id cannot be read back from
+// its name.
+func needsGroupRecord(app disbackend.App) bool {
+	g, ok := disbackend.GroupForAppName(app.Name)
+	return !ok || g != app.GroupID
+}
+
+func (s *Store) CreateApp(ctx context.Context, app disbackend.App) (disbackend.App, error) {
+	if !validAppName(app.Name) || app.Name == gatewayApp {
+		return disbackend.App{}, fmt.Errorf("disrest: create app: %w: %q must be 1-%d letters, digits, '_' or '-'",
+			disbackend.ErrInvalidName, app.Name, disbackend.MaxAppNameLen)
+	}
+	record := needsGroupRecord(app)
+	if record && utf8.RuneCountInString(app.GroupID) > disbackend.MaxCheckpointMetadataLen {
+		return disbackend.App{}, fmt.Errorf("disrest: create app: %w: group id of %d characters: DIS keeps at most %d for a group id that the app name cannot give back",
+			disbackend.ErrInvalidName, utf8.RuneCountInString(app.GroupID), disbackend.MaxCheckpointMetadataLen)
+	}
+	if record {
+		if err := s.ensureMeta(ctx); err != nil {
+			return disbackend.App{}, err
+		}
+	}
+	_, err := call(ctx, s, "create app "+app.Name, func() (*model.CreateAppResponse, error) {
+		return s.c.CreateApp(&model.CreateAppRequest{Body: &model.CreateAppReq{AppName: app.Name}})
+	})
+	if errors.Is(err, disbackend.ErrAppExists) {
+		if have, derr := s.DescribeApp(ctx, app.Name); derr == nil && have.GroupID != app.GroupID {
+			return disbackend.App{}, fmt.Errorf("disrest: create app %q: %w: it belongs to group %q", app.Name, disbackend.ErrNameCollision, have.GroupID)
+		}
+		return disbackend.App{}, err
+	}
+	if err != nil {
+		return disbackend.App{}, err
+	}
+	if record {
+		// Not atomic with the creation: a crash in between leaves an app
+		// whose group id reads as its name.
+		if err := s.commit(ctx, app.Name, MetaStream, 0, 0, app.GroupID); err != nil {
+			return disbackend.App{}, err
+		}
+	}
+	return s.DescribeApp(ctx, app.Name)
+}
+
+func (s *Store) DeleteApp(ctx context.Context, name string) error {
+	_, err := call(ctx, s, "delete app "+name, func() (*model.DeleteAppResponse, error) {
+		return s.c.DeleteApp(&model.DeleteAppRequest{AppName: name})
+	})
+	return err
+}
+
+// appFromDIS resolves the group id: the record on MetaStream when the app
+// has one, else the reversed name, else the name.
+func (s *Store) appFromDIS(ctx context.Context, name string, created int64, streams *[]string) (disbackend.App, error) {
+	app := disbackend.App{Name: name, GroupID: name, CreatedAt: time.UnixMilli(created)}
+	if g, ok := disbackend.GroupForAppName(name); ok {
+		app.GroupID = g
+	}
+	if streams != nil && contains(*streams, MetaStream) {
+		sn, meta, err := s.checkpointOf(ctx, name, MetaStream, 0)
+		if err != nil {
+			return disbackend.App{}, err
+		}
+		if sn >= 0 {
+			app.GroupID = meta
+		}
+	}
+	return app, nil
+}
+
+func contains(list []string, v string) bool {
+	for _, x := range list {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Store) showApp(ctx context.Context, name string) (*model.ShowAppResponse, error) {
+	return call(ctx, s, "describe app "+name, func() (*model.ShowAppResponse, error) {
+		return s.c.ShowApp(&model.ShowAppRequest{AppName: name})
+	})
+}
+
+func (s *Store) DescribeApp(ctx context.Context, name string) (disbackend.App, error) {
+	if name == gatewayApp {
+		return disbackend.App{}, fmt.Errorf("disrest: describe app %q: %w", name, disbackend.ErrAppNotFound)
+	}
+	resp, err := s.showApp(ctx, name)
+	if err != nil {
+		return disbackend.App{}, err
+	}
+	var created int64
+	if resp.CreateTime != nil {
+		created = *resp.CreateTime
+	}
+	return s.appFromDIS(ctx, name, created, resp.CommitCheckpointStreamNames)
+}
+
+func (s *Store) ListApps(ctx context.Context) ([]disbackend.App, error) {
+	var out []disbackend.App
+	var start *string
+	for {
+		limit := int32(100)
+		resp, err := call(ctx, s, "list apps", func() (*model.ListAppResponse, error) {
+			return s.c.ListApp(&model.ListAppRequest{Limit: &limit, StartAppName: start})
+		})
+		if err != nil {
+			return nil, err
+		}
+		if resp.Apps == nil || len(*resp.Apps) == 0 {
+			break
+		}
+		for _, a := range *resp.Apps {
+			if a.AppName == nil {
+				continue
+			}
+			start = a.AppName
+			if *a.AppName == gatewayApp {
+				continue
+			}
+			var created int64
+			if a.CreateTime != nil {
+				created = *a.CreateTime
+			}
+			app, err := s.appFromDIS(ctx, *a.AppName, created, a.CommitCheckpointStreamNames)
+			if errors.Is(err, disbackend.ErrAppNotFound) {
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, app)
+		}
+		if resp.HasMoreApp == nil || !*resp.HasMoreApp {
+			break
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// CommitCheckpoints checks every checkpoint first (app, streams,
+// partitions, metadata length), then writes them one by one: DIS has no
+// multi-checkpoint write, so a failure part-way leaves the earlier ones
+// written.
+func (s *Store) CommitCheckpoints(ctx context.Context, app string, cps []disbackend.Checkpoint) error {
+	if _, err := s.showApp(ctx, app); err != nil {
+		return err
+	}
+	counts := map[string]int32{}
+	for _, cp := range cps {
+		if n := utf8.RuneCountInString(cp.Metadata); n > disbackend.MaxCheckpointMetadataLen {
+			return fmt.Errorf("disrest: commit %s/%d: %w: metadata of %d characters, more than DIS's %d",
+				cp.Stream, cp.Partition, disbackend.ErrInvalidConfig, n, disbackend.MaxCheckpointMetadataLen)
+		}
+		if cp.Stream == MetaStream {
+			return fmt.Errorf("disrest: commit %s/%d: %w", cp.Stream, cp.Partition, disbackend.ErrStreamNotFound)
+		}
+		n, ok := counts[cp.Stream]
+		if !ok {
+			st, err := s.DescribeStream(ctx, cp.Stream)
+			if err != nil {
+				return err
+			}
+			n = st.PartitionCount
+			counts[cp.Stream] = n
+		}
+		if cp.Partition < 0 || cp.Partition >= n {
+			return fmt.Errorf("disrest: commit %s/%d: %w", cp.Stream, cp.Partition, disbackend.ErrPartitionNotFound)
+		}
+	}
+	for _, cp := range cps {
+		if err := s.commit(ctx, app, cp.Stream, cp.Partition, cp.SequenceNumber, cp.Metadata); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Checkpoints lists the app's checkpoints: the streams it committed on
+// (DescribeApp), the partitions with one (ShowConsumerState), their metadata
+// (GetCheckpoint). CommittedAt is now: DIS keeps no commit time.
+func (s *Store) Checkpoints(ctx context.Context, app, stream string) ([]disbackend.Checkpoint, error) {
+	resp, err := s.showApp(ctx, app)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	var out []disbackend.Checkpoint
+	if resp.CommitCheckpointStreamNames == nil {
+		return nil, nil
+	}
+	for _, name := range *resp.CommitCheckpointStreamNames {
+		if name == MetaStream || (stream != "" && name != stream) {
+			continue
+		}
+		var start *string
+		for {
+			limit := int32(1000)
+			cs, err := call(ctx, s, "consumer state", func() (*model.ShowConsumerStateResponse, error) {
+				return s.c.ShowConsumerState(&model.ShowConsumerStateRequest{AppName: app, StreamName: name, Limit: &limit,
+					StartPartitionId: start, CheckpointType: model.GetShowConsumerStateRequestCheckpointTypeEnum().LAST_READ})
+			})
+			if c := codeOf(err); c == "DIS.4375" || c == "DIS.4301" {
+				break
+			}
+			if err != nil {
+				return nil, err
+			}
+			if cs.PartitionConsumingStates == nil {
+				break
+			}
+			for _, ps := range *cs.PartitionConsumingStates {
+				if ps.PartitionId == nil {
+					continue
+				}
+				start = ps.PartitionId
+				if ps.SequenceNumber == nil || *ps.SequenceNumber == "-1" {
+					continue
+				}
+				part, ok := parsePartition(*ps.PartitionId)
+				if !ok {
+					continue
+				}
+				sn, meta, err := s.checkpointOf(ctx, app, name, part)
+				if err != nil {
+					return nil, err
+				}
+				if sn < 0 {
+					continue
+				}
+				out = append(out, disbackend.Checkpoint{Stream: name, Partition: part, SequenceNumber: sn, Metadata: meta, CommittedAt: now})
+			}
+			if cs.HasMore == nil || !*cs.HasMore {
+				break
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Stream != out[j].Stream {
+			return out[i].Stream < out[j].Stream
+		}
+		return out[i].Partition < out[j].Partition
+	})
+	return out, nil
+}
+
+func parsePartition(id string) (int32, bool) {
+	id = strings.TrimPrefix(id, "shardId-")
+	v, err := strconv.ParseInt(id, 10, 32)
+	return int32(v), err == nil && v >= 0
+}
+
+func (s *Store) DeleteCheckpoints(ctx context.Context, app, stream string, partitions []int32) error {
+	if _, err := s.showApp(ctx, app); err != nil {
+		return err
+	}
+	del := func(pid *string) error {
+		_, err := call(ctx, s, "delete checkpoint", func() (*model.DeleteCheckpointResponse, error) {
+			return s.c.DeleteCheckpoint(&model.DeleteCheckpointRequest{AppName: app, StreamName: stream, PartitionId: pid,
+				CheckpointType: model.GetDeleteCheckpointRequestCheckpointTypeEnum().LAST_READ})
+		})
+		if errors.Is(err, disbackend.ErrStreamNotFound) || errors.Is(err, disbackend.ErrPartitionNotFound) {
+			return nil
+		}
+		return err
+	}
+	if partitions == nil {
+		return del(nil)
+	}
+	for _, p := range partitions {
+		id := disbackend.PartitionID(p)
+		if err := del(&id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pidAllocator hands out producer ids from blocks reserved in the metadata
+// of gatewayApp's checkpoint on MetaStream ("next=<id>"). Several gateway
+// nodes reserving at the same instant can get the same block: DIS has no
+// conditional write. Documented in the README.
+type pidAllocator struct {
+	mu         sync.Mutex
+	next, stop int64
+}
+
+const pidBlock = 1000
+
+func (s *Store) InitProducerID(ctx context.Context) (int64, int16, error) {
+	a := &s.pids
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.next >= a.stop {
+		if err := s.ensureMeta(ctx); err != nil {
+			return 0, 0, err
+		}
+		_, err := call(ctx, s, "create app "+gatewayApp, func() (*model.CreateAppResponse, error) {
+			return s.c.CreateApp(&model.CreateAppRequest{Body: &model.CreateAppReq{AppName: gatewayApp}})
+		})
+		if err != nil && !errors.Is(err, disbackend.ErrAppExists) {
+			return 0, 0, err
+		}
+		sn, meta, err := s.checkpointOf(ctx, gatewayApp, MetaStream, 0)
+		if err != nil {
+			return 0, 0, err
+		}
+		var from int64
+		if v, ok := strings.CutPrefix(meta, "next="); ok && sn >= 0 {
+			if from, err = strconv.ParseInt(v, 10, 64); err != nil {
+				return 0, 0, fmt.Errorf("disrest: producer id allocator: unreadable %q", meta)
+			}
+		}
+		if err := s.commit(ctx, gatewayApp, MetaStream, 0, 0, "next="+strconv.FormatInt(from+pidBlock, 10)); err != nil {
+			return 0, 0, err
+		}
+		a.next, a.stop = from, from+pidBlock
+	}
+	id := a.next
+	a.next++
+	return id, 0, nil
+}

@@ -1,0 +1,371 @@
+// Package disrest is disgw's backend on real Huawei Cloud DIS: every
+// disbackend.Backend operation goes through the official Go SDK client
+// (huaweicloud-sdk-go-v3/services/dis/v2), signed with AK/SK by the SDK's
+// signer or carrying an IAM token.
+//
+// What it maps, and where it keeps what DIS has no field for:
+//
+//   - A Kafka record is one DIS record; sequence numbers are Kafka offsets.
+//     Append decodes the producer's batch and writes its records with one
+//     PutRecords per batch (split at 1 MiB or BatchCount records), at most
+//     one in flight per partition; records rejected with DIS.4303 or
+//     DIS.5xxx are retried with backoff and jitter before any later record
+//     of that partition. The record format (plain or envelope) is in
+//     envelope.go.
+//   - Read turns GetRecords answers into one Kafka record batch (magic 2,
+//     uncompressed) per call, following next_partition_cursor through a
+//     cursor cache keyed by (stream, partition, next sequence number).
+//     Batch boundaries of the producer are not kept: a read starts at the
+//     requested offset, never before it.
+//   - The Kafka topic name (where it differs from the stream name), the
+//     timestamp type and max.message.bytes are stream tags, so every gateway
+//     node lists the same topics. Retention is data_duration, 24-168 hours.
+//   - Group ids that AppNameForGroup cannot reverse, and the producer-id
+//     allocator, are checkpoint metadata on a gateway-owned stream
+//     (MetaStream, one partition, never listed as a topic).
+//
+// Weaker than the embedded store, and documented in the README: the
+// idempotent-producer state (the last five batches per producer-partition)
+// is kept in this process's memory only, so after a gateway restart a
+// retried batch is written again instead of being answered as a duplicate;
+// checkpoints are written one at a time (CommitCheckpoints is validated
+// first, then not atomic on DIS); DIS keeps no commit time, so
+// Checkpoint.CommittedAt is the time of the read.
+package disrest
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/huaweicloud/huaweicloud-sdk-go-v3/core"
+	"github.com/huaweicloud/huaweicloud-sdk-go-v3/core/auth"
+	"github.com/huaweicloud/huaweicloud-sdk-go-v3/core/auth/basic"
+	"github.com/huaweicloud/huaweicloud-sdk-go-v3/core/config"
+	"github.com/huaweicloud/huaweicloud-sdk-go-v3/core/impl"
+	"github.com/huaweicloud/huaweicloud-sdk-go-v3/core/request"
+	dis "github.com/huaweicloud/huaweicloud-sdk-go-v3/services/dis/v2"
+	"go.uber.org/zap"
+
+	"github.com/disgw/disgw/disbackend"
+)
+
+var _ disbackend.Backend = (*Store)(nil)
+
+// Record formats (DESIGN.md section 3).
+const (
+	// FormatAuto stores a record natively when DIS can hold it (UTF-8 key or
+	// none, non-empty value, no headers, value not starting with the envelope
+	// magic), else as an envelope.
+	FormatAuto = "auto"
+	// FormatNative never wraps; a record that needs an envelope is refused.
+	FormatNative = "native"
+	// FormatEnvelope always wraps.
+	FormatEnvelope = "envelope"
+)
+
+// Options configure New. Endpoint and ProjectID are required, and either
+// AK and SK or Token.
+type Options struct {
+	// Endpoint is the DIS endpoint URL, e.g.
+	// https://dis.cn-north-4.myhuaweicloud.com.
+	Endpoint string
+	// Region is the DIS region (e.g. cn-north-4); informational, the
+	// endpoint decides where requests go.
+	Region string
+	// ProjectID is the IAM project id of the region.
+	ProjectID string
+	// AK and SK sign every request (SDK-HMAC-SHA256). Never logged.
+	AK, SK string
+	// Token, used when AK is empty, is sent as X-Auth-Token. Never logged.
+	Token string
+	// RecordFormat is the format of every topic: FormatAuto (default),
+	// FormatNative or FormatEnvelope.
+	RecordFormat string
+	// BatchCount caps the records of one PutRecords; 0 means 1000 (the DIS
+	// Kafka Adapter's batch.count).
+	BatchCount int
+	// BatchBytes caps the data bytes of one PutRecords; 0 means 1 MiB, DIS's
+	// limit for a COMMON stream.
+	BatchBytes int
+	// RequestTimeout bounds one HTTP request; 0 means 30 s.
+	RequestTimeout time.Duration
+	// RetryTimeout bounds how long an append retries DIS.4303, DIS.4305,
+	// DIS.4309, DIS.5xxx and transport errors before it fails with
+	// ErrUnavailable; 0 means 60 s.
+	RetryTimeout time.Duration
+	// RetryBackoff is the first retry's delay, doubled up to 2 s, with
+	// jitter; 0 means 100 ms.
+	RetryBackoff time.Duration
+	// PollInterval is how often Changed wakes long polls so that records
+	// written by others are found; 0 means 500 ms, < 0 wakes only on this
+	// backend's own appends.
+	PollInterval time.Duration
+	// RangeTTL is how long a partition's range read from DIS is reused by
+	// Range and Read; 0 means 0 (every Range asks DIS).
+	RangeTTL time.Duration
+	// Logger is named "disrest"; nil means zap.NewNop().
+	Logger *zap.Logger
+}
+
+const (
+	defaultBatchCount     = 1000
+	defaultBatchBytes     = 1 << 20
+	defaultRequestTimeout = 30 * time.Second
+	defaultRetryTimeout   = 60 * time.Second
+	defaultRetryBackoff   = 100 * time.Millisecond
+	maxRetryBackoff       = 2 * time.Second
+	defaultPollInterval   = 500 * time.Millisecond
+	// maxRecordBytes is DIS's limit on one record's data: 1 MB.
+	maxRecordBytes = 1 << 20
+	// cursorTTL is how long a cached cursor is used: DIS cursors live 5
+	// minutes; renew a minute early.
+	cursorTTL = 4 * time.Minute
+)
+
+// Store is a disbackend.Backend on DIS. Safe for concurrent use.
+type Store struct {
+	c    *dis.DisClient
+	opts Options
+	log  *zap.Logger
+
+	// closeMu guards closed and the writers map; writers are started under
+	// it and stopped by Close.
+	closeMu sync.Mutex
+	closed  bool
+	writers map[partKey]*writer
+	wg      sync.WaitGroup
+
+	// changeMu guards changed.
+	changeMu sync.Mutex
+	changed  chan struct{}
+
+	streams  streamCache
+	cursors  cursorCache
+	ranges   rangeCache
+	pids     pidAllocator
+	idem     idemState
+	metaOnce metaOnce
+
+	// globalBackoff is when requests may go again after DIS.4305/DIS.4309
+	// (unix nanoseconds).
+	globalBackoff atomic.Int64
+	// outOfOrder counts PutRecords answers where DIS accepted a record after
+	// rejecting an earlier one of the same partition.
+	outOfOrder atomic.Int64
+
+	stopPoll chan struct{}
+}
+
+type partKey struct {
+	stream string
+	part   int32
+}
+
+// New returns a Store talking to DIS at opts.Endpoint. It checks the
+// options but does not contact DIS.
+func New(opts Options) (*Store, error) {
+	var problems []string
+	if opts.Endpoint == "" {
+		problems = append(problems, "endpoint is required")
+	}
+	if opts.ProjectID == "" {
+		problems = append(problems, "project id is required")
+	}
+	if (opts.AK == "") != (opts.SK == "") {
+		problems = append(problems, "AK and SK go together")
+	}
+	if opts.AK == "" && opts.Token == "" {
+		problems = append(problems, "credentials are required: AK and SK, or an IAM token")
+	}
+	switch opts.RecordFormat {
+	case "":
+		opts.RecordFormat = FormatAuto
+	case FormatAuto, FormatNative, FormatEnvelope:
+	default:
+		problems = append(problems, fmt.Sprintf("record format %q is not auto, native or envelope", opts.RecordFormat))
+	}
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("disrest: %s", strings.Join(problems, "; "))
+	}
+	if opts.BatchCount <= 0 {
+		opts.BatchCount = defaultBatchCount
+	}
+	if opts.BatchBytes <= 0 {
+		opts.BatchBytes = defaultBatchBytes
+	}
+	if opts.RequestTimeout <= 0 {
+		opts.RequestTimeout = defaultRequestTimeout
+	}
+	if opts.RetryTimeout <= 0 {
+		opts.RetryTimeout = defaultRetryTimeout
+	}
+	if opts.RetryBackoff <= 0 {
+		opts.RetryBackoff = defaultRetryBackoff
+	}
+	if opts.PollInterval == 0 {
+		opts.PollInterval = defaultPollInterval
+	}
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	var cred auth.ICredential
+	builder := dis.DisClientBuilder()
+	if opts.AK != "" {
+		c, err := basic.NewCredentialsBuilder().WithAk(opts.AK).WithSk(opts.SK).WithProjectId(opts.ProjectID).SafeBuild()
+		if err != nil {
+			return nil, fmt.Errorf("disrest: credentials: %w", err)
+		}
+		cred = c
+	} else {
+		cred = &tokenCredentials{projectID: opts.ProjectID, token: opts.Token}
+		builder = builder.WithCredentialsType("disrest.tokenCredentials")
+	}
+	hc, err := builder.
+		WithEndpoints([]string{opts.Endpoint}).
+		WithCredential(cred).
+		WithHttpConfig(config.DefaultHttpConfig().WithTimeout(opts.RequestTimeout).WithRetries(0)).
+		SafeBuild()
+	if err != nil {
+		return nil, fmt.Errorf("disrest: client: %w", err)
+	}
+	s := &Store{
+		c:        dis.NewDisClient(hc),
+		opts:     opts,
+		log:      opts.Logger.Named("disrest"),
+		writers:  map[partKey]*writer{},
+		changed:  make(chan struct{}),
+		stopPoll: make(chan struct{}),
+	}
+	s.streams.init()
+	s.cursors.init()
+	s.ranges.init()
+	s.idem.init()
+	if opts.PollInterval > 0 {
+		s.wg.Add(1)
+		go s.poll()
+	}
+	return s, nil
+}
+
+// tokenCredentials authenticates with an IAM token (X-Auth-Token) instead
+// of a signature; the SDK's basic credentials only sign.
+type tokenCredentials struct {
+	projectID string
+	token     string
+}
+
+func (c *tokenCredentials) ProcessAuthParams(*impl.DefaultHttpClient, string) (auth.ICredential, error) {
+	return c, nil
+}
+
+func (c *tokenCredentials) ProcessAuthRequest(_ *impl.DefaultHttpClient, req *request.DefaultHttpRequest) (*request.DefaultHttpRequest, error) {
+	req.Builder().
+		AddAutoFilledPathParam("project_id", c.projectID).
+		AddHeaderParam("X-Project-Id", c.projectID).
+		AddHeaderParam("X-Auth-Token", c.token)
+	return req, nil
+}
+
+// hc returns the SDK's HTTP client, for requests the generated client has
+// no model for (PutRecords with record timestamps).
+func (s *Store) hc() *core.HcHttpClient { return s.c.HcClient }
+
+// Changed returns a channel closed at the next append through this Store
+// or the next poll tick (records written by other nodes or DIS apps).
+func (s *Store) Changed() <-chan struct{} {
+	s.changeMu.Lock()
+	defer s.changeMu.Unlock()
+	return s.changed
+}
+
+func (s *Store) notify() {
+	s.changeMu.Lock()
+	close(s.changed)
+	s.changed = make(chan struct{})
+	s.changeMu.Unlock()
+}
+
+func (s *Store) poll() {
+	defer s.wg.Done()
+	t := time.NewTicker(s.opts.PollInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stopPoll:
+			return
+		case <-t.C:
+			s.notify()
+		}
+	}
+}
+
+// Close completes every queued append (sending it), then stops. Appends
+// after Close fail with ErrClosed.
+func (s *Store) Close() error {
+	s.closeMu.Lock()
+	if s.closed {
+		s.closeMu.Unlock()
+		return nil
+	}
+	s.closed = true
+	for _, w := range s.writers {
+		w.stop()
+	}
+	close(s.stopPoll)
+	s.closeMu.Unlock()
+	s.wg.Wait()
+	return nil
+}
+
+// ctxTimeout is the context of internal calls that have none (Append,
+// Range).
+func (s *Store) ctxTimeout() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), s.opts.RequestTimeout)
+}
+
+// call runs one SDK call, honouring ctx (the SDK has no context: an ended
+// ctx abandons the call, which completes in the background) and the global
+// back-off after DIS.4305/DIS.4309.
+func call[T any](ctx context.Context, s *Store, op string, f func() (T, error)) (T, error) {
+	var zero T
+	if until := s.globalBackoff.Load(); until > 0 {
+		if d := time.Until(time.Unix(0, until)); d > 0 {
+			t := time.NewTimer(d)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return zero, fmt.Errorf("disrest: %s: %w", op, ctx.Err())
+			case <-t.C:
+			}
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return zero, fmt.Errorf("disrest: %s: %w", op, err)
+	}
+	type result struct {
+		v   T
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		v, err := f()
+		ch <- result{v, err}
+	}()
+	select {
+	case <-ctx.Done():
+		return zero, fmt.Errorf("disrest: %s: %w", op, ctx.Err())
+	case r := <-ch:
+		if r.err != nil {
+			de := s.mapError(r.err)
+			if de.code == "DIS.4305" || de.code == "DIS.4309" {
+				s.globalBackoff.Store(time.Now().Add(time.Second).UnixNano())
+			}
+			return zero, fmt.Errorf("disrest: %s: %w", op, de)
+		}
+		return r.v, nil
+	}
+}

@@ -1,0 +1,196 @@
+package disrest
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"unicode/utf8"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// The envelope (DESIGN.md section 3) carries what a plain DIS record cannot:
+// headers, binary, empty or long keys, null and empty values, and values that
+// start with the magic. Layout, all integers big-endian or Kafka varints:
+//
+//	magic     8 bytes  0xFF "disgw" 0xFE 0x00 (0xFF is never valid UTF-8)
+//	version   1 byte   1
+//	crc       4 bytes  CRC-32C (Castagnoli) of everything after it
+//	timestamp 8 bytes  the Kafka record's timestamp, ms
+//	key       varint length (-1 = null) and bytes
+//	value     varint length (-1 = null) and bytes
+//	headers   uvarint count, then per header: varint key length and key,
+//	          varint value length (-1 = null) and value
+//
+// A record whose first bytes are the magic but whose CRC, version or layout
+// do not check out reads as plain data: a plain value can be mistaken for
+// an envelope only if it also carries a matching CRC-32C over a valid
+// layout. In auto format, values starting with the magic are always
+// wrapped, so anything disgw wrote reads back exactly.
+var envelopeMagic = []byte{0xFF, 'd', 'i', 's', 'g', 'w', 0xFE, 0x00}
+
+const (
+	envelopeVersion = 1
+	envelopeHeader  = 8 + 1 + 4
+	// maxPlainKeyBytes is the longest key stored as a plain partition_key.
+	maxPlainKeyBytes = 256
+)
+
+var crc32c = crc32.MakeTable(crc32.Castagnoli)
+
+// errNeedsEnvelope is why a record cannot be plain (format native refuses it).
+var errNeedsEnvelope = errors.New("record needs an envelope")
+
+// plainReason returns "" when the record can be a plain DIS record (value
+// as data, key as partition_key), else why not.
+func plainReason(r *kmsg.Record) string {
+	switch {
+	case len(r.Headers) > 0:
+		return "it has headers"
+	case r.Value == nil:
+		return "its value is null (a tombstone)"
+	case len(r.Value) == 0:
+		return "its value is empty"
+	case bytes.HasPrefix(r.Value, envelopeMagic):
+		return "its value starts with the envelope magic"
+	case r.Key != nil && len(r.Key) == 0:
+		return "its key is empty (not null)"
+	case len(r.Key) > maxPlainKeyBytes:
+		return fmt.Sprintf("its key is longer than %d bytes", maxPlainKeyBytes)
+	case r.Key != nil && !utf8.Valid(r.Key):
+		return "its key is not UTF-8"
+	}
+	return ""
+}
+
+func appendBytes(b, v []byte) []byte {
+	if v == nil {
+		return binary.AppendVarint(b, -1)
+	}
+	b = binary.AppendVarint(b, int64(len(v)))
+	return append(b, v...)
+}
+
+// encodeEnvelope wraps a record with timestamp ts (ms).
+func encodeEnvelope(r *kmsg.Record, ts int64) []byte {
+	n := envelopeHeader + 8 + 2*binary.MaxVarintLen32 + len(r.Key) + len(r.Value) + 1
+	for _, h := range r.Headers {
+		n += 2*binary.MaxVarintLen32 + len(h.Key) + len(h.Value)
+	}
+	b := make([]byte, envelopeHeader, n)
+	copy(b, envelopeMagic)
+	b[8] = envelopeVersion
+	b = binary.BigEndian.AppendUint64(b, uint64(ts))
+	b = appendBytes(b, r.Key)
+	b = appendBytes(b, r.Value)
+	b = binary.AppendUvarint(b, uint64(len(r.Headers)))
+	for _, h := range r.Headers {
+		b = appendBytes(b, []byte(h.Key))
+		b = appendBytes(b, h.Value)
+	}
+	binary.BigEndian.PutUint32(b[9:], crc32.Checksum(b[envelopeHeader:], crc32c))
+	return b
+}
+
+func readBytes(b []byte) (v, rest []byte, ok bool) {
+	n, w := binary.Varint(b)
+	if w <= 0 {
+		return nil, nil, false
+	}
+	b = b[w:]
+	if n == -1 {
+		return nil, b, true
+	}
+	if n < 0 || n > int64(len(b)) {
+		return nil, nil, false
+	}
+	return b[:n:n], b[n:], true
+}
+
+// decodeEnvelope unwraps data into r and returns true, or returns false
+// when data is not a valid envelope (then it is plain data).
+func decodeEnvelope(data []byte, r *kmsg.Record) (ts int64, ok bool) {
+	if len(data) < envelopeHeader+8 || !bytes.Equal(data[:8], envelopeMagic) || data[8] != envelopeVersion {
+		return 0, false
+	}
+	if binary.BigEndian.Uint32(data[9:]) != crc32.Checksum(data[envelopeHeader:], crc32c) {
+		return 0, false
+	}
+	b := data[envelopeHeader:]
+	ts = int64(binary.BigEndian.Uint64(b))
+	b = b[8:]
+	var out kmsg.Record
+	if out.Key, b, ok = readBytes(b); !ok {
+		return 0, false
+	}
+	if out.Value, b, ok = readBytes(b); !ok {
+		return 0, false
+	}
+	cnt, w := binary.Uvarint(b)
+	if w <= 0 || cnt > uint64(len(b)) {
+		return 0, false
+	}
+	b = b[w:]
+	if cnt > 0 {
+		out.Headers = make([]kmsg.Header, cnt)
+	}
+	for i := range out.Headers {
+		var k []byte
+		if k, b, ok = readBytes(b); !ok || k == nil {
+			return 0, false
+		}
+		out.Headers[i].Key = string(k)
+		if out.Headers[i].Value, b, ok = readBytes(b); !ok {
+			return 0, false
+		}
+	}
+	if len(b) != 0 {
+		return 0, false
+	}
+	r.Key, r.Value, r.Headers = out.Key, out.Value, out.Headers
+	return ts, true
+}
+
+// disRecord is one record as it goes to DIS.
+type disRecord struct {
+	data []byte
+	key  *string // partition_key, plain records with a key only
+	ts   int64   // ms; sent as the record's timestamp
+}
+
+// toDIS maps a Kafka record (timestamp ts) to a DIS record in format.
+func toDIS(r *kmsg.Record, ts int64, format string) (disRecord, error) {
+	reason := plainReason(r)
+	switch {
+	case format == FormatEnvelope || (format == FormatAuto && reason != ""):
+		return disRecord{data: encodeEnvelope(r, ts), ts: ts}, nil
+	case reason != "":
+		return disRecord{}, fmt.Errorf("%w: record format native cannot store the record: %s", errNeedsEnvelope, reason)
+	}
+	d := disRecord{data: r.Value, ts: ts}
+	if r.Key != nil {
+		k := string(r.Key)
+		d.key = &k
+	}
+	return d, nil
+}
+
+// fromDIS maps a DIS record back to a Kafka record: an envelope is
+// unwrapped (its timestamp kept unless logAppend), anything else is plain
+// (value = data, key = partition_key).
+func fromDIS(data []byte, key *string, ts int64, logAppend bool) (kmsg.Record, int64) {
+	var r kmsg.Record
+	if ets, ok := decodeEnvelope(data, &r); ok {
+		if !logAppend {
+			ts = ets
+		}
+		return r, ts
+	}
+	r.Value = data
+	if key != nil {
+		r.Key = []byte(*key)
+	}
+	return r, ts
+}

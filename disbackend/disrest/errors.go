@@ -1,0 +1,134 @@
+package disrest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/huaweicloud/huaweicloud-sdk-go-v3/core/sdkerr"
+
+	"github.com/disgw/disgw/disbackend"
+)
+
+// disError is a DIS failure: the HTTP status (0 for transport errors), the
+// DIS.xxxx code and message, and the backend sentinel it maps to.
+type disError struct {
+	status   int
+	code     string
+	message  string
+	sentinel error // nil when unmapped
+	cause    error
+}
+
+func (e *disError) Error() string {
+	switch {
+	case e.code != "":
+		return fmt.Sprintf("%s %s", e.code, e.message)
+	case e.status != 0:
+		return fmt.Sprintf("HTTP %d %s", e.status, e.message)
+	}
+	return e.cause.Error()
+}
+
+// Unwrap lets errors.Is find the sentinel (and the cause).
+func (e *disError) Unwrap() []error {
+	var out []error
+	if e.sentinel != nil {
+		out = append(out, e.sentinel)
+	}
+	if e.cause != nil {
+		out = append(out, e.cause)
+	}
+	return out
+}
+
+// retriable reports whether the request may be sent again: flow control
+// (DIS.4303), the request rate (DIS.4305), a temporary IP black-list
+// (DIS.4309), a DIS system error (DIS.5xxx), or no answer at all.
+func (e *disError) retriable() bool {
+	switch {
+	case e.code == "DIS.4303", e.code == "DIS.4305", e.code == "DIS.4309":
+		return true
+	case strings.HasPrefix(e.code, "DIS.5"):
+		return true
+	case e.code == "" && (e.status == 0 || e.status >= 500):
+		return true
+	}
+	return false
+}
+
+// codeTable maps DIS error codes to backend sentinels; the one place they
+// are mapped. A code ending in "*" is a prefix. Codes not listed (auth
+// failures DIS.41xx among them) stay unmapped: the gateway answers
+// UNKNOWN_SERVER_ERROR and logs them.
+var codeTable = []struct {
+	code string
+	err  error
+}{
+	{"DIS.4301", disbackend.ErrStreamNotFound},
+	{"DIS.4302", disbackend.ErrPartitionNotFound},
+	{"DIS.4201", disbackend.ErrPartitionNotFound},
+	{"DIS.4319", disbackend.ErrPartitionNotFound}, // expired after a scale-down
+	{"DIS.4307", disbackend.ErrStreamExists},
+	{"DIS.4330", disbackend.ErrAppExists},
+	{"DIS.4332", disbackend.ErrAppNotFound},
+	{"DIS.4224", disbackend.ErrOffsetOutOfRange},
+	{"DIS.4226", disbackend.ErrOffsetOutOfRange},
+	{"DIS.4308", disbackend.ErrInvalidPartitionCount}, // partition quota
+	{"DIS.4303", disbackend.ErrUnavailable},
+	{"DIS.4305", disbackend.ErrUnavailable},
+	{"DIS.4309", disbackend.ErrUnavailable},
+	{"DIS.5*", disbackend.ErrUnavailable},
+	{"DIS.4200", disbackend.ErrInvalidConfig},
+}
+
+func sentinelFor(code string) error {
+	for _, row := range codeTable {
+		if p, ok := strings.CutSuffix(row.code, "*"); ok {
+			if strings.HasPrefix(code, p) {
+				return row.err
+			}
+		} else if row.code == code {
+			return row.err
+		}
+	}
+	return nil
+}
+
+// mapError turns an SDK error into a disError. The Go SDK does not parse
+// DIS's {"errorCode","message"} body, so the code is read out of the raw
+// body it leaves in ErrorMessage.
+func (s *Store) mapError(err error) *disError {
+	var de *disError
+	if errors.As(err, &de) {
+		return de
+	}
+	var se *sdkerr.ServiceResponseError
+	if errors.As(err, &se) {
+		de = &disError{status: se.StatusCode, code: se.ErrorCode, message: se.ErrorMessage}
+		var body struct {
+			ErrorCode string `json:"errorCode"`
+			Message   string `json:"message"`
+		}
+		if json.Unmarshal([]byte(se.ErrorMessage), &body) == nil && body.ErrorCode != "" {
+			de.code, de.message = body.ErrorCode, body.Message
+		}
+		de.sentinel = sentinelFor(de.code)
+		if de.sentinel == nil && de.code == "" && de.status >= 500 {
+			de.sentinel = disbackend.ErrUnavailable
+		}
+		return de
+	}
+	// Transport errors (connection refused, timeouts): retriable.
+	return &disError{cause: err, sentinel: disbackend.ErrUnavailable}
+}
+
+// codeOf returns the DIS code of an error from call, "" when none.
+func codeOf(err error) string {
+	var de *disError
+	if errors.As(err, &de) {
+		return de.code
+	}
+	return ""
+}

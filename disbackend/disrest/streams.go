@@ -1,0 +1,502 @@
+package disrest
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/huaweicloud/huaweicloud-sdk-go-v3/services/dis/v2/model"
+
+	"github.com/disgw/disgw/disbackend"
+)
+
+// DIS's retention range (data_duration), in hours. The API reference says
+// 24-72, the SDK guide 24-168; dislocal and recent deployments take 168.
+const (
+	MinRetentionHours = 24
+	MaxRetentionHours = 168
+)
+
+// MetaStream is the gateway-owned stream whose partition 0 carries, as
+// checkpoint metadata of gateway apps, what DIS has no field for (group ids
+// that app names cannot give back, the producer-id allocator). It is not a
+// topic: ListStreams hides it and CreateStream refuses a topic mapping to it.
+const MetaStream = "__disgw_meta"
+
+// Stream tags (DIS: at most 10, key 1-36 and value up to 43 characters of
+// letters, digits, '-', '_' and, in values, '.').
+const (
+	// tagDots marks which '_' of the stream name were '.' in the topic name:
+	// a 64-bit mask by position, 16 hex digits. Absent: no dots.
+	tagDots = "disgw-topic-dots"
+	// tagTimestampType is "LogAppendTime" when the topic says so.
+	tagTimestampType = "disgw-timestamp-type"
+	// tagMaxMessageBytes is max.message.bytes, decimal.
+	tagMaxMessageBytes = "disgw-max-message-bytes"
+)
+
+// streamInfo is what Append and Read need of a stream, cached.
+type streamInfo struct {
+	st      disbackend.Stream
+	id      string // DIS stream_id
+	fetched time.Time
+}
+
+// streamCache keeps streams by name for streamTTL; local changes
+// invalidate it.
+type streamCache struct {
+	mu sync.Mutex
+	m  map[string]streamInfo
+	// ids maps "name/create_time" to stream_id so ListStreams need not
+	// describe streams it has seen.
+	ids map[string]string
+}
+
+const streamTTL = 5 * time.Second
+
+func (c *streamCache) init() {
+	c.m = map[string]streamInfo{}
+	c.ids = map[string]string{}
+}
+
+func (c *streamCache) get(name string) (streamInfo, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	si, ok := c.m[name]
+	if !ok || time.Since(si.fetched) > streamTTL {
+		return streamInfo{}, false
+	}
+	return si, true
+}
+
+func (c *streamCache) put(si streamInfo) {
+	c.mu.Lock()
+	c.m[si.st.Name] = si
+	c.ids[si.st.Name+"/"+strconv.FormatInt(si.st.CreatedAt.UnixMilli(), 10)] = si.id
+	c.mu.Unlock()
+}
+
+func (c *streamCache) drop(name string) {
+	c.mu.Lock()
+	delete(c.m, name)
+	c.mu.Unlock()
+}
+
+func (c *streamCache) idOf(name string, created int64) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	id, ok := c.ids[name+"/"+strconv.FormatInt(created, 10)]
+	return id, ok
+}
+
+// topicID derives the Kafka topic id from DIS's stream_id (DESIGN.md
+// section 2): stable across restarts and nodes, new for a re-created stream.
+func topicID(streamID string) [16]byte {
+	sum := sha256.Sum256([]byte("disgw topic id\x00" + streamID))
+	var id [16]byte
+	copy(id[:], sum[:16])
+	if id == ([16]byte{}) {
+		id[15] = 1
+	}
+	return id
+}
+
+// retentionHours maps a retention to data_duration hours, rounded up.
+// Errors: ErrInvalidConfig naming DIS's range.
+func retentionHours(r time.Duration) (int32, error) {
+	if r == disbackend.UnlimitedRetention {
+		return 0, fmt.Errorf("%w: retention.ms -1 (unlimited): DIS keeps data %d to %d hours (retention.ms %d to %d)",
+			disbackend.ErrInvalidConfig, MinRetentionHours, MaxRetentionHours,
+			int64(MinRetentionHours)*3600_000, int64(MaxRetentionHours)*3600_000)
+	}
+	h := (r + time.Hour - 1) / time.Hour
+	if r <= 0 || h < MinRetentionHours || h > MaxRetentionHours {
+		return 0, fmt.Errorf("%w: retention.ms %d: DIS keeps data %d to %d hours (retention.ms %d to %d)",
+			disbackend.ErrInvalidConfig, r.Milliseconds(), MinRetentionHours, MaxRetentionHours,
+			int64(MinRetentionHours)*3600_000, int64(MaxRetentionHours)*3600_000)
+	}
+	return int32(h), nil
+}
+
+// configTags are the tags that keep cfg and the topic name.
+func configTags(topic, stream string, cfg disbackend.StreamConfig) []model.Tag {
+	tag := func(k, v string) model.Tag { return model.Tag{Key: &k, Value: &v} }
+	var tags []model.Tag
+	var mask uint64
+	for i := 0; i < len(topic) && i < 64; i++ {
+		if topic[i] == '.' {
+			mask |= 1 << i
+		}
+	}
+	if mask != 0 {
+		tags = append(tags, tag(tagDots, fmt.Sprintf("%016x", mask)))
+	}
+	if cfg.TimestampType == disbackend.LogAppendTime {
+		tags = append(tags, tag(tagTimestampType, "LogAppendTime"))
+	}
+	tags = append(tags, tag(tagMaxMessageBytes, strconv.FormatInt(int64(cfg.MaxMessageBytes), 10)))
+	return tags
+}
+
+// streamFromDIS builds a Stream from what DIS answers.
+func streamFromDIS(name, id string, created int64, retention int32, parts int32, tags *[]model.Tag) disbackend.Stream {
+	st := disbackend.Stream{
+		Name: name, TopicName: name, TopicID: topicID(id), PartitionCount: parts,
+		Config:    disbackend.StreamConfig{Retention: time.Duration(retention) * time.Hour, MaxMessageBytes: maxRecordBytes},
+		CreatedAt: time.UnixMilli(created),
+	}
+	if tags == nil {
+		return st
+	}
+	for _, t := range *tags {
+		if t.Key == nil || t.Value == nil {
+			continue
+		}
+		switch *t.Key {
+		case tagDots:
+			mask, err := strconv.ParseUint(*t.Value, 16, 64)
+			if err != nil {
+				continue
+			}
+			b := []byte(name)
+			for i := range b {
+				if mask&(1<<i) != 0 && b[i] == '_' {
+					b[i] = '.'
+				}
+			}
+			st.TopicName = string(b)
+		case tagTimestampType:
+			if *t.Value == "LogAppendTime" {
+				st.Config.TimestampType = disbackend.LogAppendTime
+			}
+		case tagMaxMessageBytes:
+			if v, err := strconv.ParseInt(*t.Value, 10, 32); err == nil {
+				st.Config.MaxMessageBytes = int32(v)
+			}
+		}
+	}
+	return st
+}
+
+func (s *Store) CreateStream(ctx context.Context, spec disbackend.StreamSpec) (disbackend.Stream, error) {
+	if spec.Name == MetaStream {
+		return disbackend.Stream{}, fmt.Errorf("%w: stream name %q is reserved by disgw", disbackend.ErrInvalidName, spec.Name)
+	}
+	if spec.PartitionCount <= 0 {
+		return disbackend.Stream{}, fmt.Errorf("disrest: create stream %q: %w: %d", spec.Name, disbackend.ErrInvalidPartitionCount, spec.PartitionCount)
+	}
+	hours, err := retentionHours(spec.Config.Retention)
+	if err != nil {
+		return disbackend.Stream{}, fmt.Errorf("disrest: create stream %q: %w", spec.Name, err)
+	}
+	if err := s.createStream(ctx, spec.Name, spec.PartitionCount, hours, configTags(spec.TopicName, spec.Name, spec.Config)); err != nil {
+		if errors.Is(err, disbackend.ErrStreamExists) {
+			if have, derr := s.DescribeStream(ctx, spec.Name); derr == nil && have.TopicName != spec.TopicName {
+				return disbackend.Stream{}, fmt.Errorf("disrest: create stream %q: %w: topic %q maps to the stream of topic %q",
+					spec.Name, disbackend.ErrNameCollision, spec.TopicName, have.TopicName)
+			}
+		}
+		return disbackend.Stream{}, err
+	}
+	return s.DescribeStream(ctx, spec.Name)
+}
+
+func (s *Store) createStream(ctx context.Context, name string, parts, hours int32, tags []model.Tag) error {
+	typ := model.GetCreateStreamReqStreamTypeEnum().COMMON
+	dt := model.GetCreateStreamReqDataTypeEnum().BLOB
+	req := &model.CreateStreamRequest{Body: &model.CreateStreamReq{
+		StreamName: name, PartitionCount: parts, StreamType: &typ, DataType: &dt,
+		DataDuration: &hours, Tags: &tags,
+	}}
+	_, err := call(ctx, s, "create stream "+name, func() (*model.CreateStreamResponse, error) { return s.c.CreateStream(req) })
+	s.streams.drop(name)
+	return err
+}
+
+func (s *Store) DeleteStream(ctx context.Context, name string) error {
+	if name == MetaStream {
+		return fmt.Errorf("disrest: delete stream %q: %w", name, disbackend.ErrStreamNotFound)
+	}
+	_, err := call(ctx, s, "delete stream "+name, func() (*model.DeleteStreamResponse, error) {
+		return s.c.DeleteStream(&model.DeleteStreamRequest{StreamName: name})
+	})
+	s.streams.drop(name)
+	s.cursors.dropStream(name)
+	s.ranges.dropStream(name)
+	s.idem.dropStream(name)
+	return err
+}
+
+func (s *Store) ListStreams(ctx context.Context) ([]disbackend.Stream, error) {
+	var out []disbackend.Stream
+	var start *string
+	for {
+		limit := int32(100)
+		resp, err := call(ctx, s, "list streams", func() (*model.ListStreamsResponse, error) {
+			return s.c.ListStreams(&model.ListStreamsRequest{Limit: &limit, StartStreamName: start})
+		})
+		if err != nil {
+			return nil, err
+		}
+		if resp.StreamInfoList == nil || len(*resp.StreamInfoList) == 0 {
+			break
+		}
+		for _, si := range *resp.StreamInfoList {
+			if si.StreamName == nil {
+				continue
+			}
+			name := *si.StreamName
+			start = si.StreamName
+			if name == MetaStream {
+				continue
+			}
+			var created int64
+			if si.CreateTime != nil {
+				created = *si.CreateTime
+			}
+			id, ok := s.streams.idOf(name, created)
+			if !ok {
+				st, err := s.DescribeStream(ctx, name)
+				if errors.Is(err, disbackend.ErrStreamNotFound) {
+					continue // deleted meanwhile
+				}
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, st)
+				continue
+			}
+			var ret, parts int32
+			if si.RetentionPeriod != nil {
+				ret = *si.RetentionPeriod
+			}
+			if si.PartitionCount != nil {
+				parts = *si.PartitionCount
+			}
+			out = append(out, streamFromDIS(name, id, created, ret, parts, si.Tags))
+		}
+		if resp.HasMoreStreams == nil || !*resp.HasMoreStreams {
+			break
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// describe answers DescribeStream with up to limit partitions after
+// start (exclusive; "" for the first).
+func (s *Store) describe(ctx context.Context, name, start string, limit int32) (*model.ShowStreamResponse, error) {
+	req := &model.ShowStreamRequest{StreamName: name, LimitPartitions: &limit}
+	if start != "" {
+		req.StartPartitionId = &start
+	}
+	return call(ctx, s, "describe stream "+name, func() (*model.ShowStreamResponse, error) { return s.c.ShowStream(req) })
+}
+
+func (s *Store) DescribeStream(ctx context.Context, name string) (disbackend.Stream, error) {
+	si, err := s.streamInfo(ctx, name, true)
+	return si.st, err
+}
+
+// streamInfo returns the stream, from the cache unless fresh is set.
+func (s *Store) streamInfo(ctx context.Context, name string, fresh bool) (streamInfo, error) {
+	if !fresh {
+		if si, ok := s.streams.get(name); ok {
+			return si, nil
+		}
+	}
+	resp, err := s.describe(ctx, name, "", 1)
+	if err != nil {
+		return streamInfo{}, err
+	}
+	return s.remember(name, resp), nil
+}
+
+func (s *Store) remember(name string, resp *model.ShowStreamResponse) streamInfo {
+	var id string
+	var created int64
+	var ret, parts int32
+	if resp.StreamId != nil {
+		id = *resp.StreamId
+	}
+	if resp.CreateTime != nil {
+		created = *resp.CreateTime
+	}
+	if resp.RetentionPeriod != nil {
+		ret = *resp.RetentionPeriod
+	}
+	if resp.ReadablePartitionCount != nil {
+		parts = *resp.ReadablePartitionCount
+	}
+	si := streamInfo{st: streamFromDIS(name, id, created, ret, parts, resp.Tags), id: id, fetched: time.Now()}
+	s.streams.put(si)
+	return si
+}
+
+func (s *Store) UpdatePartitionCount(ctx context.Context, name string, n int32) error {
+	st, err := s.DescribeStream(ctx, name)
+	if err != nil {
+		return err
+	}
+	if n <= st.PartitionCount {
+		return fmt.Errorf("disrest: update partition count of %q: %w: %d is not more than the current %d",
+			name, disbackend.ErrInvalidPartitionCount, n, st.PartitionCount)
+	}
+	_, err = call(ctx, s, "update partition count of "+name, func() (*model.UpdatePartitionCountResponse, error) {
+		return s.c.UpdatePartitionCount(&model.UpdatePartitionCountRequest{StreamName: name,
+			Body: &model.UpdatePartitionCountReq{StreamName: name, TargetPartitionCount: n}})
+	})
+	s.streams.drop(name)
+	return err
+}
+
+func (s *Store) UpdateStreamConfig(ctx context.Context, name string, cfg disbackend.StreamConfig) error {
+	hours, err := retentionHours(cfg.Retention)
+	if err != nil {
+		return fmt.Errorf("disrest: update stream %q: %w", name, err)
+	}
+	si, err := s.streamInfo(ctx, name, true)
+	if err != nil {
+		return err
+	}
+	defer s.streams.drop(name)
+	if si.st.Config.Retention != time.Duration(hours)*time.Hour {
+		_, err = call(ctx, s, "update stream "+name, func() (*model.UpdateStreamResponse, error) {
+			return s.c.UpdateStream(&model.UpdateStreamRequest{StreamName: name,
+				Body: &model.UpdateStreamReq{StreamName: name, DataDuration: &hours}})
+		})
+		if err != nil {
+			return err
+		}
+	}
+	want := configTags(si.st.TopicName, name, cfg)
+	if cfg.TimestampType != disbackend.LogAppendTime && si.st.Config.TimestampType == disbackend.LogAppendTime {
+		k := tagTimestampType
+		_, err = call(ctx, s, "delete tags of "+name, func() (*model.BatchDeleteTagsResponse, error) {
+			return s.c.BatchDeleteTags(&model.BatchDeleteTagsRequest{StreamId: si.id,
+				Body: &model.BatchDeleteTagsReq{Action: model.GetBatchDeleteTagsReqActionEnum().DELETE, Tags: []model.Tag{{Key: &k}}}})
+		})
+		if err != nil {
+			return err
+		}
+	}
+	_, err = call(ctx, s, "tag stream "+name, func() (*model.BatchCreateTagsResponse, error) {
+		return s.c.BatchCreateTags(&model.BatchCreateTagsRequest{StreamId: si.id,
+			Body: &model.BatchCreateTagsReq{Action: model.GetBatchCreateTagsReqActionEnum().CREATE, Tags: want}})
+	})
+	return err
+}
+
+// parseRange parses "[first : next]".
+func parseRange(v string) (disbackend.PartitionRange, bool) {
+	v = strings.TrimSpace(v)
+	if !strings.HasPrefix(v, "[") || !strings.HasSuffix(v, "]") {
+		return disbackend.PartitionRange{}, false
+	}
+	a, b, ok := strings.Cut(v[1:len(v)-1], ":")
+	if !ok {
+		return disbackend.PartitionRange{}, false
+	}
+	first, err1 := strconv.ParseInt(strings.TrimSpace(a), 10, 64)
+	next, err2 := strconv.ParseInt(strings.TrimSpace(b), 10, 64)
+	if err1 != nil || err2 != nil {
+		return disbackend.PartitionRange{}, false
+	}
+	return disbackend.PartitionRange{First: first, Next: next}, true
+}
+
+// rangeCache keeps each partition's last known range and when it was read.
+type rangeCache struct {
+	mu sync.Mutex
+	m  map[partKey]cachedRange
+}
+
+type cachedRange struct {
+	r  disbackend.PartitionRange
+	at time.Time
+}
+
+func (c *rangeCache) init() { c.m = map[partKey]cachedRange{} }
+
+func (c *rangeCache) get(k partKey, ttl time.Duration) (disbackend.PartitionRange, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cr, ok := c.m[k]
+	return cr.r, ok && ttl > 0 && time.Since(cr.at) < ttl
+}
+
+// put records r unless a later one is known (next only grows).
+func (c *rangeCache) put(k partKey, r disbackend.PartitionRange) {
+	c.mu.Lock()
+	if old, ok := c.m[k]; ok && old.r.Next > r.Next {
+		r.Next = old.r.Next
+	}
+	c.m[k] = cachedRange{r: r, at: time.Now()}
+	c.mu.Unlock()
+}
+
+func (c *rangeCache) dropStream(name string) {
+	c.mu.Lock()
+	for k := range c.m {
+		if k.stream == name {
+			delete(c.m, k)
+		}
+	}
+	c.mu.Unlock()
+}
+
+// first returns the last known first sequence number, 0 when unknown.
+func (c *rangeCache) first(k partKey) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[k].r.First
+}
+
+// Range answers DescribeStream's sequence_number_range of the partition.
+func (s *Store) Range(stream string, part int32) (disbackend.PartitionRange, error) {
+	ctx, cancel := s.ctxTimeout()
+	defer cancel()
+	return s.rangeOf(ctx, stream, part)
+}
+
+func (s *Store) rangeOf(ctx context.Context, stream string, part int32) (disbackend.PartitionRange, error) {
+	k := partKey{stream, part}
+	if r, ok := s.ranges.get(k, s.opts.RangeTTL); ok {
+		return r, nil
+	}
+	if part < 0 {
+		return disbackend.PartitionRange{}, fmt.Errorf("disrest: range of %s/%d: %w", stream, part, disbackend.ErrPartitionNotFound)
+	}
+	start := ""
+	if part > 0 {
+		start = disbackend.PartitionID(part - 1)
+	}
+	resp, err := s.describe(ctx, stream, start, 1)
+	if err != nil {
+		return disbackend.PartitionRange{}, err
+	}
+	si := s.remember(stream, resp)
+	if part >= si.st.PartitionCount || resp.Partitions == nil || len(*resp.Partitions) == 0 {
+		return disbackend.PartitionRange{}, fmt.Errorf("disrest: range of %s/%d: %w", stream, part, disbackend.ErrPartitionNotFound)
+	}
+	pr := (*resp.Partitions)[0]
+	if pr.PartitionId == nil || *pr.PartitionId != disbackend.PartitionID(part) {
+		return disbackend.PartitionRange{}, fmt.Errorf("disrest: range of %s/%d: %w", stream, part, disbackend.ErrPartitionNotFound)
+	}
+	var r disbackend.PartitionRange
+	if pr.SequenceNumberRange != nil {
+		var ok bool
+		if r, ok = parseRange(*pr.SequenceNumberRange); !ok {
+			return disbackend.PartitionRange{}, fmt.Errorf("disrest: range of %s/%d: unparsable sequence_number_range %q",
+				stream, part, *pr.SequenceNumberRange)
+		}
+	}
+	s.ranges.put(k, r)
+	return r, nil
+}
