@@ -31,6 +31,10 @@ var (
 	// ErrInvalidProducerEpoch: a batch from an older producer epoch. Kafka
 	// INVALID_PRODUCER_EPOCH (47).
 	ErrInvalidProducerEpoch = errors.New("producer epoch is older than the current one")
+	// ErrInvalidRecord: the backend cannot store a record as it is (for
+	// example record format native and a record that needs an envelope, or
+	// a record over DIS's 1 MB). Kafka INVALID_RECORD (87).
+	ErrInvalidRecord = errors.New("invalid record")
 	// ErrAppNotFound: no such app (Kafka: the group has no committed
 	// offsets; OffsetFetch answers -1, DeleteGroups GROUP_ID_NOT_FOUND).
 	ErrAppNotFound = errors.New("app not found")

@@ -30,6 +30,7 @@ var errTable = []errRow{
 	{disbackend.ErrOffsetOutOfRange, kerr.OffsetOutOfRange},
 	{disbackend.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
 	{disbackend.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
+	{disbackend.ErrInvalidRecord, kerr.InvalidRecord},
 	{disbackend.ErrAppNotFound, kerr.GroupIDNotFound},
 	// Creating an app that exists is success for the caller; reaching
 	// here is a bug.

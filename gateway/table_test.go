@@ -83,6 +83,7 @@ func TestErrTableCoversSentinels(t *testing.T) {
 		"ErrOutOfOrderSequence": disbackend.ErrOutOfOrderSequence, "ErrInvalidProducerEpoch": disbackend.ErrInvalidProducerEpoch,
 		"ErrClosed": disbackend.ErrClosed, "ErrUnavailable": disbackend.ErrUnavailable,
 		"ErrAppNotFound": disbackend.ErrAppNotFound, "ErrAppExists": disbackend.ErrAppExists,
+		"ErrInvalidRecord": disbackend.ErrInvalidRecord,
 	}
 	for _, n := range names {
 		s, ok := sentinels[n]

@@ -143,7 +143,7 @@ func (s *Store) appendBatch(k partKey, b disbackend.Batch) (disbackend.AppendRes
 			return fail(fmt.Errorf("record %d: %w", i, err))
 		}
 		if len(d.data) > maxRecordBytes {
-			return fail(fmt.Errorf("record %d: %d bytes, more than the %d DIS takes in one record", i, len(d.data), maxRecordBytes))
+			return fail(fmt.Errorf("%w: record %d: %d bytes, more than the %d DIS takes in one record", disbackend.ErrInvalidRecord, i, len(d.data), maxRecordBytes))
 		}
 		if logAppend {
 			d.ts = -1 // DIS stamps it

@@ -3,12 +3,13 @@ package disrest
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/crc32"
 	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/disbackend"
 )
 
 // The envelope (DESIGN.md section 3) carries what a plain DIS record cannot:
@@ -41,7 +42,7 @@ const (
 var crc32c = crc32.MakeTable(crc32.Castagnoli)
 
 // errNeedsEnvelope is why a record cannot be plain (format native refuses it).
-var errNeedsEnvelope = errors.New("record needs an envelope")
+var errNeedsEnvelope = fmt.Errorf("%w: record needs an envelope", disbackend.ErrInvalidRecord)
 
 // plainReason returns "" when the record can be a plain DIS record (value
 // as data, key as partition_key), else why not.
