@@ -115,15 +115,15 @@ var decompressor = kgo.DefaultDecompressor()
 
 // ValidateRecords checks the records inside a batch that ParseBatch
 // accepted, as Kafka's broker does (LogValidator) before it appends: it
-// decompresses the batch (gzip, snappy, lz4, zstd through kgo's
-// decompressor) and decodes every record, which must be exactly
+// decompresses the batch (gzip, snappy, lz4, zstd; at most
+// MaxDecompressedBatchBytes) and decodes every record, which must be exactly
 // NumRecords records filling the data, with offset deltas 0, 1, 2, ... A
 // batch that passes its CRC but holds garbage (a wrong codec bit, broken
 // record framing) would otherwise be stored and stall every consumer at it.
 // Errors: ErrCorruptMessage (Kafka CORRUPT_MESSAGE), ErrInvalidRecord for
 // offset deltas out of sequence (Kafka INVALID_RECORD).
 func ValidateRecords(b *kmsg.RecordBatch) error {
-	data, err := decompressor.Decompress(b.Records, kgo.CompressionCodecType(b.Attributes&0x07))
+	data, err := decompress(b.Records, int8(b.Attributes&0x07))
 	if err != nil {
 		return fmt.Errorf("%w: decompress: %v", ErrCorruptMessage, err)
 	}
@@ -157,7 +157,7 @@ func DecodeRecords(raw []byte) ([]kmsg.Record, error) {
 	if err := b.ReadFrom(raw); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrCorruptMessage, err)
 	}
-	data, err := decompressor.Decompress(b.Records, kgo.CompressionCodecType(b.Attributes&0x07))
+	data, err := decompress(b.Records, int8(b.Attributes&0x07))
 	if err != nil {
 		return nil, fmt.Errorf("%w: decompress: %v", ErrCorruptMessage, err)
 	}

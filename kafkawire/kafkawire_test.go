@@ -239,3 +239,29 @@ func TestValidateRecords(t *testing.T) {
 		}
 	}
 }
+
+// TestDecompressionBomb: a batch claiming or inflating to more than
+// MaxDecompressedBatchBytes is refused as corrupt, without inflating it.
+func TestDecompressionBomb(t *testing.T) {
+	// snappy: a raw block whose header claims 200 MiB.
+	claim := binary.AppendUvarint(nil, 200<<20)
+	claim = append(claim, 0, 0, 0, 0)
+	if _, err := decompress(claim, CodecSnappy); !errors.Is(err, errTooLarge) {
+		t.Fatalf("snappy claim: %v", err)
+	}
+	// zstd and gzip: real data that inflates past the bound.
+	zeros := make([]byte, MaxDecompressedBatchBytes+1)
+	for _, codec := range []int8{CodecZstd, CodecGzip, CodecLZ4} {
+		c, err := kgo.DefaultCompressor(codecFor(codec))
+		if err != nil {
+			t.Fatal(err)
+		}
+		bomb, _ := c.Compress(new(bytes.Buffer), zeros)
+		if len(bomb) > 2<<20 {
+			t.Fatalf("codec %d: bomb is %d bytes", codec, len(bomb))
+		}
+		if _, err := decompress(append([]byte(nil), bomb...), codec); !errors.Is(err, errTooLarge) {
+			t.Fatalf("codec %d: %v, want errTooLarge", codec, err)
+		}
+	}
+}
