@@ -187,3 +187,42 @@ func DecodeRecords(raw []byte) ([]kmsg.Record, error) {
 // AbsoluteOffset returns the offset of record r of a batch whose base offset
 // is base.
 func AbsoluteOffset(base int64, r *kmsg.Record) int64 { return base + int64(r.OffsetDelta) }
+
+// EncodeBatch encodes records as one uncompressed magic 2 record batch
+// with base offset base and the given attributes (for example the
+// LogAppendTime bit), not idempotent, with its length and CRC-32C set. It
+// is DecodeRecords' inverse: each record's TimestampDelta64 holds its
+// absolute timestamp (ms) and OffsetDelta its offset minus base, in
+// increasing order. recs must not be empty; their Length fields are
+// ignored.
+func EncodeBatch(base int64, attrs int16, recs []kmsg.Record) []byte {
+	first, maxTS := recs[0].TimestampDelta64, recs[0].TimestampDelta64
+	var body []byte
+	for i := range recs {
+		r := recs[i]
+		maxTS = max(maxTS, r.TimestampDelta64)
+		r.TimestampDelta64 -= first
+		r.TimestampDelta = 0
+		r.Length = 0
+		enc := r.AppendTo(nil) // Length 0 encodes as one byte, replaced here
+		body = binary.AppendVarint(body, int64(len(enc)-1))
+		body = append(body, enc[1:]...)
+	}
+	b := kmsg.RecordBatch{
+		FirstOffset:     base,
+		Magic:           2,
+		Attributes:      attrs &^ 0x07,
+		LastOffsetDelta: recs[len(recs)-1].OffsetDelta,
+		FirstTimestamp:  first,
+		MaxTimestamp:    maxTS,
+		ProducerID:      -1,
+		ProducerEpoch:   -1,
+		FirstSequence:   -1,
+		NumRecords:      int32(len(recs)),
+		Records:         body,
+	}
+	raw := b.AppendTo(nil)
+	binary.BigEndian.PutUint32(raw[offLength:], uint32(len(raw)-batchLogOverhead))
+	binary.BigEndian.PutUint32(raw[offCRC:], crc32.Checksum(raw[offAttributes:], crc32c))
+	return raw
+}

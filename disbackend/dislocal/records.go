@@ -7,7 +7,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
-	"hash/crc32"
 	"math"
 	"math/rand/v2"
 	"net/http"
@@ -225,37 +224,18 @@ func (s *Server) putRecords(r *http.Request, _ map[string]string, body []byte) (
 	return http.StatusOK, res, nil
 }
 
-var crc32c = crc32.MakeTable(crc32.Castagnoli)
-
 // buildBatch encodes records as one uncompressed Kafka record batch (magic
 // 2, CreateTime, not idempotent) with base offset 0: value = data, key =
 // partition_key (null when absent), timestamp = the record's.
 func buildBatch(recs []pendingRecord) disbackend.Batch {
+	krs := make([]kmsg.Record, len(recs))
 	first, maxTS := recs[0].ts, recs[0].ts
-	var body []byte
 	for i, rec := range recs {
 		maxTS = max(maxTS, rec.ts)
-		kr := kmsg.Record{TimestampDelta64: rec.ts - first, OffsetDelta: int32(i), Key: rec.key, Value: rec.value}
-		enc := kr.AppendTo(nil) // Length is 0: a one-byte varint to replace
-		body = binary.AppendVarint(body, int64(len(enc)-1))
-		body = append(body, enc[1:]...)
+		krs[i] = kmsg.Record{TimestampDelta64: rec.ts, OffsetDelta: int32(i), Key: rec.key, Value: rec.value}
 	}
-	rb := kmsg.RecordBatch{
-		Magic:           2,
-		LastOffsetDelta: int32(len(recs) - 1),
-		FirstTimestamp:  first,
-		MaxTimestamp:    maxTS,
-		ProducerID:      -1,
-		ProducerEpoch:   -1,
-		FirstSequence:   -1,
-		NumRecords:      int32(len(recs)),
-		Records:         body,
-	}
-	raw := rb.AppendTo(nil)
-	binary.BigEndian.PutUint32(raw[8:], uint32(len(raw)-12))
-	binary.BigEndian.PutUint32(raw[17:], crc32.Checksum(raw[21:], crc32c))
 	return disbackend.Batch{
-		Raw:            raw,
+		Raw:            kafkawire.EncodeBatch(0, 0, krs),
 		NumRecords:     int32(len(recs)),
 		FirstTimestamp: first,
 		MaxTimestamp:   maxTS,

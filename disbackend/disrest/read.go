@@ -3,9 +3,7 @@ package disrest
 import (
 	"context"
 	"encoding/base64"
-	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"math"
 	"strconv"
 	"sync"
@@ -15,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/kafkawire"
 )
 
 // cursorCache keeps next_partition_cursor values by the sequence number
@@ -255,38 +254,16 @@ func (s *Store) Read(ctx context.Context, stream string, part int32, offset int6
 // latest DIS timestamp.
 func buildBatch(recs []fetched, logAppend bool) []byte {
 	base := recs[0].sn
-	first, maxTS := recs[0].rec.TimestampDelta64, recs[0].rec.TimestampDelta64
-	var body []byte
-	for _, f := range recs {
-		r := f.rec
-		maxTS = max(maxTS, r.TimestampDelta64)
-		r.TimestampDelta64 -= first
-		r.OffsetDelta = int32(f.sn - base)
-		enc := r.AppendTo(nil) // Length is 0: a one-byte varint to replace
-		body = binary.AppendVarint(body, int64(len(enc)-1))
-		body = append(body, enc[1:]...)
+	krs := make([]kmsg.Record, len(recs))
+	for i, f := range recs {
+		krs[i] = f.rec
+		krs[i].OffsetDelta = int32(f.sn - base)
 	}
 	var attrs int16
 	if logAppend {
 		attrs |= 0x08
 	}
-	rb := kmsg.RecordBatch{
-		FirstOffset:     base,
-		Magic:           2,
-		Attributes:      attrs,
-		LastOffsetDelta: int32(recs[len(recs)-1].sn - base),
-		FirstTimestamp:  first,
-		MaxTimestamp:    maxTS,
-		ProducerID:      -1,
-		ProducerEpoch:   -1,
-		FirstSequence:   -1,
-		NumRecords:      int32(len(recs)),
-		Records:         body,
-	}
-	raw := rb.AppendTo(nil)
-	binary.BigEndian.PutUint32(raw[8:], uint32(len(raw)-12))
-	binary.BigEndian.PutUint32(raw[17:], crc32.Checksum(raw[21:], crc32c))
-	return raw
+	return kafkawire.EncodeBatch(base, attrs, krs)
 }
 
 // BatchAtTimestamp asks DIS for a cursor AT_TIMESTAMP ts and answers the
