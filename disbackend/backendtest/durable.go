@@ -1,6 +1,7 @@
 package backendtest
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -510,17 +511,34 @@ func checkCrashImage(t *testing.T, pt crashPoint, acks, reads []seen, idemAcks [
 	check("acknowledged", acks)
 	check("read", reads)
 	if n := len(idemAcks); n > 0 {
-		last := idemAcks[n-1]
-		var base int64 = -1
-		for i := len(acks) - 1; i >= 0; i-- {
-			if acks[i].part == 0 && string(acks[i].raw[8:]) == string(last.Raw[8:]) {
-				base = acks[i].base
-				break
+		// The idempotent producer's newest batch in the image (acknowledged
+		// or not: a crash may keep unsynced data) must be recognized when
+		// retried, at its offset: the producer state was rebuilt exactly.
+		// (The newest batch acknowledged before the image was taken is not
+		// the one to retry: more may have been acknowledged, and kept,
+		// while the image was being taken, pushing it out of the last five.)
+		pid := idemAcks[0].ProducerID
+		var newest []byte
+		for _, raw := range have[0] {
+			if int64(binary.BigEndian.Uint64(raw[43:])) == pid &&
+				(newest == nil || disbackend.BaseOffset(raw) > disbackend.BaseOffset(newest)) {
+				newest = raw
 			}
 		}
-		retry := last
-		retry.Raw = append([]byte(nil), last.Raw...)
-		wantDuplicate(t, c, "crash", 0, retry, base)
+		if newest == nil {
+			t.Fatalf("no batch of idempotent producer %d in the image, though %d were acknowledged before it", pid, n)
+		}
+		retry := disbackend.Batch{
+			Raw:            append([]byte(nil), newest...),
+			NumRecords:     int32(binary.BigEndian.Uint32(newest[57:])),
+			FirstTimestamp: int64(binary.BigEndian.Uint64(newest[27:])),
+			MaxTimestamp:   int64(binary.BigEndian.Uint64(newest[35:])),
+			ProducerID:     pid,
+			ProducerEpoch:  int16(binary.BigEndian.Uint16(newest[51:])),
+			BaseSequence:   int32(binary.BigEndian.Uint32(newest[53:])),
+			Attributes:     int16(binary.BigEndian.Uint16(newest[21:])),
+		}
+		wantDuplicate(t, c, "crash", 0, retry, disbackend.BaseOffset(newest))
 	}
 	committed := map[int32]int64{}
 	for _, c := range commits {
