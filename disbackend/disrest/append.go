@@ -30,6 +30,8 @@ type writer struct {
 	q       []job
 	stopped bool
 	wake    chan struct{} // cap 1
+
+	pace pacer // only the run goroutine uses it
 }
 
 type job struct {
@@ -74,7 +76,7 @@ func (w *writer) run() {
 		w.q[0] = job{}
 		w.q = w.q[1:]
 		w.mu.Unlock()
-		res, err := w.s.appendBatch(w.k, j.b)
+		res, err := w.s.appendBatch(w.k, j.b, &w.pace)
 		j.p.Complete(res, err)
 	}
 }
@@ -103,7 +105,7 @@ func (s *Store) Append(stream string, part int32, b disbackend.Batch) *disbacken
 
 // appendBatch writes one batch's records and returns the first one's
 // sequence number. Runs on the partition's writer goroutine.
-func (s *Store) appendBatch(k partKey, b disbackend.Batch) (disbackend.AppendResult, error) {
+func (s *Store) appendBatch(k partKey, b disbackend.Batch, pc *pacer) (disbackend.AppendResult, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.RetryTimeout+s.opts.RequestTimeout)
 	defer cancel()
 	fail := func(err error) (disbackend.AppendResult, error) {
@@ -158,7 +160,7 @@ func (s *Store) appendBatch(k partKey, b disbackend.Batch) (disbackend.AppendRes
 			size += len(out[end].data)
 			end++
 		}
-		sns, err := s.putRecords(ctx, k, out[start:end])
+		sns, err := s.putRecords(ctx, k, out[start:end], pc, si.advanced)
 		if err != nil {
 			return fail(err)
 		}
@@ -220,11 +222,11 @@ func putRecordsDef() *def.HttpRequestDef {
 }
 
 // putRecords sends records to partition k and returns their sequence
-// numbers. Records refused with a retriable code (DIS.4303, DIS.5xxx) are
+// numbers. Every request first waits for the partition's pacer. Records refused with a retriable code (DIS.4303, DIS.5xxx) are
 // sent again, with backoff and jitter, before anything else of the
 // partition; so is the whole request after DIS.4303/4305/4309/5xxx or no
 // answer. It gives up after RetryTimeout with ErrUnavailable.
-func (s *Store) putRecords(ctx context.Context, k partKey, recs []disRecord) ([]int64, error) {
+func (s *Store) putRecords(ctx context.Context, k partKey, recs []disRecord, pc *pacer, advanced bool) ([]int64, error) {
 	sns := make([]int64, len(recs))
 	todo := make([]int, len(recs))
 	for i := range todo {
@@ -234,6 +236,13 @@ func (s *Store) putRecords(ctx context.Context, k partKey, recs []disRecord) ([]
 	deadline := time.Now().Add(s.opts.RetryTimeout)
 	backoff := s.opts.RetryBackoff
 	for attempt := 0; ; attempt++ {
+		size := 0
+		for _, idx := range todo {
+			size += len(recs[idx].data)
+		}
+		if err := pc.wait(ctx, advanced, len(todo), size); err != nil {
+			return nil, fmt.Errorf("%w: put records to %s/%d: %v", disbackend.ErrUnavailable, k.stream, k.part, err)
+		}
 		body := &putBody{StreamName: k.stream, Records: make([]putEntry, len(todo))}
 		for i, idx := range todo {
 			r := recs[idx]

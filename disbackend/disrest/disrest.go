@@ -8,7 +8,9 @@
 //   - A Kafka record is one DIS record; sequence numbers are Kafka offsets.
 //     Append decodes the producer's batch and writes its records with one
 //     PutRecords per batch (split at 1 MiB or BatchCount records), at most
-//     one in flight per partition; records rejected with DIS.4303 or
+//     one in flight per partition, paced at 90% of the stream type's
+//     write limits (pace.go) so that DIS does not refuse a record and
+//     accept a later one; records rejected with DIS.4303 or
 //     DIS.5xxx are retried with backoff and jitter before any later record
 //     of that partition. The record format (plain or envelope) is in
 //     envelope.go.

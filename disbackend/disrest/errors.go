@@ -23,6 +23,9 @@ type disError struct {
 
 func (e *disError) Error() string {
 	switch {
+	case strings.HasPrefix(e.code, "DIS.41"):
+		// 441 DIS.4100-4115 and 403 DIS.4116: the gateway's own credentials.
+		return fmt.Sprintf("%s %s (DIS refused the gateway's credentials: check the AK/SK or token, the project id and the clock)", e.code, e.message)
 	case e.code != "":
 		return fmt.Sprintf("%s %s", e.code, e.message)
 	case e.status != 0:

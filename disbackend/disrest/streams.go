@@ -43,9 +43,10 @@ const (
 
 // streamInfo is what Append and Read need of a stream, cached.
 type streamInfo struct {
-	st      disbackend.Stream
-	id      string // DIS stream_id
-	fetched time.Time
+	st       disbackend.Stream
+	id       string // DIS stream_id
+	advanced bool   // stream_type ADVANCED (higher limits)
+	fetched  time.Time
 }
 
 // streamCache keeps streams by name for streamTTL; local changes
@@ -334,7 +335,8 @@ func (s *Store) remember(name string, resp *model.ShowStreamResponse) streamInfo
 	if resp.ReadablePartitionCount != nil {
 		parts = *resp.ReadablePartitionCount
 	}
-	si := streamInfo{st: streamFromDIS(name, id, created, ret, parts, resp.Tags), id: id, fetched: time.Now()}
+	si := streamInfo{st: streamFromDIS(name, id, created, ret, parts, resp.Tags), id: id, fetched: time.Now(),
+		advanced: resp.StreamType != nil && resp.StreamType.Value() == "ADVANCED"}
 	s.streams.put(si)
 	return si
 }

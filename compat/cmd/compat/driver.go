@@ -141,7 +141,8 @@ func driverMain(args []string) int {
 			return 1
 		}
 	}
-	known, err := loadKnown(filepath.Join(compatDir, "known-failures.txt"))
+	knownFile, kgoKnownFile := knownFiles(*backend)
+	known, err := loadKnown(filepath.Join(compatDir, knownFile))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "compat:", err)
 		return 2
@@ -195,7 +196,7 @@ func driverMain(args []string) int {
 	var suite *kgoSuiteResult
 	if !*skipKgo && (len(want) == 0 || want["kgo-suite"]) {
 		fmt.Println("== franz-go integration suite (github.com/twmb/franz-go/pkg/kgo v1.22.3)")
-		suite = runKgoSuite(compatDir, *disgwBin, *backend, *kgoRecords, *kgoAll, logDir)
+		suite = runKgoSuite(compatDir, kgoKnownFile, *disgwBin, *backend, *kgoRecords, *kgoAll, logDir)
 		fmt.Printf("   %s\n", suite.summary())
 		for _, f := range suite.Unexpected {
 			fmt.Printf("   unexpected failure: %s\n", f)
@@ -207,6 +208,9 @@ func driverMain(args []string) int {
 	fmt.Println(md)
 	if *out == "" && len(want) == 0 {
 		*out = filepath.Join(root, "docs", "compat.md")
+		if *backend != "local" {
+			*out = filepath.Join(root, "docs", "compat-"+*backend+".md")
+		}
 	}
 	if *out != "" {
 		if err := os.MkdirAll(filepath.Dir(*out), 0o755); err == nil {
@@ -240,21 +244,31 @@ func driverMain(args []string) int {
 		}
 	}
 	for _, f := range fixed {
-		fmt.Printf("now passes, remove from compat/known-failures.txt: %s\n", f)
+		fmt.Printf("now passes, remove from compat/%s: %s\n", knownFile, f)
 	}
 	bad := unexpected > 0
 	if suite != nil {
 		for _, t := range suite.FixedKnown {
-			fmt.Printf("now passes, remove from compat/kgo-known-failures.txt: %s\n", t)
+			fmt.Printf("now passes, remove from compat/%s: %s\n", kgoKnownFile, t)
 		}
 		bad = bad || len(suite.Unexpected) > 0 || suite.HarnessErr != ""
 	}
 	fmt.Printf("compat matrix: pass %d, fail %d (unexpected %d), n/a %d; %s in all\n", pass, fail, unexpected, na, since(start))
 	if bad {
-		fmt.Println("compat: FAILED: failures not listed in compat/known-failures.txt or compat/kgo-known-failures.txt")
+		fmt.Printf("compat: FAILED: failures not listed in compat/%s or compat/%s\n", knownFile, kgoKnownFile)
 		return 1
 	}
 	return 0
+}
+
+// knownFiles names the lists of known failures of a backend: the embedded
+// store's are known-failures.txt and kgo-known-failures.txt, another
+// backend's known-failures-BACKEND.txt and kgo-known-failures-BACKEND.txt.
+func knownFiles(backend string) (steps, kgo string) {
+	if backend == "local" {
+		return "known-failures.txt", "kgo-known-failures.txt"
+	}
+	return "known-failures-" + backend + ".txt", "kgo-known-failures-" + backend + ".txt"
 }
 
 func oneLine(s string, n int) string {
@@ -265,32 +279,36 @@ func oneLine(s string, n int) string {
 	return s
 }
 
-// disgwProc is a running disgw.
+// disgwProc is a running disgw, and for the dis backend the dislocal it
+// talks to.
 type disgwProc struct {
 	cmd    *exec.Cmd
 	addr   string
 	exited chan struct{}
 	err    error
+	dis    *disgwProc // dislocal, backend dis
 }
 
-// startDisgw starts disgw on a free port with a fresh data directory and
-// waits for its ready file.
-func startDisgw(bin, backend, logPath string) (*disgwProc, string, error) {
-	dir, err := os.MkdirTemp("", "disgw-compat-data-")
-	if err != nil {
-		return nil, "", err
-	}
-	ready := filepath.Join(dir, "ready")
+// The credentials compat gives dislocal (signatures on) and disgw serve.
+const (
+	compatDISAK      = "compat-access-key"
+	compatDISSK      = "compat-secret-key"
+	compatDISProject = "compatproject"
+)
+
+// spawn starts bin with args and env, logging to logPath, and waits for the
+// HOST:PORT it writes to ready.
+func spawn(bin string, args, env []string, ready, logPath string) (*disgwProc, error) {
 	logf, err := os.Create(logPath)
 	if err != nil {
-		return nil, dir, err
+		return nil, err
 	}
-	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0", "--data", filepath.Join(dir, "data"),
-		"--ready-file", ready, "--backend", backend, "--log-level", "info")
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		logf.Close()
-		return nil, dir, err
+		return nil, err
 	}
 	p := &disgwProc{cmd: cmd, exited: make(chan struct{})}
 	go func() { p.err = cmd.Wait(); logf.Close(); close(p.exited) }()
@@ -298,23 +316,69 @@ func startDisgw(bin, backend, logPath string) (*disgwProc, string, error) {
 	for {
 		if b, err := os.ReadFile(ready); err == nil && strings.HasSuffix(string(b), "\n") {
 			p.addr = strings.TrimSpace(string(b))
-			return p, dir, nil
+			return p, nil
 		}
 		select {
 		case <-p.exited:
-			return nil, dir, fmt.Errorf("disgw exited before it was ready: %v (log %s)", p.err, logPath)
+			return nil, fmt.Errorf("%s %s exited before it was ready: %v (log %s)", filepath.Base(bin), args[0], p.err, logPath)
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
 			p.stop()
-			return nil, dir, fmt.Errorf("disgw not ready after 20s (log %s)", logPath)
+			return nil, fmt.Errorf("%s %s not ready after 20s (log %s)", filepath.Base(bin), args[0], logPath)
 		}
 	}
 }
 
-// stop sends SIGTERM and waits (then SIGKILL). It returns a problem to
-// report: disgw had exited on its own, or did not stop cleanly.
+// startDisgw starts disgw on a free port with a fresh data directory and
+// waits for its ready file. With backend dis it first starts `disgw
+// dislocal` (free port, its own fresh data directory, AK/SK signatures
+// checked) and points disgw serve at it; its log is next to disgw's.
+func startDisgw(bin, backend, logPath string) (*disgwProc, string, error) {
+	dir, err := os.MkdirTemp("", "disgw-compat-data-")
+	if err != nil {
+		return nil, "", err
+	}
+	args := []string{"serve", "--listen", "127.0.0.1:0", "--data", filepath.Join(dir, "data"),
+		"--ready-file", filepath.Join(dir, "ready"), "--backend", backend, "--log-level", "info"}
+	var env []string
+	var dis *disgwProc
+	if backend == "dis" {
+		dis, err = spawn(bin, []string{"dislocal", "--listen", "127.0.0.1:0", "--data", filepath.Join(dir, "dislocal"),
+			"--ak", compatDISAK, "--project-id", compatDISProject, "--ready-file", filepath.Join(dir, "dis-ready")},
+			[]string{"DISGW_DISLOCAL_SK=" + compatDISSK}, filepath.Join(dir, "dis-ready"),
+			strings.TrimSuffix(logPath, ".disgw.log")+".dislocal.log")
+		if err != nil {
+			return nil, dir, err
+		}
+		args = append(args, "--dis-endpoint", "http://"+dis.addr, "--dis-project-id", compatDISProject)
+		env = []string{"DISGW_DIS_AK=" + compatDISAK, "DISGW_DIS_SK=" + compatDISSK}
+	}
+	p, err := spawn(bin, args, env, filepath.Join(dir, "ready"), logPath)
+	if err != nil {
+		if dis != nil {
+			dis.stop()
+		}
+		return nil, dir, err
+	}
+	p.dis = dis
+	return p, dir, nil
+}
+
+// stop sends SIGTERM and waits (then SIGKILL), disgw first, then its
+// dislocal. It returns a problem to report: a process had exited on its
+// own, or did not stop cleanly.
 func (p *disgwProc) stop() string {
+	problem := p.stop1()
+	if p.dis != nil {
+		if dp := p.dis.stop1(); dp != "" {
+			problem = strings.TrimPrefix(problem+"; dislocal: "+dp, "; ")
+		}
+	}
+	return problem
+}
+
+func (p *disgwProc) stop1() string {
 	select {
 	case <-p.exited:
 		return fmt.Sprintf("disgw exited during the scenario: %v", p.err)

@@ -70,11 +70,11 @@ func loadKgoKnown(path string) (map[string]string, error) {
 	return m, nil
 }
 
-func runKgoSuite(compatDir, bin, backend string, records int, all bool, logDir string) *kgoSuiteResult {
+func runKgoSuite(compatDir, knownFile, bin, backend string, records int, all bool, logDir string) *kgoSuiteResult {
 	res := &kgoSuiteResult{FailOutput: map[string]string{}, RanKnown: all}
 	start := time.Now()
 	defer func() { res.Duration = time.Since(start) }()
-	known, err := loadKgoKnown(filepath.Join(compatDir, "kgo-known-failures.txt"))
+	known, err := loadKgoKnown(filepath.Join(compatDir, knownFile))
 	if err != nil {
 		res.HarnessErr = err.Error()
 		return res

@@ -11,7 +11,9 @@
 // docs/compat.md.
 //
 // Steps that are known to fail are listed in compat/known-failures.txt, and
-// franz-go suite tests in compat/kgo-known-failures.txt. compat exits 1 when
+// franz-go suite tests in compat/kgo-known-failures.txt (with -backend dis:
+// known-failures-dis.txt and kgo-known-failures-dis.txt; each disgw then
+// talks to its own `disgw dislocal`). compat exits 1 when
 // something fails that is not listed there (or the harness itself breaks),
 // and names listed entries that now pass so that the lists only shrink.
 //

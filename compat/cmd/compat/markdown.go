@@ -40,6 +40,7 @@ func mdEscape(s string) string {
 }
 
 func renderMarkdown(results []*clientResult, suite *kgoSuiteResult, backend, root string, took time.Duration) string {
+	knownFile, kgoKnownFile := knownFiles(backend)
 	var b strings.Builder
 	rev := "unknown"
 	if out, err := exec.Command("git", "-C", root, "describe", "--always", "--dirty").Output(); err == nil {
@@ -50,12 +51,16 @@ func renderMarkdown(results []*clientResult, suite *kgoSuiteResult, backend, roo
 		"Each client runs against its own disgw (backend `%s`, fresh data directory, free port). "+
 		"disgw %s, %s/%s, %s, run took %s.\n\n", backend, rev, runtime.GOOS, runtime.GOARCH,
 		time.Now().UTC().Format("2006-01-02 15:04 UTC"), took.Round(time.Second))
+	if backend == "dis" {
+		b.WriteString("Backend `dis`: each disgw talks to its own `disgw dislocal` (the DIS REST emulator, " +
+			"fresh data directory, AK/SK signatures checked) through the official DIS SDK.\n\n")
+	}
 	b.WriteString("Steps of the scenario:\n\n")
 	for _, s := range scen.CoreSteps {
 		fmt.Fprintf(&b, "- **%s**: %s\n", s, stepAbout[s])
 	}
 	b.WriteString("\n`n/a`: the client has no API for the step. `skip`: not run because an earlier step failed. " +
-		"`(known)`: listed in `compat/known-failures.txt` with its reason.\n\n")
+		"`(known)`: listed in `compat/" + knownFile + "` with its reason.\n\n")
 
 	if len(results) > 0 {
 		b.WriteString("| client | " + strings.Join(scen.CoreSteps, " | ") + " | other steps |\n")
@@ -116,7 +121,7 @@ func renderMarkdown(results []*clientResult, suite *kgoSuiteResult, backend, roo
 		fmt.Fprintf(&b, "`%s`\n\n", suite.Command)
 		fmt.Fprintf(&b, "Result: %s.\n\n", mdEscape(suite.summary()))
 		if !suite.RanKnown && len(suite.Known) > 0 {
-			fmt.Fprintf(&b, "The %d tests of `compat/kgo-known-failures.txt` were skipped (`-kgo-all` runs them); reasons are there.\n\n", len(suite.Known))
+			fmt.Fprintf(&b, "The %d tests of `compat/%s` were skipped (`-kgo-all` runs them); reasons are there.\n\n", len(suite.Known), kgoKnownFile)
 		}
 		if len(suite.Fail) > 0 {
 			b.WriteString("Failed:\n\n")

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	be "encoding/binary"
+	"math/rand/v2"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// TestServeOnDISFlowControl: dislocal meters every partition at a COMMON
+// stream's limits (1 MiB/s and 1000 records/s written); a franz-go producer
+// offers three times that to each of two partitions, records of mixed sizes
+// (100 B to 500 KB). Acknowledgements slow down to the limit, and afterwards
+// every acknowledged record is read back at its acknowledged offset, and the
+// records of each partition come back in the order they were produced
+// (disrest paces each partition under the limits: without it dislocal, as
+// DIS, refuses a large record and accepts a smaller later one).
+func TestServeOnDISFlowControl(t *testing.T) {
+	if testing.Short() {
+		t.Skip("produces at DIS's rate limits for several seconds")
+	}
+	t.Parallel()
+	const ak, sk, project = "e2e-access-key", "e2e-secret-key", "e2eproject"
+	dir := t.TempDir()
+	disReady := filepath.Join(dir, "dis-ready")
+	d := start(t, environ("DISGW_DISLOCAL_SK="+sk), "dislocal", "--listen", "127.0.0.1:0", "--flow-control",
+		"--data", filepath.Join(dir, "dis"), "--ak", ak, "--project-id", project, "--ready-file", disReady)
+	endpoint := "http://" + d.waitReady(t, disReady)
+	gwReady := filepath.Join(dir, "gw-ready")
+	gw := start(t, environ("DISGW_DIS_AK="+ak, "DISGW_DIS_SK="+sk), "serve", "--listen", "127.0.0.1:0",
+		"--backend", "dis", "--dis-endpoint", endpoint, "--dis-project-id", project, "--ready-file", gwReady)
+	addr := gw.waitReady(t, gwReady)
+
+	const (
+		topic      = "dis.flow"
+		partitions = 2
+		limit      = 1 << 20 // COMMON: bytes a second a partition
+		offered    = 3 * limit
+		produceFor = 2500 * time.Millisecond
+	)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	adm, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	if _, err := kadm.NewClient(adm).CreateTopic(ctx, partitions, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MaxBufferedBytes(64<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+
+	type ack struct {
+		seq    uint64
+		size   int
+		offset int64
+		at     time.Time
+	}
+	var (
+		mu      sync.Mutex
+		acked   [partitions][]ack
+		failed  int
+		wg      sync.WaitGroup
+		offerAt [partitions]int
+	)
+	sizes := []int{100, 1_000, 10_000, 100_000, 500_000}
+	rng := rand.New(rand.NewPCG(1, 2))
+	begin := time.Now()
+	var seq [partitions]uint64
+	for tick := time.NewTicker(20 * time.Millisecond); time.Since(begin) < produceFor; <-tick.C {
+		for p := range partitions {
+			// Offer what three times the limit allows by now.
+			for float64(offerAt[p]) < offered*time.Since(begin).Seconds() {
+				n := sizes[rng.IntN(len(sizes))]
+				v := make([]byte, n)
+				be.BigEndian.PutUint64(v, seq[p])
+				s := seq[p]
+				seq[p]++
+				offerAt[p] += n
+				wg.Add(1)
+				cl.Produce(ctx, &kgo.Record{Partition: int32(p), Value: v}, func(r *kgo.Record, err error) {
+					defer wg.Done()
+					mu.Lock()
+					defer mu.Unlock()
+					if err != nil {
+						failed++
+						return
+					}
+					acked[p] = append(acked[p], ack{seq: s, size: n, offset: r.Offset, at: time.Now()})
+				})
+			}
+		}
+	}
+	offeredFor := time.Since(begin)
+	wg.Wait()
+	if failed > 0 {
+		t.Logf("%d records not acknowledged", failed)
+	}
+
+	for p := range partitions {
+		as := acked[p]
+		if len(as) == 0 {
+			t.Fatalf("partition %d: nothing acknowledged", p)
+		}
+		bytes := 0
+		for _, a := range as {
+			bytes += a.size
+		}
+		last := as[len(as)-1].at.Sub(begin)
+		rate := float64(bytes) / last.Seconds()
+		t.Logf("partition %d: offered %d bytes in %v, %d records (%d bytes) acknowledged in %v: %.0f bytes/s",
+			p, offerAt[p], offeredFor.Round(time.Millisecond), len(as), bytes, last.Round(time.Millisecond), rate)
+		// A second's worth in the bucket at the start, then the limit; allow 25%.
+		if max := float64(limit) * (last.Seconds() + 1) * 1.25; float64(bytes) > max {
+			t.Errorf("partition %d: %d bytes acknowledged in %v, more than the limit allows (%0.f)", p, bytes, last, max)
+		}
+		if last < offeredFor+time.Second {
+			t.Errorf("partition %d: the last acknowledgement came %v after the start, the producer offered until %v: not slowed down", p, last, offeredFor)
+		}
+	}
+
+	// Read everything back.
+	for p := range partitions {
+		as := acked[p]
+		want := map[int64]uint64{}
+		for _, a := range as {
+			want[a.offset] = a.seq
+		}
+		rd, err := kgo.NewClient(kgo.SeedBrokers(addr),
+			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {int32(p): kgo.NewOffset().AtStart()}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var prev int64 = -1
+		var prevSeq uint64
+		seen := 0
+		for seen < len(want) {
+			fs := rd.PollFetches(ctx)
+			if ctx.Err() != nil {
+				rd.Close()
+				t.Fatalf("partition %d: read %d of %d acknowledged records: %v", p, seen, len(want), ctx.Err())
+			}
+			fs.EachError(func(_ string, _ int32, err error) { t.Logf("fetch: %v", err) })
+			for _, r := range fs.Records() {
+				s := be.BigEndian.Uint64(r.Value)
+				if prev >= 0 && s <= prevSeq {
+					rd.Close()
+					t.Fatalf("partition %d: record %d (offset %d) after record %d (offset %d): out of order", p, s, r.Offset, prevSeq, prev)
+				}
+				prev, prevSeq = r.Offset, s
+				if w, ok := want[r.Offset]; ok {
+					if w != s {
+						rd.Close()
+						t.Fatalf("partition %d offset %d: record %d, acknowledged there: %d", p, r.Offset, s, w)
+					}
+					seen++
+				}
+			}
+		}
+		rd.Close()
+	}
+}
