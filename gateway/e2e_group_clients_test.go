@@ -2,13 +2,17 @@ package gateway_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/disgw/disgw/gateway"
 )
 
 // committedAll waits until the group's committed offset of every partition
@@ -149,4 +153,57 @@ print("ok", got)
 		t.Fatalf("confluent-kafka-python: %q", out)
 	}
 	committedAll(t, adm, group, topic, 3, 10)
+}
+
+// TestGroupKcatTwoProcesses: two `kcat -G` processes on a 4-partition topic
+// each get partitions and receive records, and together they read every
+// record exactly once, committing before they exit.
+func TestGroupKcatTwoProcesses(t *testing.T) {
+	kcat := requireTool(t, "/usr/bin/kcat", "-V")
+	// A delay long enough for both processes to join the first generation.
+	g := startGateway(t, func(c *gateway.Config) {
+		fastGroups(c)
+		c.GroupInitialRebalanceDelay = 1500 * time.Millisecond
+	})
+	ctx := context.Background()
+	const topic, group, parts, per = "kcat.two", "kcat-two", 4, 50
+	adm := kadm.NewClient(g.client(t))
+	if _, err := adm.CreateTopic(ctx, parts, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	prod := g.client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	produceN(t, prod, topic, parts, per)
+	args := []string{"-b", g.addr, "-G", group, "-e", "-q", "-f", "%p:%o\n", "-X", "auto.offset.reset=earliest",
+		"-X", "enable.auto.commit=true", "-X", "auto.commit.interval.ms=100", topic}
+	outs := make([]string, 2)
+	var wg sync.WaitGroup
+	for i := range outs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			outs[i] = runCmd(t, "", kcat, args...)
+		}()
+	}
+	wg.Wait()
+	seen := map[string]int{}
+	for i, out := range outs {
+		recs := strings.Fields(out)
+		if len(recs) == 0 {
+			t.Fatalf("kcat process %d received nothing (one process got every partition)", i)
+		}
+		for _, r := range recs {
+			seen[r]++
+		}
+	}
+	for p := 0; p < parts; p++ {
+		for o := 0; o < per; o++ {
+			if k := fmt.Sprintf("%d:%d", p, o); seen[k] != 1 {
+				t.Fatalf("record %s read %d times", k, seen[k])
+			}
+		}
+	}
+	if len(seen) != parts*per {
+		t.Fatalf("%d distinct records read, want %d", len(seen), parts*per)
+	}
+	committedAll(t, adm, group, topic, parts, per)
 }
