@@ -152,6 +152,11 @@ type AppendResult struct {
 	// Duplicate is true when the batch was an idempotent retry of a batch
 	// already in the log; nothing new was written.
 	Duplicate bool
+	// Throttle is how long the append waited for the store's rate limits
+	// (disrest: pacing at DIS's partition limits and retries after
+	// DIS.4303); 0 when it did not. The gateway reports it as the Produce
+	// response's throttle_time_ms (KIP-219).
+	Throttle time.Duration
 }
 
 // Pending is the outcome of an Append: it completes once the batch is synced

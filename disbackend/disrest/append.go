@@ -19,15 +19,20 @@ import (
 	"github.com/disgw/disgw/kafkawire"
 )
 
-// writer sends one partition's appends, one PutRecords at a time, in the
-// order they were enqueued.
+// writer is one partition's accumulator: it merges the records of
+// consecutive Appends into one PutRecords when they arrive within Linger of
+// the first waiting one, up to BatchBytes or BatchCount (a full batch goes
+// at once), and sends them one PutRecords at a time, in the order they were
+// enqueued.
 type writer struct {
 	s *Store
 	k partKey
 
-	// mu guards q and stopped.
+	// mu guards q, qRecs, qBytes and stopped.
 	mu      sync.Mutex
 	q       []job
+	qRecs   int // records waiting in q
+	qBytes  int // raw bytes waiting in q
 	stopped bool
 	wake    chan struct{} // cap 1
 
@@ -35,32 +40,42 @@ type writer struct {
 }
 
 type job struct {
-	b disbackend.Batch
-	p *disbackend.Pending
+	b  disbackend.Batch
+	p  *disbackend.Pending
+	at time.Time // enqueued
+}
+
+func (j *job) size() int { return len(j.b.Raw) }
+
+func (w *writer) signal() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
 }
 
 func (w *writer) enqueue(j job) {
 	w.mu.Lock()
 	w.q = append(w.q, j)
+	w.qRecs += int(j.b.NumRecords)
+	w.qBytes += j.size()
 	w.mu.Unlock()
-	select {
-	case w.wake <- struct{}{}:
-	default:
-	}
+	w.signal()
 }
 
 func (w *writer) stop() {
 	w.mu.Lock()
 	w.stopped = true
 	w.mu.Unlock()
-	select {
-	case w.wake <- struct{}{}:
-	default:
-	}
+	w.signal()
 }
 
+// run takes batches of jobs off the queue: once the first waiting job has
+// lingered for Linger, or the waiting records fill a PutRecords, or the
+// Store is closing.
 func (w *writer) run() {
 	defer w.s.wg.Done()
+	o := &w.s.opts
 	for {
 		w.mu.Lock()
 		if len(w.q) == 0 {
@@ -72,22 +87,66 @@ func (w *writer) run() {
 			<-w.wake
 			continue
 		}
-		j := w.q[0]
-		w.q[0] = job{}
-		w.q = w.q[1:]
+		full := w.qRecs >= o.BatchCount || w.qBytes >= o.BatchBytes
+		if wait := time.Until(w.q[0].at.Add(o.Linger)); !full && !w.stopped && wait > 0 {
+			w.mu.Unlock()
+			t := time.NewTimer(wait)
+			select {
+			case <-w.wake:
+			case <-t.C:
+			}
+			t.Stop()
+			continue
+		}
+		n, recs, size := 0, 0, 0
+		for n < len(w.q) {
+			j := &w.q[n]
+			r, b := int(j.b.NumRecords), j.size()
+			if n > 0 && (recs+r > o.BatchCount || size+b > o.BatchBytes) {
+				break
+			}
+			n, recs, size = n+1, recs+r, size+b
+		}
+		group := make([]job, n)
+		copy(group, w.q[:n])
+		clear(w.q[:n])
+		w.q = w.q[n:]
+		w.qRecs -= recs
+		w.qBytes -= size
 		w.mu.Unlock()
-		res, err := w.s.appendBatch(w.k, j.b, &w.pace)
-		j.p.Complete(res, err)
+		if rest := w.s.sendGroup(w.k, group, &w.pace); len(rest) > 0 {
+			w.requeue(rest)
+		}
 	}
 }
 
+// requeue puts jobs back at the front of the queue, in order.
+func (w *writer) requeue(jobs []job) {
+	w.mu.Lock()
+	for _, j := range jobs {
+		w.qRecs += int(j.b.NumRecords)
+		w.qBytes += j.size()
+	}
+	w.q = append(jobs, w.q...)
+	w.mu.Unlock()
+}
+
 // Append enqueues the batch on the partition's writer; see the package
-// comment for what happens to it.
+// comment for what happens to it. When BufferBytes are already waiting
+// across the Store, Append blocks until there is room (backpressure on the
+// caller, which keeps one caller's batches in order); after BufferWait it
+// returns a Pending completed with ErrUnavailable (Kafka REQUEST_TIMED_OUT).
 func (s *Store) Append(stream string, part int32, b disbackend.Batch) *disbackend.Pending {
 	p := disbackend.NewPending()
+	if !s.buf.acquire(len(b.Raw), s.opts.BufferWait) {
+		p.Complete(disbackend.AppendResult{}, fmt.Errorf("disrest: append to %s/%d: %w: %d bytes waiting for DIS for more than %v (buffer of %d bytes full)",
+			stream, part, disbackend.ErrUnavailable, s.buf.waiting(), s.opts.BufferWait, s.opts.BufferBytes))
+		return p
+	}
 	s.closeMu.Lock()
 	defer s.closeMu.Unlock()
 	if s.closed {
+		s.buf.release(len(b.Raw))
 		p.Complete(disbackend.AppendResult{}, fmt.Errorf("disrest: append to %s/%d: %w", stream, part, disbackend.ErrClosed))
 		return p
 	}
@@ -99,97 +158,179 @@ func (s *Store) Append(stream string, part int32, b disbackend.Batch) *disbacken
 		s.wg.Add(1)
 		go w.run()
 	}
-	w.enqueue(job{b: b, p: p})
+	w.enqueue(job{b: b, p: p, at: time.Now()})
 	return p
 }
 
-// appendBatch writes one batch's records and returns the first one's
-// sequence number. Runs on the partition's writer goroutine.
-func (s *Store) appendBatch(k partKey, b disbackend.Batch, pc *pacer) (disbackend.AppendResult, error) {
+// complete completes a job, then gives its bytes back to the buffer.
+func (s *Store) complete(j *job, res disbackend.AppendResult, err error) {
+	j.p.Complete(res, err)
+	s.buf.release(j.size())
+}
+
+// prepared is a job whose records are to be written.
+type prepared struct {
+	j          *job
+	start, end int // its records in the group's out
+}
+
+// sendGroup writes the records of a group of jobs of partition k, taken
+// from the queue in order, with as few PutRecords as BatchBytes and
+// BatchCount allow, and completes each job with its first record's
+// sequence number once all of its records are accepted. Runs on the
+// partition's writer goroutine. It returns the jobs it did not handle (an
+// idempotent producer's batch that does not continue its previous one in
+// the group must be checked after that one is remembered): they go back to
+// the queue.
+func (s *Store) sendGroup(k partKey, group []job, pc *pacer) []job {
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.RetryTimeout+s.opts.RequestTimeout)
 	defer cancel()
-	fail := func(err error) (disbackend.AppendResult, error) {
-		return disbackend.AppendResult{}, fmt.Errorf("disrest: append to %s/%d: %w", k.stream, k.part, err)
+	failAll := func(jobs []job, err error) {
+		for i := range jobs {
+			s.complete(&jobs[i], disbackend.AppendResult{}, err)
+		}
 	}
 	si, err := s.streamInfo(ctx, k.stream, false)
 	if err == nil && k.part >= si.st.PartitionCount {
 		si, err = s.streamInfo(ctx, k.stream, true) // grown by another node?
 	}
 	if err != nil {
-		return disbackend.AppendResult{}, err
+		failAll(group, err)
+		return nil
 	}
 	if k.part < 0 || k.part >= si.st.PartitionCount {
-		return fail(disbackend.ErrPartitionNotFound)
-	}
-	if b.ProducerID >= 0 {
-		dup, err := s.idem.check(k, b)
-		if err != nil {
-			return fail(err)
-		}
-		if dup != nil {
-			return disbackend.AppendResult{BaseOffset: dup.base, LogStartOffset: s.ranges.first(k), LogAppendTime: -1, Duplicate: true}, nil
-		}
-	}
-	recs, err := kafkawire.DecodeRecords(b.Raw)
-	if err != nil {
-		return fail(err)
-	}
-	if len(recs) == 0 {
-		return fail(errors.New("batch has no records"))
+		failAll(group, fmt.Errorf("disrest: append to %s/%d: %w", k.stream, k.part, disbackend.ErrPartitionNotFound))
+		return nil
 	}
 	logAppend := si.st.Config.TimestampType == disbackend.LogAppendTime
-	out := make([]disRecord, len(recs))
-	for i := range recs {
-		d, err := toDIS(&recs[i], recs[i].TimestampDelta64, s.opts.RecordFormat)
-		if err != nil {
-			return fail(fmt.Errorf("record %d: %w", i, err))
-		}
-		if len(d.data) > maxRecordBytes {
-			return fail(fmt.Errorf("%w: record %d: %d bytes, more than the %d DIS takes in one record", disbackend.ErrInvalidRecord, i, len(d.data), maxRecordBytes))
-		}
-		if logAppend {
-			d.ts = -1 // DIS stamps it
-		}
-		out[i] = d
+
+	// Producers of idempotent batches to be written in this group: the
+	// epoch and the sequence their next batch must start at.
+	type next struct {
+		epoch int16
+		seq   int32
 	}
-	base := int64(-1)
-	var last int64
+	producers := map[int64]next{}
+	var out []disRecord
+	var preps []prepared
+	var rest []job
+	for i := range group {
+		j := &group[i]
+		fail := func(err error) {
+			s.complete(j, disbackend.AppendResult{}, fmt.Errorf("disrest: append to %s/%d: %w", k.stream, k.part, err))
+		}
+		if pid := j.b.ProducerID; pid >= 0 {
+			if n, ok := producers[pid]; ok {
+				if n.epoch != j.b.ProducerEpoch || n.seq != j.b.BaseSequence {
+					rest = group[i:]
+					break
+				}
+			} else {
+				dup, err := s.idem.check(k, j.b)
+				if err != nil {
+					fail(err)
+					continue
+				}
+				if dup != nil {
+					s.complete(j, disbackend.AppendResult{BaseOffset: dup.base, LogStartOffset: s.ranges.first(k), LogAppendTime: -1, Duplicate: true}, nil)
+					continue
+				}
+			}
+		}
+		recs, err := s.toDISRecords(j.b, logAppend)
+		if err != nil {
+			fail(err)
+			continue
+		}
+		if pid := j.b.ProducerID; pid >= 0 {
+			producers[pid] = next{j.b.ProducerEpoch, incSequence(j.b.BaseSequence, j.b.NumRecords)}
+		}
+		preps = append(preps, prepared{j: j, start: len(out), end: len(out) + len(recs)})
+		out = append(out, recs...)
+	}
+	if len(out) == 0 {
+		return rest
+	}
+
+	sns := make([]int64, len(out))
+	var throttle time.Duration
+	done := 0 // preps completed
 	for start := 0; start < len(out); {
 		end, size := start, 0
 		for end < len(out) && end-start < s.opts.BatchCount && (end == start || size+len(out[end].data) <= s.opts.BatchBytes) {
 			size += len(out[end].data)
 			end++
 		}
-		sns, err := s.putRecords(ctx, k, out[start:end], pc, si.advanced)
+		got, waited, err := s.putRecords(ctx, k, out[start:end], pc, si.advanced)
+		throttle += waited
 		if err != nil {
-			return fail(err)
-		}
-		for i, sn := range sns {
-			if base < 0 {
-				base = sn
-			} else if want := base + int64(start+i); sn != want {
-				// Another writer interleaved, or DIS accepted a later record
-				// after refusing an earlier one: the producer is told base,
-				// and the records are where DIS put them.
-				s.outOfOrder.Add(1)
-				s.log.Warn("sequence numbers of a batch not contiguous",
-					zap.String("stream", k.stream), zap.Int32("partition", k.part),
-					zap.Int64("want", want), zap.Int64("got", sn))
+			for _, pr := range preps[done:] {
+				s.complete(pr.j, disbackend.AppendResult{}, fmt.Errorf("disrest: append to %s/%d: %w", k.stream, k.part, err))
 			}
-			last = sn
+			return rest
 		}
+		copy(sns[start:end], got)
 		start = end
+		for done < len(preps) && preps[done].end <= start {
+			s.finish(k, preps[done], sns, logAppend, throttle)
+			done++
+		}
 	}
-	if b.ProducerID >= 0 {
-		s.idem.remember(k, b, base, last)
+	return rest
+}
+
+// finish completes a job whose records all have sequence numbers.
+func (s *Store) finish(k partKey, pr prepared, sns []int64, logAppend bool, throttle time.Duration) {
+	base := sns[pr.start]
+	for i := pr.start + 1; i < pr.end; i++ {
+		if want := base + int64(i-pr.start); sns[i] != want {
+			// Another writer interleaved, or DIS accepted a later record
+			// after refusing an earlier one: the producer is told base,
+			// and the records are where DIS put them.
+			s.outOfOrder.Add(1)
+			s.log.Warn("sequence numbers of a batch not contiguous",
+				zap.String("stream", k.stream), zap.Int32("partition", k.part),
+				zap.Int64("want", want), zap.Int64("got", sns[i]))
+			break
+		}
+	}
+	last := sns[pr.end-1]
+	if pr.j.b.ProducerID >= 0 {
+		s.idem.remember(k, pr.j.b, base, last)
 	}
 	s.ranges.put(k, disbackend.PartitionRange{First: s.ranges.first(k), Next: last + 1})
 	s.notify()
-	res := disbackend.AppendResult{BaseOffset: base, LogStartOffset: s.ranges.first(k), LogAppendTime: -1}
+	res := disbackend.AppendResult{BaseOffset: base, LogStartOffset: s.ranges.first(k), LogAppendTime: -1, Throttle: throttle}
 	if logAppend {
 		res.LogAppendTime = time.Now().UnixMilli() // DIS's own stamp is not returned by PutRecords
 	}
-	return res, nil
+	s.complete(pr.j, res, nil)
+}
+
+// toDISRecords decodes a producer's batch into DIS records.
+func (s *Store) toDISRecords(b disbackend.Batch, logAppend bool) ([]disRecord, error) {
+	recs, err := kafkawire.DecodeRecords(b.Raw)
+	if err != nil {
+		return nil, err
+	}
+	if len(recs) == 0 {
+		return nil, errors.New("batch has no records")
+	}
+	out := make([]disRecord, len(recs))
+	for i := range recs {
+		d, err := toDIS(&recs[i], recs[i].TimestampDelta64, s.opts.RecordFormat)
+		if err != nil {
+			return nil, fmt.Errorf("record %d: %w", i, err)
+		}
+		if len(d.data) > maxRecordBytes {
+			return nil, fmt.Errorf("%w: record %d: %d bytes, more than the %d DIS takes in one record", disbackend.ErrInvalidRecord, i, len(d.data), maxRecordBytes)
+		}
+		if logAppend {
+			d.ts = -1 // DIS stamps it
+		}
+		out[i] = d
+	}
+	return out, nil
 }
 
 // putEntry is a PutRecords entry with the record timestamp, which the SDK's
@@ -222,11 +363,18 @@ func putRecordsDef() *def.HttpRequestDef {
 }
 
 // putRecords sends records to partition k and returns their sequence
-// numbers. Every request first waits for the partition's pacer. Records refused with a retriable code (DIS.4303, DIS.5xxx) are
+// numbers, and how long it waited for DIS's limits (the pacer's waits and
+// the backoffs after DIS.4303: the throttle time reported to the producer).
+// Every request first waits for the partition's pacer. Records refused with a retriable code (DIS.4303, DIS.5xxx) are
 // sent again, with backoff and jitter, before anything else of the
 // partition; so is the whole request after DIS.4303/4305/4309/5xxx or no
 // answer. It gives up after RetryTimeout with ErrUnavailable.
-func (s *Store) putRecords(ctx context.Context, k partKey, recs []disRecord, pc *pacer, advanced bool) ([]int64, error) {
+func (s *Store) putRecords(ctx context.Context, k partKey, recs []disRecord, pc *pacer, advanced bool) (sns []int64, throttle time.Duration, err error) {
+	sns, err = s.putRecordsThrottled(ctx, k, recs, pc, advanced, &throttle)
+	return sns, throttle, err
+}
+
+func (s *Store) putRecordsThrottled(ctx context.Context, k partKey, recs []disRecord, pc *pacer, advanced bool, throttle *time.Duration) ([]int64, error) {
 	sns := make([]int64, len(recs))
 	todo := make([]int, len(recs))
 	for i := range todo {
@@ -240,7 +388,9 @@ func (s *Store) putRecords(ctx context.Context, k partKey, recs []disRecord, pc 
 		for _, idx := range todo {
 			size += len(recs[idx].data)
 		}
-		if err := pc.wait(ctx, advanced, len(todo), size); err != nil {
+		waited, err := pc.wait(ctx, advanced, len(todo), size)
+		*throttle += waited
+		if err != nil {
 			return nil, fmt.Errorf("%w: put records to %s/%d: %v", disbackend.ErrUnavailable, k.stream, k.part, err)
 		}
 		body := &putBody{StreamName: k.stream, Records: make([]putEntry, len(todo))}
@@ -264,6 +414,7 @@ func (s *Store) putRecords(ctx context.Context, k partKey, recs []disRecord, pc 
 		cancel()
 		var retry []int
 		var lastErr error
+		limited := false // a DIS.4303 among the reasons to retry
 		if err != nil {
 			var de *disError
 			if !errors.As(err, &de) || !de.retriable() {
@@ -273,6 +424,7 @@ func (s *Store) putRecords(ctx context.Context, k partKey, recs []disRecord, pc 
 				return nil, err
 			}
 			retry, lastErr = todo, err
+			limited = de.code == "DIS.4303"
 		} else {
 			if resp.Records == nil || len(*resp.Records) != len(todo) {
 				return nil, fmt.Errorf("put records: %d results for %d records", lenOf(resp.Records), len(todo))
@@ -291,6 +443,7 @@ func (s *Store) putRecords(ctx context.Context, k partKey, recs []disRecord, pc 
 					}
 					retry = append(retry, idx)
 					lastErr = de
+					limited = limited || de.code == "DIS.4303"
 					failedBefore = true
 					continue
 				}
@@ -326,6 +479,9 @@ func (s *Store) putRecords(ctx context.Context, k partKey, recs []disRecord, pc 
 			t.Stop()
 			return nil, fmt.Errorf("%w: put records to %s/%d: %v", disbackend.ErrUnavailable, k.stream, k.part, ctx.Err())
 		case <-t.C:
+		}
+		if limited {
+			*throttle += d
 		}
 		backoff = min(2*backoff, maxRetryBackoff)
 	}

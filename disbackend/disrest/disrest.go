@@ -6,9 +6,14 @@
 // What it maps, and where it keeps what DIS has no field for:
 //
 //   - A Kafka record is one DIS record; sequence numbers are Kafka offsets.
-//     Append decodes the producer's batch and writes its records with one
-//     PutRecords per batch (split at 1 MiB or BatchCount records), at most
-//     one in flight per partition, paced at 90% of the stream type's
+//     Append queues the producer's batch on its partition's accumulator
+//     (append.go): the records of consecutive batches that arrive within
+//     Linger (50 ms) of the first waiting one share one PutRecords, up to
+//     BatchBytes (1 MiB) or BatchCount (1000 records), and a full one is
+//     sent at once; BufferBytes (32 MiB) bounds what waits across the
+//     Store, beyond which Append blocks up to BufferWait (30 s) and then
+//     fails with ErrUnavailable. At most one PutRecords is in flight per
+//     partition, paced at 90% of the stream type's
 //     write limits (pace.go) so that DIS does not refuse a record and
 //     accept a later one; records rejected with DIS.4303 or
 //     DIS.5xxx are retried with backoff and jitter before any later record
@@ -87,12 +92,27 @@ type Options struct {
 	// RecordFormat is the format of every topic: FormatAuto (default),
 	// FormatNative or FormatEnvelope.
 	RecordFormat string
+	// Linger is how long a partition's first waiting batch waits for more
+	// before its PutRecords is sent (the DIS Kafka Adapter's linger.ms); 0
+	// means 50 ms, < 0 sends at once (batches that arrive while a
+	// PutRecords is in flight are still merged).
+	Linger time.Duration
 	// BatchCount caps the records of one PutRecords; 0 means 1000 (the DIS
-	// Kafka Adapter's batch.count).
+	// Kafka Adapter's batch.count). Waiting records that reach it are sent
+	// before Linger ends.
 	BatchCount int
 	// BatchBytes caps the data bytes of one PutRecords; 0 means 1 MiB, DIS's
-	// limit for a COMMON stream.
+	// limit for a COMMON stream (the adapter's batch.size). Waiting batches
+	// whose bytes reach it are sent before Linger ends.
 	BatchBytes int
+	// BufferBytes bounds the bytes of the batches waiting for DIS across
+	// the Store (the adapter's buffer.memory); 0 means 32 MiB. An Append
+	// beyond it blocks until there is room.
+	BufferBytes int
+	// BufferWait bounds that block: an Append still without room after it
+	// returns a Pending completed with ErrUnavailable (Kafka
+	// REQUEST_TIMED_OUT); 0 means 30 s (Kafka's default request timeout).
+	BufferWait time.Duration
 	// RequestTimeout bounds one HTTP request; 0 means 30 s.
 	RequestTimeout time.Duration
 	// RetryTimeout bounds how long an append retries DIS.4303, DIS.4305,
@@ -114,8 +134,11 @@ type Options struct {
 }
 
 const (
+	defaultLinger         = 50 * time.Millisecond
 	defaultBatchCount     = 1000
 	defaultBatchBytes     = 1 << 20
+	defaultBufferBytes    = 32 << 20
+	defaultBufferWait     = 30 * time.Second
 	defaultRequestTimeout = 30 * time.Second
 	defaultRetryTimeout   = 60 * time.Second
 	defaultRetryBackoff   = 100 * time.Millisecond
@@ -140,6 +163,9 @@ type Store struct {
 	closed  bool
 	writers map[partKey]*writer
 	wg      sync.WaitGroup
+
+	// buf counts the bytes of batches waiting for DIS (BufferBytes).
+	buf buffer
 
 	// changeMu guards changed.
 	changeMu sync.Mutex
@@ -193,8 +219,17 @@ func New(opts Options) (*Store, error) {
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("disrest: %s", strings.Join(problems, "; "))
 	}
+	if opts.Linger == 0 {
+		opts.Linger = defaultLinger
+	}
 	if opts.BatchCount <= 0 {
 		opts.BatchCount = defaultBatchCount
+	}
+	if opts.BufferBytes <= 0 {
+		opts.BufferBytes = defaultBufferBytes
+	}
+	if opts.BufferWait <= 0 {
+		opts.BufferWait = defaultBufferWait
 	}
 	if opts.BatchBytes <= 0 {
 		opts.BatchBytes = defaultBatchBytes
@@ -242,6 +277,7 @@ func New(opts Options) (*Store, error) {
 		changed:  make(chan struct{}),
 		stopPoll: make(chan struct{}),
 	}
+	s.buf.init(opts.BufferBytes)
 	s.streams.init()
 	s.cursors.init()
 	s.ranges.init()

@@ -51,8 +51,8 @@ func (p *pacer) refill(now time.Time, rb, rr float64) {
 }
 
 // wait blocks until a PutRecords of n records and size bytes of data may be
-// sent, and takes them from the buckets.
-func (p *pacer) wait(ctx context.Context, advanced bool, n, size int) error {
+// sent, and takes them from the buckets. It returns how long it waited.
+func (p *pacer) wait(ctx context.Context, advanced bool, n, size int) (time.Duration, error) {
 	rb, rr := paceRates(advanced)
 	p.refill(time.Now(), rb, rr)
 	var d time.Duration
@@ -67,12 +67,12 @@ func (p *pacer) wait(ctx context.Context, advanced bool, n, size int) error {
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return ctx.Err()
+			return 0, ctx.Err()
 		case <-t.C:
 		}
 		p.refill(time.Now(), rb, rr)
 	}
 	p.bytes -= float64(size)
 	p.recs -= float64(n)
-	return nil
+	return d, nil
 }

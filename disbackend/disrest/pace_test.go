@@ -18,7 +18,7 @@ func TestPacer(t *testing.T) {
 	took := func(n, size int) time.Duration {
 		t.Helper()
 		start := time.Now()
-		if err := p.wait(ctx, false, n, size); err != nil {
+		if _, err := p.wait(ctx, false, n, size); err != nil {
 			t.Fatal(err)
 		}
 		return time.Since(start)
@@ -41,7 +41,7 @@ func TestPacer(t *testing.T) {
 	// In debt by a second's worth now: the next small request waits.
 	cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
-	if err := p.wait(cctx, false, 1, 1); err == nil {
+	if _, err := p.wait(cctx, false, 1, 1); err == nil {
 		t.Fatal("a wait in debt returned before its context ended")
 	}
 	if a, c := paceRates(true); a != 5*rb || c != 2*rr {
