@@ -77,6 +77,23 @@ type Config struct {
 	// where DIS can hold the record, else an envelope), native or
 	// envelope. Default auto.
 	DISRecordFormat string `yaml:"dis_record_format"`
+	// DISLinger is how long a partition's first waiting batch waits for
+	// more before its PutRecords is sent (the DIS Kafka Adapter's
+	// linger.ms). Default 50ms; 0 sends at once.
+	DISLinger time.Duration `yaml:"dis_linger"`
+	// DISBatchBytes caps the data bytes of one PutRecords (the adapter's
+	// batch.size); waiting records that reach it are sent before the
+	// linger ends. Default 1048576 (1 MiB, DIS's limit for a COMMON
+	// stream).
+	DISBatchBytes int32 `yaml:"dis_batch_bytes"`
+	// DISBatchCount caps the records of one PutRecords (the adapter's
+	// batch.count). Default 1000.
+	DISBatchCount int32 `yaml:"dis_batch_count"`
+	// DISBufferBytes bounds the bytes of batches waiting for DIS (the
+	// adapter's buffer.memory); a produce beyond it waits for room, at
+	// most 30s, then fails with REQUEST_TIMED_OUT. Default 33554432
+	// (32 MiB).
+	DISBufferBytes int32 `yaml:"dis_buffer_bytes"`
 	// LogLevel is debug, info, warn or error. Default info.
 	LogLevel string `yaml:"log_level"`
 
@@ -136,6 +153,10 @@ func Default() Config {
 		Data:                   "./data",
 		Backend:                BackendLocal,
 		DISRecordFormat:        "auto",
+		DISLinger:              50 * time.Millisecond,
+		DISBatchBytes:          1 << 20,
+		DISBatchCount:          1000,
+		DISBufferBytes:         32 << 20,
 		LogLevel:               "info",
 		MaxFrameBytes:          g.MaxFrameBytes,
 		IdleTimeout:            g.IdleTimeout,
@@ -372,6 +393,18 @@ func (c Config) Validate() error {
 	}
 	if !slices.Contains(RecordFormats, c.DISRecordFormat) {
 		bad("dis_record_format", "%q is not one of %s", c.DISRecordFormat, strings.Join(RecordFormats, ", "))
+	}
+	if c.DISLinger < 0 {
+		bad("dis_linger", "%v must be >= 0 (0 sends at once)", c.DISLinger)
+	}
+	if c.DISBatchBytes <= 0 || c.DISBatchBytes > 5<<20 {
+		bad("dis_batch_bytes", "%d must be 1 to 5242880 (5 MiB, DIS's limit for an ADVANCED stream)", c.DISBatchBytes)
+	}
+	if c.DISBatchCount <= 0 {
+		bad("dis_batch_count", "%d must be > 0", c.DISBatchCount)
+	}
+	if c.DISBufferBytes <= 0 {
+		bad("dis_buffer_bytes", "%d must be > 0", c.DISBufferBytes)
 	}
 	if !slices.Contains(LogLevels, c.LogLevel) {
 		bad("log_level", "%q is not one of %s", c.LogLevel, strings.Join(LogLevels, ", "))

@@ -247,6 +247,9 @@ func TestValidate(t *testing.T) {
 			c.Backend, c.DISEndpoint, c.DISProjectID, c.DISAK = "dis", "https://dis.example", "p", "ak"
 		}, []string{"dis_ak:"}},
 		{"record format", func(c *Config) { c.DISRecordFormat = "json" }, []string{"dis_record_format:"}},
+		{"accumulator", func(c *Config) {
+			c.DISLinger, c.DISBatchBytes, c.DISBatchCount, c.DISBufferBytes = -time.Millisecond, 6<<20, 0, -1
+		}, []string{"dis_linger:", "dis_batch_bytes:", "dis_batch_count:", "dis_buffer_bytes:"}},
 		{"zero retention check", func(c *Config) { c.RetentionCheckInterval = 0 }, []string{"retention_check_interval:"}},
 		{"every problem at once", func(c *Config) {
 			c.Listen = "nope"

@@ -16,11 +16,16 @@ package gateway
 // backend (the high watermark covers only synced data), up to the request's
 // timeout (then REQUEST_TIMED_OUT). Batches are enqueued to the backend on
 // the connection's reader goroutine, so one connection's writes are applied
-// in order.
+// in order. throttle_time_ms is the longest time any of the request's
+// partitions waited for the backend's rate limits (AppendResult.Throttle):
+// throttling delays the acknowledgement (KIP-219), and past the request's
+// timeout the answer is REQUEST_TIMED_OUT, never THROTTLING_QUOTA_EXCEEDED.
 
 import (
 	"errors"
 	"fmt"
+	"math"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -120,8 +125,10 @@ func (c *conn) handleProduce(req *kafkawire.Request) reply {
 	return reply{req: req, finish: func() (kmsg.Response, error) {
 		ctx, cancel := c.requestContext(r.TimeoutMillis)
 		defer cancel()
+		var throttle time.Duration
 		for _, pp := range parts {
 			res, err := pp.pending.Wait(ctx)
+			throttle = max(throttle, res.Throttle)
 			if err != nil {
 				pp.p.ErrorCode = kafkaError(c.log, err)
 				if r.Version >= 8 {
@@ -133,6 +140,10 @@ func (c *conn) handleProduce(req *kafkawire.Request) reply {
 			pp.p.LogStartOffset = res.LogStartOffset
 			pp.p.LogAppendTime = res.LogAppendTime
 		}
+		// KIP-219: the time the slowest partition waited for the backend's
+		// rate limits (DIS pacing and DIS.4303 retries); the acknowledgement
+		// was already delayed by it, and the client backs off that long.
+		resp.ThrottleMillis = int32(min(throttle.Milliseconds(), math.MaxInt32))
 		return resp, nil
 	}}
 }

@@ -21,6 +21,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"syscall"
+	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -263,6 +264,9 @@ func openBackend(cfg configs.Config, log *zap.Logger) (disbackend.Backend, error
 			Endpoint: cfg.DISEndpoint, Region: cfg.DISRegion, ProjectID: cfg.DISProjectID,
 			AK: cfg.DISAK, SK: cfg.DISSK, Token: cfg.DISToken,
 			RecordFormat: cfg.DISRecordFormat, Logger: log,
+			Linger:     disLinger(cfg.DISLinger),
+			BatchBytes: int(cfg.DISBatchBytes), BatchCount: int(cfg.DISBatchCount),
+			BufferBytes: int(cfg.DISBufferBytes),
 		})
 	}
 	if err := os.MkdirAll(cfg.Data, 0o755); err != nil {
@@ -272,6 +276,15 @@ func openBackend(cfg configs.Config, log *zap.Logger) (disbackend.Backend, error
 		Logger:                 log,
 		RetentionCheckInterval: cfg.RetentionCheckInterval,
 	})
+}
+
+// disLinger maps dis_linger to disrest.Options.Linger, where 0 means the
+// default and < 0 sends at once.
+func disLinger(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
 }
 
 // backendField is where the backend keeps data, for the start-up log; never

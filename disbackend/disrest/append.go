@@ -252,12 +252,18 @@ func (s *Store) sendGroup(k partKey, group []job, pc *pacer) []job {
 		return rest
 	}
 
+	// A PutRecords also holds at most what the pacer lets through in a
+	// second, so that it never needs DIS's bucket full to the brim (a full
+	// 1 MiB request arriving a little early would have its last records
+	// refused and a later one accepted: out of order).
+	rb, rr := paceRates(si.advanced)
+	maxBytes, maxCount := min(s.opts.BatchBytes, int(rb)), min(s.opts.BatchCount, int(rr))
 	sns := make([]int64, len(out))
 	var throttle time.Duration
 	done := 0 // preps completed
 	for start := 0; start < len(out); {
 		end, size := start, 0
-		for end < len(out) && end-start < s.opts.BatchCount && (end == start || size+len(out[end].data) <= s.opts.BatchBytes) {
+		for end < len(out) && end-start < maxCount && (end == start || size+len(out[end].data) <= maxBytes) {
 			size += len(out[end].data)
 			end++
 		}
