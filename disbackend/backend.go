@@ -208,7 +208,10 @@ type ReadResult struct {
 // Log is the partitioned record log. DIS: PutRecords, GetCursor + GetRecords,
 // DescribeStream's sequence_number_range.
 type Log interface {
-	// Append enqueues one batch for (stream, partition) and returns at once.
+	// Append enqueues one batch for (stream, partition) and returns at once,
+	// or, when the store's buffer of waiting batches is full, once there is
+	// room (backpressure; disrest waits at most Options.BufferWait, then
+	// completes the Pending with ErrUnavailable).
 	// Batches enqueued by one goroutine are applied in call order. The
 	// returned Pending completes once the batch is durable (synced), with
 	// ErrStreamNotFound, ErrPartitionNotFound, ErrOutOfOrderSequence,
