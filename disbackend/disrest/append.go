@@ -263,7 +263,9 @@ func (s *Store) sendGroup(k partKey, group []job, pc *pacer) []job {
 	done := 0 // preps completed
 	for start := 0; start < len(out); {
 		end, size := start, 0
-		for end < len(out) && end-start < maxCount && (end == start || size+len(out[end].data) <= maxBytes) {
+		safe := pc.underPressure(time.Now())
+		for end < len(out) && end-start < maxCount && (end == start || size+len(out[end].data) <= maxBytes &&
+			!(safe && len(out[end].data) < len(out[end-1].data))) {
 			size += len(out[end].data)
 			end++
 		}
@@ -431,6 +433,9 @@ func (s *Store) putRecordsThrottled(ctx context.Context, k partKey, recs []disRe
 			}
 			retry, lastErr = todo, err
 			limited = de.code == "DIS.4303"
+			if limited {
+				pc.pressed = time.Now()
+			}
 		} else {
 			if resp.Records == nil || len(*resp.Records) != len(todo) {
 				return nil, fmt.Errorf("put records: %d results for %d records", lenOf(resp.Records), len(todo))
@@ -450,6 +455,9 @@ func (s *Store) putRecordsThrottled(ctx context.Context, k partKey, recs []disRe
 					retry = append(retry, idx)
 					lastErr = de
 					limited = limited || de.code == "DIS.4303"
+					if de.code == "DIS.4303" {
+						pc.pressed = time.Now()
+					}
 					failedBefore = true
 					continue
 				}

@@ -29,6 +29,24 @@ const (
 type pacer struct {
 	bytes, recs float64
 	last        time.Time
+	// pressed is when this partition last had to wait for its limits (a
+	// pacing wait, or a DIS.4303); see underPressure.
+	pressed time.Time
+}
+
+// pressureWindow is how long after a wait for its limits a partition is
+// treated as being at its limits.
+const pressureWindow = 2 * time.Second
+
+// underPressure reports whether the partition is at its write limits: it
+// waited for them within pressureWindow. There DIS may refuse a record of
+// a PutRecords and accept a later, smaller one of the same call, which
+// would put the partition's records out of order; so calls are then cut
+// where a record is smaller than the one before it (see sendGroup): with
+// sizes that never decrease within a call, once DIS refuses a record for
+// want of bytes or records, it refuses every later one of the call too.
+func (p *pacer) underPressure(now time.Time) bool {
+	return !p.pressed.IsZero() && now.Sub(p.pressed) < pressureWindow
 }
 
 func paceRates(advanced bool) (bytesPerSec, recsPerSec float64) {
@@ -63,6 +81,7 @@ func (p *pacer) wait(ctx context.Context, advanced bool, n, size int) (time.Dura
 		d = max(d, time.Duration((need-p.recs)/rr*float64(time.Second)))
 	}
 	if d > 0 {
+		p.pressed = time.Now()
 		t := time.NewTimer(d)
 		select {
 		case <-ctx.Done():
