@@ -34,10 +34,7 @@ func (c *conn) handleCreateTopics(req *kafkawire.Request) reply {
 	s := c.s
 	ctx, cancel := c.requestContext(r.TimeoutMillis)
 	defer cancel()
-	count := make(map[string]int)
-	for _, rt := range r.Topics {
-		count[rt.Topic]++
-	}
+	count := countNames(r.Topics, func(t kmsg.CreateTopicsRequestTopic) string { return t.Topic })
 	for _, rt := range r.Topics {
 		t := kmsg.NewCreateTopicsResponseTopic()
 		t.Topic = rt.Topic
@@ -76,7 +73,7 @@ func (c *conn) handleCreateTopics(req *kafkawire.Request) reply {
 
 func (s *Server) createTopicFromRequest(ctx context.Context, r *kmsg.CreateTopicsRequest, rt *kmsg.CreateTopicsRequestTopic, duplicate bool) (*disbackend.Stream, error) {
 	if duplicate {
-		return nil, kerrWrap(kerr.InvalidRequest, fmt.Sprintf("topic %q is listed more than once", rt.Topic))
+		return nil, errListedTwice(rt.Topic)
 	}
 	partitions := rt.NumPartitions
 	switch {

@@ -26,16 +26,13 @@ func (c *conn) handleCreatePartitions(req *kafkawire.Request) reply {
 	s := c.s
 	ctx, cancel := c.requestContext(r.TimeoutMillis)
 	defer cancel()
-	count := make(map[string]int)
-	for _, rt := range r.Topics {
-		count[rt.Topic]++
-	}
+	count := countNames(r.Topics, func(t kmsg.CreatePartitionsRequestTopic) string { return t.Topic })
 	for _, rt := range r.Topics {
 		t := kmsg.NewCreatePartitionsResponseTopic()
 		t.Topic = rt.Topic
 		var err error
 		if count[rt.Topic] > 1 {
-			err = kerrWrap(kerr.InvalidRequest, fmt.Sprintf("topic %q is listed more than once", rt.Topic))
+			err = errListedTwice(rt.Topic)
 		} else {
 			err = s.createPartitions(ctx, rt.Topic, rt.Count, r.ValidateOnly)
 		}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"go.uber.org/zap"
 
 	"github.com/disgw/disgw/disbackend"
@@ -260,4 +261,20 @@ func (s *Server) describeTopicConfig(st *disbackend.Stream) []topicConfigEntry {
 	}
 	slices.SortFunc(out, func(a, b topicConfigEntry) int { return strings.Compare(a.name, b.name) })
 	return out
+}
+
+// countNames counts how often each topic name appears in a request's list;
+// Kafka answers INVALID_REQUEST for every entry of a name listed twice.
+func countNames[T any](items []T, name func(T) string) map[string]int {
+	count := make(map[string]int, len(items))
+	for _, it := range items {
+		count[name(it)]++
+	}
+	return count
+}
+
+// errListedTwice is the error for a topic named more than once in one
+// request (Kafka INVALID_REQUEST).
+func errListedTwice(topic string) error {
+	return kerrWrap(kerr.InvalidRequest, fmt.Sprintf("topic %q is listed more than once", topic))
 }
