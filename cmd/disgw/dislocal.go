@@ -35,6 +35,7 @@ func dislocalCmd(args []string, getenv func(string) string, stderr io.Writer) in
 	retentionUnit := fs.Duration("retention-unit", time.Hour, "length of one data_duration hour (e.g. 1m for tests)")
 	noScalingLimits := fs.Bool("no-scaling-limits", false, "lift DIS's limits on UpdatePartitionCount (one success an hour)")
 	latency := fs.Duration("fault-latency", 0, "add this latency to every DIS operation")
+	jitter := fs.Duration("fault-jitter", 0, "add a uniformly random further latency in [0, this) to every DIS operation")
 	errorRate := fs.Float64("fault-error-rate", 0, "answer this fraction (0-1) of requests with 500 DIS.5000")
 	dropRate := fs.Float64("fault-drop-rate", 0, "close the connection of this fraction (0-1) of requests")
 	readyFile := fs.String("ready-file", "", "once listening, write the bound HOST:PORT to this `file`; removed at exit")
@@ -81,7 +82,7 @@ func dislocalCmd(args []string, getenv func(string) string, stderr io.Writer) in
 	opts := dislocal.Options{
 		ProjectID: *project, AK: *ak, SK: *sk, Token: *token,
 		FlowControl: *flow, RetentionUnit: *retentionUnit, NoScalingLimits: *noScalingLimits,
-		Faults: dislocal.Faults{Latency: *latency, ErrorRate: *errorRate, DropRate: *dropRate},
+		Faults: dislocal.Faults{Latency: *latency, Jitter: *jitter, ErrorRate: *errorRate, DropRate: *dropRate},
 		Logger: log,
 	}
 	if err := runDislocal(*listen, *data, *readyFile, opts, log); err != nil {

@@ -78,6 +78,10 @@ type Options struct {
 type Faults struct {
 	// Latency is added before each DIS operation is served.
 	Latency time.Duration
+	// Jitter adds a further uniformly random delay in [0, Jitter) before
+	// each DIS operation, so that consecutive requests of one client see
+	// different delays (as over a real network).
+	Jitter time.Duration
 	// ErrorRate is the fraction (0-1) of requests answered 500 DIS.5000.
 	ErrorRate float64
 	// DropRate is the fraction (0-1) of requests whose connection is closed
@@ -352,8 +356,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, project string, r
 	if s.injectFault(w) {
 		return 0, nil, nil
 	}
-	if s.opts.Faults.Latency > 0 {
-		t := time.NewTimer(s.opts.Faults.Latency)
+	if d := s.opts.Faults.Latency + s.jitter(); d > 0 {
+		t := time.NewTimer(d)
 		select {
 		case <-t.C:
 		case <-r.Context().Done():
@@ -381,6 +385,16 @@ func (s *Server) authenticate(r *http.Request, body []byte) *disError {
 		return nil
 	}
 	return verifySignature(r, body, s.opts.AK, s.opts.SK, s.now(), s.opts.MaxClockSkew)
+}
+
+// jitter draws the Faults.Jitter delay of one request.
+func (s *Server) jitter() time.Duration {
+	if s.opts.Faults.Jitter <= 0 {
+		return 0
+	}
+	s.faultMu.Lock()
+	defer s.faultMu.Unlock()
+	return time.Duration(s.rng.Int64N(int64(s.opts.Faults.Jitter)))
 }
 
 // injectFault answers 500 DIS.5000 or drops the connection at the

@@ -196,7 +196,9 @@ func TestBufferBackpressure(t *testing.T) {
 	}
 }
 
-// TestThrottle: an append that waited for the pacer reports it.
+// TestThrottle: appends that waited for the pacer report it: the first
+// (the pacer starts empty, as DIS's buckets may have been used by a
+// previous process) and one right after a second's worth.
 func TestThrottle(t *testing.T) {
 	t.Parallel()
 	_, url := startDIS(t, dislocal.Options{})
@@ -204,8 +206,8 @@ func TestThrottle(t *testing.T) {
 	stream := mkStream(t, s, "throttle", 1)
 	_, rr := paceRates(false)
 	res, err := s.Append(stream, 0, backendtest.MakeBatch(backendtest.BatchOptions{NumRecords: int32(rr), RecordBytes: 1})).Wait(ctxT(t))
-	if err != nil || res.Throttle != 0 {
-		t.Fatalf("a second's worth = %+v, %v; want no throttle", res, err)
+	if err != nil || res.Throttle <= 0 {
+		t.Fatalf("a second's worth first = %+v, %v; want a throttle", res, err)
 	}
 	res, err = s.Append(stream, 0, backendtest.MakeBatch(backendtest.BatchOptions{NumRecords: int32(rr / 10), RecordBytes: 1})).Wait(ctxT(t))
 	if err != nil || res.Throttle <= 0 || res.BaseOffset != int64(rr) {

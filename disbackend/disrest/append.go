@@ -295,10 +295,9 @@ func (s *Store) finish(k partKey, pr prepared, sns []int64, logAppend bool, thro
 			// Another writer interleaved, or DIS accepted a later record
 			// after refusing an earlier one: the producer is told base,
 			// and the records are where DIS put them.
-			s.outOfOrder.Add(1)
 			s.log.Warn("sequence numbers of a batch not contiguous",
 				zap.String("stream", k.stream), zap.Int32("partition", k.part),
-				zap.Int64("want", want), zap.Int64("got", sns[i]))
+				zap.Int64("want", want), zap.Int64("got", sns[i]), zap.Int64("out_of_order_total", s.outOfOrder.Add(1)))
 			break
 		}
 	}
@@ -420,6 +419,7 @@ func (s *Store) putRecordsThrottled(ctx context.Context, k partKey, recs []disRe
 			return v.(*model.SendRecordsResponse), nil
 		})
 		cancel()
+		pc.charge(time.Now(), advanced, len(todo), size)
 		var retry []int
 		var lastErr error
 		limited := false // a DIS.4303 among the reasons to retry
@@ -462,9 +462,10 @@ func (s *Store) putRecordsThrottled(ctx context.Context, k partKey, recs []disRe
 					continue
 				}
 				if failedBefore {
-					s.outOfOrder.Add(1)
+					failedBefore = false // one warning per run of refusals
 					s.log.Warn("DIS accepted a record after refusing an earlier one of the partition",
-						zap.String("stream", k.stream), zap.Int32("partition", k.part))
+						zap.String("stream", k.stream), zap.Int32("partition", k.part),
+						zap.Int("record", idx), zap.Int64("out_of_order_total", s.outOfOrder.Add(1)))
 				}
 				if r.SequenceNumber == nil {
 					return nil, fmt.Errorf("put records: record %d: no sequence number", idx)

@@ -56,7 +56,7 @@ func validAppName(name string) bool {
 
 // commit writes one LAST_READ checkpoint.
 func (s *Store) commit(ctx context.Context, app, stream string, part int32, sn int64, meta string) error {
-	_, err := call(ctx, s, "commit checkpoint", func() (*model.CommitCheckpointResponse, error) {
+	_, err := callIdempotent(ctx, s, "commit checkpoint", func() (*model.CommitCheckpointResponse, error) {
 		return s.c.CommitCheckpoint(&model.CommitCheckpointRequest{Body: &model.CommitCheckpointReq{
 			AppName: app, CheckpointType: model.GetCommitCheckpointReqCheckpointTypeEnum().LAST_READ,
 			StreamName: stream, PartitionId: disbackend.PartitionID(part),
@@ -68,7 +68,7 @@ func (s *Store) commit(ctx context.Context, app, stream string, part int32, sn i
 
 // checkpointOf reads one checkpoint; sn -1 when there is none.
 func (s *Store) checkpointOf(ctx context.Context, app, stream string, part int32) (int64, string, error) {
-	resp, err := call(ctx, s, "get checkpoint", func() (*model.ShowCheckpointResponse, error) {
+	resp, err := callIdempotent(ctx, s, "get checkpoint", func() (*model.ShowCheckpointResponse, error) {
 		return s.c.ShowCheckpoint(&model.ShowCheckpointRequest{
 			AppName: app, StreamName: stream, PartitionId: disbackend.PartitionID(part),
 			CheckpointType: model.GetShowCheckpointRequestCheckpointTypeEnum().LAST_READ,
@@ -170,7 +170,7 @@ func contains(list []string, v string) bool {
 }
 
 func (s *Store) showApp(ctx context.Context, name string) (*model.ShowAppResponse, error) {
-	return call(ctx, s, "describe app "+name, func() (*model.ShowAppResponse, error) {
+	return callIdempotent(ctx, s, "describe app "+name, func() (*model.ShowAppResponse, error) {
 		return s.c.ShowApp(&model.ShowAppRequest{AppName: name})
 	})
 }
@@ -195,7 +195,7 @@ func (s *Store) ListApps(ctx context.Context) ([]disbackend.App, error) {
 	var start *string
 	for {
 		limit := int32(100)
-		resp, err := call(ctx, s, "list apps", func() (*model.ListAppResponse, error) {
+		resp, err := callIdempotent(ctx, s, "list apps", func() (*model.ListAppResponse, error) {
 			return s.c.ListApp(&model.ListAppRequest{Limit: &limit, StartAppName: start})
 		})
 		if err != nil {
@@ -291,7 +291,7 @@ func (s *Store) Checkpoints(ctx context.Context, app, stream string) ([]disbacke
 		var start *string
 		for {
 			limit := int32(1000)
-			cs, err := call(ctx, s, "consumer state", func() (*model.ShowConsumerStateResponse, error) {
+			cs, err := callIdempotent(ctx, s, "consumer state", func() (*model.ShowConsumerStateResponse, error) {
 				return s.c.ShowConsumerState(&model.ShowConsumerStateRequest{AppName: app, StreamName: name, Limit: &limit,
 					StartPartitionId: start, CheckpointType: model.GetShowConsumerStateRequestCheckpointTypeEnum().LAST_READ})
 			})

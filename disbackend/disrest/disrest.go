@@ -42,7 +42,9 @@ package disrest
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -181,8 +183,7 @@ type Store struct {
 	// globalBackoff is when requests may go again after DIS.4305/DIS.4309
 	// (unix nanoseconds).
 	globalBackoff atomic.Int64
-	// outOfOrder counts PutRecords answers where DIS accepted a record after
-	// rejecting an earlier one of the same partition.
+	// outOfOrder counts what OutOfOrder reports.
 	outOfOrder atomic.Int64
 
 	stopPoll chan struct{}
@@ -359,10 +360,48 @@ func (s *Store) Close() error {
 	return nil
 }
 
+// OutOfOrder is how often, since the Store was opened, DIS accepted a
+// record of a PutRecords after refusing an earlier one of the same
+// partition in that call, or a Kafka batch's records got sequence numbers
+// that are not contiguous (another writer of the partition in between).
+// Either puts records where the producer was not told they are; each is
+// also logged as a warning with the running total ("out_of_order_total").
+func (s *Store) OutOfOrder() int64 { return s.outOfOrder.Load() }
+
 // ctxTimeout is the context of internal calls that have none (Append,
 // Range).
 func (s *Store) ctxTimeout() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), s.opts.RequestTimeout)
+}
+
+// idempotentAttempts bounds how often callIdempotent sends a request.
+const idempotentAttempts = 5
+
+// callIdempotent is call for requests that may be sent again with the same
+// effect (reads, and CommitCheckpoint of one value): DIS.5xxx,
+// DIS.4303/4305/4309 and requests left without an answer are sent again
+// after a backoff with jitter (RetryBackoff, doubled up to 2 s), up to
+// idempotentAttempts times in all while ctx lasts. The last error is
+// returned as call returns it.
+func callIdempotent[T any](ctx context.Context, s *Store, op string, f func() (T, error)) (T, error) {
+	backoff := s.opts.RetryBackoff
+	for attempt := 1; ; attempt++ {
+		v, err := call(ctx, s, op, f)
+		var de *disError
+		if err == nil || attempt >= idempotentAttempts || !errors.As(err, &de) || !de.retriable() {
+			return v, err
+		}
+		d := backoff/2 + rand.N(backoff/2+1)
+		s.log.Debug("retrying", zap.String("op", op), zap.Int("attempt", attempt), zap.Duration("backoff", d), zap.Error(err))
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return v, err
+		case <-t.C:
+		}
+		backoff = min(2*backoff, maxRetryBackoff)
+	}
 }
 
 // call runs one SDK call, honouring ctx (the SDK has no context: an ended

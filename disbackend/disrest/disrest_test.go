@@ -275,11 +275,11 @@ func TestCursorCache(t *testing.T) {
 	}
 }
 
-// TestRetries: with a third of the requests failing (DIS.5000) or dropped,
+// TestRetries: with 15% of the requests failing (DIS.5000) and 15% dropped,
 // every append lands once and in order (offsets exact with one writer).
 func TestRetries(t *testing.T) {
 	t.Parallel()
-	_, url := startDIS(t, dislocal.Options{Faults: dislocal.Faults{ErrorRate: 0.3}})
+	_, url := startDIS(t, dislocal.Options{Faults: dislocal.Faults{ErrorRate: 0.15, DropRate: 0.15}})
 	s := newStore(t, url, nil)
 	var stream string
 	for {
@@ -305,6 +305,9 @@ func TestRetries(t *testing.T) {
 		if res.BaseOffset != int64(3*i) {
 			t.Fatalf("append %d: offset %d, want %d", i, res.BaseOffset, 3*i)
 		}
+	}
+	if n := s.OutOfOrder(); n != 0 {
+		t.Fatalf("OutOfOrder() = %d", n)
 	}
 }
 

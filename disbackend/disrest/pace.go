@@ -11,21 +11,36 @@ const (
 	commonWriteRecords   = 1000
 	advancedWriteBytes   = 5 << 20
 	advancedWriteRecords = 2000
-	// paceFraction of the limits is what a partition is paced at, leaving
-	// room for the difference between our clock and DIS's arrival times.
+	// paceFraction of the limits is the rate a partition is paced at.
 	paceFraction = 0.9
 )
 
 // pacer keeps one partition's PutRecords under its stream type's limits on
 // our side (DESIGN section 4), so that DIS does not refuse records with
-// DIS.4303. A refusal in the middle of a PutRecords lets DIS accept a later,
-// smaller record before the refused one is sent again: the partition's
-// records would be out of order and a Kafka batch's offsets not contiguous.
-// Two token buckets (bytes of data, records) each hold one second's worth;
-// a request waits until both hold what it needs (a request larger than a
-// second's worth waits for full buckets) and may leave them in debt. Used
-// only by the partition's writer goroutine. DIS.4303 is still retried when
-// it happens anyway (another writer of the partition, DIS's own metering).
+// DIS.4303. A refusal in the middle of a PutRecords lets DIS accept a later
+// record of the same call before the refused one is sent again: the
+// partition's records would be out of order and a Kafka batch's offsets
+// not contiguous.
+//
+// The pacer is a model of DIS's two token buckets (bytes of data, records)
+// that never holds more than DIS's do, as long as the gateway is the
+// partition's only writer:
+//   - it refills at paceFraction of DIS's rates, and holds at most one
+//     second of DIS's limits (DIS's capacity, so that a 1 MB record can
+//     pass);
+//   - it starts empty (DIS's buckets may be in use by a previous process);
+//   - a PutRecords is charged when its answer (or failure) comes back, not
+//     when it is sent: DIS charges it at some moment in between, and a
+//     token bucket charged later never holds more afterwards. Charging at
+//     the send instead lets a request that took long to reach DIS be
+//     followed by one that did not, arriving when DIS's bucket is lower
+//     than ours (seen with dislocal --fault-jitter).
+//
+// With at most one PutRecords in flight per partition, a request sent when
+// the model holds its bytes and records finds at least that in DIS's
+// buckets. Used only by the partition's writer goroutine. DIS.4303 is still
+// retried when it happens anyway (another writer of the partition, DIS's
+// own metering).
 type pacer struct {
 	bytes, recs float64
 	last        time.Time
@@ -39,16 +54,16 @@ type pacer struct {
 const pressureWindow = 2 * time.Second
 
 // underPressure reports whether the partition is at its write limits: it
-// waited for them within pressureWindow. There DIS may refuse a record of
-// a PutRecords and accept a later, smaller one of the same call, which
-// would put the partition's records out of order; so calls are then cut
-// where a record is smaller than the one before it (see sendGroup): with
-// sizes that never decrease within a call, once DIS refuses a record for
-// want of bytes or records, it refuses every later one of the call too.
+// waited for them within pressureWindow. A second line of defence, for
+// when DIS's metering differs from the pacer's model: calls are then cut
+// where a record is smaller than the one before it (see sendGroup), so
+// that within a call a refusal for want of bytes is not followed by the
+// acceptance of a smaller record.
 func (p *pacer) underPressure(now time.Time) bool {
 	return !p.pressed.IsZero() && now.Sub(p.pressed) < pressureWindow
 }
 
+// paceRates are the rates a partition is paced at, per second.
 func paceRates(advanced bool) (bytesPerSec, recsPerSec float64) {
 	if advanced {
 		return advancedWriteBytes * paceFraction, advancedWriteRecords * paceFraction
@@ -56,42 +71,75 @@ func paceRates(advanced bool) (bytesPerSec, recsPerSec float64) {
 	return commonWriteBytes * paceFraction, commonWriteRecords * paceFraction
 }
 
-func (p *pacer) refill(now time.Time, rb, rr float64) {
+// paceCapacity is what the pacer's buckets hold at most: one second of
+// DIS's limits.
+func paceCapacity(advanced bool) (bytes, recs float64) {
+	if advanced {
+		return advancedWriteBytes, advancedWriteRecords
+	}
+	return commonWriteBytes, commonWriteRecords
+}
+
+func (p *pacer) refill(now time.Time, advanced bool) {
 	if p.last.IsZero() {
-		p.bytes, p.recs, p.last = rb, rr, now
+		p.last = now // empty at the start
 		return
 	}
+	rb, rr := paceRates(advanced)
+	cb, cr := paceCapacity(advanced)
 	if d := now.Sub(p.last).Seconds(); d > 0 {
-		p.bytes = min(rb, p.bytes+d*rb)
-		p.recs = min(rr, p.recs+d*rr)
+		p.bytes = min(cb, p.bytes+d*rb)
+		p.recs = min(cr, p.recs+d*rr)
 		p.last = now
 	}
 }
 
-// wait blocks until a PutRecords of n records and size bytes of data may be
-// sent, and takes them from the buckets. It returns how long it waited.
-func (p *pacer) wait(ctx context.Context, advanced bool, n, size int) (time.Duration, error) {
+// delay is how long from now a PutRecords of n records and size bytes of
+// data must wait before it is sent (0: send it now). A request larger than
+// the buckets waits for full buckets.
+func (p *pacer) delay(now time.Time, advanced bool, n, size int) time.Duration {
+	p.refill(now, advanced)
 	rb, rr := paceRates(advanced)
-	p.refill(time.Now(), rb, rr)
+	cb, cr := paceCapacity(advanced)
 	var d time.Duration
-	if need := min(float64(size), rb); p.bytes < need {
-		d = max(d, time.Duration((need-p.bytes)/rb*float64(time.Second)))
+	if need := min(float64(size), cb); p.bytes < need {
+		d = max(d, time.Duration((need-p.bytes)/rb*float64(time.Second))+1)
 	}
-	if need := min(float64(n), rr); p.recs < need {
-		d = max(d, time.Duration((need-p.recs)/rr*float64(time.Second)))
+	if need := min(float64(n), cr); p.recs < need {
+		d = max(d, time.Duration((need-p.recs)/rr*float64(time.Second))+1)
 	}
-	if d > 0 {
+	return d
+}
+
+// wait blocks until a PutRecords of n records and size bytes of data may be
+// sent. It returns how long it waited. The request is charged with charge
+// once its answer comes back.
+func (p *pacer) wait(ctx context.Context, advanced bool, n, size int) (time.Duration, error) {
+	var waited time.Duration
+	for {
+		d := p.delay(time.Now(), advanced, n, size)
+		if d <= 0 {
+			return waited, nil
+		}
 		p.pressed = time.Now()
 		t := time.NewTimer(d)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return 0, ctx.Err()
+			return waited, ctx.Err()
 		case <-t.C:
 		}
-		p.refill(time.Now(), rb, rr)
+		waited += d
 	}
+}
+
+// charge takes a PutRecords of n records and size bytes of data from the
+// buckets at now, when its answer (or its failure) came back, whatever DIS
+// answered: refused records may have been charged by DIS too, and a request
+// without an answer may have been applied. A request larger than the
+// buckets leaves them in debt.
+func (p *pacer) charge(now time.Time, advanced bool, n, size int) {
+	p.refill(now, advanced)
 	p.bytes -= float64(size)
 	p.recs -= float64(n)
-	return d, nil
 }

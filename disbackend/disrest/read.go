@@ -101,7 +101,7 @@ func (s *Store) cursor(ctx context.Context, k partKey, typ model.ShowCursorReque
 		v := strconv.FormatInt(sn, 10)
 		req.StartingSequenceNumber = &v
 	}
-	resp, err := call(ctx, s, "get cursor", func() (*model.ShowCursorResponse, error) { return s.c.ShowCursor(req) })
+	resp, err := callIdempotent(ctx, s, "get cursor", func() (*model.ShowCursorResponse, error) { return s.c.ShowCursor(req) })
 	if err != nil {
 		return "", err
 	}
@@ -115,7 +115,7 @@ func (s *Store) cursor(ctx context.Context, k partKey, typ model.ShowCursorReque
 // and next_partition_cursor.
 func (s *Store) consume(ctx context.Context, k partKey, cursor string, maxBytes int, logAppend bool) ([]fetched, string, error) {
 	mb := int32(min(max(maxBytes, 1), math.MaxInt32))
-	resp, err := call(ctx, s, "get records", func() (*model.ConsumeRecordsResponse, error) {
+	resp, err := callIdempotent(ctx, s, "get records", func() (*model.ConsumeRecordsResponse, error) {
 		return s.c.ConsumeRecords(&model.ConsumeRecordsRequest{PartitionCursor: cursor, MaxFetchBytes: &mb})
 	})
 	if err != nil {

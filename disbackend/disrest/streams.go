@@ -239,7 +239,7 @@ func (s *Store) ListStreams(ctx context.Context) ([]disbackend.Stream, error) {
 	var start *string
 	for {
 		limit := int32(100)
-		resp, err := call(ctx, s, "list streams", func() (*model.ListStreamsResponse, error) {
+		resp, err := callIdempotent(ctx, s, "list streams", func() (*model.ListStreamsResponse, error) {
 			return s.c.ListStreams(&model.ListStreamsRequest{Limit: &limit, StartStreamName: start})
 		})
 		if err != nil {
@@ -297,7 +297,7 @@ func (s *Store) describe(ctx context.Context, name, start string, limit int32) (
 	if start != "" {
 		req.StartPartitionId = &start
 	}
-	return call(ctx, s, "describe stream "+name, func() (*model.ShowStreamResponse, error) { return s.c.ShowStream(req) })
+	return callIdempotent(ctx, s, "describe stream "+name, func() (*model.ShowStreamResponse, error) { return s.c.ShowStream(req) })
 }
 
 func (s *Store) DescribeStream(ctx context.Context, name string) (disbackend.Stream, error) {
