@@ -117,6 +117,8 @@ type Server struct {
 	requests map[string]int64
 	failures map[string]int64
 	inFlight atomic.Int64
+	// maxInFlight is the most DIS operations in flight at once (see Stats).
+	maxInFlight atomic.Int64
 }
 
 // New returns a Server over b, loading its state file if there is one.
@@ -356,6 +358,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, project string, r
 	if s.injectFault(w) {
 		return 0, nil, nil
 	}
+	n := s.inFlight.Add(1)
+	defer s.inFlight.Add(-1)
+	for m := s.maxInFlight.Load(); n > m && !s.maxInFlight.CompareAndSwap(m, n); m = s.maxInFlight.Load() {
+	}
 	if d := s.opts.Faults.Latency + s.jitter(); d > 0 {
 		t := time.NewTimer(d)
 		select {
@@ -364,8 +370,6 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, project string, r
 			t.Stop()
 		}
 	}
-	s.inFlight.Add(1)
-	defer s.inFlight.Add(-1)
 	return rt.handle(s, r, vars, body)
 }
 
@@ -441,13 +445,16 @@ type Stats struct {
 	Requests map[string]int64 `json:"requests"`
 	// Errors counts the requests answered with a DIS error.
 	Errors map[string]int64 `json:"errors"`
+	// MaxInFlight is the most DIS operations served at once since New,
+	// injected latency included.
+	MaxInFlight int64 `json:"max_in_flight"`
 }
 
 // Stats returns a copy of the request counts.
 func (s *Server) Stats() Stats {
 	s.countMu.Lock()
 	defer s.countMu.Unlock()
-	st := Stats{Requests: make(map[string]int64, len(s.requests)), Errors: make(map[string]int64, len(s.failures))}
+	st := Stats{Requests: make(map[string]int64, len(s.requests)), Errors: make(map[string]int64, len(s.failures)), MaxInFlight: s.maxInFlight.Load()}
 	for k, v := range s.requests {
 		st.Requests[k] = v
 	}

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/huaweicloud/huaweicloud-sdk-go-v3/services/dis/v2/model"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/disgw/disgw/disbackend"
 )
@@ -234,9 +235,12 @@ func (s *Store) ListApps(ctx context.Context) ([]disbackend.App, error) {
 }
 
 // CommitCheckpoints checks every checkpoint first (app, streams,
-// partitions, metadata length), then writes them one by one: DIS has no
-// multi-checkpoint write, so a failure part-way leaves the earlier ones
-// written.
+// partitions, metadata length), then writes each with one CommitCheckpoint
+// (POST /v2/{project_id}/checkpoints), at most commitParallelism at once.
+// DIS has no multi-checkpoint write, so a failure part-way may leave some
+// written: the commit is not atomic across partitions (the gateway's
+// OffsetCommit answers each partition's error; groupcoord skips offsets
+// that did not change before calling this).
 func (s *Store) CommitCheckpoints(ctx context.Context, app string, cps []disbackend.Checkpoint) error {
 	if _, err := s.showApp(ctx, app); err != nil {
 		return err
@@ -263,13 +267,22 @@ func (s *Store) CommitCheckpoints(ctx context.Context, app string, cps []disback
 			return fmt.Errorf("disrest: commit %s/%d: %w", cp.Stream, cp.Partition, disbackend.ErrPartitionNotFound)
 		}
 	}
+	// One CommitCheckpoint per partition (DIS has no batch commit), at
+	// most commitParallelism at a time. Not atomic: after an error, some
+	// of the others may have been written.
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(commitParallelism)
 	for _, cp := range cps {
-		if err := s.commit(ctx, app, cp.Stream, cp.Partition, cp.SequenceNumber, cp.Metadata); err != nil {
-			return err
-		}
+		g.Go(func() error {
+			return s.commit(gctx, app, cp.Stream, cp.Partition, cp.SequenceNumber, cp.Metadata)
+		})
 	}
-	return nil
+	return g.Wait()
 }
+
+// commitParallelism bounds the CommitCheckpoint calls of one
+// CommitCheckpoints in flight at once.
+const commitParallelism = 8
 
 // Checkpoints lists the app's checkpoints: the streams it committed on
 // (DescribeApp), the partitions with one (ShowConsumerState), their metadata

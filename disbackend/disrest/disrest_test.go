@@ -408,3 +408,45 @@ func TestRetentionRange(t *testing.T) {
 		}
 	}
 }
+
+// TestCommitCheckpointsParallel: a commit of 24 partitions sends its
+// CommitCheckpoint calls several at a time, never more than
+// commitParallelism, and every checkpoint reads back.
+func TestCommitCheckpointsParallel(t *testing.T) {
+	t.Parallel()
+	srv, url := startDIS(t, dislocal.Options{Faults: dislocal.Faults{Latency: 20 * time.Millisecond}})
+	s := newStore(t, url, nil)
+	ctx := ctxT(t)
+	const parts = 24
+	stream := mkStream(t, s, "cp.par", parts)
+	var cps []disbackend.Checkpoint
+	for p := int32(0); p < parts; p++ {
+		if _, err := s.Append(stream, p, backendtest.MakeBatch(backendtest.BatchOptions{NumRecords: 5})).Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+		cps = append(cps, disbackend.Checkpoint{Stream: stream, Partition: p, SequenceNumber: int64(p % 6)})
+	}
+	if _, err := s.CreateApp(ctx, disbackend.App{Name: "par", GroupID: "par"}); err != nil {
+		t.Fatal(err)
+	}
+	before := srv.Stats()
+	if err := s.CommitCheckpoints(ctx, "par", cps); err != nil {
+		t.Fatal(err)
+	}
+	after := srv.Stats()
+	if n := after.Requests["CommitCheckpoint"] - before.Requests["CommitCheckpoint"]; n != parts {
+		t.Fatalf("%d CommitCheckpoint calls for %d partitions", n, parts)
+	}
+	if after.MaxInFlight < 2 || after.MaxInFlight > commitParallelism {
+		t.Fatalf("at most %d DIS calls in flight at once; want 2 to %d", after.MaxInFlight, commitParallelism)
+	}
+	got, err := s.Checkpoints(ctx, "par", stream)
+	if err != nil || len(got) != parts {
+		t.Fatalf("Checkpoints = %d, %v", len(got), err)
+	}
+	for i, cp := range got {
+		if cp.Partition != int32(i) || cp.SequenceNumber != int64(i%6) {
+			t.Fatalf("checkpoint %d = %+v", i, cp)
+		}
+	}
+}
