@@ -110,7 +110,10 @@ type Config struct {
 	// of CreateTopics asking for -1 (Kafka num.partitions). Default 1.
 	DefaultPartitions int32 `yaml:"default_partitions"`
 	// DefaultRetention is retention.ms of new topics that do not set it.
-	// Default 168h. A negative value (write -1) means unlimited.
+	// Default (0): the backend's, 168h on the embedded store (Kafka's
+	// log.retention.hours) and 24h on DIS (DIS's default data_duration). A
+	// negative value (write -1) means unlimited (embedded store only: DIS
+	// keeps 24 to 168 hours).
 	DefaultRetention time.Duration `yaml:"default_retention"`
 	// MaxMessageBytes is max.message.bytes of new topics: the largest record
 	// batch, in bytes. Default 1048588 (Kafka's).
@@ -162,7 +165,7 @@ func Default() Config {
 		IdleTimeout:            g.IdleTimeout,
 		AutoCreateTopics:       g.AutoCreateTopics,
 		DefaultPartitions:      g.DefaultPartitions,
-		DefaultRetention:       g.DefaultRetention,
+		DefaultRetention:       0, // the backend's: see RetentionDefault
 		MaxMessageBytes:        g.MaxMessageBytes,
 		ShutdownGrace:          g.ShutdownGrace,
 		RetentionCheckInterval: time.Minute,
@@ -418,10 +421,11 @@ func (c Config) Validate() error {
 	if c.DefaultPartitions <= 0 {
 		bad("default_partitions", "%d must be >= 1", c.DefaultPartitions)
 	}
-	if c.DefaultRetention == 0 {
-		bad("default_retention", "must be > 0, or -1 for unlimited")
-	} else if c.DefaultRetention > 0 && c.DefaultRetention < time.Millisecond {
+	if c.DefaultRetention > 0 && c.DefaultRetention < time.Millisecond {
 		bad("default_retention", "%v is below Kafka's unit of 1ms", c.DefaultRetention)
+	}
+	if r := c.RetentionDefault(); c.Backend == BackendDIS && (r < 24*time.Hour || r > 168*time.Hour) {
+		bad("default_retention", "%v: DIS keeps data 24h to 168h", r)
 	}
 	if c.MaxMessageBytes <= 0 {
 		bad("max_message_bytes", "%d must be > 0", c.MaxMessageBytes)
@@ -482,6 +486,19 @@ func checkHostPort(addr string, advertised bool) error {
 
 // Gateway returns the gateway's configuration: gateway.DefaultConfig with
 // every key of c that mirrors a gateway setting applied.
+// RetentionDefault is the retention of new topics that do not set
+// retention.ms: DefaultRetention, or when it is 0 the backend's default,
+// 168h on the embedded store and 24h on DIS.
+func (c Config) RetentionDefault() time.Duration {
+	switch {
+	case c.DefaultRetention != 0:
+		return c.DefaultRetention
+	case c.Backend == BackendDIS:
+		return 24 * time.Hour
+	}
+	return 168 * time.Hour
+}
+
 func (c Config) Gateway() gateway.Config {
 	g := gateway.DefaultConfig()
 	g.Listen = c.Listen
@@ -490,7 +507,7 @@ func (c Config) Gateway() gateway.Config {
 	g.IdleTimeout = c.IdleTimeout
 	g.AutoCreateTopics = c.AutoCreateTopics
 	g.DefaultPartitions = c.DefaultPartitions
-	g.DefaultRetention = c.DefaultRetention
+	g.DefaultRetention = c.RetentionDefault()
 	g.MaxMessageBytes = c.MaxMessageBytes
 	g.ShutdownGrace = c.ShutdownGrace
 	g.MaxPartitions = c.MaxPartitions

@@ -235,7 +235,10 @@ func TestValidate(t *testing.T) {
 		{"advertise unspecified v6", func(c *Config) { c.Advertise = "[::]:9092" }, []string{"advertise:"}},
 		{"advertise port 0", func(c *Config) { c.Advertise = "host:0" }, []string{"advertise:"}},
 		{"advertise no host", func(c *Config) { c.Advertise = ":9092" }, []string{"advertise:"}},
-		{"zero retention", func(c *Config) { c.DefaultRetention = 0 }, []string{"default_retention:"}},
+		{"zero retention is the backend's", func(c *Config) { c.DefaultRetention = 0 }, nil},
+		{"unlimited retention on DIS", func(c *Config) {
+			c.Backend, c.DISEndpoint, c.DISProjectID, c.DISToken, c.DefaultRetention = "dis", "https://dis.example", "p", "tok", -1
+		}, []string{"default_retention:"}},
 		{"dis with AK/SK", func(c *Config) {
 			c.Backend, c.DISEndpoint, c.DISProjectID, c.DISAK, c.DISSK = "dis", "https://dis.example", "p", "ak", "sk"
 		}, nil},
@@ -328,7 +331,7 @@ func TestDISExample(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Validate(); err != nil || c.Backend != BackendDIS || c.DefaultRetention != 24*time.Hour {
+	if err := c.Validate(); err != nil || c.Backend != BackendDIS || c.RetentionDefault() != 24*time.Hour {
 		t.Fatalf("dis.yaml: %+v, %v", c, err)
 	}
 }

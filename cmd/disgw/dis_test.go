@@ -14,6 +14,7 @@ import (
 	"github.com/huaweicloud/huaweicloud-sdk-go-v3/core/config"
 	dis "github.com/huaweicloud/huaweicloud-sdk-go-v3/services/dis/v2"
 	"github.com/huaweicloud/huaweicloud-sdk-go-v3/services/dis/v2/model"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -138,6 +139,17 @@ func TestServeOnDIS(t *testing.T) {
 		}
 	}
 
+	// The topic was created without retention.ms: DIS's default, 24 h.
+	rcs, err := kadm.NewClient(pcl).DescribeTopicConfigs(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rc, err := rcs.On(topic, nil); err != nil {
+		t.Fatal(err)
+	} else if v := configValue(rc.Configs, "retention.ms"); v != "86400000" {
+		t.Fatalf("retention.ms of an auto-created topic = %q, want 86400000 (24 h, DIS's default)", v)
+	}
+
 	if code := gw.stop(t, syscall.SIGTERM); code != 0 {
 		t.Fatalf("serve exit code after SIGTERM = %d", code)
 	}
@@ -147,4 +159,14 @@ func TestServeOnDIS(t *testing.T) {
 	if f := gw.logLine(t, "started"); f["backend"] != "dis" || f["dis_endpoint"] != endpoint {
 		t.Fatalf("started log line %v", f)
 	}
+}
+
+// configValue is the value of the config named name, "" when absent.
+func configValue(cs []kadm.Config, name string) string {
+	for _, c := range cs {
+		if c.Key == name && c.Value != nil {
+			return *c.Value
+		}
+	}
+	return ""
 }
