@@ -509,6 +509,7 @@ func (c Config) Gateway() gateway.Config {
 	g.DefaultPartitions = c.DefaultPartitions
 	g.DefaultRetention = c.RetentionDefault()
 	g.MaxMessageBytes = c.MaxMessageBytes
+	g.DefaultRecordFormat = c.DISRecordFormat
 	g.ShutdownGrace = c.ShutdownGrace
 	g.MaxPartitions = c.MaxPartitions
 	g.FetchMaxBytes = c.FetchMaxBytes

@@ -57,6 +57,34 @@ type StreamConfig struct {
 	// MaxMessageBytes is max.message.bytes: the largest record batch accepted,
 	// in bytes.
 	MaxMessageBytes int32
+	// RecordFormat is the topic config dis.record.format: how the DIS
+	// backend stores the topic's records (DESIGN.md section 3),
+	// RecordFormatAuto, RecordFormatNative or RecordFormatEnvelope; ""
+	// means the backend's default (config dis_record_format). The embedded
+	// store keeps Kafka batches whole and only keeps the value.
+	RecordFormat string
+}
+
+// Record formats of StreamConfig.RecordFormat.
+const (
+	// RecordFormatAuto stores a record as a plain DIS record when DIS can
+	// hold it (UTF-8 key or none, non-empty value, no headers, value not
+	// starting with the envelope magic), else as an envelope.
+	RecordFormatAuto = "auto"
+	// RecordFormatNative never wraps; a record that needs an envelope is
+	// refused with ErrInvalidRecord (Kafka INVALID_RECORD).
+	RecordFormatNative = "native"
+	// RecordFormatEnvelope always wraps.
+	RecordFormatEnvelope = "envelope"
+)
+
+// ValidRecordFormat reports whether f is a StreamConfig.RecordFormat ("" included).
+func ValidRecordFormat(f string) bool {
+	switch f {
+	case "", RecordFormatAuto, RecordFormatNative, RecordFormatEnvelope:
+		return true
+	}
+	return false
 }
 
 // StreamSpec is what CreateStream needs.

@@ -111,11 +111,19 @@ func TestCreateTopics(t *testing.T) {
 		{strings.Repeat("n", 65), 1, nil, kerr.InvalidTopicException},
 		{"compact", 1, map[string]string{"cleanup.policy": "compact"}, kerr.InvalidConfig},
 		{"unknown.cfg", 1, map[string]string{"no.such.config": "1"}, kerr.InvalidConfig},
+		{"bad.format", 1, map[string]string{"dis.record.format": "plain"}, kerr.InvalidConfig},
+		{"envelope", 1, map[string]string{"dis.record.format": "envelope"}, nil},
 		{"zero", 0, nil, kerr.InvalidPartitions},
 	}
 	for _, tc := range cases {
 		resp := r.roundTrip(7, createTopicsReq(tc.topic, tc.parts, tc.cfg)).(*kmsg.CreateTopicsResponse)
 		tp := resp.Topics[0]
+		if tc.want == nil {
+			if tp.ErrorCode != 0 {
+				t.Errorf("%s: error %d, want none", tc.topic, tp.ErrorCode)
+			}
+			continue
+		}
 		if tp.ErrorCode != tc.want.Code {
 			t.Errorf("%s: error %d, want %s", tc.topic, tp.ErrorCode, tc.want.Message)
 		}
@@ -127,17 +135,26 @@ func TestCreateTopics(t *testing.T) {
 		}
 	}
 	// DescribeConfigs shows what was set.
-	dc := kmsg.NewPtrDescribeConfigsRequest()
-	res := kmsg.NewDescribeConfigsRequestResource()
-	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeTopic, "a.b"
-	dc.Resources = append(dc.Resources, res)
-	dresp := r.roundTrip(4, dc).(*kmsg.DescribeConfigsResponse)
-	got := map[string]string{}
-	for _, c := range dresp.Resources[0].Configs {
-		got[c.Name] = *c.Value
+	describe := func(topic string) (map[string]string, map[string]bool) {
+		dc := kmsg.NewPtrDescribeConfigsRequest()
+		res := kmsg.NewDescribeConfigsRequestResource()
+		res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeTopic, topic
+		dc.Resources = append(dc.Resources, res)
+		dresp := r.roundTrip(4, dc).(*kmsg.DescribeConfigsResponse)
+		got, def := map[string]string{}, map[string]bool{}
+		for _, c := range dresp.Resources[0].Configs {
+			got[c.Name] = *c.Value
+			def[c.Name] = c.Source == kmsg.ConfigSourceDefaultConfig
+		}
+		return got, def
 	}
-	if got["retention.ms"] != "-1" || got["cleanup.policy"] != "delete" || got["max.message.bytes"] == "" || got["message.timestamp.type"] != "CreateTime" {
-		t.Fatalf("describe configs: %v", got)
+	got, def := describe("a.b")
+	if got["retention.ms"] != "-1" || got["cleanup.policy"] != "delete" || got["max.message.bytes"] == "" || got["message.timestamp.type"] != "CreateTime" ||
+		got["dis.record.format"] != "auto" || !def["dis.record.format"] {
+		t.Fatalf("describe configs: %v (default: %v)", got, def)
+	}
+	if got, def := describe("envelope"); got["dis.record.format"] != "envelope" || def["dis.record.format"] {
+		t.Fatalf("describe configs of a topic with dis.record.format=envelope: %v (default: %v)", got["dis.record.format"], def["dis.record.format"])
 	}
 	// CreatePartitions: increase only.
 	cp := kmsg.NewPtrCreatePartitionsRequest()

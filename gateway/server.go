@@ -70,6 +70,10 @@ type Config struct {
 	// MaxMessageBytes is max.message.bytes for new topics: the largest
 	// record batch, in bytes. Default 1048588 (Kafka's).
 	MaxMessageBytes int32
+	// DefaultRecordFormat is what DescribeConfigs shows as
+	// dis.record.format of topics that do not set it: the DIS backend's
+	// dis_record_format. Default "auto".
+	DefaultRecordFormat string
 	// RequestOverhead is added to a request's own timeout to bound its
 	// handling. Default 5 s.
 	RequestOverhead time.Duration
@@ -94,19 +98,20 @@ type Config struct {
 // DefaultConfig returns the defaults listed on Config.
 func DefaultConfig() Config {
 	return Config{
-		Listen:            "127.0.0.1:9092",
-		MaxFrameBytes:     kafkawire.DefaultMaxFrameBytes,
-		IdleTimeout:       10 * time.Minute,
-		WriteTimeout:      30 * time.Second,
-		MaxInFlight:       64,
-		AutoCreateTopics:  true,
-		DefaultPartitions: 1,
-		DefaultRetention:  168 * time.Hour,
-		MaxMessageBytes:   1048588,
-		MaxPartitions:     10000,
-		FetchMaxBytes:     55 << 20,
-		RequestOverhead:   5 * time.Second,
-		ShutdownGrace:     10 * time.Second,
+		Listen:              "127.0.0.1:9092",
+		MaxFrameBytes:       kafkawire.DefaultMaxFrameBytes,
+		IdleTimeout:         10 * time.Minute,
+		WriteTimeout:        30 * time.Second,
+		MaxInFlight:         64,
+		AutoCreateTopics:    true,
+		DefaultPartitions:   1,
+		DefaultRetention:    168 * time.Hour,
+		MaxMessageBytes:     1048588,
+		DefaultRecordFormat: disbackend.RecordFormatAuto,
+		MaxPartitions:       10000,
+		FetchMaxBytes:       55 << 20,
+		RequestOverhead:     5 * time.Second,
+		ShutdownGrace:       10 * time.Second,
 
 		GroupInitialRebalanceDelay: 3 * time.Second,
 		GroupMinSessionTimeout:     6 * time.Second,
@@ -137,6 +142,9 @@ func (c *Config) fill() {
 	}
 	if c.DefaultRetention == 0 {
 		c.DefaultRetention = d.DefaultRetention
+	}
+	if c.DefaultRecordFormat == "" {
+		c.DefaultRecordFormat = d.DefaultRecordFormat
 	}
 	if c.MaxMessageBytes <= 0 {
 		c.MaxMessageBytes = d.MaxMessageBytes

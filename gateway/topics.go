@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -145,6 +146,9 @@ const (
 	cfgTimestampType   = "message.timestamp.type"
 	cfgRetentionBytes  = "retention.bytes"
 	cfgCompressionType = "compression.type"
+	// cfgRecordFormat is disgw's own: how the DIS backend stores the
+	// topic's records (auto, native, envelope; DESIGN.md section 3).
+	cfgRecordFormat = "dis.record.format"
 )
 
 var ignoredTopicConfigs = map[string]string{
@@ -223,6 +227,11 @@ func applyTopicConfig(cfg *disbackend.StreamConfig, key string, value *string) e
 		if v != "producer" {
 			return bad("only compression.type=producer is supported (batches are stored as the producer compressed them)")
 		}
+	case cfgRecordFormat:
+		if v == "" || !disbackend.ValidRecordFormat(v) {
+			return bad("must be auto, native or envelope")
+		}
+		cfg.RecordFormat = v
 	case "remote.storage.enable":
 		if v != "false" {
 			return bad("tiered storage is not supported")
@@ -255,6 +264,7 @@ func (s *Server) describeTopicConfig(st *disbackend.Stream) []topicConfigEntry {
 		{cfgTimestampType, st.Config.TimestampType.String(), st.Config.TimestampType == def.TimestampType},
 		{cfgRetentionBytes, "-1", true},
 		{cfgRetentionMs, ret, st.Config.Retention == def.Retention},
+		{cfgRecordFormat, cmp.Or(st.Config.RecordFormat, s.cfg.DefaultRecordFormat), st.Config.RecordFormat == ""},
 	}
 	for k, v := range ignoredTopicConfigs {
 		out = append(out, topicConfigEntry{k, v, true})

@@ -203,6 +203,10 @@ func (s *Store) sendGroup(k partKey, group []job, pc *pacer) []job {
 		return nil
 	}
 	logAppend := si.st.Config.TimestampType == disbackend.LogAppendTime
+	format := si.st.Config.RecordFormat
+	if format == "" {
+		format = s.opts.RecordFormat
+	}
 
 	// Producers of idempotent batches to be written in this group: the
 	// epoch and the sequence their next batch must start at.
@@ -237,7 +241,7 @@ func (s *Store) sendGroup(k partKey, group []job, pc *pacer) []job {
 				}
 			}
 		}
-		recs, err := s.toDISRecords(j.b, logAppend)
+		recs, err := s.toDISRecords(j.b, logAppend, format)
 		if err != nil {
 			fail(err)
 			continue
@@ -314,8 +318,8 @@ func (s *Store) finish(k partKey, pr prepared, sns []int64, logAppend bool, thro
 	s.complete(pr.j, res, nil)
 }
 
-// toDISRecords decodes a producer's batch into DIS records.
-func (s *Store) toDISRecords(b disbackend.Batch, logAppend bool) ([]disRecord, error) {
+// toDISRecords decodes a producer's batch into DIS records in format.
+func (s *Store) toDISRecords(b disbackend.Batch, logAppend bool, format string) ([]disRecord, error) {
 	recs, err := kafkawire.DecodeRecords(b.Raw)
 	if err != nil {
 		return nil, err
@@ -325,7 +329,7 @@ func (s *Store) toDISRecords(b disbackend.Batch, logAppend bool) ([]disRecord, e
 	}
 	out := make([]disRecord, len(recs))
 	for i := range recs {
-		d, err := toDIS(&recs[i], recs[i].TimestampDelta64, s.opts.RecordFormat)
+		d, err := toDIS(&recs[i], recs[i].TimestampDelta64, format)
 		if err != nil {
 			return nil, fmt.Errorf("record %d: %w", i, err)
 		}

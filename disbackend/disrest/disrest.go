@@ -69,11 +69,11 @@ const (
 	// FormatAuto stores a record natively when DIS can hold it (UTF-8 key or
 	// none, non-empty value, no headers, value not starting with the envelope
 	// magic), else as an envelope.
-	FormatAuto = "auto"
+	FormatAuto = disbackend.RecordFormatAuto
 	// FormatNative never wraps; a record that needs an envelope is refused.
-	FormatNative = "native"
+	FormatNative = disbackend.RecordFormatNative
 	// FormatEnvelope always wraps.
-	FormatEnvelope = "envelope"
+	FormatEnvelope = disbackend.RecordFormatEnvelope
 )
 
 // Options configure New. Endpoint and ProjectID are required, and either
@@ -91,8 +91,8 @@ type Options struct {
 	AK, SK string
 	// Token, used when AK is empty, is sent as X-Auth-Token. Never logged.
 	Token string
-	// RecordFormat is the format of every topic: FormatAuto (default),
-	// FormatNative or FormatEnvelope.
+	// RecordFormat is the format of topics without dis.record.format:
+	// FormatAuto (default), FormatNative or FormatEnvelope.
 	RecordFormat string
 	// Linger is how long a partition's first waiting batch waits for more
 	// before its PutRecords is sent (the DIS Kafka Adapter's linger.ms); 0

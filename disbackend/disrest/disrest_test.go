@@ -92,12 +92,18 @@ func ctxT(t *testing.T) context.Context {
 
 func mkStream(t *testing.T, s *Store, topic string, parts int32) string {
 	t.Helper()
+	return mkStreamFormat(t, s, topic, parts, "")
+}
+
+// mkStreamFormat is mkStream with the topic config dis.record.format.
+func mkStreamFormat(t *testing.T, s *Store, topic string, parts int32, format string) string {
+	t.Helper()
 	name, err := disbackend.StreamNameForTopic(topic)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = s.CreateStream(ctxT(t), disbackend.StreamSpec{Name: name, TopicName: topic, PartitionCount: parts,
-		Config: disbackend.StreamConfig{Retention: 24 * time.Hour, MaxMessageBytes: 1 << 20}})
+		Config: disbackend.StreamConfig{Retention: 24 * time.Hour, MaxMessageBytes: 1 << 20, RecordFormat: format}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,17 +167,25 @@ func readBack(t *testing.T, s *Store, stream string, part int32, from int64) []b
 	return out
 }
 
-// TestRecordFormats appends records of every kind in each format, reads
-// them back exactly, and reads the plain ones with the official SDK as
-// plain DIS data.
+// TestRecordFormats appends records of every kind in each format, set as
+// the Store's default or as the topic's dis.record.format (over another
+// default, written by a Store that learns it from the stream's tags),
+// reads them back exactly, and reads the plain ones with the official SDK
+// as plain DIS data.
 func TestRecordFormats(t *testing.T) {
 	t.Parallel()
 	_, url := startDIS(t, dislocal.Options{})
 	const ts0 = 1_700_000_000_000
-	for _, format := range []string{FormatAuto, FormatEnvelope} {
-		t.Run(format, func(t *testing.T) {
-			s := newStore(t, url, func(o *Options) { o.RecordFormat = format })
-			stream := mkStream(t, s, "fmt."+format, 1)
+	for _, tc := range []struct{ name, def, topic, format string }{
+		{"auto", FormatAuto, "", FormatAuto},
+		{"envelope", FormatEnvelope, "", FormatEnvelope},
+		{"topic-envelope", FormatAuto, FormatEnvelope, FormatEnvelope},
+		{"topic-auto", FormatEnvelope, FormatAuto, FormatAuto},
+	} {
+		format := tc.format
+		t.Run(tc.name, func(t *testing.T) {
+			stream := mkStreamFormat(t, newStore(t, url, nil), "fmt."+tc.name, 1, tc.topic)
+			s := newStore(t, url, func(o *Options) { o.RecordFormat = tc.def })
 			recs := testRecords()
 			res, err := s.Append(stream, 0, kafkaBatch(recs, ts0)).Wait(ctxT(t))
 			if err != nil || res.BaseOffset != 0 {
@@ -213,17 +227,22 @@ func TestRecordFormats(t *testing.T) {
 			}
 		})
 	}
-	t.Run("native", func(t *testing.T) {
-		s := newStore(t, url, func(o *Options) { o.RecordFormat = FormatNative })
-		stream := mkStream(t, s, "fmt-native", 1)
-		_, err := s.Append(stream, 0, kafkaBatch(testRecords(), ts0)).Wait(ctxT(t))
-		if err == nil || !errors.Is(err, errNeedsEnvelope) || !strings.Contains(err.Error(), "tombstone") {
-			t.Fatalf("native append of a tombstone: %v, want a refusal naming the reason", err)
-		}
-		if r, _ := s.Range(stream, 0); r.Next != 0 {
-			t.Fatalf("a refused batch wrote %d records", r.Next)
-		}
-	})
+	for _, tc := range []struct{ name, def, topic string }{
+		{"native", FormatNative, ""},
+		{"topic-native", FormatEnvelope, FormatNative},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stream := mkStreamFormat(t, newStore(t, url, nil), "fmt-"+tc.name, 1, tc.topic)
+			s := newStore(t, url, func(o *Options) { o.RecordFormat = tc.def })
+			_, err := s.Append(stream, 0, kafkaBatch(testRecords(), ts0)).Wait(ctxT(t))
+			if err == nil || !errors.Is(err, errNeedsEnvelope) || !strings.Contains(err.Error(), "tombstone") {
+				t.Fatalf("native append of a tombstone: %v, want a refusal naming the reason", err)
+			}
+			if r, _ := s.Range(stream, 0); r.Next != 0 {
+				t.Fatalf("a refused batch wrote %d records", r.Next)
+			}
+		})
+	}
 }
 
 func TestEnvelopeCorruptReadsPlain(t *testing.T) {

@@ -39,6 +39,8 @@ const (
 	tagTimestampType = "disgw-timestamp-type"
 	// tagMaxMessageBytes is max.message.bytes, decimal.
 	tagMaxMessageBytes = "disgw-max-message-bytes"
+	// tagRecordFormat is dis.record.format, when the topic sets it.
+	tagRecordFormat = "disgw-record-format"
 )
 
 // streamInfo is what Append and Read need of a stream, cached.
@@ -142,6 +144,9 @@ func configTags(topic, stream string, cfg disbackend.StreamConfig) []model.Tag {
 		tags = append(tags, tag(tagTimestampType, "LogAppendTime"))
 	}
 	tags = append(tags, tag(tagMaxMessageBytes, strconv.FormatInt(int64(cfg.MaxMessageBytes), 10)))
+	if cfg.RecordFormat != "" {
+		tags = append(tags, tag(tagRecordFormat, cfg.RecordFormat))
+	}
 	return tags
 }
 
@@ -179,6 +184,10 @@ func streamFromDIS(name, id string, created int64, retention int32, parts int32,
 		case tagMaxMessageBytes:
 			if v, err := strconv.ParseInt(*t.Value, 10, 32); err == nil {
 				st.Config.MaxMessageBytes = int32(v)
+			}
+		case tagRecordFormat:
+			if disbackend.ValidRecordFormat(*t.Value) {
+				st.Config.RecordFormat = *t.Value
 			}
 		}
 	}
@@ -378,11 +387,19 @@ func (s *Store) UpdateStreamConfig(ctx context.Context, name string, cfg disback
 		}
 	}
 	want := configTags(si.st.TopicName, name, cfg)
+	var drop []model.Tag
 	if cfg.TimestampType != disbackend.LogAppendTime && si.st.Config.TimestampType == disbackend.LogAppendTime {
 		k := tagTimestampType
+		drop = append(drop, model.Tag{Key: &k})
+	}
+	if cfg.RecordFormat == "" && si.st.Config.RecordFormat != "" {
+		k := tagRecordFormat
+		drop = append(drop, model.Tag{Key: &k})
+	}
+	if len(drop) > 0 {
 		_, err = call(ctx, s, "delete tags of "+name, func() (*model.BatchDeleteTagsResponse, error) {
 			return s.c.BatchDeleteTags(&model.BatchDeleteTagsRequest{StreamId: si.id,
-				Body: &model.BatchDeleteTagsReq{Action: model.GetBatchDeleteTagsReqActionEnum().DELETE, Tags: []model.Tag{{Key: &k}}}})
+				Body: &model.BatchDeleteTagsReq{Action: model.GetBatchDeleteTagsReqActionEnum().DELETE, Tags: drop}})
 		})
 		if err != nil {
 			return err
