@@ -215,3 +215,53 @@ func TestThrottle(t *testing.T) {
 	}
 	t.Logf("throttle %v", res.Throttle)
 }
+
+// TestIdempotentStateAcrossRestart pins the weaker guarantee the README
+// states for idempotent producers on DIS: their state lives in the
+// gateway's memory. Within one Store a retried batch is a duplicate; a new
+// Store (a gateway restart, or another node) writes the same retry again at
+// a new offset, accepts the producer's next batch at any sequence (as Kafka
+// does for a producer whose state expired), and from then on checks again.
+func TestIdempotentStateAcrossRestart(t *testing.T) {
+	t.Parallel()
+	_, url := startDIS(t, dislocal.Options{})
+	s1 := newStore(t, url, nil)
+	stream := mkStream(t, s1, "idem.restart", 1)
+	mk := func(seq int32) disbackend.Batch {
+		return backendtest.MakeBatch(backendtest.BatchOptions{NumRecords: 3, Idempotent: true, ProducerID: 9, BaseSequence: seq, Seed: uint64(seq)})
+	}
+	app := func(s *Store, seq int32) disbackend.AppendResult {
+		t.Helper()
+		res, err := s.Append(stream, 0, mk(seq)).Wait(ctxT(t))
+		if err != nil {
+			t.Fatalf("append of sequence %d: %v", seq, err)
+		}
+		return res
+	}
+	if res := app(s1, 0); res.BaseOffset != 0 || res.Duplicate {
+		t.Fatalf("first batch = %+v", res)
+	}
+	if res := app(s1, 0); res.BaseOffset != 0 || !res.Duplicate {
+		t.Fatalf("retry in the same process = %+v, want the duplicate of offset 0", res)
+	}
+	if err := s1.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s2 := newStore(t, url, nil)
+	if res := app(s2, 0); res.BaseOffset != 3 || res.Duplicate {
+		t.Fatalf("retry after the restart = %+v; the documented behaviour is: written again at offset 3", res)
+	}
+	if res := app(s2, 0); res.BaseOffset != 3 || !res.Duplicate {
+		t.Fatalf("second retry after the restart = %+v, want the duplicate of offset 3", res)
+	}
+	if res := app(s2, 3); res.BaseOffset != 6 || res.Duplicate {
+		t.Fatalf("next batch = %+v", res)
+	}
+	if _, err := s2.Append(stream, 0, mk(100)).Wait(ctxT(t)); !errors.Is(err, disbackend.ErrOutOfOrderSequence) {
+		t.Fatalf("a sequence gap after the restart: %v, want ErrOutOfOrderSequence", err)
+	}
+	if r, _ := s2.Range(stream, 0); r.Next != 9 {
+		t.Fatalf("partition holds %d records, want 9 (the batch of sequence 0 twice, then sequence 3)", r.Next)
+	}
+}
