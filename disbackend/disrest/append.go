@@ -415,7 +415,7 @@ func (s *Store) putRecordsThrottled(ctx context.Context, k partKey, recs []disRe
 			body.Records[i] = e
 		}
 		rctx, cancel := context.WithTimeout(ctx, s.opts.RequestTimeout)
-		resp, err := call(rctx, s, "put records", func() (*model.SendRecordsResponse, error) {
+		resp, err := callToEnd(rctx, s, "put records", func() (*model.SendRecordsResponse, error) {
 			v, err := s.hc().Sync(&putRequest{Body: body}, putRecordsDef())
 			if err != nil {
 				return nil, err
@@ -429,7 +429,12 @@ func (s *Store) putRecordsThrottled(ctx context.Context, k partKey, recs []disRe
 		limited := false // a DIS.4303 among the reasons to retry
 		if err != nil {
 			var de *disError
-			if !errors.As(err, &de) || !de.retriable() {
+			if !errors.As(err, &de) && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+				// This request's own timeout: no answer, like a dropped
+				// connection.
+				de = &disError{cause: err, sentinel: disbackend.ErrUnavailable}
+			}
+			if de == nil || !de.retriable() {
 				if ctx.Err() != nil {
 					return nil, fmt.Errorf("%w: %v", disbackend.ErrUnavailable, err)
 				}

@@ -405,9 +405,21 @@ func callIdempotent[T any](ctx context.Context, s *Store, op string, f func() (T
 }
 
 // call runs one SDK call, honouring ctx (the SDK has no context: an ended
-// ctx abandons the call, which completes in the background) and the global
-// back-off after DIS.4305/DIS.4309.
+// ctx abandons the call, which completes in the background, within the
+// HTTP client's timeout of RequestTimeout) and the global back-off after
+// DIS.4305/DIS.4309.
 func call[T any](ctx context.Context, s *Store, op string, f func() (T, error)) (T, error) {
+	return callWith(ctx, s, op, false, f)
+}
+
+// callToEnd is call for PutRecords: when ctx ends first it still waits for
+// the request to end (at most the HTTP client's timeout), so that a
+// partition never has two PutRecords in flight, even after a timeout.
+func callToEnd[T any](ctx context.Context, s *Store, op string, f func() (T, error)) (T, error) {
+	return callWith(ctx, s, op, true, f)
+}
+
+func callWith[T any](ctx context.Context, s *Store, op string, toEnd bool, f func() (T, error)) (T, error) {
 	var zero T
 	if until := s.globalBackoff.Load(); until > 0 {
 		if d := time.Until(time.Unix(0, until)); d > 0 {
@@ -434,6 +446,9 @@ func call[T any](ctx context.Context, s *Store, op string, f func() (T, error)) 
 	}()
 	select {
 	case <-ctx.Done():
+		if toEnd {
+			<-ch
+		}
 		return zero, fmt.Errorf("disrest: %s: %w", op, ctx.Err())
 	case r := <-ch:
 		if r.err != nil {

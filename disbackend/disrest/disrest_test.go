@@ -469,3 +469,30 @@ func TestCommitCheckpointsParallel(t *testing.T) {
 		}
 	}
 }
+
+// TestPutRecordsTimeout: DIS answers after 0-250 ms and the Store gives a
+// request 150 ms: PutRecords that time out are sent again (their outcome
+// is unknown: dislocal applies them anyway, so the partition may hold a
+// batch twice), and every acknowledged batch is at its offset.
+func TestPutRecordsTimeout(t *testing.T) {
+	t.Parallel()
+	_, url := startDIS(t, dislocal.Options{Faults: dislocal.Faults{Jitter: 250 * time.Millisecond}})
+	stream := mkStream(t, newStore(t, url, nil), "timeout", 1)
+	s := newStore(t, url, func(o *Options) { o.RequestTimeout = 150 * time.Millisecond; o.Linger = -1 })
+	reader := newStore(t, url, nil)
+	for i := range 8 {
+		b := backendtest.MakeBatch(backendtest.BatchOptions{NumRecords: 2, Seed: uint64(100 + i)})
+		want, err := backendtest.DecodeRecords(b.Raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := s.Append(stream, 0, b).Wait(ctxT(t))
+		if err != nil {
+			t.Fatalf("append %d: %v", i, err)
+		}
+		got := readBack(t, reader, stream, 0, res.BaseOffset)
+		if len(got) < 2 || !bytes.Equal(got[0].Value, want[0].Value) || !bytes.Equal(got[1].Value, want[1].Value) {
+			t.Fatalf("append %d at offset %d: read back %v, want its records", i, res.BaseOffset, got)
+		}
+	}
+}
