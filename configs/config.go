@@ -5,7 +5,8 @@
 // hands explicitly set values to Config.Set.
 //
 // It does not start anything and does not read files other than the one it
-// is asked to load.
+// is asked to load and, through Config.DISCredentials, the DIS credentials
+// file.
 package configs
 
 import (
@@ -73,6 +74,12 @@ type Config struct {
 	// DISToken is an IAM token (X-Auth-Token), used when no AK is given;
 	// best given as DISGW_DIS_TOKEN. Never logged.
 	DISToken string `yaml:"dis_token"`
+	// DISCredentialsFile is the Huawei Cloud SDK's credentials file (the
+	// INI file ~/.huaweicloud/credentials: [basic] with ak, sk and
+	// optionally security_token and project_id), read at start when
+	// neither dis_ak nor dis_token is given. Its project_id stands in for
+	// an empty dis_project_id. Its secrets are never logged.
+	DISCredentialsFile string `yaml:"dis_credentials_file"`
 	// DISRecordFormat is how Kafka records are stored in DIS: auto (plain
 	// where DIS can hold the record, else an envelope), native or
 	// envelope. Default auto.
@@ -382,14 +389,17 @@ func (c Config) Validate() error {
 		if strings.TrimSpace(c.DISEndpoint) == "" {
 			bad("dis_endpoint", "is required with backend dis (e.g. https://dis.cn-north-4.myhuaweicloud.com)")
 		}
-		if strings.TrimSpace(c.DISProjectID) == "" {
-			bad("dis_project_id", "is required with backend dis")
+		// The credentials file is read (and may give the project id) only
+		// when neither dis_ak nor dis_token is given.
+		fromFile := c.DISAK == "" && c.DISToken == "" && c.DISCredentialsFile != ""
+		if strings.TrimSpace(c.DISProjectID) == "" && !fromFile {
+			bad("dis_project_id", "is required with backend dis (or project_id in dis_credentials_file)")
 		}
 		if (c.DISAK == "") != (c.DISSK == "") {
 			bad("dis_ak", "dis_ak and dis_sk go together (DISGW_DIS_AK, DISGW_DIS_SK)")
 		}
-		if c.DISAK == "" && c.DISToken == "" {
-			bad("dis_ak", "backend dis needs credentials: DISGW_DIS_AK and DISGW_DIS_SK, or DISGW_DIS_TOKEN")
+		if c.DISAK == "" && c.DISToken == "" && c.DISCredentialsFile == "" {
+			bad("dis_ak", "backend dis needs credentials: DISGW_DIS_AK and DISGW_DIS_SK, DISGW_DIS_TOKEN, or dis_credentials_file")
 		}
 	default:
 		bad("backend", "%q is not one of %q, %q", c.Backend, BackendLocal, BackendDIS)

@@ -245,6 +245,12 @@ func TestValidate(t *testing.T) {
 		{"dis with a token", func(c *Config) {
 			c.Backend, c.DISEndpoint, c.DISProjectID, c.DISToken = "dis", "https://dis.example", "p", "tok"
 		}, nil},
+		{"dis with a credentials file", func(c *Config) {
+			c.Backend, c.DISEndpoint, c.DISCredentialsFile = "dis", "https://dis.example", "/creds" // may give the project id
+		}, nil},
+		{"dis with AK/SK over a credentials file", func(c *Config) {
+			c.Backend, c.DISEndpoint, c.DISAK, c.DISSK, c.DISCredentialsFile = "dis", "https://dis.example", "ak", "sk", "/creds"
+		}, []string{"dis_project_id:"}}, // the file is not read
 		{"dis without settings", func(c *Config) { c.Backend = "dis" }, []string{"dis_endpoint:", "dis_project_id:", "dis_ak:"}},
 		{"dis AK without SK", func(c *Config) {
 			c.Backend, c.DISEndpoint, c.DISProjectID, c.DISAK = "dis", "https://dis.example", "p", "ak"
@@ -333,5 +339,19 @@ func TestDISExample(t *testing.T) {
 	}
 	if err := c.Validate(); err != nil || c.Backend != BackendDIS || c.RetentionDefault() != 24*time.Hour {
 		t.Fatalf("dis.yaml: %+v, %v", c, err)
+	}
+
+	// Or with a credentials file instead.
+	c, err = Load("dis.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ApplyEnv(func(k string) string {
+		return map[string]string{"DISGW_DIS_CREDENTIALS_FILE": "/etc/disgw/credentials"}[k]
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil || c.DISCredentialsFile != "/etc/disgw/credentials" {
+		t.Fatalf("dis.yaml with DISGW_DIS_CREDENTIALS_FILE: %+v, %v", c, err)
 	}
 }

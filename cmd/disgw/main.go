@@ -111,6 +111,8 @@ var flagKeys = map[string]string{
 	"dis-endpoint":   "dis_endpoint",
 	"dis-project-id": "dis_project_id",
 	"dis-region":     "dis_region",
+
+	"dis-credentials-file": "dis_credentials_file",
 }
 
 func serve(args []string, getenv func(string) string, stderr io.Writer) int {
@@ -125,7 +127,9 @@ func serve(args []string, getenv func(string) string, stderr io.Writer) int {
 	fs.String("backend", def.Backend, "backend: local or dis (env DISGW_BACKEND)")
 	fs.String("dis-endpoint", def.DISEndpoint, "DIS endpoint `URL`, backend dis (env DISGW_DIS_ENDPOINT)")
 	fs.String("dis-project-id", def.DISProjectID, "DIS project `id`, backend dis (env DISGW_DIS_PROJECT_ID); "+
-		"credentials from DISGW_DIS_AK and DISGW_DIS_SK, or DISGW_DIS_TOKEN")
+		"credentials from DISGW_DIS_AK and DISGW_DIS_SK, or DISGW_DIS_TOKEN, or --dis-credentials-file")
+	fs.String("dis-credentials-file", def.DISCredentialsFile, "Huawei Cloud SDK credentials `file` (INI, [basic] ak, sk, "+
+		"optional security_token and project_id), read when DISGW_DIS_AK and DISGW_DIS_TOKEN are unset (env DISGW_DIS_CREDENTIALS_FILE)")
 	fs.String("dis-region", def.DISRegion, "DIS `region`, informational (env DISGW_DIS_REGION)")
 	fs.String("log-level", def.LogLevel, "debug, info, warn or error (env DISGW_LOG_LEVEL)")
 	if err := fs.Parse(args); err != nil {
@@ -188,7 +192,14 @@ func runGateway(cfg configs.Config, readyFile string, log *zap.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
-	store, err := openBackend(cfg, log)
+	var creds configs.DISCredentials
+	if cfg.Backend == configs.BackendDIS {
+		var err error
+		if creds, err = disCredentials(cfg, log); err != nil {
+			return err
+		}
+	}
+	store, err := openBackend(cfg, creds, log)
 	if err != nil {
 		return err
 	}
@@ -209,12 +220,12 @@ func runGateway(cfg configs.Config, readyFile string, log *zap.Logger) error {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve() }()
 
-	log.Info("started",
+	log.Info("started", append([]zap.Field{
 		zap.String("version", version),
 		zap.String("listen", srv.Addr().String()),
 		zap.String("advertise", srv.AdvertisedAddr()),
-		zap.String("backend", cfg.Backend),
-		backendField(cfg))
+		zap.String("backend", cfg.Backend)},
+		backendFields(cfg, creds)...)...)
 
 	if readyFile != "" {
 		if err := writeFileAtomic(readyFile, srv.AdvertisedAddr()+"\n"); err != nil {
@@ -256,13 +267,32 @@ func runGateway(cfg configs.Config, readyFile string, log *zap.Logger) error {
 	return nil
 }
 
+// disCredentials resolves the DIS credentials (dis_ak/dis_sk or dis_token
+// over dis_credentials_file) and logs, never a secret, a credentials file
+// open to group or others, or one not read because dis_ak or dis_token was
+// given.
+func disCredentials(cfg configs.Config, log *zap.Logger) (configs.DISCredentials, error) {
+	creds, err := cfg.DISCredentials()
+	if err != nil {
+		return creds, err
+	}
+	if creds.Warning != "" {
+		log.Warn(creds.Warning, zap.String("dis_credentials_file", creds.File))
+	}
+	if creds.Source != configs.CredentialsFromFile && creds.File != "" {
+		log.Info("dis_credentials_file not read: "+creds.Source+" takes precedence",
+			zap.String("dis_credentials_file", creds.File))
+	}
+	return creds, nil
+}
+
 // openBackend opens the configured backend: the embedded store in
-// cfg.Data, or DIS.
-func openBackend(cfg configs.Config, log *zap.Logger) (disbackend.Backend, error) {
+// cfg.Data, or DIS with creds.
+func openBackend(cfg configs.Config, creds configs.DISCredentials, log *zap.Logger) (disbackend.Backend, error) {
 	if cfg.Backend == configs.BackendDIS {
 		return disrest.New(disrest.Options{
-			Endpoint: cfg.DISEndpoint, Region: cfg.DISRegion, ProjectID: cfg.DISProjectID,
-			AK: cfg.DISAK, SK: cfg.DISSK, Token: cfg.DISToken,
+			Endpoint: cfg.DISEndpoint, Region: cfg.DISRegion, ProjectID: creds.ProjectID,
+			AK: creds.AK, SK: creds.SK, SecurityToken: creds.SecurityToken, Token: creds.Token,
 			RecordFormat: cfg.DISRecordFormat, Logger: log,
 			Linger:     disLinger(cfg.DISLinger),
 			BatchBytes: int(cfg.DISBatchBytes), BatchCount: int(cfg.DISBatchCount),
@@ -287,13 +317,18 @@ func disLinger(d time.Duration) time.Duration {
 	return d
 }
 
-// backendField is where the backend keeps data, for the start-up log; never
-// a credential.
-func backendField(cfg configs.Config) zap.Field {
+// backendFields are where the backend keeps data, for the start-up log,
+// and on DIS where the credentials came from (dis_ak, dis_token, or the
+// credentials file's path); never a credential.
+func backendFields(cfg configs.Config, creds configs.DISCredentials) []zap.Field {
 	if cfg.Backend == configs.BackendDIS {
-		return zap.String("dis_endpoint", cfg.DISEndpoint)
+		from := creds.Source
+		if from == configs.CredentialsFromFile {
+			from = creds.File
+		}
+		return []zap.Field{zap.String("dis_endpoint", cfg.DISEndpoint), zap.String("dis_credentials", from)}
 	}
-	return zap.String("data", cfg.Data)
+	return []zap.Field{zap.String("data", cfg.Data)}
 }
 
 // writeFileAtomic writes text to path through a temporary file and a

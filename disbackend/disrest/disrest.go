@@ -89,6 +89,9 @@ type Options struct {
 	ProjectID string
 	// AK and SK sign every request (SDK-HMAC-SHA256). Never logged.
 	AK, SK string
+	// SecurityToken goes with a temporary AK/SK and is sent as
+	// X-Security-Token. Never logged.
+	SecurityToken string
 	// Token, used when AK is empty, is sent as X-Auth-Token. Never logged.
 	Token string
 	// RecordFormat is the format of topics without dis.record.format:
@@ -210,6 +213,9 @@ func New(opts Options) (*Store, error) {
 	if opts.AK == "" && opts.Token == "" {
 		problems = append(problems, "credentials are required: AK and SK, or an IAM token")
 	}
+	if opts.SecurityToken != "" && opts.AK == "" {
+		problems = append(problems, "a security token goes with an AK and SK")
+	}
 	switch opts.RecordFormat {
 	case "":
 		opts.RecordFormat = FormatAuto
@@ -253,7 +259,8 @@ func New(opts Options) (*Store, error) {
 	var cred auth.ICredential
 	builder := dis.DisClientBuilder()
 	if opts.AK != "" {
-		c, err := basic.NewCredentialsBuilder().WithAk(opts.AK).WithSk(opts.SK).WithProjectId(opts.ProjectID).SafeBuild()
+		c, err := basic.NewCredentialsBuilder().WithAk(opts.AK).WithSk(opts.SK).WithSecurityToken(opts.SecurityToken).
+			WithProjectId(opts.ProjectID).SafeBuild()
 		if err != nil {
 			return nil, fmt.Errorf("disrest: credentials: %w", err)
 		}
