@@ -68,19 +68,8 @@ func TestServeOnDISFlowControl(t *testing.T) {
 	}
 	defer cl.Close()
 
-	type ack struct {
-		seq    uint64
-		size   int
-		offset int64
-		at     time.Time
-	}
-	var (
-		mu      sync.Mutex
-		acked   [partitions][]ack
-		failed  int
-		wg      sync.WaitGroup
-		offerAt [partitions]int
-	)
+	tr := newTracker(partitions)
+	var offerAt [partitions]int
 	sizes := []int{100, 1_000, 10_000, 100_000, 500_000}
 	rng := rand.New(rand.NewPCG(1, 2))
 	begin := time.Now()
@@ -91,32 +80,16 @@ func TestServeOnDISFlowControl(t *testing.T) {
 			for float64(offerAt[p]) < offered*time.Since(begin).Seconds() {
 				n := sizes[rng.IntN(len(sizes))]
 				v := make([]byte, n)
-				be.BigEndian.PutUint64(v, seq[p])
-				s := seq[p]
+				tr.produce(ctx, cl, p, seq[p], v)
 				seq[p]++
 				offerAt[p] += n
-				wg.Add(1)
-				cl.Produce(ctx, &kgo.Record{Partition: int32(p), Value: v}, func(r *kgo.Record, err error) {
-					defer wg.Done()
-					mu.Lock()
-					defer mu.Unlock()
-					if err != nil {
-						failed++
-						return
-					}
-					acked[p] = append(acked[p], ack{seq: s, size: n, offset: r.Offset, at: time.Now()})
-				})
 			}
 		}
 	}
 	offeredFor := time.Since(begin)
-	wg.Wait()
-	if failed > 0 {
-		t.Logf("%d records not acknowledged", failed)
-	}
-
+	tr.wait(t)
 	for p := range partitions {
-		as := acked[p]
+		as := tr.acked[p]
 		if len(as) == 0 {
 			t.Fatalf("partition %d: nothing acknowledged", p)
 		}
@@ -139,7 +112,7 @@ func TestServeOnDISFlowControl(t *testing.T) {
 
 	// Read everything back.
 	for p := range partitions {
-		as := acked[p]
+		as := tr.acked[p]
 		want := map[int64]uint64{}
 		for _, a := range as {
 			want[a.offset] = a.seq
@@ -223,41 +196,21 @@ func TestServeOnDISFaults(t *testing.T) {
 		t.Logf("create topic: %v (retrying)", err)
 		time.Sleep(100 * time.Millisecond)
 	}
-	var (
-		mu     sync.Mutex
-		acked  [partitions]map[int64]uint64 // offset -> sequence
-		failed int
-		wg     sync.WaitGroup
-	)
-	for p := range partitions {
-		acked[p] = map[int64]uint64{}
-	}
+	tr := newTracker(partitions)
 	for i := range perPart {
 		for p := range partitions {
-			v := make([]byte, 8+rand.IntN(2000))
-			be.BigEndian.PutUint64(v, uint64(i))
-			wg.Add(1)
-			cl.Produce(ctx, &kgo.Record{Partition: int32(p), Value: v}, func(r *kgo.Record, err error) {
-				defer wg.Done()
-				mu.Lock()
-				defer mu.Unlock()
-				if err != nil {
-					failed++
-					return
-				}
-				acked[p][r.Offset] = uint64(i)
-			})
+			tr.produce(ctx, cl, p, uint64(i), make([]byte, 8+rand.IntN(2000)))
 		}
 		if i%100 == 99 {
-			wg.Wait() // let batches of several sizes form
+			tr.wg.Wait() // let batches of several sizes form
 		}
 	}
-	wg.Wait()
-	if failed > 0 {
-		t.Logf("%d records not acknowledged", failed)
-	}
+	tr.wait(t)
 	for p := range partitions {
-		want := acked[p]
+		want := map[int64]uint64{}
+		for _, a := range tr.acked[p] {
+			want[a.offset] = a.seq
+		}
 		if len(want) < perPart/2 {
 			t.Fatalf("partition %d: only %d of %d records acknowledged", p, len(want), perPart)
 		}
@@ -292,5 +245,48 @@ func TestServeOnDISFaults(t *testing.T) {
 			}
 		}
 		rd.Close()
+	}
+}
+
+// ack is one acknowledged record: its sequence number (the first 8 bytes
+// of its value), its size, its offset and when the acknowledgement came.
+type ack struct {
+	seq    uint64
+	size   int
+	offset int64
+	at     time.Time
+}
+
+// tracker produces records and records their acknowledgements by partition.
+type tracker struct {
+	mu     sync.Mutex
+	wg     sync.WaitGroup
+	acked  [][]ack
+	failed int
+}
+
+func newTracker(partitions int) *tracker { return &tracker{acked: make([][]ack, partitions)} }
+
+// produce sends v, with seq written into its first 8 bytes, to partition p.
+func (tr *tracker) produce(ctx context.Context, cl *kgo.Client, p int, seq uint64, v []byte) {
+	be.BigEndian.PutUint64(v, seq)
+	tr.wg.Add(1)
+	cl.Produce(ctx, &kgo.Record{Partition: int32(p), Value: v}, func(r *kgo.Record, err error) {
+		defer tr.wg.Done()
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		if err != nil {
+			tr.failed++
+			return
+		}
+		tr.acked[p] = append(tr.acked[p], ack{seq: seq, size: len(v), offset: r.Offset, at: time.Now()})
+	})
+}
+
+// wait waits for every acknowledgement and logs how many records failed.
+func (tr *tracker) wait(t *testing.T) {
+	tr.wg.Wait()
+	if tr.failed > 0 {
+		t.Logf("%d records not acknowledged", tr.failed)
 	}
 }
