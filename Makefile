@@ -53,7 +53,7 @@ compat: build
 	cd compat && ./bin/compat -disgw $(CURDIR)/$(BIN) $(COMPATFLAGS)
 
 # The same matrix on the DIS backend: each disgw serve --backend dis talks to
-# its own disgw dislocal; writes docs/compat-dis.md. Not run by .ci/run.
+# its own disgw dislocal; writes docs/compat-dis.md. .ci/run runs it after compat.
 compat-dis: build
 	cd compat && $(GO) build -o bin/compat ./cmd/compat
 	cd compat && ./bin/compat -disgw $(CURDIR)/$(BIN) -backend dis $(COMPATFLAGS)
