@@ -50,11 +50,17 @@ type pacer struct {
 }
 
 // pressureWindow is how long after a wait for its limits a partition is
-// treated as being at its limits.
-const pressureWindow = 2 * time.Second
+// treated as being at its limits; pressureWait is the shortest pacing wait
+// that counts (the first requests after a start wait a little, as the
+// pacer starts empty, without the partition being at its limits).
+const (
+	pressureWindow = 2 * time.Second
+	pressureWait   = 20 * time.Millisecond
+)
 
 // underPressure reports whether the partition is at its write limits: it
-// waited for them within pressureWindow. A second line of defence, for
+// waited for them (at least pressureWait, or a DIS.4303) within
+// pressureWindow. A second line of defence, for
 // when DIS's metering differs from the pacer's model: calls are then cut
 // where a record is smaller than the one before it (see sendGroup), so
 // that within a call a refusal for want of bytes is not followed by the
@@ -121,7 +127,9 @@ func (p *pacer) wait(ctx context.Context, advanced bool, n, size int) (time.Dura
 		if d <= 0 {
 			return waited, nil
 		}
-		p.pressed = time.Now()
+		if d >= pressureWait {
+			p.pressed = time.Now()
+		}
 		t := time.NewTimer(d)
 		select {
 		case <-ctx.Done():
