@@ -1,0 +1,38 @@
+package gateway
+
+// AlterConfigs: v0-2 (the legacy whole-resource form; see
+// api44_incremental_alter_configs.go for what applies).
+//
+// Version notes: v1 no change; v2 flexible.
+//
+// A TOPIC resource's configs are replaced: keys not listed go back to
+// their defaults, as in Kafka.
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/kafkawire"
+)
+
+func init() { registerAPI(33, 0, 2, (*conn).handleAlterConfigs) }
+
+func (c *conn) handleAlterConfigs(req *kafkawire.Request) reply {
+	r := req.Body.(*kmsg.AlterConfigsRequest)
+	resp := r.ResponseKind().(*kmsg.AlterConfigsResponse)
+	ctx, cancel := c.requestContext(30_000)
+	defer cancel()
+	for _, rr := range r.Resources {
+		res := kmsg.NewAlterConfigsResponseResource()
+		res.ResourceType, res.ResourceName = rr.ResourceType, rr.ResourceName
+		err := c.s.alterConfigs(ctx, rr.ResourceType, rr.ResourceName, true, r.ValidateOnly, len(rr.Configs),
+			func(i int) (string, kmsg.IncrementalAlterConfigOp, *string) {
+				return rr.Configs[i].Name, 0, rr.Configs[i].Value // SET
+			})
+		if err != nil {
+			res.ErrorCode = kafkaError(c.log, err)
+			res.ErrorMessage = errMessage(err)
+		}
+		resp.Resources = append(resp.Resources, res)
+	}
+	return ready(req, resp)
+}

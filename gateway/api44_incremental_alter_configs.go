@@ -1,0 +1,142 @@
+package gateway
+
+// IncrementalAlterConfigs: v0-1 (DIS UpdateStream and stream tags, through
+// Backend.UpdateStreamConfig). AlterConfigs (v0-2) is in
+// api33_alter_configs.go and shares alterTopicConfig.
+//
+// Version notes: v1 flexible.
+//
+// TOPIC resources: SET applies a topic config as CreateTopics does
+// (applyTopicConfig: INVALID_CONFIG for unknown keys and unsupported
+// values); DELETE puts the key back to its default; APPEND and SUBTRACT
+// get INVALID_CONFIG (no topic config here is a list). A key listed twice
+// in one resource gets INVALID_REQUEST, as in Kafka. On DIS, retention.ms
+// is data_duration (24-168 hours; others INVALID_CONFIG). BROKER
+// resources get INVALID_REQUEST: broker settings come from disgw's
+// configuration file. Other resource types get INVALID_REQUEST.
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/kafkawire"
+)
+
+func init() { registerAPI(44, 0, 1, (*conn).handleIncrementalAlterConfigs) }
+
+func (c *conn) handleIncrementalAlterConfigs(req *kafkawire.Request) reply {
+	r := req.Body.(*kmsg.IncrementalAlterConfigsRequest)
+	resp := r.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
+	ctx, cancel := c.requestContext(30_000)
+	defer cancel()
+	for _, rr := range r.Resources {
+		res := kmsg.NewIncrementalAlterConfigsResponseResource()
+		res.ResourceType, res.ResourceName = rr.ResourceType, rr.ResourceName
+		err := c.s.alterConfigs(ctx, rr.ResourceType, rr.ResourceName, false, r.ValidateOnly, len(rr.Configs),
+			func(i int) (string, kmsg.IncrementalAlterConfigOp, *string) {
+				return rr.Configs[i].Name, rr.Configs[i].Op, rr.Configs[i].Value
+			})
+		if err != nil {
+			res.ErrorCode = kafkaError(c.log, err)
+			res.ErrorMessage = errMessage(err)
+		}
+		resp.Resources = append(resp.Resources, res)
+	}
+	return ready(req, resp)
+}
+
+// alterConfigs changes one resource's configs: n of them, given by op (the
+// request's entries). With replace (AlterConfigs) the topic's configs
+// start from the defaults, else (IncrementalAlterConfigs) from what the
+// topic has. Errors are Kafka errors (kerrWrap) or the backend's.
+func (s *Server) alterConfigs(ctx context.Context, typ kmsg.ConfigResourceType, name string, replace, validateOnly bool,
+	n int, op func(int) (string, kmsg.IncrementalAlterConfigOp, *string)) error {
+	switch typ {
+	case kmsg.ConfigResourceTypeTopic:
+	case kmsg.ConfigResourceTypeBroker:
+		return kerrWrap(kerr.InvalidRequest, "broker configs cannot be changed at run time: they come from disgw's configuration file")
+	default:
+		return kerrWrap(kerr.InvalidRequest, "unsupported resource type "+typ.String())
+	}
+	seen := make(map[string]bool, n)
+	for i := range n {
+		key, _, _ := op(i)
+		if seen[key] {
+			return kerrWrap(kerr.InvalidRequest, "Error due to duplicate config keys: "+strconv.Quote(key))
+		}
+		seen[key] = true
+	}
+
+	s.topics.adminMu.Lock()
+	defer s.topics.adminMu.Unlock()
+	st := s.topics.get(name)
+	if st == nil {
+		return fmt.Errorf("%w: topic %q", errUnknownTopic, name)
+	}
+	def := s.defaultStreamConfig()
+	cfg := st.Config
+	if replace {
+		cfg = def
+	}
+	for i := range n {
+		key, o, value := op(i)
+		var err error
+		switch o {
+		case kmsg.IncrementalAlterConfigOp(0): // SET
+			if value == nil {
+				err = fmt.Errorf("%w: %s: a null value cannot be set", disbackend.ErrInvalidConfig, key)
+			} else {
+				err = applyTopicConfig(&cfg, key, value)
+			}
+		case kmsg.IncrementalAlterConfigOp(1): // DELETE
+			err = resetTopicConfig(&cfg, def, key)
+		case kmsg.IncrementalAlterConfigOp(2), kmsg.IncrementalAlterConfigOp(3): // APPEND, SUBTRACT
+			err = fmt.Errorf("%w: config value %s is not allowed for config key %s (not a list)", disbackend.ErrInvalidConfig,
+				map[kmsg.IncrementalAlterConfigOp]string{2: "append", 3: "subtract"}[o], key)
+		default:
+			err = kerrWrap(kerr.InvalidRequest, fmt.Sprintf("unknown config operation %d for %s", o, key))
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if validateOnly || cfg == st.Config {
+		return nil
+	}
+	if err := s.backend.UpdateStreamConfig(ctx, st.Name, cfg); err != nil {
+		return err
+	}
+	updated, err := s.backend.DescribeStream(ctx, st.Name)
+	if err != nil {
+		return err
+	}
+	s.topics.put(&updated)
+	s.log.Info("topic configs altered", zapTopic(name))
+	return nil
+}
+
+// resetTopicConfig puts key back to its default in cfg (a DELETE of
+// IncrementalAlterConfigs). Errors wrap ErrInvalidConfig for unknown keys.
+func resetTopicConfig(cfg *disbackend.StreamConfig, def disbackend.StreamConfig, key string) error {
+	switch key {
+	case cfgRetentionMs:
+		cfg.Retention = def.Retention
+	case cfgMaxMessageBytes:
+		cfg.MaxMessageBytes = def.MaxMessageBytes
+	case cfgTimestampType:
+		cfg.TimestampType = def.TimestampType
+	case cfgRecordFormat:
+		cfg.RecordFormat = def.RecordFormat
+	case cfgCleanupPolicy, cfgRetentionBytes, cfgCompressionType, "remote.storage.enable":
+	default:
+		if _, ok := ignoredTopicConfigs[key]; !ok {
+			return fmt.Errorf("%w: unknown topic config %q", disbackend.ErrInvalidConfig, key)
+		}
+	}
+	return nil
+}

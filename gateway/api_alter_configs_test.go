@@ -1,0 +1,137 @@
+package gateway_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// TestAlterConfigs: kadm's IncrementalAlterConfigs (SET, DELETE, APPEND,
+// validate-only) and legacy AlterConfigs (replace) on topics, read back
+// with DescribeConfigs; the errors Kafka gives for a bad value, an unknown
+// key, a non-list APPEND, an unknown topic, a key listed twice and a
+// broker resource.
+func TestAlterConfigs(t *testing.T) {
+	g := startGateway(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(g.client(t))
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "alter.me"); err != nil {
+		t.Fatal(err)
+	}
+	describe := func() map[string]kadm.Config {
+		t.Helper()
+		rcs, err := adm.DescribeTopicConfigs(ctx, "alter.me")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, err := rcs.On("alter.me", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]kadm.Config{}
+		for _, c := range rc.Configs {
+			out[c.Key] = c
+		}
+		return out
+	}
+	value := func(c kadm.Config) string {
+		if c.Value == nil {
+			return "<nil>"
+		}
+		return *c.Value
+	}
+	alter := func(validate bool, ops ...kadm.AlterConfig) error {
+		t.Helper()
+		var rs kadm.AlterConfigsResponses
+		var err error
+		if validate {
+			rs, err = adm.ValidateAlterTopicConfigs(ctx, ops, "alter.me")
+		} else {
+			rs, err = adm.AlterTopicConfigs(ctx, ops, "alter.me")
+		}
+		if err != nil {
+			return err
+		}
+		return rs[0].Err
+	}
+	str := func(s string) *string { return &s }
+	defRetention := value(describe()["retention.ms"])
+
+	if err := alter(false, kadm.AlterConfig{Name: "retention.ms", Value: str("3600000")},
+		kadm.AlterConfig{Name: "message.timestamp.type", Value: str("LogAppendTime")}); err != nil {
+		t.Fatalf("SET: %v", err)
+	}
+	cs := describe()
+	if value(cs["retention.ms"]) != "3600000" || cs["retention.ms"].Source != kmsg.ConfigSourceDynamicTopicConfig ||
+		value(cs["message.timestamp.type"]) != "LogAppendTime" {
+		t.Fatalf("after SET: retention.ms %s (%v), message.timestamp.type %s", value(cs["retention.ms"]), cs["retention.ms"].Source, value(cs["message.timestamp.type"]))
+	}
+	if err := alter(true, kadm.AlterConfig{Name: "retention.ms", Value: str("7200000")}); err != nil {
+		t.Fatalf("validate-only SET: %v", err)
+	}
+	if v := value(describe()["retention.ms"]); v != "3600000" {
+		t.Fatalf("a validate-only SET changed retention.ms to %s", v)
+	}
+	if err := alter(false, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: "retention.ms"}); err != nil {
+		t.Fatalf("DELETE: %v", err)
+	}
+	if cs := describe(); value(cs["retention.ms"]) != defRetention || cs["retention.ms"].Source != kmsg.ConfigSourceDefaultConfig ||
+		value(cs["message.timestamp.type"]) != "LogAppendTime" {
+		t.Fatalf("after DELETE: retention.ms %s (%v), want the default %s; message.timestamp.type %s kept",
+			value(cs["retention.ms"]), cs["retention.ms"].Source, defRetention, value(cs["message.timestamp.type"]))
+	}
+
+	for _, tc := range []struct {
+		name string
+		op   kadm.AlterConfig
+		want error
+	}{
+		{"bad value", kadm.AlterConfig{Name: "retention.ms", Value: str("soon")}, kerr.InvalidConfig},
+		{"unknown key", kadm.AlterConfig{Name: "no.such.config", Value: str("1")}, kerr.InvalidConfig},
+		{"compaction", kadm.AlterConfig{Name: "cleanup.policy", Value: str("compact")}, kerr.InvalidConfig},
+		{"append", kadm.AlterConfig{Op: kadm.AppendConfig, Name: "retention.ms", Value: str("1")}, kerr.InvalidConfig},
+	} {
+		if err := alter(false, tc.op); !errors.Is(err, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+		}
+	}
+	if rs, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "retention.ms", Value: str("1")}}, "no.such.topic"); err != nil ||
+		!errors.Is(rs[0].Err, kerr.UnknownTopicOrPartition) {
+		t.Errorf("unknown topic: %v, %v", rs, err)
+	}
+	if rs, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Name: "log.retention.ms", Value: str("1")}}, 0); err != nil ||
+		!errors.Is(rs[0].Err, kerr.InvalidRequest) {
+		t.Errorf("broker resource: %v, %v", rs, err)
+	}
+
+	// The same key twice in one resource: INVALID_REQUEST.
+	r := g.raw(t)
+	inc := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeTopic, "alter.me"
+	for range 2 {
+		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		c.Name, c.Value = "retention.ms", str("3600000")
+		res.Configs = append(res.Configs, c)
+	}
+	inc.Resources = append(inc.Resources, res)
+	if resp := r.roundTrip(1, inc).(*kmsg.IncrementalAlterConfigsResponse); resp.Resources[0].ErrorCode != kerr.InvalidRequest.Code {
+		t.Errorf("a key listed twice: error %d, want INVALID_REQUEST", resp.Resources[0].ErrorCode)
+	}
+
+	// Legacy AlterConfigs replaces: message.timestamp.type, not listed,
+	// goes back to CreateTime.
+	if rs, err := adm.AlterTopicConfigsState(ctx, []kadm.AlterConfig{{Name: "max.message.bytes", Value: str("2000000")}}, "alter.me"); err != nil || rs[0].Err != nil {
+		t.Fatalf("AlterConfigs: %v, %v", rs, err)
+	}
+	if cs := describe(); value(cs["max.message.bytes"]) != "2000000" || value(cs["message.timestamp.type"]) != "CreateTime" {
+		t.Fatalf("after AlterConfigs: max.message.bytes %s, message.timestamp.type %s (want CreateTime: replaced)",
+			value(cs["max.message.bytes"]), value(cs["message.timestamp.type"]))
+	}
+}
