@@ -4,6 +4,8 @@
 #   make test    go vet and every test, with the race detector
 #   make build   build bin/disgw
 #   make bench   run the benchmarks of ./bench
+#   make bench-dis  the DIS benchmark: PutRecords per MiB, GetRecords per
+#                fetch, produce latency, through disrest and dislocal (~70 s)
 #   make fuzz    run every fuzz target for FUZZTIME each
 #   make compat  the client matrix and franz-go's suite against bin/disgw
 #                (compat/setup installs the clients; COMPATFLAGS=-only kcat ...)
@@ -17,7 +19,7 @@ FUZZTIME ?= 30s
 # The whole suite takes minutes; the timeout only stops a hung test.
 TESTTIMEOUT ?= 30m
 
-.PHONY: build run test vet bench fuzz compat compat-dis clean
+.PHONY: build run test vet bench bench-dis fuzz compat compat-dis clean
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/disgw
@@ -34,6 +36,11 @@ test: vet
 
 bench:
 	$(GO) test -run '^$$' -bench . ./bench/...
+
+# bench/README.md, "DIS backend": a gateway on disrest in front of dislocal,
+# in one process; it logs the figures and asserts no time.
+bench-dis:
+	DISGW_BENCH_DIS=1 $(GO) test -run '^TestDIS$$' -v -count=1 -timeout 10m ./bench
 
 # Every func FuzzXxx in a _test.go file, one after another, FUZZTIME each.
 fuzz:

@@ -1,6 +1,8 @@
 // Package bench holds the throughput benchmarks of DESIGN.md section 8:
 // produce and fetch MB/s through disgw (gateway over localstore, synced
 // before every acknowledgement) against franz-go's in-memory kfake cluster,
-// with the same kgo client options. Everything lives in the _test files;
+// with the same kgo client options; and TestDIS (issue 5), the DIS
+// backend's PutRecords per MiB, GetRecords per fetch and produce latency,
+// through disrest in front of dislocal. Everything lives in the _test files;
 // see README.md for how to run it and the measured numbers.
 package bench
