@@ -256,12 +256,12 @@ func (s *Store) sendGroup(k partKey, group []job, pc *pacer) []job {
 		return rest
 	}
 
-	// A PutRecords also holds at most what the pacer lets through in a
-	// second, so that it never needs DIS's bucket full to the brim (a full
-	// 1 MiB request arriving a little early would have its last records
-	// refused and a later one accepted: out of order).
-	rb, rr := paceRates(si.advanced)
-	maxBytes, maxCount := min(s.opts.BatchBytes, int(rb)), min(s.opts.BatchCount, int(rr))
+	// A PutRecords also holds at most what DIS's buckets hold (one second
+	// of the stream type's limits, which is also DIS's limit on one
+	// PutRecords): the pacer sends it once its model, which never holds
+	// more than DIS's buckets, holds all of it.
+	cb, cr := paceCapacity(si.advanced)
+	maxBytes, maxCount := min(s.opts.BatchBytes, int(cb)), min(s.opts.BatchCount, int(cr))
 	sns := make([]int64, len(out))
 	var throttle time.Duration
 	done := 0 // preps completed

@@ -79,7 +79,6 @@ func (b *disBucket) take(now time.Time, size int) bool {
 func TestPacerNeverRefused(t *testing.T) {
 	t.Parallel()
 	sizes := []int{100, 1_000, 10_000, 100_000, 500_000, maxRecordBytes}
-	rb, rr := paceRates(false)
 	for seed := range uint64(20) {
 		rng := rand.New(rand.NewPCG(seed, 5))
 		var p pacer
@@ -87,13 +86,13 @@ func TestPacerNeverRefused(t *testing.T) {
 		dis := disBucket{last: now} // in use until now by a previous writer: empty
 		sent, refused := 0, 0
 		for range 2000 {
-			// A request as sendGroup builds one: at most a second's worth at
-			// the pacing rate, but always at least one record.
+			// A request as sendGroup builds one: at most the buckets'
+			// capacity (one second of DIS's limits), at least one record.
 			var recs []int
 			total := 0
-			for n := 1 + rng.IntN(40); len(recs) < n && len(recs) < int(rr); {
+			for n := 1 + rng.IntN(40); len(recs) < n && len(recs) < commonWriteRecords; {
 				s := sizes[rng.IntN(len(sizes))]
-				if len(recs) > 0 && total+s > int(rb) {
+				if len(recs) > 0 && total+s > commonWriteBytes {
 					break
 				}
 				recs = append(recs, s)
