@@ -22,8 +22,11 @@
 //   - Read turns GetRecords answers into one Kafka record batch (magic 2,
 //     uncompressed) per call, following next_partition_cursor through a
 //     cursor cache keyed by (stream, partition, next sequence number).
-//     Batch boundaries of the producer are not kept: a read starts at the
-//     requested offset, never before it.
+//     Reads at the same position share one GetRecords, which reads ahead
+//     2 MiB into a bounded per-partition buffer (4 MiB per partition, 64 MiB
+//     per Store), and a partition's range is read from DIS at most once per
+//     PollInterval (readahead.go). Batch boundaries of the producer are not
+//     kept: a read starts at the requested offset, never before it.
 //   - The Kafka topic name (where it differs from the stream name), the
 //     timestamp type and max.message.bytes are stream tags, so every gateway
 //     node lists the same topics. Retention is data_duration, 24-168 hours.
@@ -128,8 +131,10 @@ type Options struct {
 	// jitter; 0 means 100 ms.
 	RetryBackoff time.Duration
 	// PollInterval is how often Changed wakes long polls so that records
-	// written by others are found; 0 means 500 ms, < 0 wakes only on this
-	// backend's own appends.
+	// written by others are found, and how often Read asks DIS for a
+	// partition's range (once per interval and partition, however many
+	// consumers read it); 0 means 500 ms, < 0 wakes only on this backend's
+	// own appends and reads the range at every Read.
 	PollInterval time.Duration
 	// RangeTTL is how long a partition's range read from DIS is reused by
 	// Range and Read; 0 means 0 (every Range asks DIS).
@@ -176,8 +181,18 @@ type Store struct {
 	changeMu sync.Mutex
 	changed  chan struct{}
 
-	streams  streamCache
-	cursors  cursorCache
+	streams streamCache
+	cursors cursorCache
+	// reads is the fetch path's per-partition state: shared GetRecords,
+	// read-ahead buffers, range refreshes (readahead.go).
+	reads readCache
+	// ticks counts poll ticks: a range read from DIS since the last tick is
+	// fresh. readEpoch numbers Reads when there is no polling.
+	ticks     atomic.Int64
+	readEpoch atomic.Int64
+	// bg is the context of shared reads; Close ends it.
+	bg       context.Context
+	stopBG   context.CancelFunc
 	ranges   rangeCache
 	pids     pidAllocator
 	idem     idemState
@@ -288,6 +303,8 @@ func New(opts Options) (*Store, error) {
 	s.buf.init(opts.BufferBytes)
 	s.streams.init()
 	s.cursors.init()
+	s.reads.init()
+	s.bg, s.stopBG = context.WithCancel(context.Background())
 	s.ranges.init()
 	s.idem.init()
 	if opts.PollInterval > 0 {
@@ -344,13 +361,14 @@ func (s *Store) poll() {
 		case <-s.stopPoll:
 			return
 		case <-t.C:
+			s.ticks.Add(1) // before waking: the woken see a new tick
 			s.notify()
 		}
 	}
 }
 
 // Close completes every queued append (sending it), then stops. Appends
-// after Close fail with ErrClosed.
+// after Close fail with ErrClosed; Reads that need DIS fail.
 func (s *Store) Close() error {
 	s.closeMu.Lock()
 	if s.closed {
@@ -364,6 +382,7 @@ func (s *Store) Close() error {
 	close(s.stopPoll)
 	s.closeMu.Unlock()
 	s.wg.Wait()
+	s.stopBG()
 	return nil
 }
 

@@ -3,6 +3,7 @@ package disrest
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -17,9 +18,9 @@ import (
 )
 
 // cursorCache keeps next_partition_cursor values by the sequence number
-// they start at, so a consumer reading on costs one GetRecords per fetch.
-// Entries are used until cursorTTL after DIS gave them (DIS: 5 minutes),
-// and shared by consumers at the same position.
+// they start at, so the GetRecords that reads on where one ended needs no
+// GetCursor. Entries are used until cursorTTL after DIS gave them (DIS: 5
+// minutes), and shared by consumers at the same position.
 type cursorCache struct {
 	mu sync.Mutex
 	m  map[cursorKey]cachedCursor
@@ -154,10 +155,10 @@ func (s *Store) consume(ctx context.Context, k partKey, cursor string, maxBytes 
 	return out, next, nil
 }
 
-// readAt reads records from sn on, following and refreshing the cursor
-// cache. trimmed records beyond maxBytes are dropped (at least one is
-// kept) and then the next cursor is not cached.
-func (s *Store) readAt(ctx context.Context, k partKey, sn int64, maxBytes int, logAppend bool) ([]fetched, error) {
+// fetchAt runs one GetRecords from sn on, asking for ask bytes, following
+// and refreshing the cursor cache: the next cursor is kept under the
+// sequence number after the last record returned (sn when none was).
+func (s *Store) fetchAt(ctx context.Context, k partKey, sn int64, ask int, logAppend bool) ([]fetched, error) {
 	ck := cursorKey{k, sn}
 	cur, cached := s.cursors.get(ck)
 	for {
@@ -168,20 +169,7 @@ func (s *Store) readAt(ctx context.Context, k partKey, sn int64, maxBytes int, l
 			}
 		}
 		at := time.Now()
-		recs, next, err := s.consume(ctx, k, cur, maxBytes, logAppend)
-		if err == nil && len(recs) == 0 && maxBytes < maxRecordBytes+envelopeHeader {
-			// DIS returns nothing when the next record is larger than
-			// max_fetch_bytes; KIP-74 wants it anyway. Ask again for up to
-			// one record's limit and keep only the first (next is then
-			// not where the kept records end).
-			recs, _, err = s.consume(ctx, k, cur, maxRecordBytes+envelopeHeader+64, logAppend)
-			if err == nil && len(recs) > 0 {
-				if cached {
-					s.cursors.drop(ck)
-				}
-				return recs[:1], nil
-			}
-		}
+		recs, next, err := s.consume(ctx, k, cur, ask, logAppend)
 		if err != nil {
 			if cached && (codeOf(err) == "DIS.4225" || codeOf(err) == "DIS.4217") {
 				s.cursors.drop(ck)
@@ -193,37 +181,35 @@ func (s *Store) readAt(ctx context.Context, k partKey, sn int64, maxBytes int, l
 		if cached {
 			s.cursors.drop(ck)
 		}
-		size, keep := 0, len(recs)
-		for i, f := range recs {
-			if i > 0 && size+f.n > maxBytes {
-				keep = i
-				break
+		if next != "" {
+			end := sn
+			if len(recs) > 0 {
+				end = recs[len(recs)-1].sn + 1
 			}
-			size += f.n
-		}
-		switch {
-		case keep < len(recs):
-			recs = recs[:keep]
-		case next != "" && len(recs) > 0:
-			s.cursors.put(cursorKey{k, recs[len(recs)-1].sn + 1}, next, at)
-		case next != "":
-			s.cursors.put(ck, next, at)
+			s.cursors.put(cursorKey{k, end}, next, at)
 		}
 		return recs, nil
 	}
 }
 
-// Read reads records from offset on with GetRecords and answers them as one
-// Kafka record batch (magic 2, uncompressed) starting at offset.
+// Read reads records from offset on and answers them as one Kafka record
+// batch (magic 2, uncompressed) starting at offset, of at most maxBytes
+// unless one record is larger (then that record alone: KIP-74). Records
+// come from the partition's read-ahead buffer, or the GetRecords in flight
+// at offset, or a new GetRecords shared with every Read at offset
+// (readahead.go); the range is DIS's as of this poll tick.
 func (s *Store) Read(ctx context.Context, stream string, part int32, offset int64, maxBytes int) (disbackend.ReadResult, error) {
 	k := partKey{stream, part}
+	t0 := s.readStart()
 	si, err := s.streamInfo(ctx, stream, false)
 	if err != nil {
 		return disbackend.ReadResult{}, err
 	}
-	r, err := s.rangeOf(ctx, stream, part)
+	logAppend := si.st.Config.TimestampType == disbackend.LogAppendTime
+	p := s.reads.part(k, si.id, logAppend)
+	r, err := s.readRange(ctx, p, k, offset, t0)
 	if err != nil {
-		return disbackend.ReadResult{}, err
+		return disbackend.ReadResult{}, readErr(stream, part, err)
 	}
 	if offset < r.First || offset > r.Next {
 		return disbackend.ReadResult{Range: r}, fmt.Errorf("disrest: read %s/%d at %d: %w [%d : %d]",
@@ -232,10 +218,16 @@ func (s *Store) Read(ctx context.Context, stream string, part int32, offset int6
 	if offset == r.Next {
 		return disbackend.ReadResult{Range: r}, nil
 	}
-	logAppend := si.st.Config.TimestampType == disbackend.LogAppendTime
-	recs, err := s.readAt(ctx, k, offset, maxBytes, logAppend)
+	recs, err := s.records(ctx, p, k, offset, maxBytes, r, t0)
 	if err != nil {
-		return disbackend.ReadResult{Range: r}, err
+		if errors.Is(err, disbackend.ErrOffsetOutOfRange) {
+			// Retention moved the start past offset since the range was
+			// read: answer the current one.
+			if nr, rerr := s.rangeOf(ctx, stream, part); rerr == nil {
+				r = nr
+			}
+		}
+		return disbackend.ReadResult{Range: r}, readErr(stream, part, err)
 	}
 	if len(recs) == 0 {
 		return disbackend.ReadResult{Range: r}, nil
@@ -246,6 +238,68 @@ func (s *Store) Read(ctx context.Context, stream string, part int32, offset int6
 	}
 	raw := buildBatch(recs, logAppend)
 	return disbackend.ReadResult{Batches: [][]byte{raw}, Bytes: len(raw), Range: r}, nil
+}
+
+// readErr names the partition in a context error (DIS errors already say
+// what they were doing).
+func readErr(stream string, part int32, err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("disrest: read %s/%d: %w", stream, part, err)
+	}
+	return err
+}
+
+// recordBatchOverhead is the size of a Kafka record batch (magic 2) with no
+// records: base offset 8, length 4, leader epoch 4, magic 1, CRC 4,
+// attributes 2, last offset delta 4, first and max timestamps 16, producer
+// id 8, epoch 2, base sequence 4, record count 4.
+const recordBatchOverhead = 61
+
+// fitting returns how many of recs, from the first, buildBatch encodes in
+// at most maxBytes; at least one when recs is not empty.
+func fitting(recs []fetched, maxBytes int) int {
+	if len(recs) == 0 {
+		return 0
+	}
+	base, ts0 := recs[0].sn, recs[0].rec.TimestampDelta64
+	size := recordBatchOverhead
+	for i := range recs {
+		size += recordSize(&recs[i].rec, recs[i].rec.TimestampDelta64-ts0, recs[i].sn-base)
+		if i > 0 && size > maxBytes {
+			return i
+		}
+	}
+	return len(recs)
+}
+
+// recordSize is the encoded length of r in a batch at the given timestamp
+// and offset deltas (kmsg.Record.AppendTo, length prefix included).
+func recordSize(r *kmsg.Record, tsDelta, offDelta int64) int {
+	n := 1 + varintLen(tsDelta) + varintLen(offDelta) + bytesLen(r.Key) + bytesLen(r.Value) + varintLen(int64(len(r.Headers)))
+	for i := range r.Headers {
+		h := &r.Headers[i]
+		n += varintLen(int64(len(h.Key))) + len(h.Key) + bytesLen(h.Value)
+	}
+	return varintLen(int64(n)) + n
+}
+
+// bytesLen is the encoded length of nullable varint-prefixed bytes.
+func bytesLen(b []byte) int {
+	if b == nil {
+		return 1 // -1
+	}
+	return varintLen(int64(len(b))) + len(b)
+}
+
+// varintLen is the length of v as a zig-zag varint.
+func varintLen(v int64) int {
+	u := uint64(v<<1) ^ uint64(v>>63)
+	n := 1
+	for u >= 0x80 {
+		u >>= 7
+		n++
+	}
+	return n
 }
 
 // buildBatch encodes records as one uncompressed Kafka record batch (magic
@@ -306,7 +360,7 @@ func (s *Store) BatchWithMaxTimestamp(ctx context.Context, stream string, part i
 	logAppend := si.st.Config.TimestampType == disbackend.LogAppendTime
 	var best *fetched
 	for off := r.First; off < r.Next; {
-		recs, err := s.readAt(ctx, k, off, 8<<20, logAppend)
+		recs, err := s.fetchAt(ctx, k, off, 8<<20, logAppend)
 		if err != nil {
 			return nil, err
 		}
