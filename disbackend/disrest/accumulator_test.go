@@ -265,3 +265,44 @@ func TestIdempotentStateAcrossRestart(t *testing.T) {
 		t.Fatalf("partition holds %d records, want 9 (the batch of sequence 0 twice, then sequence 3)", r.Next)
 	}
 }
+
+// TestAccumulatorFillsCalls: queued batches larger than what is left of a
+// PutRecords are split across two calls instead of costing a small call
+// each: 7 batches of 4 records of 1000 bytes with 10,000-byte PutRecords
+// cost 3 calls (10, 10 and 8 records), not 4; every batch is acknowledged
+// at its exact offset and reads back.
+func TestAccumulatorFillsCalls(t *testing.T) {
+	t.Parallel()
+	srv, url := startDIS(t, dislocal.Options{})
+	s := newStore(t, url, func(o *Options) { o.Linger = 300 * time.Millisecond; o.BatchBytes = 10_000 })
+	stream := mkStream(t, s, "fill", 1)
+	before := putRecordsCount(srv)
+	var pend []*disbackend.Pending
+	var want []backendtest.Record
+	for i := range 7 {
+		b := backendtest.MakeBatch(backendtest.BatchOptions{NumRecords: 4, RecordBytes: 1000, Seed: uint64(50 + i)})
+		recs, err := backendtest.DecodeRecords(b.Raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, recs...)
+		pend = append(pend, s.Append(stream, 0, b))
+	}
+	for i, p := range pend {
+		if res, err := p.Wait(ctxT(t)); err != nil || res.BaseOffset != int64(4*i) {
+			t.Fatalf("append %d = %+v, %v; want offset %d", i, res, err, 4*i)
+		}
+	}
+	if puts := putRecordsCount(srv) - before; puts != 3 {
+		t.Fatalf("28 records of 1000 bytes in 10,000-byte PutRecords: %d calls, want 3", puts)
+	}
+	got := readBack(t, s, stream, 0, 0)
+	if len(got) != len(want) {
+		t.Fatalf("%d records back, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i].Offset != int64(i) || !bytes.Equal(got[i].Value, want[i].Value) {
+			t.Fatalf("record %d: offset %d, value differs: %v", i, got[i].Offset, !bytes.Equal(got[i].Value, want[i].Value))
+		}
+	}
+}
