@@ -114,25 +114,10 @@ func (w *writer) run() {
 		w.qRecs -= recs
 		w.qBytes -= size
 		w.mu.Unlock()
-		if rest := w.s.sendGroup(w.k, group, &w.pace, w.pop); len(rest) > 0 {
+		if rest := w.s.sendGroup(w.k, group, &w.pace); len(rest) > 0 {
 			w.requeue(rest)
 		}
 	}
-}
-
-// pop takes the first waiting job off the queue, if there is one.
-func (w *writer) pop() (job, bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if len(w.q) == 0 {
-		return job{}, false
-	}
-	j := w.q[0]
-	w.q[0] = job{}
-	w.q = w.q[1:]
-	w.qRecs -= int(j.b.NumRecords)
-	w.qBytes -= j.size()
-	return j, true
 }
 
 // requeue puts jobs back at the front of the queue, in order.
@@ -192,16 +177,12 @@ type prepared struct {
 // sendGroup writes the records of a group of jobs of partition k, taken
 // from the queue in order, with as few PutRecords as BatchBytes and
 // BatchCount allow, and completes each job with its first record's
-// sequence number once all of its records are accepted. A job's records
-// may span two PutRecords: when what is left of the group would not fill
-// a PutRecords, more jobs are taken from the queue with more (nil: none),
-// so that a Kafka batch larger than what is left of a PutRecords does not
-// cost a small PutRecords of its own. Runs on the partition's writer
-// goroutine. It returns the jobs it did not handle (an idempotent
-// producer's batch that does not continue its previous one in the group
-// must be checked after that one is remembered): they go back to the
-// front of the queue.
-func (s *Store) sendGroup(k partKey, group []job, pc *pacer, more func() (job, bool)) []job {
+// sequence number once all of its records are accepted. Runs on the
+// partition's writer goroutine. It returns the jobs it did not handle (an
+// idempotent producer's batch that does not continue its previous one in
+// the group must be checked after that one is remembered): they go back to
+// the queue.
+func (s *Store) sendGroup(k partKey, group []job, pc *pacer) []job {
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.RetryTimeout+s.opts.RequestTimeout)
 	defer cancel()
 	failAll := func(jobs []job, err error) {
@@ -237,46 +218,42 @@ func (s *Store) sendGroup(k partKey, group []job, pc *pacer, more func() (job, b
 	var out []disRecord
 	var preps []prepared
 	var rest []job
-	// add prepares one job; false when it must wait for the group's
-	// earlier batches to be remembered (it goes to rest, with what follows).
-	add := func(j *job) bool {
+	for i := range group {
+		j := &group[i]
 		fail := func(err error) {
 			s.complete(j, disbackend.AppendResult{}, fmt.Errorf("disrest: append to %s/%d: %w", k.stream, k.part, err))
 		}
 		if pid := j.b.ProducerID; pid >= 0 {
 			if n, ok := producers[pid]; ok {
 				if n.epoch != j.b.ProducerEpoch || n.seq != j.b.BaseSequence {
-					return false
+					rest = group[i:]
+					break
 				}
 			} else {
 				dup, err := s.idem.check(k, j.b)
 				if err != nil {
 					fail(err)
-					return true
+					continue
 				}
 				if dup != nil {
 					s.complete(j, disbackend.AppendResult{BaseOffset: dup.base, LogStartOffset: s.ranges.first(k), LogAppendTime: -1, Duplicate: true}, nil)
-					return true
+					continue
 				}
 			}
 		}
 		recs, err := s.toDISRecords(j.b, logAppend, format)
 		if err != nil {
 			fail(err)
-			return true
+			continue
 		}
 		if pid := j.b.ProducerID; pid >= 0 {
 			producers[pid] = next{j.b.ProducerEpoch, incSequence(j.b.BaseSequence, j.b.NumRecords)}
 		}
 		preps = append(preps, prepared{j: j, start: len(out), end: len(out) + len(recs)})
 		out = append(out, recs...)
-		return true
 	}
-	for i := range group {
-		if !add(&group[i]) {
-			rest = group[i:]
-			break
-		}
+	if len(out) == 0 {
+		return rest
 	}
 
 	// A PutRecords also holds at most what DIS's buckets hold (one second
@@ -285,39 +262,10 @@ func (s *Store) sendGroup(k partKey, group []job, pc *pacer, more func() (job, b
 	// more than DIS's buckets, holds all of it.
 	cb, cr := paceCapacity(si.advanced)
 	maxBytes, maxCount := min(s.opts.BatchBytes, int(cb)), min(s.opts.BatchCount, int(cr))
-	// fill takes queued jobs while what is left from start would not fill
-	// a PutRecords (and nothing waits in rest, which must go first).
-	fill := func(start int) {
-		left := 0
-		for _, r := range out[start:] {
-			left += len(r.data)
-		}
-		for more != nil && len(rest) == 0 && left < maxBytes && len(out)-start < maxCount {
-			j, ok := more()
-			if !ok {
-				return
-			}
-			jp := new(job) // preps keep a pointer
-			*jp = j
-			n := len(out)
-			if !add(jp) {
-				rest = []job{j}
-				return
-			}
-			for _, r := range out[n:] {
-				left += len(r.data)
-			}
-		}
-	}
-	var sns []int64
+	sns := make([]int64, len(out))
 	var throttle time.Duration
 	done := 0 // preps completed
-	for start := 0; ; {
-		fill(start)
-		if start >= len(out) {
-			break
-		}
-		sns = append(sns, make([]int64, len(out)-len(sns))...)
+	for start := 0; start < len(out); {
 		end, size := start, 0
 		safe := pc.underPressure(time.Now())
 		for end < len(out) && end-start < maxCount && (end == start || size+len(out[end].data) <= maxBytes &&
