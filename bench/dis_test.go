@@ -496,10 +496,10 @@ func disThroughput(t *testing.T, size, batch int, d time.Duration) {
 	fmt.Fprintf(&b, "  written to DIS      %.2f MB/s, %.0f records/s (the pacer: 0.94 MB/s and 900 records/s a partition)\n",
 		float64(putBytes)/1e6/win.Seconds(), float64(putRecs)/win.Seconds())
 	fmt.Fprintf(&b, "  kgo batches         %d acknowledged, %.0f B each on average\n", kb, ratio(kbytes, kb))
-	// The fewest calls the pacer allows: disrest caps one PutRecords at a
-	// second of its rates, 90% of COMMON's 1 MiB/s and 1000 records/s.
-	fewest := max(float64(putBytes)/(0.9*(1<<20)), float64(putRecs)/900)
-	fmt.Fprintf(&b, "  PutRecords          %d for %.2f MiB of data: %.2f per MiB (ideal 1 at 1 MiB per call; %.2f at the pacer's cap of 0.9 MiB and 900 records a call)\n",
+	// The fewest calls DIS allows: one PutRecords holds at most 1 MiB and
+	// (the accumulator's batch count) 1000 records.
+	fewest := max(float64(putBytes)/(1<<20), float64(putRecs)/1000)
+	fmt.Fprintf(&b, "  PutRecords          %d for %.2f MiB of data: %.2f per MiB (ideal 1 at 1 MiB per call; %.2f at 1 MiB and 1000 records a call)\n",
 		len(puts), mib, float64(len(puts))/mib, fewest/mib)
 	if len(puts) > 0 {
 		bs, rs := make([]float64, len(puts)), make([]float64, len(puts))
