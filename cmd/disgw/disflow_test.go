@@ -153,7 +153,9 @@ func TestServeOnDISFlowControl(t *testing.T) {
 }
 
 // TestServeOnDISFaults: dislocal answers 10% of the requests with HTTP 500
-// DIS.5000 and closes the connection of another 10% unanswered; a franz-go
+// DIS.5000, closes the connection of another 10% unanswered, and serves
+// another 10% but loses their answer (a PutRecords is written, the gateway
+// cannot know: it checks before sending again); a franz-go
 // producer (acks=all) writes 3,000 records to 3 partitions, and afterwards
 // every acknowledged record reads back at its acknowledged offset, each
 // once and in the order produced within its partition.
@@ -165,7 +167,7 @@ func TestServeOnDISFaults(t *testing.T) {
 	dir := t.TempDir()
 	disReady := filepath.Join(dir, "dis-ready")
 	d := start(t, environ(), "dislocal", "--listen", "127.0.0.1:0", "--data", filepath.Join(dir, "dis"),
-		"--fault-error-rate", "0.1", "--fault-drop-rate", "0.1", "--ready-file", disReady)
+		"--fault-error-rate", "0.1", "--fault-drop-rate", "0.1", "--fault-lost-rate", "0.1", "--ready-file", disReady)
 	endpoint := "http://" + d.waitReady(t, disReady)
 	gwReady := filepath.Join(dir, "gw-ready")
 	gw := start(t, environ("DISGW_DIS_AK=ak", "DISGW_DIS_SK=sk"), "serve", "--listen", "127.0.0.1:0", "--backend", "dis", "--dis-endpoint", endpoint,

@@ -37,7 +37,8 @@ func dislocalCmd(args []string, getenv func(string) string, stderr io.Writer) in
 	latency := fs.Duration("fault-latency", 0, "add this latency to every DIS operation")
 	jitter := fs.Duration("fault-jitter", 0, "add a uniformly random further latency in [0, this) to every DIS operation")
 	errorRate := fs.Float64("fault-error-rate", 0, "answer this fraction (0-1) of requests with 500 DIS.5000")
-	dropRate := fs.Float64("fault-drop-rate", 0, "close the connection of this fraction (0-1) of requests")
+	dropRate := fs.Float64("fault-drop-rate", 0, "close the connection of this fraction (0-1) of requests, before serving them")
+	lostRate := fs.Float64("fault-lost-rate", 0, "serve this fraction (0-1) of requests, then close the connection without the answer")
 	readyFile := fs.String("ready-file", "", "once listening, write the bound HOST:PORT to this `file`; removed at exit")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
@@ -63,7 +64,7 @@ func dislocalCmd(args []string, getenv func(string) string, stderr io.Writer) in
 	if *retentionUnit <= 0 {
 		errs = append(errs, errors.New("--retention-unit must be > 0"))
 	}
-	for name, v := range map[string]float64{"--fault-error-rate": *errorRate, "--fault-drop-rate": *dropRate} {
+	for name, v := range map[string]float64{"--fault-error-rate": *errorRate, "--fault-drop-rate": *dropRate, "--fault-lost-rate": *lostRate} {
 		if v < 0 || v > 1 {
 			errs = append(errs, fmt.Errorf("%s %v must be 0-1", name, v))
 		}
@@ -82,7 +83,7 @@ func dislocalCmd(args []string, getenv func(string) string, stderr io.Writer) in
 	opts := dislocal.Options{
 		ProjectID: *project, AK: *ak, SK: *sk, Token: *token,
 		FlowControl: *flow, RetentionUnit: *retentionUnit, NoScalingLimits: *noScalingLimits,
-		Faults: dislocal.Faults{Latency: *latency, Jitter: *jitter, ErrorRate: *errorRate, DropRate: *dropRate},
+		Faults: dislocal.Faults{Latency: *latency, Jitter: *jitter, ErrorRate: *errorRate, DropRate: *dropRate, LostRate: *lostRate},
 		Logger: log,
 	}
 	if err := runDislocal(*listen, *data, *readyFile, opts, log); err != nil {

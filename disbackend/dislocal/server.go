@@ -85,8 +85,12 @@ type Faults struct {
 	// ErrorRate is the fraction (0-1) of requests answered 500 DIS.5000.
 	ErrorRate float64
 	// DropRate is the fraction (0-1) of requests whose connection is closed
-	// without an answer.
+	// without an answer, before they are served.
 	DropRate float64
+	// LostRate is the fraction (0-1) of requests that are served (a
+	// PutRecords writes its records) and whose connection is then closed
+	// without the answer: a client cannot tell them from dropped ones.
+	LostRate float64
 }
 
 const (
@@ -313,6 +317,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if derr == nil && status == 0 {
 		return // connection dropped
 	}
+	if rt != nil && s.loseAnswer() {
+		hangUp(w)
+		return
+	}
 	if derr != nil {
 		s.count(op, true)
 		if derr.Status >= 500 {
@@ -399,6 +407,27 @@ func (s *Server) jitter() time.Duration {
 	s.faultMu.Lock()
 	defer s.faultMu.Unlock()
 	return time.Duration(s.rng.Int64N(int64(s.opts.Faults.Jitter)))
+}
+
+// loseAnswer draws whether this request's answer is lost (Faults.LostRate).
+func (s *Server) loseAnswer() bool {
+	if s.opts.Faults.LostRate <= 0 {
+		return false
+	}
+	s.faultMu.Lock()
+	defer s.faultMu.Unlock()
+	return s.rng.Float64() < s.opts.Faults.LostRate
+}
+
+// hangUp closes the request's connection without an answer.
+func hangUp(w http.ResponseWriter) {
+	if hj, ok := w.(http.Hijacker); ok {
+		if c, _, err := hj.Hijack(); err == nil {
+			_ = c.Close()
+			return
+		}
+	}
+	panic(http.ErrAbortHandler) // HTTP/2: abort the stream
 }
 
 // injectFault answers 500 DIS.5000 or drops the connection at the

@@ -36,7 +36,7 @@ type writer struct {
 	stopped bool
 	wake    chan struct{} // cap 1
 
-	pace pacer // only the run goroutine uses it
+	put putState // only the run goroutine uses it
 }
 
 type job struct {
@@ -114,7 +114,7 @@ func (w *writer) run() {
 		w.qRecs -= recs
 		w.qBytes -= size
 		w.mu.Unlock()
-		if rest := w.s.sendGroup(w.k, group, &w.pace); len(rest) > 0 {
+		if rest := w.s.sendGroup(w.k, group, &w.put); len(rest) > 0 {
 			w.requeue(rest)
 		}
 	}
@@ -182,7 +182,7 @@ type prepared struct {
 // idempotent producer's batch that does not continue its previous one in
 // the group must be checked after that one is remembered): they go back to
 // the queue.
-func (s *Store) sendGroup(k partKey, group []job, pc *pacer) []job {
+func (s *Store) sendGroup(k partKey, group []job, ps *putState) []job {
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.RetryTimeout+s.opts.RequestTimeout)
 	defer cancel()
 	failAll := func(jobs []job, err error) {
@@ -267,13 +267,13 @@ func (s *Store) sendGroup(k partKey, group []job, pc *pacer) []job {
 	done := 0 // preps completed
 	for start := 0; start < len(out); {
 		end, size := start, 0
-		safe := pc.underPressure(time.Now())
+		safe := ps.underPressure(time.Now())
 		for end < len(out) && end-start < maxCount && (end == start || size+len(out[end].data) <= maxBytes &&
 			!(safe && len(out[end].data) < len(out[end-1].data))) {
 			size += len(out[end].data)
 			end++
 		}
-		got, waited, err := s.putRecords(ctx, k, out[start:end], pc, si.advanced)
+		got, waited, err := s.putRecords(ctx, k, out[start:end], ps, si.advanced)
 		throttle += waited
 		if err != nil {
 			for _, pr := range preps[done:] {
@@ -380,12 +380,12 @@ func putRecordsDef() *def.HttpRequestDef {
 // sent again, with backoff and jitter, before anything else of the
 // partition; so is the whole request after DIS.4303/4305/4309/5xxx or no
 // answer. It gives up after RetryTimeout with ErrUnavailable.
-func (s *Store) putRecords(ctx context.Context, k partKey, recs []disRecord, pc *pacer, advanced bool) (sns []int64, throttle time.Duration, err error) {
-	sns, err = s.putRecordsThrottled(ctx, k, recs, pc, advanced, &throttle)
+func (s *Store) putRecords(ctx context.Context, k partKey, recs []disRecord, ps *putState, advanced bool) (sns []int64, throttle time.Duration, err error) {
+	sns, err = s.putRecordsThrottled(ctx, k, recs, ps, advanced, &throttle)
 	return sns, throttle, err
 }
 
-func (s *Store) putRecordsThrottled(ctx context.Context, k partKey, recs []disRecord, pc *pacer, advanced bool, throttle *time.Duration) ([]int64, error) {
+func (s *Store) putRecordsThrottled(ctx context.Context, k partKey, recs []disRecord, ps *putState, advanced bool, throttle *time.Duration) ([]int64, error) {
 	sns := make([]int64, len(recs))
 	todo := make([]int, len(recs))
 	for i := range todo {
@@ -394,104 +394,134 @@ func (s *Store) putRecordsThrottled(ctx context.Context, k partKey, recs []disRe
 	pid := disbackend.PartitionID(k.part)
 	deadline := time.Now().Add(s.opts.RetryTimeout)
 	backoff := s.opts.RetryBackoff
+	s.learn(ctx, k, ps)
+	// unverified: the last PutRecords got no answer and DIS may have
+	// applied it; look (verifyPut) before sending its records again.
+	unverified := false
+	var lastErr error
 	for attempt := 0; ; attempt++ {
-		size := 0
-		for _, idx := range todo {
-			size += len(recs[idx].data)
-		}
-		waited, err := pc.wait(ctx, advanced, len(todo), size)
-		*throttle += waited
-		if err != nil {
-			return nil, fmt.Errorf("%w: put records to %s/%d: %v", disbackend.ErrUnavailable, k.stream, k.part, err)
-		}
-		body := &putBody{StreamName: k.stream, Records: make([]putEntry, len(todo))}
-		for i, idx := range todo {
-			r := recs[idx]
-			e := putEntry{Data: base64.StdEncoding.EncodeToString(r.data), PartitionID: pid, PartitionKey: r.key}
-			if r.ts >= 0 {
-				ts := r.ts
-				e.Timestamp = &ts
-			}
-			body.Records[i] = e
-		}
-		rctx, cancel := context.WithTimeout(ctx, s.opts.RequestTimeout)
-		resp, err := callToEnd(rctx, s, "put records", func() (*model.SendRecordsResponse, error) {
-			v, err := s.hc().Sync(&putRequest{Body: body}, putRecordsDef())
-			if err != nil {
-				return nil, err
-			}
-			return v.(*model.SendRecordsResponse), nil
-		})
-		cancel()
-		pc.charge(time.Now(), advanced, len(todo), size)
 		var retry []int
-		var lastErr error
 		limited := false // a DIS.4303 among the reasons to retry
-		if err != nil {
-			var de *disError
-			if !errors.As(err, &de) && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-				// This request's own timeout: no answer, like a dropped
-				// connection.
-				de = &disError{cause: err, sentinel: disbackend.ErrUnavailable}
-			}
-			if de == nil || !de.retriable() {
-				if ctx.Err() != nil {
-					return nil, fmt.Errorf("%w: %v", disbackend.ErrUnavailable, err)
+		if unverified {
+			if left, ok := s.verifyPut(ctx, k, recs, todo, sns, ps); ok {
+				unverified, todo = false, left
+				if len(todo) == 0 {
+					return sns, nil
 				}
-				return nil, err
-			}
-			retry, lastErr = todo, err
-			limited = de.code == "DIS.4303"
-			if limited {
-				pc.pressed = time.Now()
-			}
-		} else {
-			if resp.Records == nil || len(*resp.Records) != len(todo) {
-				return nil, fmt.Errorf("put records: %d results for %d records", lenOf(resp.Records), len(todo))
-			}
-			failedBefore := false
-			for i, r := range *resp.Records {
-				idx := todo[i]
-				if r.ErrorCode != nil && *r.ErrorCode != "" {
-					msg := ""
-					if r.ErrorMessage != nil {
-						msg = *r.ErrorMessage
-					}
-					de := &disError{status: 200, code: *r.ErrorCode, message: msg, sentinel: sentinelFor(*r.ErrorCode)}
-					if !de.retriable() {
-						return nil, fmt.Errorf("put records: record %d: %w", idx, de)
-					}
-					retry = append(retry, idx)
-					lastErr = de
-					limited = limited || de.code == "DIS.4303"
-					if de.code == "DIS.4303" {
-						pc.pressed = time.Now()
-					}
-					failedBefore = true
-					continue
-				}
-				if failedBefore {
-					failedBefore = false // one warning per run of refusals
-					s.log.Warn("DIS accepted a record after refusing an earlier one of the partition",
-						zap.String("stream", k.stream), zap.Int32("partition", k.part),
-						zap.Int("record", idx), zap.Int64("out_of_order_total", s.outOfOrder.Add(1)))
-				}
-				if r.SequenceNumber == nil {
-					return nil, fmt.Errorf("put records: record %d: no sequence number", idx)
-				}
-				sn, err := strconv.ParseInt(*r.SequenceNumber, 10, 64)
-				if err != nil {
-					return nil, fmt.Errorf("put records: record %d: sequence number %q", idx, *r.SequenceNumber)
-				}
-				sns[idx] = sn
 			}
 		}
-		if len(retry) == 0 {
-			return sns, nil
+		if unverified {
+			retry = todo // DIS could not be asked: ask again after the backoff
+		} else {
+			size := 0
+			for _, idx := range todo {
+				size += len(recs[idx].data)
+			}
+			waited, err := ps.wait(ctx, advanced, len(todo), size)
+			*throttle += waited
+			if err != nil {
+				return nil, fmt.Errorf("%w: put records to %s/%d: %v", disbackend.ErrUnavailable, k.stream, k.part, err)
+			}
+			body := &putBody{StreamName: k.stream, Records: make([]putEntry, len(todo))}
+			for i, idx := range todo {
+				r := recs[idx]
+				e := putEntry{Data: base64.StdEncoding.EncodeToString(r.data), PartitionID: pid, PartitionKey: r.key}
+				if r.ts >= 0 {
+					ts := r.ts
+					e.Timestamp = &ts
+				}
+				body.Records[i] = e
+			}
+			rctx, cancel := context.WithTimeout(ctx, s.opts.RequestTimeout)
+			resp, err := callToEnd(rctx, s, "put records", func() (*model.SendRecordsResponse, error) {
+				v, err := s.hc().Sync(&putRequest{Body: body}, putRecordsDef())
+				if err != nil {
+					return nil, err
+				}
+				return v.(*model.SendRecordsResponse), nil
+			})
+			cancel()
+			ps.charge(time.Now(), advanced, len(todo), size)
+			if err != nil {
+				var de *disError
+				if !errors.As(err, &de) && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+					// This request's own timeout: no answer, like a dropped
+					// connection.
+					de = &disError{cause: err, sentinel: disbackend.ErrUnavailable}
+				}
+				if de == nil || !de.retriable() {
+					if ctx.Err() != nil {
+						return nil, fmt.Errorf("%w: %v", disbackend.ErrUnavailable, err)
+					}
+					return nil, err
+				}
+				retry, lastErr = todo, err
+				if ps.known && (de.status == 0 || de.status >= 500) {
+					unverified = true // no answer, or DIS failed: it may have written them
+				}
+				limited = de.code == "DIS.4303"
+				if limited {
+					ps.pressed = time.Now()
+				}
+			} else {
+				if resp.Records == nil || len(*resp.Records) != len(todo) {
+					return nil, fmt.Errorf("put records: %d results for %d records", lenOf(resp.Records), len(todo))
+				}
+				failedBefore := false
+				accepted := make([]int64, 0, len(todo))
+				for i, r := range *resp.Records {
+					idx := todo[i]
+					if r.ErrorCode != nil && *r.ErrorCode != "" {
+						msg := ""
+						if r.ErrorMessage != nil {
+							msg = *r.ErrorMessage
+						}
+						de := &disError{status: 200, code: *r.ErrorCode, message: msg, sentinel: sentinelFor(*r.ErrorCode)}
+						if !de.retriable() {
+							return nil, fmt.Errorf("put records: record %d: %w", idx, de)
+						}
+						retry = append(retry, idx)
+						lastErr = de
+						limited = limited || de.code == "DIS.4303"
+						if de.code == "DIS.4303" {
+							ps.pressed = time.Now()
+						}
+						failedBefore = true
+						continue
+					}
+					if failedBefore {
+						failedBefore = false // one warning per run of refusals
+						s.log.Warn("DIS accepted a record after refusing an earlier one of the partition",
+							zap.String("stream", k.stream), zap.Int32("partition", k.part),
+							zap.Int("record", idx), zap.Int64("out_of_order_total", s.outOfOrder.Add(1)))
+					}
+					if r.SequenceNumber == nil {
+						return nil, fmt.Errorf("put records: record %d: no sequence number", idx)
+					}
+					sn, err := strconv.ParseInt(*r.SequenceNumber, 10, 64)
+					if err != nil {
+						return nil, fmt.Errorf("put records: record %d: sequence number %q", idx, *r.SequenceNumber)
+					}
+					sns[idx] = sn
+					accepted = append(accepted, sn)
+				}
+				ps.advance(accepted)
+			}
+			if len(retry) == 0 {
+				return sns, nil
+			}
 		}
 		if time.Now().After(deadline) {
+			s.log.Warn("put records failed: giving up", zap.String("stream", k.stream), zap.Int32("partition", k.part),
+				zap.Int("records", len(retry)), zap.Duration("retried_for", s.opts.RetryTimeout), zap.Error(lastErr))
 			return nil, fmt.Errorf("%w: put records to %s/%d: still refused after %v: %v",
 				disbackend.ErrUnavailable, k.stream, k.part, s.opts.RetryTimeout, lastErr)
+		}
+		if attempt == 0 && !limited {
+			// DIS failing (not its rate limits, which pacing meets): one
+			// line per PutRecords, not per retry.
+			s.log.Warn("put records failed: retrying", zap.String("stream", k.stream), zap.Int32("partition", k.part),
+				zap.Int("records", len(retry)), zap.Error(lastErr))
 		}
 		todo = retry
 		d := backoff/2 + rand.N(backoff/2+1)

@@ -334,6 +334,74 @@ func TestRetries(t *testing.T) {
 	}
 }
 
+// TestLostAnswers: a fifth of the requests are served by DIS but their
+// answer never arrives (the connection closes). A PutRecords without an
+// answer is checked against the partition (DescribeStream, and GetRecords
+// of what was added) before it is sent again: every append lands exactly
+// once and in order, at the offsets acknowledged.
+func TestLostAnswers(t *testing.T) {
+	t.Parallel()
+	_, url := startDIS(t, dislocal.Options{Faults: dislocal.Faults{LostRate: 0.2}})
+	s := newStore(t, url, func(o *Options) { o.Linger = -1 })
+	var stream string
+	for {
+		_, err := s.CreateStream(ctxT(t), disbackend.StreamSpec{Name: "lost", TopicName: "lost", PartitionCount: 1,
+			Config: disbackend.StreamConfig{Retention: 24 * time.Hour, MaxMessageBytes: 1 << 20}})
+		if err == nil || errors.Is(err, disbackend.ErrStreamExists) {
+			stream = "lost"
+			break
+		}
+		if !errors.Is(err, disbackend.ErrUnavailable) {
+			t.Fatal(err)
+		}
+	}
+	var want []backendtest.Record
+	for i := range 40 {
+		b := backendtest.MakeBatch(backendtest.BatchOptions{NumRecords: 3, Seed: uint64(200 + i)})
+		recs, err := backendtest.DecodeRecords(b.Raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := s.Append(stream, 0, b).Wait(ctxT(t))
+		if err != nil {
+			t.Fatalf("append %d: %v", i, err)
+		}
+		if res.BaseOffset != int64(len(want)) {
+			t.Fatalf("append %d: offset %d, want %d", i, res.BaseOffset, len(want))
+		}
+		want = append(want, recs...)
+	}
+	reader := newStore(t, url, nil)
+	var got []backendtest.Record
+	for len(got) < len(want) {
+		res, err := reader.Read(ctxT(t), stream, 0, int64(len(got)), 1<<20)
+		if err != nil {
+			if errors.Is(err, disbackend.ErrUnavailable) {
+				continue
+			}
+			t.Fatal(err)
+		}
+		if len(res.Batches) == 0 {
+			t.Fatalf("no records at %d", len(got))
+		}
+		for _, raw := range res.Batches {
+			recs, err := backendtest.DecodeRecords(raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, recs...)
+		}
+	}
+	for i := range want {
+		if !bytes.Equal(got[i].Value, want[i].Value) {
+			t.Fatalf("record %d differs: written twice or out of order", i)
+		}
+	}
+	if r, err := reader.Range(stream, 0); err == nil && r.Next != int64(len(want)) {
+		t.Fatalf("partition holds %d records, %d appended: duplicates", r.Next, len(want))
+	}
+}
+
 // TestCheckpoints covers what the suite's Checkpoints subtest does that
 // fits DIS: offsets inside the partitions' ranges.
 func TestCheckpoints(t *testing.T) {
@@ -475,9 +543,9 @@ func TestCommitCheckpointsParallel(t *testing.T) {
 }
 
 // TestPutRecordsTimeout: DIS answers after 0-250 ms and the Store gives a
-// request 150 ms: PutRecords that time out are sent again (their outcome
-// is unknown: dislocal applies them anyway, so the partition may hold a
-// batch twice), and every acknowledged batch is at its offset.
+// request 150 ms: a PutRecords that times out (dislocal applies it anyway)
+// is checked and, if not written, sent again; every acknowledged batch is
+// at its offset.
 func TestPutRecordsTimeout(t *testing.T) {
 	t.Parallel()
 	_, url := startDIS(t, dislocal.Options{Faults: dislocal.Faults{Jitter: 250 * time.Millisecond}})

@@ -485,10 +485,16 @@ func (s *Store) Range(stream string, part int32) (disbackend.PartitionRange, err
 }
 
 func (s *Store) rangeOf(ctx context.Context, stream string, part int32) (disbackend.PartitionRange, error) {
-	k := partKey{stream, part}
-	if r, ok := s.ranges.get(k, s.opts.RangeTTL); ok {
+	if r, ok := s.ranges.get(partKey{stream, part}, s.opts.RangeTTL); ok {
 		return r, nil
 	}
+	return s.describeRange(ctx, stream, part)
+}
+
+// describeRange reads the partition's range from DIS (DescribeStream of
+// that one partition) and caches it.
+func (s *Store) describeRange(ctx context.Context, stream string, part int32) (disbackend.PartitionRange, error) {
+	k := partKey{stream, part}
 	if part < 0 {
 		return disbackend.PartitionRange{}, fmt.Errorf("disrest: range of %s/%d: %w", stream, part, disbackend.ErrPartitionNotFound)
 	}
