@@ -65,6 +65,14 @@ type StreamConfig struct {
 	RecordFormat string
 }
 
+// ConfigValidator is implemented by backends that can check a StreamConfig
+// without creating or changing a stream (CreateTopics and AlterConfigs
+// with validate_only). Errors wrap ErrInvalidConfig, as CreateStream's and
+// UpdateStreamConfig's would.
+type ConfigValidator interface {
+	ValidateStreamConfig(cfg StreamConfig) error
+}
+
 // Record formats of StreamConfig.RecordFormat.
 const (
 	// RecordFormatAuto stores a record as a plain DIS record when DIS can

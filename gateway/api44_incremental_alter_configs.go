@@ -105,8 +105,11 @@ func (s *Server) alterConfigs(ctx context.Context, typ kmsg.ConfigResourceType, 
 			return err
 		}
 	}
-	if validateOnly || cfg == st.Config {
+	if cfg == st.Config {
 		return nil
+	}
+	if validateOnly {
+		return s.validateStreamConfig(cfg)
 	}
 	if err := s.backend.UpdateStreamConfig(ctx, st.Name, cfg); err != nil {
 		return err

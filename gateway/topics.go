@@ -84,6 +84,15 @@ func (tc *topicCache) remove(topic string) {
 	}
 }
 
+// validateStreamConfig checks cfg with the backend, when it can, for
+// validate_only requests.
+func (s *Server) validateStreamConfig(cfg disbackend.StreamConfig) error {
+	if v, ok := s.backend.(disbackend.ConfigValidator); ok {
+		return v.ValidateStreamConfig(cfg)
+	}
+	return nil
+}
+
 // createTopic creates a Kafka topic as a stream (DIS CreateStream).
 // partitions <= 0 means the configured default. Errors: the backend's
 // (ErrStreamExists, ErrNameCollision, ErrInvalidName, ...).
@@ -107,6 +116,9 @@ func (s *Server) createTopic(ctx context.Context, topic string, partitions int32
 		}
 	}
 	if validateOnly {
+		if err := s.validateStreamConfig(cfg); err != nil {
+			return nil, err
+		}
 		return &disbackend.Stream{Name: name, TopicName: topic, PartitionCount: partitions, Config: cfg}, nil
 	}
 	st, err := s.backend.CreateStream(ctx, disbackend.StreamSpec{Name: name, TopicName: topic, PartitionCount: partitions, Config: cfg})

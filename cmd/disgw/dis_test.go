@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"errors"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -15,6 +16,7 @@ import (
 	dis "github.com/huaweicloud/huaweicloud-sdk-go-v3/services/dis/v2"
 	"github.com/huaweicloud/huaweicloud-sdk-go-v3/services/dis/v2/model"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -148,6 +150,17 @@ func TestServeOnDIS(t *testing.T) {
 		t.Fatal(err)
 	} else if v := configValue(rc.Configs, "retention.ms"); v != "86400000" {
 		t.Fatalf("retention.ms of an auto-created topic = %q, want 86400000 (24 h, DIS's default)", v)
+	}
+
+	// A dry run answers what the real request would: DIS keeps 24-168 h.
+	hour := "3600000"
+	if rs, err := kadm.NewClient(pcl).ValidateCreateTopics(ctx, 1, 1, map[string]*string{"retention.ms": &hour}, "dis.dry"); err != nil ||
+		!errors.Is(rs["dis.dry"].Err, kerr.InvalidConfig) {
+		t.Fatalf("validate-only CreateTopics with retention.ms 1 h: %v, %v; want INVALID_CONFIG", rs["dis.dry"].Err, err)
+	}
+	if rs, err := kadm.NewClient(pcl).ValidateAlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "retention.ms", Value: &hour}}, topic); err != nil ||
+		!errors.Is(rs[0].Err, kerr.InvalidConfig) {
+		t.Fatalf("validate-only IncrementalAlterConfigs with retention.ms 1 h: %v, %v; want INVALID_CONFIG", rs, err)
 	}
 
 	if code := gw.stop(t, syscall.SIGTERM); code != 0 {

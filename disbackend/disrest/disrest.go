@@ -65,7 +65,10 @@ import (
 	"github.com/disgw/disgw/disbackend"
 )
 
-var _ disbackend.Backend = (*Store)(nil)
+var (
+	_ disbackend.Backend         = (*Store)(nil)
+	_ disbackend.ConfigValidator = (*Store)(nil)
+)
 
 // Record formats (DESIGN.md section 3).
 const (

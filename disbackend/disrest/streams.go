@@ -112,6 +112,19 @@ func topicID(streamID string) [16]byte {
 
 // retentionHours maps a retention to data_duration hours, rounded up.
 // Errors: ErrInvalidConfig naming DIS's range.
+// ValidateStreamConfig checks cfg as CreateStream and UpdateStreamConfig
+// would: retention 24-168 hours, a known record format. Errors wrap
+// ErrInvalidConfig (Kafka INVALID_CONFIG).
+func (s *Store) ValidateStreamConfig(cfg disbackend.StreamConfig) error {
+	if _, err := retentionHours(cfg.Retention); err != nil {
+		return err
+	}
+	if !disbackend.ValidRecordFormat(cfg.RecordFormat) {
+		return fmt.Errorf("%w: unknown record format %q", disbackend.ErrInvalidConfig, cfg.RecordFormat)
+	}
+	return nil
+}
+
 func retentionHours(r time.Duration) (int32, error) {
 	if r == disbackend.UnlimitedRetention {
 		return 0, fmt.Errorf("%w: retention.ms -1 (unlimited): DIS keeps data %d to %d hours (retention.ms %d to %d)",

@@ -38,7 +38,10 @@ import (
 	"github.com/disgw/disgw/disbackend"
 )
 
-var _ disbackend.Backend = (*Store)(nil)
+var (
+	_ disbackend.Backend         = (*Store)(nil)
+	_ disbackend.ConfigValidator = (*Store)(nil)
+)
 
 // Options configure Open. The zero value is usable.
 type Options struct {

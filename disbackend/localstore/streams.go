@@ -280,6 +280,10 @@ func validateStreamName(name string) error {
 	return nil
 }
 
+// ValidateStreamConfig checks cfg as CreateStream and UpdateStreamConfig
+// would. Errors wrap ErrInvalidConfig (Kafka INVALID_CONFIG).
+func (s *Store) ValidateStreamConfig(cfg disbackend.StreamConfig) error { return validateConfig(cfg) }
+
 func validateConfig(cfg disbackend.StreamConfig) error {
 	if cfg.Retention <= 0 && cfg.Retention != disbackend.UnlimitedRetention {
 		return fmt.Errorf("%w: retention %v must be > 0 or unlimited (-1)", disbackend.ErrInvalidConfig, cfg.Retention)
