@@ -336,6 +336,11 @@ func (c *Coordinator) backendCode(err error) int16 {
 		return kerr.UnknownTopicOrPartition.Code
 	case errors.Is(err, disbackend.ErrInvalidConfig):
 		return kerr.OffsetMetadataTooLarge.Code
+	case errors.Is(err, disbackend.ErrOffsetOutOfRange):
+		// DIS keeps checkpoints only inside the partition's range (Kafka
+		// takes any offset): the nearest Kafka code, with the reason logged.
+		c.log.Info("offset commit outside the partition's range", zap.Error(err))
+		return kerr.OffsetOutOfRange.Code
 	case errors.Is(err, disbackend.ErrNameCollision), errors.Is(err, disbackend.ErrInvalidName), errors.Is(err, errGroupCollision):
 		return kerr.InvalidGroupID.Code
 	case errors.Is(err, disbackend.ErrUnavailable), errors.Is(err, context.DeadlineExceeded),

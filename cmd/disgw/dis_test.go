@@ -152,6 +152,15 @@ func TestServeOnDIS(t *testing.T) {
 		t.Fatalf("retention.ms of an auto-created topic = %q, want 86400000 (24 h, DIS's default)", v)
 	}
 
+	// DIS keeps checkpoints only inside the partition's range: a commit
+	// beyond it gets OFFSET_OUT_OF_RANGE, not UNKNOWN_SERVER_ERROR.
+	var beyond kadm.Offsets
+	beyond.Add(kadm.Offset{Topic: topic, Partition: 0, At: 999_999, LeaderEpoch: -1})
+	if rs, err := kadm.NewClient(pcl).CommitOffsets(ctx, "e2e.group", beyond); err != nil ||
+		!errors.Is(rs.Error(), kerr.OffsetOutOfRange) {
+		t.Fatalf("commit beyond the high watermark: %v, %v; want OFFSET_OUT_OF_RANGE", rs.Error(), err)
+	}
+
 	// A dry run answers what the real request would: DIS keeps 24-168 h.
 	hour := "3600000"
 	if rs, err := kadm.NewClient(pcl).ValidateCreateTopics(ctx, 1, 1, map[string]*string{"retention.ms": &hour}, "dis.dry"); err != nil ||

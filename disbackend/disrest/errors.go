@@ -77,6 +77,7 @@ var codeTable = []struct {
 	{"DIS.4330", disbackend.ErrAppExists},
 	{"DIS.4332", disbackend.ErrAppNotFound},
 	{"DIS.4224", disbackend.ErrOffsetOutOfRange},
+	{"DIS.4216", disbackend.ErrOffsetOutOfRange}, // a sequence number DIS cannot take (negative)
 	{"DIS.4226", disbackend.ErrOffsetOutOfRange},
 	{"DIS.4308", disbackend.ErrInvalidPartitionCount}, // partition quota
 	{"DIS.4303", disbackend.ErrUnavailable},
