@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"reflect"
 	"slices"
@@ -388,12 +389,18 @@ func (c Config) Validate() error {
 	case BackendDIS:
 		if strings.TrimSpace(c.DISEndpoint) == "" {
 			bad("dis_endpoint", "is required with backend dis (e.g. https://dis.cn-north-4.myhuaweicloud.com)")
+		} else if u, err := url.Parse(c.DISEndpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("dis_endpoint", "%q is not an http:// or https:// URL with a host (e.g. https://dis.cn-north-4.myhuaweicloud.com)", c.DISEndpoint)
 		}
 		// The credentials file is read (and may give the project id) only
 		// when neither dis_ak nor dis_token is given.
 		fromFile := c.DISAK == "" && c.DISToken == "" && c.DISCredentialsFile != ""
 		if strings.TrimSpace(c.DISProjectID) == "" && !fromFile {
-			bad("dis_project_id", "is required with backend dis (or project_id in dis_credentials_file)")
+			if c.DISCredentialsFile != "" {
+				bad("dis_project_id", "is required with backend dis: dis_credentials_file (and its project_id) is not read when dis_ak or dis_token is given")
+			} else {
+				bad("dis_project_id", "is required with backend dis (or project_id in dis_credentials_file)")
+			}
 		}
 		if (c.DISAK == "") != (c.DISSK == "") {
 			bad("dis_ak", "dis_ak and dis_sk go together (DISGW_DIS_AK, DISGW_DIS_SK)")

@@ -236,6 +236,12 @@ func TestValidate(t *testing.T) {
 		{"advertise port 0", func(c *Config) { c.Advertise = "host:0" }, []string{"advertise:"}},
 		{"advertise no host", func(c *Config) { c.Advertise = ":9092" }, []string{"advertise:"}},
 		{"zero retention is the backend's", func(c *Config) { c.DefaultRetention = 0 }, nil},
+		{"dis endpoint without a host", func(c *Config) {
+			c.Backend, c.DISEndpoint, c.DISProjectID, c.DISToken = "dis", "http://", "p", "tok"
+		}, []string{"dis_endpoint:"}},
+		{"dis endpoint without a scheme", func(c *Config) {
+			c.Backend, c.DISEndpoint, c.DISProjectID, c.DISToken = "dis", "dis.example:443", "p", "tok"
+		}, []string{"dis_endpoint:"}},
 		{"unlimited retention on DIS", func(c *Config) {
 			c.Backend, c.DISEndpoint, c.DISProjectID, c.DISToken, c.DefaultRetention = "dis", "https://dis.example", "p", "tok", -1
 		}, []string{"default_retention:"}},
