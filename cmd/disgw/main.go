@@ -290,6 +290,7 @@ func disCredentials(cfg configs.Config, log *zap.Logger) (configs.DISCredentials
 // cfg.Data, or DIS with creds.
 func openBackend(cfg configs.Config, creds configs.DISCredentials, log *zap.Logger) (disbackend.Backend, error) {
 	if cfg.Backend == configs.BackendDIS {
+		log.Info("connecting to DIS", zap.String("dis_endpoint", cfg.DISEndpoint), zap.String("dis_project_id", creds.ProjectID))
 		return disrest.New(disrest.Options{
 			Endpoint: cfg.DISEndpoint, Region: cfg.DISRegion, ProjectID: creds.ProjectID,
 			AK: creds.AK, SK: creds.SK, SecurityToken: creds.SecurityToken, Token: creds.Token,

@@ -421,7 +421,7 @@ func callIdempotent[T any](ctx context.Context, s *Store, op string, f func() (T
 			return v, err
 		}
 		d := backoff/2 + rand.N(backoff/2+1)
-		s.log.Debug("retrying", zap.String("op", op), zap.Int("attempt", attempt), zap.Duration("backoff", d), zap.Error(err))
+		s.log.Warn("DIS request failed: retrying", zap.String("op", op), zap.Int("attempt", attempt), zap.Duration("backoff", d), zap.Error(err))
 		t := time.NewTimer(d)
 		select {
 		case <-ctx.Done():
