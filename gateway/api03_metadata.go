@@ -80,6 +80,9 @@ func (s *Server) metadataRequestedTopic(ctx context.Context, version int16, rt k
 		t.ErrorCode = kerr.InvalidTopicException.Code
 		return t
 	}
+	if st := s.lookupTopic(ctx, name); st != nil {
+		return s.metadataTopic(version, st)
+	}
 	if !autoCreate {
 		t.ErrorCode = kerr.UnknownTopicOrPartition.Code
 		return t

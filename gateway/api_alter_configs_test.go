@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/gateway"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -133,5 +135,40 @@ func TestAlterConfigs(t *testing.T) {
 	if cs := describe(); value(cs["max.message.bytes"]) != "2000000" || value(cs["message.timestamp.type"]) != "CreateTime" {
 		t.Fatalf("after AlterConfigs: max.message.bytes %s, message.timestamp.type %s (want CreateTime: replaced)",
 			value(cs["max.message.bytes"]), value(cs["message.timestamp.type"]))
+	}
+}
+
+// TestTopicFromBackend: a stream created in the backend behind the
+// gateway's back (another node, DIS tools, or a CreateTopics whose answer
+// was lost) is found when a client asks for it by name, and a CreateTopics
+// for it gets TOPIC_ALREADY_EXISTS and makes it known too.
+func TestTopicFromBackend(t *testing.T) {
+	g := startGateway(t, func(c *gateway.Config) { c.AutoCreateTopics = false })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, topic := range []string{"behind.a", "behind.b"} {
+		name, err := disbackend.StreamNameForTopic(topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := g.store.CreateStream(ctx, disbackend.StreamSpec{Name: name, TopicName: topic, PartitionCount: 2,
+			Config: disbackend.StreamConfig{Retention: time.Hour, MaxMessageBytes: 1 << 20}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	adm := kadm.NewClient(g.client(t))
+	md, err := adm.Metadata(ctx, "behind.a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := md.Topics["behind.a"]; d.Err != nil || len(d.Partitions) != 2 {
+		t.Fatalf("metadata of a topic created behind the gateway: %v, %d partitions", d.Err, len(d.Partitions))
+	}
+	rs, err := adm.CreateTopic(ctx, 2, 1, nil, "behind.b")
+	if (err != nil && !errors.Is(err, kerr.TopicAlreadyExists)) || !errors.Is(rs.Err, kerr.TopicAlreadyExists) {
+		t.Fatalf("create of a topic created behind the gateway: %v, %v; want TOPIC_ALREADY_EXISTS", rs.Err, err)
+	}
+	if tds, err := adm.ListTopics(ctx); err != nil || !tds.Has("behind.b") {
+		t.Fatalf("list after the create: %v, %v", tds.Names(), err)
 	}
 }

@@ -84,6 +84,24 @@ func (tc *topicCache) remove(topic string) {
 	}
 }
 
+// lookupTopic asks the backend for a topic this node does not know
+// (created through another node, or by DIS tools) and caches it; nil when
+// the backend has no stream for it (or one that belongs to another topic
+// name).
+func (s *Server) lookupTopic(ctx context.Context, topic string) *disbackend.Stream {
+	name, err := disbackend.StreamNameForTopic(topic)
+	if err != nil {
+		return nil
+	}
+	st, err := s.backend.DescribeStream(ctx, name)
+	if err != nil || st.TopicName != topic {
+		return nil
+	}
+	s.topics.put(&st)
+	s.log.Info("topic found in the backend", zapTopic(topic), zapInt32("partitions", st.PartitionCount))
+	return &st
+}
+
 // validateStreamConfig checks cfg with the backend, when it can, for
 // validate_only requests.
 func (s *Server) validateStreamConfig(cfg disbackend.StreamConfig) error {
@@ -122,6 +140,13 @@ func (s *Server) createTopic(ctx context.Context, topic string, partitions int32
 		return &disbackend.Stream{Name: name, TopicName: topic, PartitionCount: partitions, Config: cfg}, nil
 	}
 	st, err := s.backend.CreateStream(ctx, disbackend.StreamSpec{Name: name, TopicName: topic, PartitionCount: partitions, Config: cfg})
+	if errors.Is(err, disbackend.ErrStreamExists) {
+		// Created by another node, or by an earlier attempt whose answer
+		// was lost: the topic exists, and this node learns it.
+		if found := s.lookupTopic(ctx, topic); found != nil {
+			return found, fmt.Errorf("%w: topic %q", disbackend.ErrStreamExists, topic)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
