@@ -1,19 +1,25 @@
 // Package disbackend defines what the gateway needs from a store with DIS
 // semantics: streams (Kafka topics) of partitions, each an append-only log of
 // sequence numbers (Kafka offsets) with a [first : next] range, and the domain
-// types, error sentinels and Kafka-to-DIS name rules shared by every backend.
+// types, error sentinels, idempotent-producer rules and Kafka-to-DIS name
+// rules shared by every backend.
 //
-// It owns no storage and imports no Kafka wire types (kmsg); the gateway
-// decodes the wire, backends (localstore, later disrest) keep the data.
+// It owns no storage and imports no Kafka wire types (kmsg): the gateway
+// decodes the wire; the backends keep the data: localstore (the embedded
+// store) and disrest (Huawei Cloud DIS through its REST API). Record
+// batches are read and written with the leaf codec kafkawire/batch, whose
+// Record is this package's Record.
 package disbackend
 
 import (
 	"context"
-	"encoding/binary"
 	"time"
+
+	"github.com/disgw/disgw/kafkawire/batch"
 )
 
-// Backend is everything the gateway uses. Implementations: localstore (Pebble).
+// Backend is everything the gateway uses. Implementations: localstore (the
+// embedded store) and disrest (DIS).
 type Backend interface {
 	Streams
 	Log
@@ -150,30 +156,47 @@ type Streams interface {
 }
 
 // Batch is one Kafka record batch (magic 2) as a producer sent it, already
-// validated by the gateway (header, CRC-32C, size). The header fields are
-// decoded copies of what Raw holds. A store that keeps batches whole stores
-// Raw, rewriting its base offset (bytes 0-7, big-endian int64) to the
-// assigned sequence number (the CRC does not cover those bytes, so it stays
-// valid) and, on a LogAppendTime stream, stamping the append time as Kafka's
-// broker does: the timestamp-type attribute bit, the max timestamp, and the
-// CRC recomputed. The store takes ownership of Raw.
+// validated by the gateway (header, CRC-32C, size, and every record, as
+// Kafka's LogValidator does). Header is the decoded header of Raw as the
+// producer sent it (its BaseOffset is the producer's, usually 0). A store
+// that keeps batches whole stores Raw, rewriting its base offset
+// (batch.SetBaseOffset: the CRC does not cover it) to the assigned
+// sequence number and, on a LogAppendTime stream, stamping the append time
+// as Kafka's broker does (batch.SetLogAppendTime: the attribute bit, the
+// max timestamp, the CRC recomputed). The store takes ownership of Raw.
 type Batch struct {
-	Raw            []byte
-	NumRecords     int32 // records in the batch (last offset delta + 1), > 0
-	FirstTimestamp int64 // ms
-	MaxTimestamp   int64 // ms
-	ProducerID     int64 // -1 when not idempotent
-	ProducerEpoch  int16
-	BaseSequence   int32 // producer sequence of the first record, -1 when not idempotent
-	Attributes     int16 // Kafka batch attributes (compression codec in bits 0-2)
+	Raw []byte
+	batch.Header
+	// Records are the batch's records, decoded once by the gateway while
+	// validating, for stores that keep records rather than batches
+	// (RecordLog); nil otherwise. They alias Raw, or its decompressed copy
+	// when the batch is compressed.
+	Records []Record
 }
 
-// BaseOffset returns the base offset field of a raw Kafka record batch.
-func BaseOffset(raw []byte) int64 { return int64(binary.BigEndian.Uint64(raw)) }
+// Record is one Kafka record (key, value, headers, absolute timestamp,
+// offset delta in its batch): the record model of every backend. It is the
+// record of the batch codec, so that a batch is decoded once, without a
+// copy.
+type Record = batch.Record
 
-// SetBaseOffset rewrites the base offset field (bytes 0-7) of a raw Kafka
-// record batch. The batch CRC does not cover it.
-func SetBaseOffset(raw []byte, off int64) { binary.BigEndian.PutUint64(raw, uint64(off)) }
+// RecordHeader is one record header; a nil Value is a null one.
+type RecordHeader = batch.RecordHeader
+
+// RecordLog is implemented by a Backend that stores each record on its own
+// rather than whole batches (disrest: one DIS record per Kafka record). The
+// gateway sets Batch.Records for its Appends from the decoding it does
+// anyway to validate a batch, so a batch is decompressed and walked once.
+type RecordLog interface {
+	// StoresRecords reports true.
+	StoresRecords() bool
+}
+
+// StoresRecords reports whether b wants Batch.Records (implements RecordLog).
+func StoresRecords(b any) bool {
+	rl, ok := b.(RecordLog)
+	return ok && rl.StoresRecords()
+}
 
 // AppendResult is what a synced append returns.
 type AppendResult struct {

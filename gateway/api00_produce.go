@@ -32,6 +32,7 @@ import (
 
 	"github.com/disgw/disgw/disbackend"
 	"github.com/disgw/disgw/kafkawire"
+	"github.com/disgw/disgw/kafkawire/batch"
 )
 
 func init() { registerAPI(0, 3, 13, (*conn).handleProduce) }
@@ -149,36 +150,35 @@ func (c *conn) handleProduce(req *kafkawire.Request) reply {
 }
 
 // appendBatch validates one partition's records and enqueues the batch.
-// Errors: MESSAGE_TOO_LARGE, and kafkawire's batch errors (CORRUPT_MESSAGE,
+// The batch is decompressed and walked once: to validate it, and for a
+// backend that stores records (DIS) to decode them too. Errors:
+// MESSAGE_TOO_LARGE, and the batch package's errors (CORRUPT_MESSAGE,
 // INVALID_RECORD, UNSUPPORTED_COMPRESSION_TYPE).
 func (c *conn) appendBatch(version int16, st *disbackend.Stream, rp *kmsg.ProduceRequestTopicPartition) (*disbackend.Pending, error) {
-	if len(rp.Records) > int(st.Config.MaxMessageBytes) {
-		return nil, kerrWrap(kerr.MessageTooLarge, fmt.Sprintf("record batch of %d bytes is larger than max.message.bytes %d", len(rp.Records), st.Config.MaxMessageBytes))
+	raw := rp.Records
+	if len(raw) > int(st.Config.MaxMessageBytes) {
+		return nil, kerrWrap(kerr.MessageTooLarge, fmt.Sprintf("record batch of %d bytes is larger than max.message.bytes %d", len(raw), st.Config.MaxMessageBytes))
 	}
-	b, err := kafkawire.ParseBatch(rp.Records)
+	h, err := batch.Parse(raw)
 	if err != nil {
 		return nil, err
 	}
-	if b.Attributes&0x07 == kafkawire.CodecZstd && version < 7 {
-		return nil, fmt.Errorf("%w: zstd needs Produce v7 or newer", kafkawire.ErrUnsupportedCompression)
+	if h.Codec() == batch.CodecZstd && version < 7 {
+		return nil, fmt.Errorf("%w: zstd needs Produce v7 or newer", batch.ErrUnsupportedCompression)
 	}
-	if err := kafkawire.ValidateRecords(&b); err != nil {
+	var recs []disbackend.Record
+	if c.s.storesRecords {
+		recs, err = batch.ValidateAndDecode(raw, h)
+	} else {
+		err = batch.Validate(raw, h)
+	}
+	if err != nil {
 		return nil, err
 	}
-	raw := rp.Records
-	kafkawire.SetBatchLeaderEpoch(raw, leaderEpoch)
+	batch.SetPartitionLeaderEpoch(raw, leaderEpoch)
+	h.PartitionLeaderEpoch = leaderEpoch
 	// On a LogAppendTime topic the store stamps its append time.
-	pending := c.s.backend.Append(st.Name, rp.Partition, disbackend.Batch{
-		Raw:            raw,
-		NumRecords:     b.NumRecords,
-		FirstTimestamp: b.FirstTimestamp,
-		MaxTimestamp:   b.MaxTimestamp,
-		ProducerID:     b.ProducerID,
-		ProducerEpoch:  b.ProducerEpoch,
-		BaseSequence:   b.FirstSequence,
-		Attributes:     b.Attributes,
-	})
-	return pending, nil
+	return c.s.backend.Append(st.Name, rp.Partition, disbackend.Batch{Raw: raw, Header: h, Records: recs}), nil
 }
 
 // kerrWrap returns an error that maps to the Kafka error ke with a message.

@@ -33,6 +33,7 @@ import (
 
 	"github.com/disgw/disgw/disbackend"
 	"github.com/disgw/disgw/kafkawire"
+	"github.com/disgw/disgw/kafkawire/batch"
 )
 
 func init() { registerAPI(1, 4, 18, (*conn).handleFetch) }
@@ -148,7 +149,7 @@ func (c *conn) fillFetch(r *kmsg.FetchRequest, resp *kmsg.FetchResponse) (total 
 				if n+len(b) > limit && !(first && k == 0) {
 					break
 				}
-				if r.Version < 10 && kafkawire.Codec(b) == kafkawire.CodecZstd {
+				if r.Version < 10 && batch.CodecOf(b) == batch.CodecZstd {
 					p.ErrorCode, done = kerr.UnsupportedCompressionType.Code, true
 					keep, n = 0, 0
 					break

@@ -27,6 +27,7 @@ import (
 
 	"github.com/disgw/disgw/disbackend"
 	"github.com/disgw/disgw/kafkawire"
+	"github.com/disgw/disgw/kafkawire/batch"
 )
 
 func init() { registerAPI(2, 1, 11, (*conn).handleListOffsets) }
@@ -117,17 +118,17 @@ func (s *Server) offsetFor(ctx context.Context, version int16, st *disbackend.St
 // recordAtTimestamp decodes a stored batch and returns the offset and
 // timestamp of its first record that match accepts; (-1, -1) when none.
 func recordAtTimestamp(raw []byte, match func(rec, batchMax int64) bool) (int64, int64, error) {
-	b, err := kafkawire.ParseBatch(raw)
+	h, err := batch.ParseHeader(raw)
 	if err != nil {
 		return 0, 0, err
 	}
-	recs, err := kafkawire.DecodeRecords(raw)
+	recs, err := batch.DecodeRecords(raw)
 	if err != nil {
 		return 0, 0, err
 	}
 	for i := range recs {
-		if ts := recs[i].TimestampDelta64; match(ts, b.MaxTimestamp) {
-			return b.FirstOffset + int64(recs[i].OffsetDelta), ts, nil
+		if ts := recs[i].Timestamp; match(ts, h.MaxTimestamp) {
+			return recs[i].Offset(h.BaseOffset), ts, nil
 		}
 	}
 	return -1, -1, nil

@@ -6,11 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/disgw/disgw/disbackend"
-	"github.com/disgw/disgw/gateway"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/gateway"
 )
 
 // TestAlterConfigs: kadm's IncrementalAlterConfigs (SET, DELETE, APPEND,

@@ -3,7 +3,6 @@ package gateway_test
 import (
 	"context"
 	"encoding/binary"
-	"hash/crc32"
 	"testing"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/disgw/disgw/gateway"
+	"github.com/disgw/disgw/kafkawire/batch"
 )
 
 // TestBadInput: each malformed input gets its exact outcome, while another
@@ -108,9 +108,9 @@ func TestBadInput(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := g.raw(t)
-		batch := makeBatch(t, batchSpec{n: 3, firstTS: 1})
-		batch[len(batch)-1] ^= 0xff
-		resp := r.roundTrip(9, produceReq(-1, "crc", 0, batch)).(*kmsg.ProduceResponse)
+		bad := makeBatch(t, batchSpec{n: 3, firstTS: 1})
+		bad[len(bad)-1] ^= 0xff
+		resp := r.roundTrip(9, produceReq(-1, "crc", 0, bad)).(*kmsg.ProduceResponse)
 		if code := resp.Topics[0].Partitions[0].ErrorCode; code != kerr.CorruptMessage.Code {
 			t.Fatalf("error %d, want CORRUPT_MESSAGE", code)
 		}
@@ -119,7 +119,7 @@ func TestBadInput(t *testing.T) {
 		// it would stall every consumer at it.
 		liar := makeBatch(t, batchSpec{n: 3, firstTS: 1})
 		liar[22] |= 1
-		binary.BigEndian.PutUint32(liar[17:], crc32.Checksum(liar[21:], crc32.MakeTable(crc32.Castagnoli)))
+		batch.SetCRC(liar)
 		resp = r.roundTrip(9, produceReq(-1, "crc", 0, liar)).(*kmsg.ProduceResponse)
 		if code := resp.Topics[0].Partitions[0].ErrorCode; code != kerr.CorruptMessage.Code {
 			t.Fatalf("CRC-valid garbage: error %d, want CORRUPT_MESSAGE", code)

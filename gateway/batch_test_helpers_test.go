@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/kafkawire/batch"
 )
 
 type batchSpec struct {
@@ -56,7 +57,7 @@ func makeBatch(t testing.TB, s batchSpec) []byte {
 	}
 	raw := b.AppendTo(nil)
 	binary.BigEndian.PutUint32(raw[8:], uint32(len(raw)-12))
-	binary.BigEndian.PutUint32(raw[17:], crc32.Checksum(raw[21:], crc32.MakeTable(crc32.Castagnoli)))
+	batch.SetCRC(raw)
 	return raw
 }
 

@@ -8,7 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/disgw/disgw/disbackend"
-	"github.com/disgw/disgw/kafkawire"
+	"github.com/disgw/disgw/kafkawire/batch"
 )
 
 // errRow maps an error (matched with errors.Is) to a Kafka error code.
@@ -37,9 +37,9 @@ var errTable = []errRow{
 	{disbackend.ErrAppExists, kerr.UnknownServerError},
 	{disbackend.ErrUnavailable, kerr.RequestTimedOut},
 	{disbackend.ErrClosed, kerr.UnknownServerError},
-	{kafkawire.ErrCorruptMessage, kerr.CorruptMessage},
-	{kafkawire.ErrInvalidRecord, kerr.InvalidRecord},
-	{kafkawire.ErrUnsupportedCompression, kerr.UnsupportedCompressionType},
+	{batch.ErrCorruptMessage, kerr.CorruptMessage},
+	{batch.ErrInvalidRecord, kerr.InvalidRecord},
+	{batch.ErrUnsupportedCompression, kerr.UnsupportedCompressionType},
 	{context.DeadlineExceeded, kerr.RequestTimedOut},
 	{context.Canceled, kerr.RequestTimedOut},
 }

@@ -172,9 +172,12 @@ func (c *Config) fill() {
 type Server struct {
 	cfg     Config
 	backend disbackend.Backend
-	log     *zap.Logger
-	topics  *topicCache
-	groups  *groupcoord.Coordinator // consumer groups and committed offsets
+	// storesRecords: the backend stores records, not batches
+	// (disbackend.RecordLog), so Produce hands it the decoded records.
+	storesRecords bool
+	log           *zap.Logger
+	topics        *topicCache
+	groups        *groupcoord.Coordinator // consumer groups and committed offsets
 
 	ln        net.Listener
 	advHost   string
@@ -196,11 +199,12 @@ func New(cfg Config, backend disbackend.Backend, log *zap.Logger) (*Server, erro
 		log = zap.NewNop()
 	}
 	s := &Server{
-		cfg:     cfg,
-		backend: backend,
-		log:     log.Named("gateway"),
-		closing: make(chan struct{}),
-		conns:   make(map[*conn]struct{}),
+		cfg:           cfg,
+		backend:       backend,
+		storesRecords: disbackend.StoresRecords(backend),
+		log:           log.Named("gateway"),
+		closing:       make(chan struct{}),
+		conns:         make(map[*conn]struct{}),
 	}
 	tc, err := newTopicCache(context.Background(), backend)
 	if err != nil {

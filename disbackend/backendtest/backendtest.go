@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/kafkawire/batch"
 )
 
 // waitTimeout bounds every wait on a Pending or a channel in the suite.
@@ -177,12 +178,12 @@ type stored struct {
 
 // appendBatch appends batch and waits; it returns the result and the bytes
 // the backend must now hold (a copy taken before the backend owned Raw).
-func appendBatch(t *testing.T, b disbackend.Backend, stream string, part int32, batch disbackend.Batch) (disbackend.AppendResult, error, []byte) {
+func appendBatch(t *testing.T, b disbackend.Backend, stream string, part int32, bt disbackend.Batch) (disbackend.AppendResult, error, []byte) {
 	t.Helper()
-	want := bytes.Clone(batch.Raw)
-	res, err := b.Append(stream, part, batch).Wait(ctxT(t))
+	want := bytes.Clone(bt.Raw)
+	res, err := b.Append(stream, part, bt).Wait(ctxT(t))
 	if err == nil {
-		disbackend.SetBaseOffset(want, res.BaseOffset)
+		batch.SetBaseOffset(want, res.BaseOffset)
 	}
 	return res, err, want
 }
@@ -249,7 +250,7 @@ func checkContiguous(t *testing.T, batches [][]byte, first int64) int64 {
 	t.Helper()
 	next := first
 	for i, raw := range batches {
-		if got := disbackend.BaseOffset(raw); got != next {
+		if got := batch.BaseOffset(raw); got != next {
 			t.Fatalf("batch %d: base offset %d, want %d (gap or overlap)", i, got, next)
 		}
 		if !CheckCRC(raw) {
@@ -280,7 +281,7 @@ func wantBatches(t *testing.T, b disbackend.Backend, what string, got [][]byte, 
 	for i := range want {
 		if !bytes.Equal(got[i], want[i]) {
 			t.Fatalf("%s: batch %d differs (base %d, want base %d)", what, i,
-				disbackend.BaseOffset(got[i]), disbackend.BaseOffset(want[i]))
+				batch.BaseOffset(got[i]), batch.BaseOffset(want[i]))
 		}
 	}
 }

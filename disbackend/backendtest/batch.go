@@ -3,12 +3,11 @@ package backendtest
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
-	"hash/crc32"
 	"math/rand/v2"
 
 	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/kafkawire/batch"
 )
 
 // BatchOptions describe a test batch for MakeBatch. The zero value (plus
@@ -28,17 +27,14 @@ type BatchOptions struct {
 	Seed uint64
 }
 
-const batchHeaderLen = 61
-
-var crc32c = crc32.MakeTable(crc32.Castagnoli)
-
-// MakeBatch returns a Kafka record batch (magic 2, 61-byte header, valid
-// CRC-32C over bytes 21 to the end, uncompressed) with base offset 0 and
-// NumRecords real records: no key, a value of RecordBytes filler bytes, no
-// headers; the first record has FirstTimestamp, the last (when there are
-// two or more) MaxTimestamp, any others FirstTimestamp. It also returns the
-// disbackend.Batch describing it. Stores that keep batches whole never look
-// inside; record-level stores (DIS) decode the records.
+// MakeBatch returns a Kafka record batch (magic 2, uncompressed, valid
+// CRC-32C) with base offset 0 and NumRecords real records: no key, a value
+// of RecordBytes filler bytes, no headers; the first record has
+// FirstTimestamp, the last (when there are two or more) MaxTimestamp, any
+// others FirstTimestamp (the batch's max timestamp is the largest of
+// them). It returns the disbackend.Batch describing it, as
+// the gateway hands it to a store: Raw, its Header, and its decoded
+// Records (which stores that keep batches whole ignore).
 func MakeBatch(o BatchOptions) disbackend.Batch {
 	if o.NumRecords <= 0 {
 		o.NumRecords = 1
@@ -49,58 +45,36 @@ func MakeBatch(o BatchOptions) disbackend.Batch {
 	if o.MaxTimestamp == 0 {
 		o.MaxTimestamp = o.FirstTimestamp
 	}
-	pid, epoch, seq := int64(-1), int16(-1), int32(-1)
+	h := batch.NewHeader(0)
+	h.PartitionLeaderEpoch = 0
 	if o.Idempotent {
-		pid, epoch, seq = o.ProducerID, o.ProducerEpoch, o.BaseSequence
+		h.ProducerID, h.ProducerEpoch, h.BaseSequence = o.ProducerID, o.ProducerEpoch, o.BaseSequence
 	}
 	rng := rand.New(rand.NewPCG(o.Seed, uint64(o.NumRecords)<<32|uint64(o.RecordBytes)))
-	raw := make([]byte, batchHeaderLen, batchHeaderLen+int(o.NumRecords)*(o.RecordBytes+16))
-	value := make([]byte, o.RecordBytes)
-	for i := int32(0); i < o.NumRecords; i++ {
+	recs := make([]disbackend.Record, o.NumRecords)
+	values := make([]byte, int(o.NumRecords)*o.RecordBytes)
+	for i := range recs {
+		value := values[i*o.RecordBytes : (i+1)*o.RecordBytes : (i+1)*o.RecordBytes]
 		for j := 0; j < len(value); j += 8 {
 			var w [8]byte
 			binary.BigEndian.PutUint64(w[:], rng.Uint64())
 			copy(value[j:], w[:])
 		}
-		var tsDelta int64
-		if i > 0 && i == o.NumRecords-1 {
-			tsDelta = o.MaxTimestamp - o.FirstTimestamp
+		recs[i] = disbackend.Record{OffsetDelta: int32(i), Timestamp: o.FirstTimestamp, Value: value}
+		if i > 0 && i == len(recs)-1 {
+			recs[i].Timestamp = o.MaxTimestamp
 		}
-		var rec []byte
-		rec = append(rec, 0) // attributes
-		rec = binary.AppendVarint(rec, tsDelta)
-		rec = binary.AppendVarint(rec, int64(i)) // offset delta
-		rec = binary.AppendVarint(rec, -1)       // null key
-		rec = binary.AppendVarint(rec, int64(len(value)))
-		rec = append(rec, value...)
-		rec = binary.AppendVarint(rec, 0) // no headers
-		raw = binary.AppendVarint(raw, int64(len(rec)))
-		raw = append(raw, rec...)
 	}
-	be := binary.BigEndian
-	be.PutUint64(raw[0:], 0)                         // base offset
-	be.PutUint32(raw[8:], uint32(len(raw)-12))       // batch length
-	be.PutUint32(raw[12:], 0)                        // partition leader epoch
-	raw[16] = 2                                      // magic
-	be.PutUint16(raw[21:], 0)                        // attributes: no compression, CreateTime
-	be.PutUint32(raw[23:], uint32(o.NumRecords-1))   // last offset delta
-	be.PutUint64(raw[27:], uint64(o.FirstTimestamp)) // first timestamp
-	be.PutUint64(raw[35:], uint64(o.MaxTimestamp))   // max timestamp
-	be.PutUint64(raw[43:], uint64(pid))              // producer id
-	be.PutUint16(raw[51:], uint16(epoch))            // producer epoch
-	be.PutUint32(raw[53:], uint32(seq))              // base sequence
-	be.PutUint32(raw[57:], uint32(o.NumRecords))     // record count
-	be.PutUint32(raw[17:], crc32.Checksum(raw[21:], crc32c))
-	return disbackend.Batch{
-		Raw:            raw,
-		NumRecords:     o.NumRecords,
-		FirstTimestamp: o.FirstTimestamp,
-		MaxTimestamp:   o.MaxTimestamp,
-		ProducerID:     pid,
-		ProducerEpoch:  epoch,
-		BaseSequence:   seq,
-		Attributes:     0,
+	raw := batch.Encode(h, recs)
+	h, err := batch.Parse(raw)
+	if err != nil {
+		panic(err)
 	}
+	decoded, err := batch.ValidateAndDecode(raw, h)
+	if err != nil {
+		panic(err)
+	}
+	return disbackend.Batch{Raw: raw, Header: h, Records: decoded}
 }
 
 // Record is one decoded record, offsets and timestamps absolute.
@@ -113,10 +87,7 @@ type Record struct {
 }
 
 // Header is a record header; a nil Value is a null one.
-type Header struct {
-	Key   string
-	Value []byte
-}
+type Header = disbackend.RecordHeader
 
 // Equal compares records, null and empty apart.
 func (r Record) Equal(o Record) bool {
@@ -137,96 +108,23 @@ func (r Record) String() string {
 		r.Offset, r.Timestamp, len(r.Key), len(r.Value), len(r.Headers))
 }
 
-// DecodeRecords decodes the records of an uncompressed magic 2 batch.
+// DecodeRecords decodes the records of a stored batch, offsets absolute.
 func DecodeRecords(raw []byte) ([]Record, error) {
-	if len(raw) < batchHeaderLen || raw[16] != 2 {
-		return nil, errors.New("not a magic 2 record batch")
+	recs, err := batch.DecodeRecords(raw)
+	if err != nil {
+		return nil, err
 	}
-	be := binary.BigEndian
-	attrs := be.Uint16(raw[21:])
-	if attrs&0x07 != 0 {
-		return nil, fmt.Errorf("compressed batch (codec %d)", attrs&0x07)
-	}
-	base := int64(be.Uint64(raw[0:]))
-	firstTS, maxTS := int64(be.Uint64(raw[27:])), int64(be.Uint64(raw[35:]))
-	n := int(int32(be.Uint32(raw[57:])))
-	b := raw[batchHeaderLen:]
-	bad := func(what string, i int) ([]Record, error) {
-		return nil, fmt.Errorf("record %d: bad %s", i, what)
-	}
-	varint := func() (int64, bool) {
-		v, w := binary.Varint(b)
-		if w <= 0 {
-			return 0, false
-		}
-		b = b[w:]
-		return v, true
-	}
-	bytesOf := func() ([]byte, bool) {
-		l, ok := varint()
-		if !ok || l < -1 || l > int64(len(b)) {
-			return nil, false
-		}
-		if l == -1 {
-			return nil, true
-		}
-		v := b[:l:l]
-		b = b[l:]
-		return v, true
-	}
-	out := make([]Record, 0, n)
-	for i := 0; i < n; i++ {
-		if _, ok := varint(); !ok { // length
-			return bad("length", i)
-		}
-		if len(b) < 1 {
-			return bad("attributes", i)
-		}
-		b = b[1:]
-		tsDelta, ok1 := varint()
-		offDelta, ok2 := varint()
-		if !ok1 || !ok2 {
-			return bad("deltas", i)
-		}
-		r := Record{Offset: base + offDelta, Timestamp: firstTS + tsDelta}
-		if attrs&0x08 != 0 {
-			r.Timestamp = maxTS
-		}
-		var ok bool
-		if r.Key, ok = bytesOf(); !ok {
-			return bad("key", i)
-		}
-		if r.Value, ok = bytesOf(); !ok {
-			return bad("value", i)
-		}
-		nh, ok := varint()
-		if !ok || nh < 0 || nh > int64(len(b)) {
-			return bad("header count", i)
-		}
-		for j := int64(0); j < nh; j++ {
-			k, ok1 := bytesOf()
-			v, ok2 := bytesOf()
-			if !ok1 || !ok2 {
-				return bad("header", i)
-			}
-			r.Headers = append(r.Headers, Header{Key: string(k), Value: v})
-		}
-		out = append(out, r)
-	}
-	if len(b) != 0 {
-		return nil, fmt.Errorf("%d bytes after %d records", len(b), n)
+	base := batch.BaseOffset(raw)
+	out := make([]Record, len(recs))
+	for i, r := range recs {
+		out[i] = Record{Offset: r.Offset(base), Timestamp: r.Timestamp, Key: r.Key, Value: r.Value, Headers: r.Headers}
 	}
 	return out, nil
 }
 
-// CheckCRC reports whether raw's CRC-32C (bytes 17-20) matches bytes 21 to
-// the end, as a Kafka consumer checks it.
-func CheckCRC(raw []byte) bool {
-	return len(raw) >= batchHeaderLen &&
-		binary.BigEndian.Uint32(raw[17:]) == crc32.Checksum(raw[21:], crc32c)
-}
+// CheckCRC reports whether raw's CRC-32C matches, as a Kafka consumer
+// checks it.
+func CheckCRC(raw []byte) bool { return batch.CheckCRC(raw) }
 
 // lastOffset returns base offset + last offset delta of a raw batch.
-func lastOffset(raw []byte) int64 {
-	return disbackend.BaseOffset(raw) + int64(int32(binary.BigEndian.Uint32(raw[23:])))
-}
+func lastOffset(raw []byte) int64 { return batch.LastOffset(raw) }

@@ -1,7 +1,6 @@
 package backendtest
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -9,6 +8,7 @@ import (
 	"time"
 
 	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/kafkawire/batch"
 )
 
 // Harness gives RunDurable what the Backend interface cannot: restarts,
@@ -255,7 +255,7 @@ func testRetention(t *testing.T, h Harness) {
 	}
 	wantBatches(t, b, "after retention", res.Batches, b2.raw, b3.raw)
 	got, err := b.BatchAtTimestamp(ctx, "ret", 0, -1)
-	if err != nil || disbackend.BaseOffset(got) != 5 {
+	if err != nil || batch.BaseOffset(got) != 5 {
 		t.Fatalf("BatchAtTimestamp after retention: batch at %d, %v; want the first retained (5)", baseOrMinus1(got), err)
 	}
 	b = hreopen(t, h, b)
@@ -345,9 +345,9 @@ func testCrash(t *testing.T, h Harness) {
 				default:
 				}
 				part := int32(rng.IntN(parts))
-				batch := MakeBatch(BatchOptions{NumRecords: int32(1 + rng.IntN(20)), RecordBytes: 1 + rng.IntN(600), Seed: uint64(w)<<32 | uint64(i)})
-				want := append([]byte(nil), batch.Raw...) // before Append: the backend owns Raw after
-				q = append(q, inflight{p: b.Append("crash", part, batch), part: part, raw: want})
+				bt := MakeBatch(BatchOptions{NumRecords: int32(1 + rng.IntN(20)), RecordBytes: 1 + rng.IntN(600), Seed: uint64(w)<<32 | uint64(i)})
+				want := append([]byte(nil), bt.Raw...) // before Append: the backend owns Raw after
+				q = append(q, inflight{p: b.Append("crash", part, bt), part: part, raw: want})
 				for len(q) > 8 || (len(q) > 0 && rng.IntN(4) == 0) {
 					f := q[0]
 					q = q[1:]
@@ -356,7 +356,7 @@ func testCrash(t *testing.T, h Harness) {
 						t.Errorf("append: %v", err)
 						return
 					}
-					disbackend.SetBaseOffset(f.raw, res.BaseOffset)
+					batch.SetBaseOffset(f.raw, res.BaseOffset)
 					mu.Lock()
 					acks = append(acks, seen{part: f.part, base: res.BaseOffset, raw: f.raw})
 					mu.Unlock()
@@ -378,11 +378,11 @@ func testCrash(t *testing.T, h Harness) {
 				return
 			default:
 			}
-			batch := idem(pid, 0, seq, 3, uint64(1<<40+i))
+			bt := idem(pid, 0, seq, 3, uint64(1<<40+i))
 			seq += 3
-			keep := batch
-			keep.Raw = append([]byte(nil), batch.Raw...)
-			q, qb = append(q, b.Append("crash", 0, batch)), append(qb, keep)
+			keep := bt
+			keep.Raw = append([]byte(nil), bt.Raw...)
+			q, qb = append(q, b.Append("crash", 0, bt)), append(qb, keep)
 			for len(q) >= 4 {
 				res, err := q[0].Wait(ctxT(t))
 				if err != nil {
@@ -392,7 +392,7 @@ func testCrash(t *testing.T, h Harness) {
 				kept := qb[0]
 				q, qb = q[1:], qb[1:]
 				raw := append([]byte(nil), kept.Raw...)
-				disbackend.SetBaseOffset(raw, res.BaseOffset)
+				batch.SetBaseOffset(raw, res.BaseOffset)
 				mu.Lock()
 				acks = append(acks, seen{part: 0, base: res.BaseOffset, raw: raw})
 				idemAcks = append(idemAcks, kept)
@@ -421,7 +421,7 @@ func testCrash(t *testing.T, h Harness) {
 				}
 				mu.Lock()
 				for _, raw := range res.Batches {
-					reads = append(reads, seen{part: p, base: disbackend.BaseOffset(raw), raw: raw})
+					reads = append(reads, seen{part: p, base: batch.BaseOffset(raw), raw: raw})
 				}
 				mu.Unlock()
 				next[p] = lastOffset(res.Batches[len(res.Batches)-1]) + 1
@@ -494,7 +494,7 @@ func checkCrashImage(t *testing.T, pt crashPoint, acks, reads []seen, idemAcks [
 		checkContiguous(t, all, 0)
 		have[p] = map[int64][]byte{}
 		for _, raw := range all {
-			have[p][disbackend.BaseOffset(raw)] = raw
+			have[p][batch.BaseOffset(raw)] = raw
 		}
 	}
 	check := func(what string, list []seen) {
@@ -520,25 +520,24 @@ func checkCrashImage(t *testing.T, pt crashPoint, acks, reads []seen, idemAcks [
 		pid := idemAcks[0].ProducerID
 		var newest []byte
 		for _, raw := range have[0] {
-			if int64(binary.BigEndian.Uint64(raw[43:])) == pid &&
-				(newest == nil || disbackend.BaseOffset(raw) > disbackend.BaseOffset(newest)) {
+			if h, err := batch.ParseHeader(raw); err == nil && h.ProducerID == pid &&
+				(newest == nil || batch.BaseOffset(raw) > batch.BaseOffset(newest)) {
 				newest = raw
 			}
 		}
 		if newest == nil {
 			t.Fatalf("no batch of idempotent producer %d in the image, though %d were acknowledged before it", pid, n)
 		}
-		retry := disbackend.Batch{
-			Raw:            append([]byte(nil), newest...),
-			NumRecords:     int32(binary.BigEndian.Uint32(newest[57:])),
-			FirstTimestamp: int64(binary.BigEndian.Uint64(newest[27:])),
-			MaxTimestamp:   int64(binary.BigEndian.Uint64(newest[35:])),
-			ProducerID:     pid,
-			ProducerEpoch:  int16(binary.BigEndian.Uint16(newest[51:])),
-			BaseSequence:   int32(binary.BigEndian.Uint32(newest[53:])),
-			Attributes:     int16(binary.BigEndian.Uint16(newest[21:])),
+		h, err := batch.ParseHeader(newest)
+		if err != nil {
+			t.Fatal(err)
 		}
-		wantDuplicate(t, c, "crash", 0, retry, disbackend.BaseOffset(newest))
+		recs, err := batch.DecodeRecords(newest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		retry := disbackend.Batch{Raw: append([]byte(nil), newest...), Header: h, Records: recs}
+		wantDuplicate(t, c, "crash", 0, retry, batch.BaseOffset(newest))
 	}
 	committed := map[int32]int64{}
 	for _, c := range commits {

@@ -2,13 +2,13 @@ package backendtest
 
 import (
 	"bytes"
-	"encoding/binary"
 	"sort"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/kafkawire/batch"
 )
 
 func testAppendRead(t *testing.T, b disbackend.Backend) {
@@ -128,9 +128,9 @@ func testConcurrentAppends(t *testing.T, b disbackend.Backend) {
 			pend := make([]*disbackend.Pending, 0, perWriter)
 			wants := make([][]byte, 0, perWriter)
 			for i := 0; i < perWriter; i++ {
-				batch := MakeBatch(BatchOptions{NumRecords: int32(1 + (w+i)%7), RecordBytes: 30, Seed: uint64(w*1000 + i)})
-				wants = append(wants, bytes.Clone(batch.Raw))
-				pend = append(pend, b.Append("busy", 0, batch))
+				bt := MakeBatch(BatchOptions{NumRecords: int32(1 + (w+i)%7), RecordBytes: 30, Seed: uint64(w*1000 + i)})
+				wants = append(wants, bytes.Clone(bt.Raw))
+				pend = append(pend, b.Append("busy", 0, bt))
 			}
 			for i, p := range pend {
 				res, err := p.Wait(ctxT(t))
@@ -138,7 +138,7 @@ func testConcurrentAppends(t *testing.T, b disbackend.Backend) {
 					t.Errorf("writer %d append %d: %v", w, i, err)
 					return
 				}
-				disbackend.SetBaseOffset(wants[i], res.BaseOffset)
+				batch.SetBaseOffset(wants[i], res.BaseOffset)
 				mu.Lock()
 				if _, dup := got[res.BaseOffset]; dup {
 					t.Errorf("offset %d given twice", res.BaseOffset)
@@ -267,7 +267,7 @@ func baseOrMinus1(raw []byte) int64 {
 	if raw == nil {
 		return -1
 	}
-	return disbackend.BaseOffset(raw)
+	return batch.BaseOffset(raw)
 }
 
 func testClose(t *testing.T, b disbackend.Backend) {
@@ -303,8 +303,8 @@ func testLogAppendTime(t *testing.T, b disbackend.Backend) {
 	sp.Config.TimestampType = disbackend.LogAppendTime
 	mustCreate(t, b, sp)
 	before := time.Now().UnixMilli()
-	batch := MakeBatch(BatchOptions{NumRecords: 3, FirstTimestamp: 5, MaxTimestamp: 7})
-	if _, err := b.Append("stamped", 0, batch).Wait(ctx); err != nil {
+	bt := MakeBatch(BatchOptions{NumRecords: 3, FirstTimestamp: 5, MaxTimestamp: 7})
+	if _, err := b.Append("stamped", 0, bt).Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
 	after := time.Now().UnixMilli()
@@ -313,12 +313,15 @@ func testLogAppendTime(t *testing.T, b disbackend.Backend) {
 		t.Fatalf("Read = %d batches, %v", len(res.Batches), err)
 	}
 	raw := res.Batches[0]
-	if attrs := binary.BigEndian.Uint16(raw[21:]); attrs&0x08 == 0 {
-		t.Fatalf("attributes %#x: LogAppendTime bit not set", attrs)
+	h, err := batch.ParseHeader(raw)
+	if err != nil {
+		t.Fatal(err)
 	}
-	maxTS := int64(binary.BigEndian.Uint64(raw[35:]))
-	if maxTS < before || maxTS > after {
-		t.Fatalf("max timestamp %d, want the append time in [%d, %d]", maxTS, before, after)
+	if !h.LogAppendTime() {
+		t.Fatalf("attributes %#x: LogAppendTime bit not set", h.Attributes)
+	}
+	if maxTS := h.MaxTimestamp; maxTS < before || maxTS > after {
+		t.Fatalf("max timestamp %d, want the append time in [%d, %d]", h.MaxTimestamp, before, after)
 	}
 	if !CheckCRC(raw) {
 		t.Fatal("CRC not recomputed after stamping")

@@ -13,10 +13,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/twmb/franz-go/pkg/kmsg"
-
 	"github.com/disgw/disgw/disbackend"
-	"github.com/disgw/disgw/kafkawire"
+	"github.com/disgw/disgw/kafkawire/batch"
 )
 
 // DIS's size limits (dis-api.md 6.1).
@@ -228,21 +226,16 @@ func (s *Server) putRecords(r *http.Request, _ map[string]string, body []byte) (
 // 2, CreateTime, not idempotent) with base offset 0: value = data, key =
 // partition_key (null when absent), timestamp = the record's.
 func buildBatch(recs []pendingRecord) disbackend.Batch {
-	krs := make([]kmsg.Record, len(recs))
-	first, maxTS := recs[0].ts, recs[0].ts
+	rs := make([]disbackend.Record, len(recs))
 	for i, rec := range recs {
-		maxTS = max(maxTS, rec.ts)
-		krs[i] = kmsg.Record{TimestampDelta64: rec.ts, OffsetDelta: int32(i), Key: rec.key, Value: rec.value}
+		rs[i] = disbackend.Record{OffsetDelta: int32(i), Timestamp: rec.ts, Key: rec.key, Value: rec.value}
 	}
-	return disbackend.Batch{
-		Raw:            kafkawire.EncodeBatch(0, 0, krs),
-		NumRecords:     int32(len(recs)),
-		FirstTimestamp: first,
-		MaxTimestamp:   maxTS,
-		ProducerID:     -1,
-		ProducerEpoch:  -1,
-		BaseSequence:   -1,
+	raw := batch.Encode(batch.NewHeader(0), rs)
+	h, err := batch.ParseHeader(raw)
+	if err != nil {
+		panic(err) // Encode's own output
 	}
+	return disbackend.Batch{Raw: raw, Header: h, Records: rs}
 }
 
 // Cursor types.
@@ -367,14 +360,14 @@ func (s *Server) offsetAtTimestamp(ctx context.Context, name string, p int32, ts
 	if raw == nil {
 		return rng.Next, nil
 	}
-	recs, err := kafkawire.DecodeRecords(raw)
+	recs, err := batch.DecodeRecords(raw)
 	if err != nil {
 		return 0, errf(500, "DIS.5000", "System error. [%v]", err)
 	}
-	base := disbackend.BaseOffset(raw)
+	base := batch.BaseOffset(raw)
 	for i := range recs {
-		if recs[i].TimestampDelta64 >= ts {
-			return max(kafkawire.AbsoluteOffset(base, &recs[i]), rng.First), nil
+		if recs[i].Timestamp >= ts {
+			return max(recs[i].Offset(base), rng.First), nil
 		}
 	}
 	return max(base+int64(len(recs)), rng.First), nil
@@ -454,14 +447,14 @@ func (s *Server) getRecords(r *http.Request, _ map[string]string, _ []byte) (int
 		}
 		progressed := false
 		for _, raw := range res.Batches {
-			recs, err := kafkawire.DecodeRecords(raw)
+			recs, err := batch.DecodeRecords(raw)
 			if err != nil {
 				return 0, nil, errf(500, "DIS.5000", "System error. [%v]", err)
 			}
-			base := disbackend.BaseOffset(raw)
+			base := batch.BaseOffset(raw)
 			for i := range recs {
 				kr := &recs[i]
-				off := kafkawire.AbsoluteOffset(base, kr)
+				off := kr.Offset(base)
 				if off < next {
 					continue
 				}
@@ -479,7 +472,7 @@ func (s *Server) getRecords(r *http.Request, _ map[string]string, _ []byte) (int
 				rec := recordJSON{
 					SequenceNumber: strconv.FormatInt(off, 10),
 					Data:           base64.StdEncoding.EncodeToString(kr.Value),
-					Timestamp:      kr.TimestampDelta64,
+					Timestamp:      kr.Timestamp,
 					TimestampType:  "CreateTime",
 				}
 				if kr.Key != nil {

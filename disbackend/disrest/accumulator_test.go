@@ -30,8 +30,7 @@ func TestAccumulatorMerges(t *testing.T) {
 	for i := range n {
 		b := backendtest.MakeBatch(backendtest.BatchOptions{NumRecords: per, Seed: uint64(i + 1)})
 		batches = append(batches, b)
-		pend = append(pend, s.Append(stream, 0, disbackend.Batch{Raw: bytes.Clone(b.Raw), NumRecords: b.NumRecords,
-			FirstTimestamp: b.FirstTimestamp, MaxTimestamp: b.MaxTimestamp, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}))
+		pend = append(pend, s.Append(stream, 0, asGateway(bytes.Clone(b.Raw))))
 	}
 	for i, p := range pend {
 		res, err := p.Wait(ctxT(t))

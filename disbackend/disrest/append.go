@@ -16,7 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/disgw/disgw/disbackend"
-	"github.com/disgw/disgw/kafkawire"
+	"github.com/disgw/disgw/kafkawire/batch"
 )
 
 // writer is one partition's accumulator: it merges the records of
@@ -40,12 +40,25 @@ type writer struct {
 }
 
 type job struct {
-	b  disbackend.Batch
-	p  *disbackend.Pending
-	at time.Time // enqueued
+	b   disbackend.Batch
+	p   *disbackend.Pending
+	at  time.Time // enqueued
+	mem int       // bytes held while it waits: Raw, and the decompressed records of a compressed batch
 }
 
 func (j *job) size() int { return len(j.b.Raw) }
+
+// jobMem is what a waiting batch holds in memory, in bytes: its raw bytes
+// and, when it is compressed, the decompressed records that Records alias.
+func jobMem(b *disbackend.Batch) int {
+	n := len(b.Raw)
+	if b.Codec() != batch.CodecNone {
+		for i := range b.Records {
+			n += batch.RecordLen(&b.Records[i], 0, 0)
+		}
+	}
+	return n
+}
 
 func (w *writer) signal() {
 	select {
@@ -138,7 +151,8 @@ func (w *writer) requeue(jobs []job) {
 // returns a Pending completed with ErrUnavailable (Kafka REQUEST_TIMED_OUT).
 func (s *Store) Append(stream string, part int32, b disbackend.Batch) *disbackend.Pending {
 	p := disbackend.NewPending()
-	if !s.buf.acquire(len(b.Raw), s.opts.BufferWait) {
+	mem := jobMem(&b)
+	if !s.buf.acquire(mem, s.opts.BufferWait) {
 		p.Complete(disbackend.AppendResult{}, fmt.Errorf("disrest: append to %s/%d: %w: %d bytes waiting for DIS for more than %v (buffer of %d bytes full)",
 			stream, part, disbackend.ErrUnavailable, s.buf.waiting(), s.opts.BufferWait, s.opts.BufferBytes))
 		return p
@@ -146,7 +160,7 @@ func (s *Store) Append(stream string, part int32, b disbackend.Batch) *disbacken
 	s.closeMu.Lock()
 	defer s.closeMu.Unlock()
 	if s.closed {
-		s.buf.release(len(b.Raw))
+		s.buf.release(mem)
 		p.Complete(disbackend.AppendResult{}, fmt.Errorf("disrest: append to %s/%d: %w", stream, part, disbackend.ErrClosed))
 		return p
 	}
@@ -158,14 +172,14 @@ func (s *Store) Append(stream string, part int32, b disbackend.Batch) *disbacken
 		s.wg.Add(1)
 		go w.run()
 	}
-	w.enqueue(job{b: b, p: p, at: time.Now()})
+	w.enqueue(job{b: b, p: p, at: time.Now(), mem: mem})
 	return p
 }
 
 // complete completes a job, then gives its bytes back to the buffer.
 func (s *Store) complete(j *job, res disbackend.AppendResult, err error) {
 	j.p.Complete(res, err)
-	s.buf.release(j.size())
+	s.buf.release(j.mem)
 }
 
 // prepared is a job whose records are to be written.
@@ -230,24 +244,24 @@ func (s *Store) sendGroup(k partKey, group []job, ps *putState) []job {
 					break
 				}
 			} else {
-				dup, err := s.idem.check(k, j.b)
+				dup, err := s.idem.check(k, &j.b)
 				if err != nil {
 					fail(err)
 					continue
 				}
 				if dup != nil {
-					s.complete(j, disbackend.AppendResult{BaseOffset: dup.base, LogStartOffset: s.ranges.first(k), LogAppendTime: -1, Duplicate: true}, nil)
+					s.complete(j, disbackend.AppendResult{BaseOffset: dup.BaseOffset, LogStartOffset: s.ranges.first(k), LogAppendTime: -1, Duplicate: true}, nil)
 					continue
 				}
 			}
 		}
-		recs, err := s.toDISRecords(j.b, logAppend, format)
+		recs, err := s.toDISRecords(&j.b, logAppend, format)
 		if err != nil {
 			fail(err)
 			continue
 		}
 		if pid := j.b.ProducerID; pid >= 0 {
-			producers[pid] = next{j.b.ProducerEpoch, incSequence(j.b.BaseSequence, j.b.NumRecords)}
+			producers[pid] = next{j.b.ProducerEpoch, disbackend.IncSequence(j.b.BaseSequence, j.b.NumRecords)}
 		}
 		preps = append(preps, prepared{j: j, start: len(out), end: len(out) + len(recs)})
 		out = append(out, recs...)
@@ -307,7 +321,7 @@ func (s *Store) finish(k partKey, pr prepared, sns []int64, logAppend bool, thro
 	}
 	last := sns[pr.end-1]
 	if pr.j.b.ProducerID >= 0 {
-		s.idem.remember(k, pr.j.b, base, last)
+		s.idem.remember(k, &pr.j.b, base, last)
 	}
 	s.ranges.put(k, disbackend.PartitionRange{First: s.ranges.first(k), Next: last + 1})
 	s.notify()
@@ -318,18 +332,23 @@ func (s *Store) finish(k partKey, pr prepared, sns []int64, logAppend bool, thro
 	s.complete(pr.j, res, nil)
 }
 
-// toDISRecords decodes a producer's batch into DIS records in format.
-func (s *Store) toDISRecords(b disbackend.Batch, logAppend bool, format string) ([]disRecord, error) {
-	recs, err := kafkawire.DecodeRecords(b.Raw)
-	if err != nil {
-		return nil, err
+// toDISRecords maps a producer's batch to DIS records in format, from the
+// records the gateway decoded (Batch.Records); a batch given without them
+// (not through the gateway) is decoded here.
+func (s *Store) toDISRecords(b *disbackend.Batch, logAppend bool, format string) ([]disRecord, error) {
+	recs := b.Records
+	if recs == nil {
+		var err error
+		if recs, err = batch.DecodeRecords(b.Raw); err != nil {
+			return nil, err
+		}
 	}
 	if len(recs) == 0 {
 		return nil, errors.New("batch has no records")
 	}
 	out := make([]disRecord, len(recs))
 	for i := range recs {
-		d, err := toDIS(&recs[i], recs[i].TimestampDelta64, format)
+		d, err := toDIS(&recs[i], format)
 		if err != nil {
 			return nil, fmt.Errorf("record %d: %w", i, err)
 		}

@@ -68,7 +68,12 @@ import (
 var (
 	_ disbackend.Backend         = (*Store)(nil)
 	_ disbackend.ConfigValidator = (*Store)(nil)
+	_ disbackend.RecordLog       = (*Store)(nil)
 )
+
+// StoresRecords reports true: DIS stores each Kafka record as one DIS
+// record, so Append wants Batch.Records (disbackend.RecordLog).
+func (s *Store) StoresRecords() bool { return true }
 
 // Record formats (DESIGN.md section 3).
 const (
@@ -309,7 +314,6 @@ func New(opts Options) (*Store, error) {
 	s.reads.init()
 	s.bg, s.stopBG = context.WithCancel(context.Background())
 	s.ranges.init()
-	s.idem.init()
 	if opts.PollInterval > 0 {
 		s.wg.Add(1)
 		go s.poll()

@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
-	"hash/crc32"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -22,6 +21,7 @@ import (
 	"github.com/disgw/disgw/disbackend/backendtest"
 	"github.com/disgw/disgw/disbackend/dislocal"
 	"github.com/disgw/disgw/disbackend/localstore"
+	"github.com/disgw/disgw/kafkawire/batch"
 )
 
 const (
@@ -126,9 +126,31 @@ func kafkaBatch(recs []kmsg.Record, firstTS int64) disbackend.Batch {
 		ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1, NumRecords: int32(len(recs)), Records: body}
 	raw := rb.AppendTo(nil)
 	binary.BigEndian.PutUint32(raw[8:], uint32(len(raw)-12))
-	binary.BigEndian.PutUint32(raw[17:], crc32.Checksum(raw[21:], crc32c))
-	return disbackend.Batch{Raw: raw, NumRecords: int32(len(recs)), FirstTimestamp: firstTS, MaxTimestamp: maxTS,
-		ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}
+	batch.SetCRC(raw)
+	return asGateway(raw)
+}
+
+// asRecord is a kmsg record as disbackend's.
+func asRecord(r kmsg.Record) disbackend.Record {
+	out := disbackend.Record{OffsetDelta: r.OffsetDelta, Timestamp: r.TimestampDelta64, Key: r.Key, Value: r.Value}
+	for _, h := range r.Headers {
+		out.Headers = append(out.Headers, disbackend.RecordHeader{Key: h.Key, Value: h.Value})
+	}
+	return out
+}
+
+// asGateway is raw as the gateway hands it to a RecordLog: validated, its
+// header and its records decoded.
+func asGateway(raw []byte) disbackend.Batch {
+	h, err := batch.Parse(raw)
+	if err != nil {
+		panic(err)
+	}
+	recs, err := batch.ValidateAndDecode(raw, h)
+	if err != nil {
+		panic(err)
+	}
+	return disbackend.Batch{Raw: raw, Header: h, Records: recs}
 }
 
 // testRecords need every path of the record format: plain ones and ones
@@ -217,7 +239,8 @@ func TestRecordFormats(t *testing.T) {
 			}
 			for i, r := range *out.Records {
 				data, _ := base64.StdEncoding.DecodeString(*r.Data)
-				plain := plainReason(&recs[i]) == "" && format == FormatAuto
+				rec := asRecord(recs[i])
+				plain := plainReason(&rec) == "" && format == FormatAuto
 				if plain != bytes.Equal(data, recs[i].Value) {
 					t.Fatalf("record %d: SDK reads %q; plain %v", i, data, plain)
 				}
@@ -246,16 +269,16 @@ func TestRecordFormats(t *testing.T) {
 }
 
 func TestEnvelopeCorruptReadsPlain(t *testing.T) {
-	r := kmsg.Record{Key: []byte("k"), Value: []byte("v"), Headers: []kmsg.Header{{Key: "x", Value: []byte("y")}}}
-	env := encodeEnvelope(&r, 42)
-	got, ts := fromDIS(env, nil, 7, false)
-	if ts != 42 || string(got.Key) != "k" || string(got.Value) != "v" || len(got.Headers) != 1 {
-		t.Fatalf("envelope read back as %+v at %d", got, ts)
+	r := disbackend.Record{Key: []byte("k"), Value: []byte("v"), Timestamp: 42, Headers: []disbackend.RecordHeader{{Key: "x", Value: []byte("y")}}}
+	env := encodeEnvelope(&r)
+	got := fromDIS(env, nil, 7, false)
+	if got.Timestamp != 42 || string(got.Key) != "k" || string(got.Value) != "v" || len(got.Headers) != 1 {
+		t.Fatalf("envelope read back as %+v", got)
 	}
 	bad := bytes.Clone(env)
 	bad[len(bad)-1] ^= 1
-	got, ts = fromDIS(bad, nil, 7, false)
-	if ts != 7 || !bytes.Equal(got.Value, bad) || got.Key != nil {
+	got = fromDIS(bad, nil, 7, false)
+	if got.Timestamp != 7 || !bytes.Equal(got.Value, bad) || got.Key != nil {
 		t.Fatal("an envelope with a wrong CRC did not read as plain data")
 	}
 }

@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"unicode/utf8"
 
-	"github.com/twmb/franz-go/pkg/kmsg"
-
 	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/kafkawire/batch"
 )
 
 // The envelope (DESIGN.md section 3) carries what a plain DIS record cannot:
@@ -39,14 +37,12 @@ const (
 	maxPlainKeyBytes = 256
 )
 
-var crc32c = crc32.MakeTable(crc32.Castagnoli)
-
 // errNeedsEnvelope is why a record cannot be plain (format native refuses it).
 var errNeedsEnvelope = fmt.Errorf("%w: record needs an envelope", disbackend.ErrInvalidRecord)
 
 // plainReason returns "" when the record can be a plain DIS record (value
 // as data, key as partition_key), else why not.
-func plainReason(r *kmsg.Record) string {
+func plainReason(r *disbackend.Record) string {
 	switch {
 	case len(r.Headers) > 0:
 		return "it has headers"
@@ -74,8 +70,8 @@ func appendBytes(b, v []byte) []byte {
 	return append(b, v...)
 }
 
-// encodeEnvelope wraps a record with timestamp ts (ms).
-func encodeEnvelope(r *kmsg.Record, ts int64) []byte {
+// encodeEnvelope wraps a record with its timestamp.
+func encodeEnvelope(r *disbackend.Record) []byte {
 	n := envelopeHeader + 8 + 2*binary.MaxVarintLen32 + len(r.Key) + len(r.Value) + 1
 	for _, h := range r.Headers {
 		n += 2*binary.MaxVarintLen32 + len(h.Key) + len(h.Value)
@@ -83,7 +79,7 @@ func encodeEnvelope(r *kmsg.Record, ts int64) []byte {
 	b := make([]byte, envelopeHeader, n)
 	copy(b, envelopeMagic)
 	b[8] = envelopeVersion
-	b = binary.BigEndian.AppendUint64(b, uint64(ts))
+	b = binary.BigEndian.AppendUint64(b, uint64(r.Timestamp))
 	b = appendBytes(b, r.Key)
 	b = appendBytes(b, r.Value)
 	b = binary.AppendUvarint(b, uint64(len(r.Headers)))
@@ -91,7 +87,7 @@ func encodeEnvelope(r *kmsg.Record, ts int64) []byte {
 		b = appendBytes(b, []byte(h.Key))
 		b = appendBytes(b, h.Value)
 	}
-	binary.BigEndian.PutUint32(b[9:], crc32.Checksum(b[envelopeHeader:], crc32c))
+	binary.BigEndian.PutUint32(b[9:], batch.Checksum(b[envelopeHeader:]))
 	return b
 }
 
@@ -110,19 +106,20 @@ func readBytes(b []byte) (v, rest []byte, ok bool) {
 	return b[:n:n], b[n:], true
 }
 
-// decodeEnvelope unwraps data into r and returns true, or returns false
-// when data is not a valid envelope (then it is plain data).
-func decodeEnvelope(data []byte, r *kmsg.Record) (ts int64, ok bool) {
+// decodeEnvelope unwraps data into r (key, value, headers) and returns its
+// timestamp and true, or returns false when data is not a valid envelope
+// (then it is plain data).
+func decodeEnvelope(data []byte, r *disbackend.Record) (ts int64, ok bool) {
 	if len(data) < envelopeHeader+8 || !bytes.Equal(data[:8], envelopeMagic) || data[8] != envelopeVersion {
 		return 0, false
 	}
-	if binary.BigEndian.Uint32(data[9:]) != crc32.Checksum(data[envelopeHeader:], crc32c) {
+	if binary.BigEndian.Uint32(data[9:]) != batch.Checksum(data[envelopeHeader:]) {
 		return 0, false
 	}
 	b := data[envelopeHeader:]
 	ts = int64(binary.BigEndian.Uint64(b))
 	b = b[8:]
-	var out kmsg.Record
+	var out disbackend.Record
 	if out.Key, b, ok = readBytes(b); !ok {
 		return 0, false
 	}
@@ -135,7 +132,7 @@ func decodeEnvelope(data []byte, r *kmsg.Record) (ts int64, ok bool) {
 	}
 	b = b[w:]
 	if cnt > 0 {
-		out.Headers = make([]kmsg.Header, cnt)
+		out.Headers = make([]disbackend.RecordHeader, cnt)
 	}
 	for i := range out.Headers {
 		var k []byte
@@ -161,16 +158,16 @@ type disRecord struct {
 	ts   int64   // ms; sent as the record's timestamp
 }
 
-// toDIS maps a Kafka record (timestamp ts) to a DIS record in format.
-func toDIS(r *kmsg.Record, ts int64, format string) (disRecord, error) {
+// toDIS maps a Kafka record to a DIS record in format.
+func toDIS(r *disbackend.Record, format string) (disRecord, error) {
 	reason := plainReason(r)
 	switch {
 	case format == FormatEnvelope || (format == FormatAuto && reason != ""):
-		return disRecord{data: encodeEnvelope(r, ts), ts: ts}, nil
+		return disRecord{data: encodeEnvelope(r), ts: r.Timestamp}, nil
 	case reason != "":
 		return disRecord{}, fmt.Errorf("%w: record format native cannot store the record: %s", errNeedsEnvelope, reason)
 	}
-	d := disRecord{data: r.Value, ts: ts}
+	d := disRecord{data: r.Value, ts: r.Timestamp}
 	if r.Key != nil {
 		k := string(r.Key)
 		d.key = &k
@@ -178,20 +175,21 @@ func toDIS(r *kmsg.Record, ts int64, format string) (disRecord, error) {
 	return d, nil
 }
 
-// fromDIS maps a DIS record back to a Kafka record: an envelope is
-// unwrapped (its timestamp kept unless logAppend), anything else is plain
-// (value = data, key = partition_key).
-func fromDIS(data []byte, key *string, ts int64, logAppend bool) (kmsg.Record, int64) {
-	var r kmsg.Record
+// fromDIS maps a DIS record (timestamp ts, ms) back to a Kafka record: an
+// envelope is unwrapped (its timestamp kept unless logAppend), anything
+// else is plain (value = data, key = partition_key).
+func fromDIS(data []byte, key *string, ts int64, logAppend bool) disbackend.Record {
+	var r disbackend.Record
 	if ets, ok := decodeEnvelope(data, &r); ok {
 		if !logAppend {
 			ts = ets
 		}
-		return r, ts
+		r.Timestamp = ts
+		return r
 	}
-	r.Value = data
+	r.Value, r.Timestamp = data, ts
 	if key != nil {
 		r.Key = []byte(*key)
 	}
-	return r, ts
+	return r
 }

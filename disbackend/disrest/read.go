@@ -11,10 +11,9 @@ import (
 	"time"
 
 	"github.com/huaweicloud/huaweicloud-sdk-go-v3/services/dis/v2/model"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/disgw/disgw/disbackend"
-	"github.com/disgw/disgw/kafkawire"
+	"github.com/disgw/disgw/kafkawire/batch"
 )
 
 // cursorCache keeps next_partition_cursor values by the sequence number
@@ -90,8 +89,8 @@ func (c *cursorCache) dropStream(name string) {
 // fetched is one record read from DIS, already mapped back to Kafka.
 type fetched struct {
 	sn  int64
-	rec kmsg.Record // TimestampDelta64 holds the absolute timestamp
-	n   int         // DIS data bytes
+	rec disbackend.Record // OffsetDelta unset: sn is its offset
+	n   int               // DIS data bytes
 }
 
 func (s *Store) cursor(ctx context.Context, k partKey, typ model.ShowCursorRequestCursorType, sn int64, ts int64) (string, error) {
@@ -148,9 +147,7 @@ func (s *Store) consume(ctx context.Context, k partKey, cursor string, maxBytes 
 		if r.Timestamp != nil {
 			ts = *r.Timestamp
 		}
-		rec, ts := fromDIS(data, r.PartitionKey, ts, logAppend)
-		rec.TimestampDelta64 = ts
-		out = append(out, fetched{sn: sn, rec: rec, n: len(data)})
+		out = append(out, fetched{sn: sn, rec: fromDIS(data, r.PartitionKey, ts, logAppend), n: len(data)})
 	}
 	return out, next, nil
 }
@@ -249,22 +246,16 @@ func readErr(stream string, part int32, err error) error {
 	return err
 }
 
-// recordBatchOverhead is the size of a Kafka record batch (magic 2) with no
-// records: base offset 8, length 4, leader epoch 4, magic 1, CRC 4,
-// attributes 2, last offset delta 4, first and max timestamps 16, producer
-// id 8, epoch 2, base sequence 4, record count 4.
-const recordBatchOverhead = 61
-
 // fitting returns how many of recs, from the first, buildBatch encodes in
 // at most maxBytes; at least one when recs is not empty.
 func fitting(recs []fetched, maxBytes int) int {
 	if len(recs) == 0 {
 		return 0
 	}
-	base, ts0 := recs[0].sn, recs[0].rec.TimestampDelta64
-	size := recordBatchOverhead
+	base, ts0 := recs[0].sn, recs[0].rec.Timestamp
+	size := batch.HeaderLen
 	for i := range recs {
-		size += recordSize(&recs[i].rec, recs[i].rec.TimestampDelta64-ts0, recs[i].sn-base)
+		size += batch.RecordLen(&recs[i].rec, recs[i].rec.Timestamp-ts0, recs[i].sn-base)
 		if i > 0 && size > maxBytes {
 			return i
 		}
@@ -272,52 +263,21 @@ func fitting(recs []fetched, maxBytes int) int {
 	return len(recs)
 }
 
-// recordSize is the encoded length of r in a batch at the given timestamp
-// and offset deltas (kmsg.Record.AppendTo, length prefix included).
-func recordSize(r *kmsg.Record, tsDelta, offDelta int64) int {
-	n := 1 + varintLen(tsDelta) + varintLen(offDelta) + bytesLen(r.Key) + bytesLen(r.Value) + varintLen(int64(len(r.Headers)))
-	for i := range r.Headers {
-		h := &r.Headers[i]
-		n += varintLen(int64(len(h.Key))) + len(h.Key) + bytesLen(h.Value)
-	}
-	return varintLen(int64(n)) + n
-}
-
-// bytesLen is the encoded length of nullable varint-prefixed bytes.
-func bytesLen(b []byte) int {
-	if b == nil {
-		return 1 // -1
-	}
-	return varintLen(int64(len(b))) + len(b)
-}
-
-// varintLen is the length of v as a zig-zag varint.
-func varintLen(v int64) int {
-	u := uint64(v<<1) ^ uint64(v>>63)
-	n := 1
-	for u >= 0x80 {
-		u >>= 7
-		n++
-	}
-	return n
-}
-
 // buildBatch encodes records as one uncompressed Kafka record batch (magic
 // 2) whose base offset is the first record's sequence number; on a
 // LogAppendTime stream the batch says so and its max timestamp is the
 // latest DIS timestamp.
 func buildBatch(recs []fetched, logAppend bool) []byte {
-	base := recs[0].sn
-	krs := make([]kmsg.Record, len(recs))
-	for i, f := range recs {
-		krs[i] = f.rec
-		krs[i].OffsetDelta = int32(f.sn - base)
-	}
-	var attrs int16
+	h := batch.NewHeader(recs[0].sn)
 	if logAppend {
-		attrs |= 0x08
+		h.Attributes |= batch.AttrLogAppendTime
 	}
-	return kafkawire.EncodeBatch(base, attrs, krs)
+	rs := make([]disbackend.Record, len(recs))
+	for i, f := range recs {
+		rs[i] = f.rec
+		rs[i].OffsetDelta = int32(f.sn - h.BaseOffset)
+	}
+	return batch.Encode(h, rs)
 }
 
 // BatchAtTimestamp asks DIS for a cursor AT_TIMESTAMP ts and answers the
@@ -368,7 +328,7 @@ func (s *Store) BatchWithMaxTimestamp(ctx context.Context, stream string, part i
 			break
 		}
 		for i := range recs {
-			if best == nil || recs[i].rec.TimestampDelta64 > best.rec.TimestampDelta64 {
+			if best == nil || recs[i].rec.Timestamp > best.rec.Timestamp {
 				b := recs[i]
 				best = &b
 			}

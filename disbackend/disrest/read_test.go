@@ -18,7 +18,7 @@ import (
 	"github.com/disgw/disgw/disbackend"
 	"github.com/disgw/disgw/disbackend/backendtest"
 	"github.com/disgw/disgw/disbackend/dislocal"
-	"github.com/disgw/disgw/kafkawire"
+	"github.com/disgw/disgw/kafkawire/batch"
 )
 
 // putDirect writes values to a partition with the SDK, as another writer
@@ -209,7 +209,7 @@ func TestReadSmallMaxBytes(t *testing.T) {
 	if err != nil || len(all.Batches) != 1 {
 		t.Fatalf("Read all: %v", err)
 	}
-	dec, err := kafkawire.DecodeRecords(all.Batches[0])
+	dec, err := batch.DecodeRecords(all.Batches[0])
 	if err != nil || len(dec) != len(recs) {
 		t.Fatalf("decoded %d records, %v", len(dec), err)
 	}
@@ -257,10 +257,10 @@ func TestFitting(t *testing.T) {
 	}
 	var fs []fetched
 	for i := range 150 {
-		r := kmsg.Record{Key: blob(rng.IntN(300) - 50), Value: blob(rng.IntN(3000) - 100 + 20000*(i%50/49)),
-			TimestampDelta64: 1_700_000_000_000 + rng.Int64N(1<<40) - 1<<39}
+		r := disbackend.Record{Key: blob(rng.IntN(300) - 50), Value: blob(rng.IntN(3000) - 100 + 20000*(i%50/49)),
+			Timestamp: 1_700_000_000_000 + rng.Int64N(1<<40) - 1<<39}
 		for range rng.IntN(3) {
-			r.Headers = append(r.Headers, kmsg.Header{Key: string(blob(rng.IntN(200))), Value: blob(rng.IntN(300) - 20)})
+			r.Headers = append(r.Headers, disbackend.RecordHeader{Key: string(blob(rng.IntN(200))), Value: blob(rng.IntN(300) - 20)})
 		}
 		fs = append(fs, fetched{sn: 1<<40 + int64(i)*int64(1+rng.IntN(3)), rec: r})
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/disgw/disgw/disbackend"
 	"github.com/disgw/disgw/disbackend/backendtest"
+	"github.com/disgw/disgw/kafkawire/batch"
 )
 
 const recordBytes = 1024
@@ -144,7 +145,7 @@ func BenchmarkRead(b *testing.B) {
 					continue
 				}
 				last := res.Batches[len(res.Batches)-1]
-				off = batchLast(last) + 1
+				off = batch.LastOffset(last) + 1
 			}
 		})
 	}

@@ -2,11 +2,11 @@ package localstore
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"sort"
 
 	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/kafkawire/batch"
 )
 
 // Range returns the partition's synced [first : next] range (DIS
@@ -149,13 +149,7 @@ func (s *Store) readSegments(p *partition, offset, end int64, maxBytes int) ([][
 	if len(out) == 0 {
 		return nil, 0, 0, nil
 	}
-	return out, n, batchLast(out[len(out)-1]) + 1, nil
-}
-
-// batchLast returns the offset of the last record of a raw batch: base
-// offset plus last offset delta (bytes 23-26).
-func batchLast(raw []byte) int64 {
-	return disbackend.BaseOffset(raw) + int64(int32(binary.BigEndian.Uint32(raw[23:])))
+	return out, n, batch.LastOffset(out[len(out)-1]) + 1, nil
 }
 
 // BatchAtTimestamp returns the first synced batch whose max timestamp is >=

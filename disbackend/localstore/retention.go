@@ -121,14 +121,7 @@ func (s *Store) applyExpiry(plan []expiry, nowMS int64) error {
 	}
 	if s.producerExpiry > 0 {
 		cutoff := nowMS - s.producerExpiry.Milliseconds()
-		n := 0
-		for k, ps := range s.producers {
-			if ps.lastAppendMS < cutoff {
-				delete(s.producers, k)
-				n++
-			}
-		}
-		if n > 0 {
+		if n := s.producers.Expire(cutoff); n > 0 {
 			s.log.Info("producer states expired", zap.Int("count", n))
 		}
 	}

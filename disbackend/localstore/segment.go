@@ -12,6 +12,8 @@ import (
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/disgw/disgw/kafkawire/batch"
 )
 
 // Segment files. Record batches live in append-only segment files under
@@ -62,7 +64,7 @@ type frameInfo struct {
 	pos             int64 // offset of the batch (after its frame header) in the segment
 	base, last      int64
 	appendMS, maxTS int64 // ms
-	// Idempotent producer fields, from the Kafka batch header (bytes 43-57).
+	// Idempotent producer fields, from the Kafka batch header.
 	pid   int64
 	epoch int16
 	seq   int32
@@ -100,17 +102,15 @@ func decodeHeader(h []byte) (f frameInfo, sid uint64, crc uint32, ok bool) {
 
 // setProducer fills the idempotent producer fields from a raw Kafka batch.
 func (f *frameInfo) setProducer(raw []byte) {
-	f.pid, f.epoch, f.seq = -1, -1, -1
-	if len(raw) >= batchHeaderLen {
-		f.pid = int64(binary.BigEndian.Uint64(raw[43:]))
-		f.epoch = int16(binary.BigEndian.Uint16(raw[51:]))
-		f.seq = int32(binary.BigEndian.Uint32(raw[53:]))
+	f.pid, f.epoch, f.seq = batch.NoProducerID, batch.NoProducerEpoch, batch.NoSequence
+	if h, err := batch.ParseHeader(raw); err == nil {
+		f.pid, f.epoch, f.seq = h.ProducerID, h.ProducerEpoch, h.BaseSequence
 	}
 }
 
 // frameCRC is the CRC-32C of header bytes 8-55 followed by the batch.
 func frameCRC(hdr, raw []byte) uint32 {
-	return crc32.Update(crc32.Update(0, crc32c, hdr[8:frameHeaderLen]), crc32c, raw)
+	return crc32.Update(crc32.Update(0, batch.CRCTable, hdr[8:frameHeaderLen]), batch.CRCTable, raw)
 }
 
 // appendIdxRecord appends f's 64-byte index record:
@@ -246,7 +246,7 @@ func writeIdx(fs vfs.FS, path string, records []byte) error {
 	buf = binary.BigEndian.AppendUint32(buf, idxMagic)
 	buf = binary.BigEndian.AppendUint32(buf, uint32(len(records)/idxRecordLen))
 	buf = append(buf, records...)
-	buf = binary.BigEndian.AppendUint32(buf, crc32.Checksum(buf, crc32c))
+	buf = binary.BigEndian.AppendUint32(buf, batch.Checksum(buf))
 	f, err := fs.Create(path+".idx", vfs.WriteCategoryUnspecified)
 	if err != nil {
 		return err
@@ -281,7 +281,7 @@ func readIdx(fs vfs.FS, path string) ([]frameInfo, error) {
 	}
 	n := int(be.Uint32(buf[4:]))
 	body := buf[:len(buf)-4]
-	if len(body) != idxHeaderLen+n*idxRecordLen || be.Uint32(buf[len(buf)-4:]) != crc32.Checksum(body, crc32c) {
+	if len(body) != idxHeaderLen+n*idxRecordLen || be.Uint32(buf[len(buf)-4:]) != batch.Checksum(body) {
 		return nil, errBadIdx
 	}
 	out := make([]frameInfo, n)
@@ -309,7 +309,7 @@ func scanSegment(f vfs.File, sid uint64) ([]frameInfo, int64, error) {
 			return nil, 0, err
 		}
 		fi, fsid, crc, ok := decodeHeader(hdr[:])
-		if !ok || fsid != sid || fi.size < batchHeaderLen || int64(fi.size) > size-pos-frameHeaderLen || fi.last < fi.base {
+		if !ok || fsid != sid || fi.size < batch.HeaderLen || int64(fi.size) > size-pos-frameHeaderLen || fi.last < fi.base {
 			break
 		}
 		if cap(data) < int(fi.size) {

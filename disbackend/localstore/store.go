@@ -76,19 +76,17 @@ type Options struct {
 }
 
 const (
-	defaultRetentionCheck  = time.Minute
-	defaultProducerExpiry  = 24 * time.Hour
-	defaultPartitionCache  = 8 << 20
-	defaultCacheBytes      = 256 << 20
-	maxGroupBytes          = 16 << 20 // bytes of batches committed by one sync, at most (one batch may exceed it)
-	maxGroupItems          = 4096
-	appendQueueLen         = 4096
-	pendingSyncGroups      = 4  // groups written and waiting for their sync, at most
-	maxSyncGroups          = 16 // groups synced together, at most
-	producerIDBlock        = 1000
-	memTableSize           = 4 << 20 // Pebble holds metadata only
-	batchHeaderLen         = 61      // Kafka record batch header (magic 2)
-	logAppendTimeAttribute = 0x08
+	defaultRetentionCheck = time.Minute
+	defaultProducerExpiry = 24 * time.Hour
+	defaultPartitionCache = 8 << 20
+	defaultCacheBytes     = 256 << 20
+	maxGroupBytes         = 16 << 20 // bytes of batches committed by one sync, at most (one batch may exceed it)
+	maxGroupItems         = 4096
+	appendQueueLen        = 4096
+	pendingSyncGroups     = 4  // groups written and waiting for their sync, at most
+	maxSyncGroups         = 16 // groups synced together, at most
+	producerIDBlock       = 1000
+	memTableSize          = 4 << 20 // Pebble holds metadata only
 )
 
 // Store is the Pebble-backed disbackend.Backend. Safe for concurrent use.
@@ -117,7 +115,7 @@ type Store struct {
 	// changes and retention. It guards producers, nextSid, every partition's
 	// assigned, the segment lists and every segment's writer-side fields.
 	wmu       sync.Mutex
-	producers map[producerKey]*producerState
+	producers disbackend.ProducerStates[producerKey]
 	nextSid   uint64
 	segs      map[uint64][]*segment // by sid, oldest first, the active one last
 	active    map[uint64]*segment   // by sid
@@ -237,7 +235,6 @@ func Open(dir string, opts Options) (*Store, error) {
 		producerExpiry: opts.ProducerStateExpiry,
 		cache:          newTailCache(opts.CacheBytesPerPartition, opts.CacheBytes),
 		streams:        make(map[string]*stream),
-		producers:      make(map[producerKey]*producerState),
 		reqs:           make(chan *appendReq, appendQueueLen),
 		syncq:          make(chan *group, pendingSyncGroups),
 		changed:        make(chan struct{}),
@@ -257,7 +254,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		go s.retentionLoop(opts.RetentionCheckInterval)
 	}
 	log.Info("opened", zap.String("dir", dir), zap.Int("streams", len(s.streams)),
-		zap.Int("producer_states", len(s.producers)))
+		zap.Int("producer_states", s.producers.Len()))
 	return s, nil
 }
 

@@ -135,11 +135,7 @@ func (s *Store) DeleteStream(ctx context.Context, name string) error {
 		p.mu.Unlock()
 		s.cache.release(freed, n)
 	}
-	for k := range s.producers {
-		if k.sid == st.sid {
-			delete(s.producers, k)
-		}
-	}
+	s.producers.DropIf(func(k producerKey) bool { return k.sid == st.sid })
 	s.notifyChanged()
 	// Groups in flight may still sync the stream's active segment. A file
 	// left behind by a failure here is removed at the next Open, as it
@@ -395,12 +391,7 @@ func (s *Store) recover() error {
 		}
 	}
 	if s.producerExpiry > 0 {
-		cutoff := nowMS - s.producerExpiry.Milliseconds()
-		for k, ps := range s.producers {
-			if ps.lastAppendMS < cutoff {
-				delete(s.producers, k)
-			}
-		}
+		s.producers.Expire(nowMS - s.producerExpiry.Milliseconds())
 	}
 	return syncDir(s.fs, s.segDir)
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"sort"
 	"sync"
 
@@ -12,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/kafkawire/batch"
 )
 
 // appendReq is one queued Append.
@@ -42,9 +42,11 @@ type groupItem struct {
 	logAppend int64  // ms, the LogAppendTime stamped, or -1
 	duplicate bool
 	loc       batchLoc // where it was written
+	// the batch's idempotent producer fields, for its frame
+	pid   int64
+	epoch int16
+	seq   int32
 }
-
-var crc32c = crc32.MakeTable(crc32.Castagnoli)
 
 // Append enqueues b for (stream, partition) and returns at once; the Pending
 // completes once the batch is synced. DIS PutRecords. Batches enqueued by one
@@ -183,8 +185,7 @@ func (s *Store) writeGroup(g *group, nowMS int64) error {
 		for _, i := range order[:n] {
 			it := &g.items[i]
 			fi := frameInfo{part: it.p.id, size: int32(len(it.raw)), pos: pos + off + frameHeaderLen,
-				base: it.base, last: it.last, appendMS: nowMS, maxTS: it.maxTS}
-			fi.setProducer(it.raw)
+				base: it.base, last: it.last, appendMS: nowMS, maxTS: it.maxTS, pid: it.pid, epoch: it.epoch, seq: it.seq}
 			var hdr [frameHeaderLen]byte
 			fi.putHeader(hdr[:], sid)
 			binary.BigEndian.PutUint32(hdr[4:], frameCRC(hdr[:], it.raw))
@@ -287,40 +288,31 @@ func (s *Store) accept(r *appendReq, nowMS int64) (groupItem, error) {
 			r.stream, r.part, disbackend.ErrPartitionNotFound)
 	}
 	p := st.parts[r.part]
-	if len(r.b.Raw) < batchHeaderLen || r.b.NumRecords <= 0 {
+	if len(r.b.Raw) < batch.HeaderLen || r.b.NumRecords <= 0 {
 		return groupItem{}, fmt.Errorf("localstore: append stream %q partition %d: malformed batch (%d bytes, %d records)",
 			r.stream, r.part, len(r.b.Raw), r.b.NumRecords)
 	}
 	base := p.assigned
 	last := base + int64(r.b.NumRecords) - 1
 	if r.b.ProducerID >= 0 {
-		dup, err := s.checkProducer(p, r.b, base, last, nowMS)
+		dup, err := s.checkProducer(p, &r.b, base, last, nowMS)
 		if err != nil {
 			return groupItem{}, fmt.Errorf("localstore: append stream %q partition %d producer %d epoch %d sequence %d: %w",
 				r.stream, r.part, r.b.ProducerID, r.b.ProducerEpoch, r.b.BaseSequence, err)
 		}
 		if dup != nil {
-			return groupItem{pend: r.p, p: p, base: dup.base, last: dup.last, logAppend: -1, duplicate: true}, nil
+			return groupItem{pend: r.p, p: p, base: dup.BaseOffset, last: dup.LastOffset, logAppend: -1, duplicate: true}, nil
 		}
 	}
 	p.assigned = last + 1
 	raw, maxTS, logAppend := r.b.Raw, r.b.MaxTimestamp, int64(-1)
-	disbackend.SetBaseOffset(raw, base)
+	batch.SetBaseOffset(raw, base)
 	if st.meta.Config.TimestampType == disbackend.LogAppendTime {
-		setLogAppendTime(raw, nowMS)
+		batch.SetLogAppendTime(raw, nowMS)
 		maxTS, logAppend = nowMS, nowMS
 	}
-	return groupItem{pend: r.p, p: p, base: base, last: last, raw: raw, maxTS: maxTS, logAppend: logAppend}, nil
-}
-
-// setLogAppendTime marks a raw batch as LogAppendTime with max timestamp ts
-// (ms) and recomputes its CRC-32C, as Kafka's broker does for
-// message.timestamp.type=LogAppendTime.
-func setLogAppendTime(raw []byte, ts int64) {
-	attrs := binary.BigEndian.Uint16(raw[21:])
-	binary.BigEndian.PutUint16(raw[21:], attrs|logAppendTimeAttribute)
-	binary.BigEndian.PutUint64(raw[35:], uint64(ts))
-	binary.BigEndian.PutUint32(raw[17:], crc32.Checksum(raw[21:], crc32c))
+	return groupItem{pend: r.p, p: p, base: base, last: last, raw: raw, maxTS: maxTS, logAppend: logAppend,
+		pid: r.b.ProducerID, epoch: r.b.ProducerEpoch, seq: r.b.BaseSequence}, nil
 }
 
 // syncLoop syncs groups in order, then publishes them: it advances the

@@ -1,0 +1,170 @@
+package disbackend
+
+import (
+	"fmt"
+	"math"
+)
+
+// Idempotent producers: Kafka's ProducerStateManager rules, in one pure
+// type that every store calls under its own lock. A store keys the states
+// by (partition, producer id) in whatever K it uses, checks a batch before
+// it writes it, remembers it once it has its offsets, and (when it keeps
+// the producer fields of its batches, as the embedded store does) rebuilds
+// the states at start by replaying its batches.
+
+// MaxProducerBatches is how many batches per producer and partition are
+// kept for duplicate detection: 5, as Kafka keeps (with idempotence a
+// producer has at most 5 requests in flight per connection,
+// max.in.flight.requests.per.connection).
+const MaxProducerBatches = 5
+
+// ProducerBatch is one batch a producer appended to a partition (Kafka's
+// BatchMetadata): its producer sequence range and the offsets it got.
+type ProducerBatch struct {
+	FirstSeq, LastSeq int32
+	BaseOffset        int64 // offset of the batch's first record
+	LastOffset        int64 // offset of its last record
+}
+
+// ProducerState is one producer's state on one partition (Kafka's
+// ProducerStateEntry): its epoch, the time of its last append, and its
+// last MaxProducerBatches batches, oldest first.
+type ProducerState struct {
+	Epoch        int16
+	LastAppendMS int64 // ms, for expiry (Kafka producer.id.expiration.ms)
+	Batches      []ProducerBatch
+}
+
+// ProducerStates holds the producer states of a store by key K (a
+// partition and a producer id). The zero value is empty and usable. Not
+// safe for concurrent use: the store's lock guards it, and a partition's
+// check and remember of one batch must not interleave with another batch
+// of that partition.
+type ProducerStates[K comparable] struct {
+	m map[K]*ProducerState
+}
+
+// IncSequence adds inc to a producer sequence number, wrapping from
+// math.MaxInt32 to 0 (Kafka DefaultRecordBatch.incrementSequence).
+func IncSequence(seq, inc int32) int32 {
+	if seq > math.MaxInt32-inc {
+		return inc - (math.MaxInt32 - seq) - 1
+	}
+	return seq + inc
+}
+
+// Check applies Kafka's rules to the idempotent batch b (ProducerID >= 0)
+// about to be appended under key k, and changes nothing:
+//   - no state for k (a new producer, or one whose state expired or is
+//     gone): any epoch and sequence is accepted;
+//   - an older epoch than the state's: ErrInvalidProducerEpoch;
+//   - a newer epoch: accepted when it starts at sequence 0, else
+//     ErrOutOfOrderSequence;
+//   - the same epoch: a retry of one of the remembered batches (the same
+//     first and last sequence) returns that batch, whose offsets answer
+//     the retry; otherwise the batch must start right after the last one
+//     (sequences wrap from math.MaxInt32 to 0), else ErrOutOfOrderSequence.
+//
+// (nil, nil) means: write b, then Remember it.
+func (s *ProducerStates[K]) Check(k K, b *Batch) (*ProducerBatch, error) {
+	ps := s.m[k]
+	switch {
+	case ps == nil:
+		return nil, nil
+	case b.ProducerEpoch < ps.Epoch:
+		return nil, fmt.Errorf("%w (current epoch %d)", ErrInvalidProducerEpoch, ps.Epoch)
+	case b.ProducerEpoch > ps.Epoch:
+		if b.BaseSequence != 0 {
+			return nil, fmt.Errorf("%w: first batch of new epoch %d must start at sequence 0",
+				ErrOutOfOrderSequence, b.ProducerEpoch)
+		}
+		return nil, nil
+	}
+	lastSeq := IncSequence(b.BaseSequence, b.NumRecords-1)
+	for i := range ps.Batches {
+		if ps.Batches[i].FirstSeq == b.BaseSequence && ps.Batches[i].LastSeq == lastSeq {
+			dup := ps.Batches[i]
+			return &dup, nil
+		}
+	}
+	if n := len(ps.Batches); n > 0 {
+		if want := IncSequence(ps.Batches[n-1].LastSeq, 1); b.BaseSequence != want {
+			return nil, fmt.Errorf("%w: expected sequence %d", ErrOutOfOrderSequence, want)
+		}
+	}
+	return nil, nil
+}
+
+// Remember records the idempotent batch b, which Check accepted, as
+// written at offsets [base, last] at nowMS (ms): a newer epoch starts the
+// state over, and only the last MaxProducerBatches batches are kept.
+func (s *ProducerStates[K]) Remember(k K, b *Batch, base, last, nowMS int64) {
+	s.put(k, b.ProducerEpoch, ProducerBatch{
+		FirstSeq: b.BaseSequence, LastSeq: IncSequence(b.BaseSequence, b.NumRecords-1),
+		BaseOffset: base, LastOffset: last,
+	}, nowMS)
+}
+
+// Rebuild replays a stored batch of producer epoch epoch, first sequence
+// baseSeq, at offsets [base, last] appended at appendMS, as Check accepted
+// it when it was written: a newer epoch starts the state over, an older
+// one (which Check would have refused) is ignored. The store replays a
+// partition's batches in offset order.
+func (s *ProducerStates[K]) Rebuild(k K, epoch int16, baseSeq int32, base, last, appendMS int64) {
+	if ps := s.m[k]; ps != nil && epoch < ps.Epoch {
+		return
+	}
+	s.put(k, epoch, ProducerBatch{
+		FirstSeq: baseSeq, LastSeq: IncSequence(baseSeq, int32(last-base)),
+		BaseOffset: base, LastOffset: last,
+	}, appendMS)
+}
+
+func (s *ProducerStates[K]) put(k K, epoch int16, b ProducerBatch, nowMS int64) {
+	if s.m == nil {
+		s.m = make(map[K]*ProducerState)
+	}
+	ps := s.m[k]
+	switch {
+	case ps == nil:
+		ps = &ProducerState{Epoch: epoch}
+		s.m[k] = ps
+	case epoch > ps.Epoch:
+		ps.Epoch, ps.Batches = epoch, ps.Batches[:0]
+	}
+	if len(ps.Batches) == MaxProducerBatches {
+		copy(ps.Batches, ps.Batches[1:])
+		ps.Batches = ps.Batches[:MaxProducerBatches-1]
+	}
+	ps.Batches = append(ps.Batches, b)
+	ps.LastAppendMS = nowMS
+}
+
+// Get returns the state under k, nil when there is none. The caller must
+// not keep it past the store's lock.
+func (s *ProducerStates[K]) Get(k K) *ProducerState { return s.m[k] }
+
+// Len is the number of states.
+func (s *ProducerStates[K]) Len() int { return len(s.m) }
+
+// Expire drops the states whose last append is before cutoffMS (ms) and
+// returns how many it dropped.
+func (s *ProducerStates[K]) Expire(cutoffMS int64) int {
+	n := 0
+	for k, ps := range s.m {
+		if ps.LastAppendMS < cutoffMS {
+			delete(s.m, k)
+			n++
+		}
+	}
+	return n
+}
+
+// DropIf drops the states whose key drop reports true (a deleted stream's).
+func (s *ProducerStates[K]) DropIf(drop func(K) bool) {
+	for k := range s.m {
+		if drop(k) {
+			delete(s.m, k)
+		}
+	}
+}

@@ -1,0 +1,150 @@
+package disbackend
+
+import (
+	"errors"
+	"math"
+	"testing"
+
+	"github.com/disgw/disgw/kafkawire/batch"
+)
+
+func idemBatch(epoch int16, seq, n int32) *Batch {
+	h := batch.NewHeader(0)
+	h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.NumRecords = 1, epoch, seq, n
+	return &Batch{Header: h}
+}
+
+func TestIncSequence(t *testing.T) {
+	for _, tc := range []struct{ seq, inc, want int32 }{
+		{0, 1, 1},
+		{5, 0, 5},
+		{math.MaxInt32 - 1, 1, math.MaxInt32},
+		{math.MaxInt32, 1, 0},
+		{math.MaxInt32 - 1, 5, 3},
+		{math.MaxInt32, math.MaxInt32, math.MaxInt32 - 1},
+	} {
+		if got := IncSequence(tc.seq, tc.inc); got != tc.want {
+			t.Errorf("IncSequence(%d, %d) = %d, want %d", tc.seq, tc.inc, got, tc.want)
+		}
+	}
+}
+
+// TestProducerStates drives the rules through one producer of one
+// partition: each step appends (or retries) a batch and says what Check
+// must answer.
+func TestProducerStates(t *testing.T) {
+	type step struct {
+		epoch   int16
+		seq, n  int32
+		want    error // a sentinel, or nil
+		dupBase int64 // for a duplicate, the original's base offset; -1 when new
+	}
+	cases := []struct {
+		name  string
+		steps []step
+	}{
+		{"new producer starts anywhere", []step{{0, 1000, 2, nil, -1}, {0, 1002, 1, nil, -1}}},
+		{"retry of each of the last five", []step{
+			{0, 0, 1, nil, -1}, {0, 1, 1, nil, -1}, {0, 2, 1, nil, -1}, {0, 3, 1, nil, -1}, {0, 4, 1, nil, -1},
+			{0, 0, 1, nil, 0}, {0, 2, 1, nil, 2}, {0, 4, 1, nil, 4},
+		}},
+		{"a sixth batch pushes the first out", []step{
+			{0, 0, 1, nil, -1}, {0, 1, 1, nil, -1}, {0, 2, 1, nil, -1}, {0, 3, 1, nil, -1}, {0, 4, 1, nil, -1}, {0, 5, 1, nil, -1},
+			{0, 0, 1, ErrOutOfOrderSequence, -1}, {0, 1, 1, nil, 1},
+		}},
+		{"gap, overlap and other length", []step{
+			{0, 0, 2, nil, -1}, {0, 5, 1, ErrOutOfOrderSequence, -1}, {0, 1, 2, ErrOutOfOrderSequence, -1},
+			{0, 0, 3, ErrOutOfOrderSequence, -1}, {0, 2, 1, nil, -1},
+		}},
+		{"epochs", []step{
+			{0, 0, 2, nil, -1}, {1, 2, 1, ErrOutOfOrderSequence, -1}, {1, 0, 1, nil, -1},
+			{0, 2, 1, ErrInvalidProducerEpoch, -1}, {0, 0, 2, ErrInvalidProducerEpoch, -1}, {1, 1, 1, nil, -1},
+			{1, 0, 1, nil, 2}, // the new epoch's first batch is remembered, the old epoch's are not
+		}},
+		{"wrap", []step{
+			{0, math.MaxInt32 - 1, 2, nil, -1}, {0, 1, 1, ErrOutOfOrderSequence, -1}, {0, 0, 3, nil, -1},
+			{0, math.MaxInt32 - 1, 2, nil, 0}, {0, 3, 1, nil, -1},
+		}},
+		{"a batch across the top", []step{
+			{0, math.MaxInt32 - 1, 5, nil, -1}, {0, math.MaxInt32 - 1, 5, nil, 0}, {0, 4, 1, ErrOutOfOrderSequence, -1}, {0, 3, 1, nil, -1},
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var s ProducerStates[int]
+			next := int64(0)
+			for i, st := range tc.steps {
+				b := idemBatch(st.epoch, st.seq, st.n)
+				dup, err := s.Check(7, b)
+				if !errors.Is(err, st.want) || (st.want == nil) != (err == nil) {
+					t.Fatalf("step %d (epoch %d seq %d n %d): Check error %v, want %v", i, st.epoch, st.seq, st.n, err, st.want)
+				}
+				switch {
+				case err != nil:
+				case st.dupBase >= 0:
+					if dup == nil || dup.BaseOffset != st.dupBase {
+						t.Fatalf("step %d: Check = %+v, want the duplicate at %d", i, dup, st.dupBase)
+					}
+				case dup != nil:
+					t.Fatalf("step %d: Check = duplicate %+v, want a new batch", i, dup)
+				default:
+					s.Remember(7, b, next, next+int64(st.n)-1, int64(i))
+					next += int64(st.n)
+				}
+			}
+		})
+	}
+}
+
+// TestProducerStatesRebuild: replaying what Check accepted gives the same
+// state as the appends did, and an older epoch is ignored.
+func TestProducerStatesRebuild(t *testing.T) {
+	var live, rebuilt ProducerStates[string]
+	type stored struct {
+		epoch     int16
+		seq, n    int32
+		base, end int64
+	}
+	var log []stored
+	next := int64(0)
+	for i, b := range []*Batch{idemBatch(0, 0, 3), idemBatch(0, 3, 2), idemBatch(1, 0, 1), idemBatch(1, 1, 4),
+		idemBatch(1, 5, 1), idemBatch(1, 6, 1), idemBatch(1, 7, 1), idemBatch(1, 8, 1)} {
+		if dup, err := live.Check("p", b); dup != nil || err != nil {
+			t.Fatalf("batch %d: %+v, %v", i, dup, err)
+		}
+		live.Remember("p", b, next, next+int64(b.NumRecords)-1, 100)
+		log = append(log, stored{b.ProducerEpoch, b.BaseSequence, b.NumRecords, next, next + int64(b.NumRecords) - 1})
+		next += int64(b.NumRecords)
+	}
+	// A batch of the old epoch among the new epoch's is ignored.
+	log = append(log[:len(log)-1:len(log)-1], stored{0, 5, 1, 4, 4}, log[len(log)-1])
+	for _, st := range log {
+		rebuilt.Rebuild("p", st.epoch, st.seq, st.base, st.end, 100)
+	}
+	a, b := live.Get("p"), rebuilt.Get("p")
+	if a.Epoch != b.Epoch || len(a.Batches) != MaxProducerBatches || len(b.Batches) != len(a.Batches) {
+		t.Fatalf("live %+v, rebuilt %+v", a, b)
+	}
+	for i := range a.Batches {
+		if a.Batches[i] != b.Batches[i] {
+			t.Fatalf("batch %d: live %+v, rebuilt %+v", i, a.Batches[i], b.Batches[i])
+		}
+	}
+	if dup, _ := rebuilt.Check("p", idemBatch(1, 1, 4)); dup == nil || dup.BaseOffset != 6 {
+		t.Fatalf("retry after rebuild = %+v, want the batch at 6", dup)
+	}
+}
+
+func TestProducerStatesExpireAndDrop(t *testing.T) {
+	var s ProducerStates[[2]int]
+	for i := 0; i < 4; i++ {
+		s.Remember([2]int{i % 2, i}, idemBatch(0, 0, 1), 0, 0, int64(i*10))
+	}
+	if n := s.Expire(15); n != 2 || s.Len() != 2 {
+		t.Fatalf("Expire(15) = %d, %d left; want 2 dropped, 2 left", n, s.Len())
+	}
+	s.DropIf(func(k [2]int) bool { return k[0] == 0 })
+	if s.Len() != 1 || s.Get([2]int{1, 3}) == nil {
+		t.Fatalf("after DropIf: %d states", s.Len())
+	}
+}

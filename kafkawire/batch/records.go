@@ -1,0 +1,289 @@
+package batch
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+)
+
+// Record is one Kafka record of a batch, with its timestamp made absolute.
+// Key, Value and header values alias the batch bytes (or their
+// decompressed copy) they were decoded from.
+type Record struct {
+	// OffsetDelta is the record's offset minus the batch's base offset.
+	OffsetDelta int32
+	// Timestamp is the record's timestamp, ms: the batch's first timestamp
+	// plus the record's delta, or the batch's max timestamp when the batch
+	// is LogAppendTime (as consumers read it).
+	Timestamp int64
+	// Key and Value are nil when null (a null value is a tombstone), and
+	// empty but not nil when empty.
+	Key, Value []byte
+	Headers    []RecordHeader
+}
+
+// RecordHeader is one record header; a nil Value is a null one.
+type RecordHeader struct {
+	Key   string
+	Value []byte
+}
+
+// Offset is the record's offset in a batch whose base offset is base.
+func (r *Record) Offset(base int64) int64 { return base + int64(r.OffsetDelta) }
+
+// Validate checks the records of a batch that Parse accepted, as Kafka's
+// broker does before it appends (LogValidator): it decompresses them (at
+// most MaxDecompressedBytes) and decodes every record, which must be
+// exactly h.NumRecords records filling the data, with offset deltas 0, 1,
+// 2, ... A batch that passes its CRC but holds garbage (a wrong codec bit,
+// broken record framing) would otherwise be stored and stall every
+// consumer at it. It keeps nothing: see ValidateAndDecode. Errors:
+// ErrCorruptMessage (Kafka CORRUPT_MESSAGE), ErrInvalidRecord for offset
+// deltas out of order (Kafka INVALID_RECORD).
+func Validate(raw []byte, h Header) error {
+	_, err := decode(raw, &h, true, false)
+	return err
+}
+
+// ValidateAndDecode is Validate that also returns the records, for
+// backends that store records rather than batches (DIS). Their bytes alias
+// raw when the batch is not compressed.
+func ValidateAndDecode(raw []byte, h Header) ([]Record, error) {
+	return decode(raw, &h, true, true)
+}
+
+// DecodeRecords decodes the records of a stored batch (any codec). Offset
+// deltas need only increase: a stored batch may have gaps (DIS sequence
+// numbers, compaction). Errors: ErrCorruptMessage, ErrInvalidRecord (not
+// magic 2).
+func DecodeRecords(raw []byte) ([]Record, error) {
+	h, err := ParseHeader(raw)
+	if err != nil {
+		return nil, err
+	}
+	if end := int64(h.Length) + logOverhead; end < HeaderLen || end > int64(len(raw)) {
+		return nil, fmt.Errorf("%w: batch length %d does not fit its %d bytes", ErrCorruptMessage, h.Length, len(raw))
+	}
+	return decode(raw[:int64(h.Length)+logOverhead], &h, false, true)
+}
+
+// decode decompresses raw's records and walks h.NumRecords of them. strict
+// applies the produce checks (offset deltas 0, 1, 2, ...; nothing after the
+// last record); keep returns the records.
+func decode(raw []byte, h *Header, strict, keep bool) ([]Record, error) {
+	data, err := decompress(raw[HeaderLen:], h.Codec())
+	if err != nil {
+		return nil, fmt.Errorf("%w: decompress %s: %v", ErrCorruptMessage, h.Codec(), err)
+	}
+	// Every record takes at least 7 bytes; a count larger than the data
+	// can hold must not size an allocation.
+	if h.NumRecords < 0 || int64(h.NumRecords) > int64(len(data)) {
+		return nil, fmt.Errorf("%w: %d records in %d bytes", ErrCorruptMessage, h.NumRecords, len(data))
+	}
+	var recs []Record
+	if keep {
+		recs = make([]Record, h.NumRecords)
+	}
+	var r Record
+	prev := int32(-1)
+	for i := int32(0); i < h.NumRecords; i++ {
+		n, err := readRecord(data, &r, keep)
+		if err != nil {
+			return nil, fmt.Errorf("%w: record %d of %d: %v", ErrCorruptMessage, i, h.NumRecords, err)
+		}
+		data = data[n:]
+		switch {
+		case strict && r.OffsetDelta != i:
+			return nil, fmt.Errorf("%w: record %d has offset delta %d", ErrInvalidRecord, i, r.OffsetDelta)
+		case !strict && r.OffsetDelta <= prev:
+			return nil, fmt.Errorf("%w: record %d has offset delta %d after %d", ErrCorruptMessage, i, r.OffsetDelta, prev)
+		}
+		prev = r.OffsetDelta
+		if h.LogAppendTime() {
+			r.Timestamp = h.MaxTimestamp
+		} else {
+			r.Timestamp += h.FirstTimestamp
+		}
+		if keep {
+			recs[i] = r
+		}
+	}
+	if strict && len(data) != 0 {
+		return nil, fmt.Errorf("%w: %d bytes after the last of %d records", ErrCorruptMessage, len(data), h.NumRecords)
+	}
+	return recs, nil
+}
+
+// readRecord decodes the record at the start of data into r (Timestamp
+// holds the delta) and returns its encoded length. Headers are kept only
+// with keep. The layout (Kafka DefaultRecord): length varint, attributes
+// int8, timestamp delta varlong, offset delta varint, key and value as
+// varint length (-1 null) and bytes, header count varint, then per header
+// a key (varint length, never null) and a value (varint length, -1 null).
+// The record's fields must fill its length exactly.
+func readRecord(data []byte, r *Record, keep bool) (int, error) {
+	length, n := binary.Varint(data)
+	if n <= 0 || length <= 0 || length > math.MaxInt32 || length > int64(len(data)-n) {
+		return 0, fmt.Errorf("bad length")
+	}
+	d := decoder{b: data[n : n+int(length)]}
+	d.b = d.b[1:] // attributes: unused in magic 2
+	ts := d.varint()
+	off := d.varint()
+	key := d.bytes()
+	value := d.bytes()
+	count := d.varint()
+	if d.bad || off < 0 || off > math.MaxInt32 || count < 0 || count > int64(len(d.b)) {
+		return 0, fmt.Errorf("bad fields")
+	}
+	*r = Record{OffsetDelta: int32(off), Timestamp: ts, Key: key, Value: value}
+	if keep && count > 0 {
+		r.Headers = make([]RecordHeader, count)
+	}
+	for i := int64(0); i < count; i++ {
+		hk := d.bytes()
+		hv := d.bytes()
+		if d.bad || hk == nil {
+			return 0, fmt.Errorf("bad header %d", i)
+		}
+		if keep {
+			r.Headers[i] = RecordHeader{Key: string(hk), Value: hv}
+		}
+	}
+	if d.bad || len(d.b) != 0 {
+		return 0, fmt.Errorf("%d bytes left in the record", len(d.b))
+	}
+	return n + int(length), nil
+}
+
+// decoder reads varints and varint-prefixed bytes; bad is set at the first
+// failure and every later read returns zero.
+type decoder struct {
+	b   []byte
+	bad bool
+}
+
+func (d *decoder) varint() int64 {
+	if d.bad {
+		return 0
+	}
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.bad = true
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+// bytes reads nullable bytes: nil for length -1.
+func (d *decoder) bytes() []byte {
+	l := d.varint()
+	switch {
+	case d.bad:
+		return nil
+	case l == -1:
+		return nil
+	case l < -1 || l > int64(len(d.b)):
+		d.bad = true
+		return nil
+	}
+	v := d.b[:l:l]
+	d.b = d.b[l:]
+	return v
+}
+
+// Encode encodes recs as one uncompressed magic 2 record batch with h's
+// base offset, partition leader epoch, attributes (the codec bits
+// cleared) and producer fields, its length and CRC-32C set; the first and
+// max timestamps, the last offset delta and the record count come from
+// recs, whose Timestamps are absolute (ms) and whose OffsetDeltas must
+// increase. It is DecodeRecords' inverse. recs must not be empty.
+func Encode(h Header, recs []Record) []byte {
+	first, maxTS := recs[0].Timestamp, recs[0].Timestamp
+	size := HeaderLen
+	for i := range recs {
+		maxTS = max(maxTS, recs[i].Timestamp)
+		size += RecordLen(&recs[i], recs[i].Timestamp-first, int64(recs[i].OffsetDelta))
+	}
+	raw := make([]byte, HeaderLen, size)
+	be := binary.BigEndian
+	be.PutUint64(raw[offBaseOffset:], uint64(h.BaseOffset))
+	be.PutUint32(raw[offLeaderEpoch:], uint32(h.PartitionLeaderEpoch))
+	raw[offMagic] = 2
+	be.PutUint16(raw[offAttributes:], uint16(h.Attributes&^AttrCodecMask))
+	be.PutUint32(raw[offLastOffsetDelta:], uint32(recs[len(recs)-1].OffsetDelta))
+	be.PutUint64(raw[offFirstTimestamp:], uint64(first))
+	be.PutUint64(raw[offMaxTimestamp:], uint64(maxTS))
+	be.PutUint64(raw[offProducerID:], uint64(h.ProducerID))
+	be.PutUint16(raw[offProducerEpoch:], uint16(h.ProducerEpoch))
+	be.PutUint32(raw[offBaseSequence:], uint32(h.BaseSequence))
+	be.PutUint32(raw[offRecordCount:], uint32(len(recs)))
+	for i := range recs {
+		raw = appendRecord(raw, &recs[i], recs[i].Timestamp-first)
+	}
+	be.PutUint32(raw[offLength:], uint32(len(raw)-logOverhead))
+	SetCRC(raw)
+	return raw
+}
+
+// appendRecord appends r's encoding with timestamp delta tsDelta.
+func appendRecord(dst []byte, r *Record, tsDelta int64) []byte {
+	dst = binary.AppendVarint(dst, int64(bodyLen(r, tsDelta, int64(r.OffsetDelta))))
+	dst = append(dst, 0) // attributes
+	dst = binary.AppendVarint(dst, tsDelta)
+	dst = binary.AppendVarint(dst, int64(r.OffsetDelta))
+	dst = appendBytes(dst, r.Key)
+	dst = appendBytes(dst, r.Value)
+	dst = binary.AppendVarint(dst, int64(len(r.Headers)))
+	for i := range r.Headers {
+		dst = binary.AppendVarint(dst, int64(len(r.Headers[i].Key)))
+		dst = append(dst, r.Headers[i].Key...)
+		dst = appendBytes(dst, r.Headers[i].Value)
+	}
+	return dst
+}
+
+func appendBytes(dst, b []byte) []byte {
+	if b == nil {
+		return binary.AppendVarint(dst, -1)
+	}
+	dst = binary.AppendVarint(dst, int64(len(b)))
+	return append(dst, b...)
+}
+
+// RecordLen is the encoded length of r in a batch, its length prefix
+// included, at the given timestamp and offset deltas.
+func RecordLen(r *Record, tsDelta, offDelta int64) int {
+	n := bodyLen(r, tsDelta, offDelta)
+	return varintLen(int64(n)) + n
+}
+
+// bodyLen is the encoded length of r without its length prefix.
+func bodyLen(r *Record, tsDelta, offDelta int64) int {
+	n := 1 + varintLen(tsDelta) + varintLen(offDelta) + bytesLen(r.Key) + bytesLen(r.Value) + varintLen(int64(len(r.Headers)))
+	for i := range r.Headers {
+		h := &r.Headers[i]
+		n += varintLen(int64(len(h.Key))) + len(h.Key) + bytesLen(h.Value)
+	}
+	return n
+}
+
+// bytesLen is the encoded length of nullable varint-prefixed bytes.
+func bytesLen(b []byte) int {
+	if b == nil {
+		return 1 // -1
+	}
+	return varintLen(int64(len(b))) + len(b)
+}
+
+// varintLen is the length of v as a zig-zag varint.
+func varintLen(v int64) int {
+	u := uint64(v<<1) ^ uint64(v>>63)
+	n := 1
+	for u >= 0x80 {
+		u >>= 7
+		n++
+	}
+	return n
+}
