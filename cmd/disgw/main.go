@@ -210,7 +210,7 @@ func runGateway(cfg configs.Config, readyFile string, log *zap.Logger) error {
 		}
 	}()
 
-	srv, err := gateway.New(cfg.Gateway(), store, log)
+	srv, err := gateway.New(gatewayConfig(cfg), store, log)
 	if err != nil {
 		return err
 	}
@@ -265,6 +265,30 @@ func runGateway(cfg configs.Config, readyFile string, log *zap.Logger) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// gatewayConfig maps cfg onto the gateway's configuration:
+// gateway.DefaultConfig with every key of cfg that mirrors a gateway setting
+// applied (configs does not import gateway).
+func gatewayConfig(cfg configs.Config) gateway.Config {
+	g := gateway.DefaultConfig()
+	g.Listen = cfg.Listen
+	g.Advertise = cfg.Advertise
+	g.MaxFrameBytes = cfg.MaxFrameBytes
+	g.IdleTimeout = cfg.IdleTimeout
+	g.AutoCreateTopics = cfg.AutoCreateTopics
+	g.DefaultPartitions = cfg.DefaultPartitions
+	g.DefaultRetention = cfg.RetentionDefault()
+	g.MaxMessageBytes = cfg.MaxMessageBytes
+	g.DefaultRecordFormat = cfg.DISRecordFormat
+	g.ShutdownGrace = cfg.ShutdownGrace
+	g.MaxPartitions = cfg.MaxPartitions
+	g.FetchMaxBytes = cfg.FetchMaxBytes
+	g.GroupInitialRebalanceDelay = cfg.GroupInitialRebalanceDelay
+	g.GroupMinSessionTimeout = cfg.GroupMinSessionTimeout
+	g.GroupMaxSessionTimeout = cfg.GroupMaxSessionTimeout
+	g.OffsetsRetention = cfg.OffsetsRetention
+	return g
 }
 
 // disCredentials resolves the DIS credentials (dis_ak/dis_sk or dis_token
