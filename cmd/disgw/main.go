@@ -61,7 +61,8 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		printVersion(stdout)
 		return exitOK
 	case "help":
-		usage(stdout)
+		fs, _, _ := serveFlags(stdout)
+		fs.Usage()
 		return exitOK
 	default:
 		fmt.Fprintf(stderr, "disgw: unknown command %q\n\n", cmd)
@@ -70,16 +71,30 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	}
 }
 
-func usage(w io.Writer) {
-	fmt.Fprint(w, `Usage:
-  disgw [serve] [flags]   start the gateway (default)
-  disgw dislocal [flags]  run the DIS REST API v2 emulator (see -h)
-  disgw version           print the version
+// commands opens every usage message: one line per command.
+const commands = `Usage:
+  disgw [serve] [flags]   start the gateway (the default command)
+  disgw dislocal [flags]  run the DIS REST API v2 emulator ("disgw dislocal -h" for its flags)
+  disgw version           print the version and build information
   disgw help              print this help
+`
 
-Run "disgw serve -h" for the flags. Every setting can also come from a YAML
-file (--config) or a DISGW_* environment variable; see configs/disgw.yaml.
+// usage is the message of an unknown command: the commands alone.
+func usage(w io.Writer) {
+	fmt.Fprint(w, commands+`
+Run "disgw -h" for the flags of serve.
 `)
+}
+
+// serveUsage is the help of disgw -h, --help, help and serve -h: the
+// commands, then serve's flags.
+func serveUsage(fs *flag.FlagSet) {
+	w := fs.Output()
+	fmt.Fprint(w, commands+`
+Flags of serve. Every setting can also come from a YAML file (--config) or a
+DISGW_* environment variable; see configs/disgw.yaml.
+`)
+	fs.PrintDefaults()
 }
 
 func printVersion(w io.Writer) {
@@ -115,12 +130,15 @@ var flagKeys = map[string]string{
 	"dis-credentials-file": "dis_credentials_file",
 }
 
-func serve(args []string, getenv func(string) string, stderr io.Writer) int {
+// serveFlags defines serve's flags on a new flag set writing to w; the
+// flags that mirror a configuration key are read back by name (flagKeys).
+func serveFlags(w io.Writer) (fs *flag.FlagSet, configFile, readyFile *string) {
 	def := configs.Default()
-	fs := flag.NewFlagSet("disgw serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	configFile := fs.String("config", "", "YAML configuration `file` (see configs/disgw.yaml)")
-	readyFile := fs.String("ready-file", "", "once listening, write the advertised HOST:PORT to this `file`; removed at exit")
+	fs = flag.NewFlagSet("disgw serve", flag.ContinueOnError)
+	fs.SetOutput(w)
+	fs.Usage = func() { serveUsage(fs) }
+	configFile = fs.String("config", "", "YAML configuration `file` (see configs/disgw.yaml)")
+	readyFile = fs.String("ready-file", "", "once listening, write the advertised HOST:PORT to this `file`; removed at exit")
 	fs.String("listen", def.Listen, "TCP address to bind, `HOST:PORT` (env DISGW_LISTEN)")
 	fs.String("advertise", def.Advertise, "`HOST:PORT` given to clients; empty = the bound address (env DISGW_ADVERTISE)")
 	fs.String("data", def.Data, "`directory` of the embedded store (env DISGW_DATA)")
@@ -132,6 +150,11 @@ func serve(args []string, getenv func(string) string, stderr io.Writer) int {
 		"optional security_token and project_id), read when DISGW_DIS_AK and DISGW_DIS_TOKEN are unset (env DISGW_DIS_CREDENTIALS_FILE)")
 	fs.String("dis-region", def.DISRegion, "DIS `region`, informational (env DISGW_DIS_REGION)")
 	fs.String("log-level", def.LogLevel, "debug, info, warn or error (env DISGW_LOG_LEVEL)")
+	return fs, configFile, readyFile
+}
+
+func serve(args []string, getenv func(string) string, stderr io.Writer) int {
+	fs, configFile, readyFile := serveFlags(stderr)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
