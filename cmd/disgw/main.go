@@ -33,8 +33,51 @@ import (
 	"github.com/disgw/disgw/gateway"
 )
 
-// version is set at build time: go build -ldflags "-X main.version=v1.2.3".
-var version = "dev"
+// version is set at build time: go build -ldflags "-X main.version=v1.2.3"
+// (the Makefile gives git describe). When it is not, init takes it from the
+// build info (versionFromBuildInfo).
+var version string
+
+func init() {
+	if version == "" {
+		bi, _ := debug.ReadBuildInfo()
+		version = versionFromBuildInfo(bi)
+	}
+}
+
+// versionFromBuildInfo is the version of a binary built without
+// -X main.version: the main module's version unless it is "(devel)" (go
+// install module@v1.2.3, or the pseudo-version go build stamps from the VCS
+// since Go 1.24), else the VCS revision's first 12 characters with "-dirty"
+// when the work tree had changes, else "dev". bi may be nil.
+func versionFromBuildInfo(bi *debug.BuildInfo) string {
+	if bi == nil {
+		return "dev"
+	}
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	var rev string
+	modified := false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			modified = s.Value == "true"
+		}
+	}
+	if rev == "" {
+		return "dev"
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if modified {
+		rev += "-dirty"
+	}
+	return rev
+}
 
 // Exit codes.
 const (
