@@ -148,8 +148,8 @@ func ValidateRecords(b *kmsg.RecordBatch) error {
 	return nil
 }
 
-// DecodeRecords decompresses a raw batch (gzip, snappy, lz4 or zstd through
-// kgo's decompressor) and decodes its records, with offsets and timestamps
+// DecodeRecords decompresses a raw batch (gzip, snappy, lz4 or zstd, at most
+// MaxDecompressedBatchBytes) and decodes its records, with offsets and timestamps
 // made absolute (LogAppendTime batches give every record the batch's max
 // timestamp, as Kafka consumers read them). Errors: ErrCorruptMessage.
 func DecodeRecords(raw []byte) ([]kmsg.Record, error) {

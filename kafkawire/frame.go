@@ -1,8 +1,9 @@
 // Package kafkawire owns the Kafka wire format: framing (4-byte size prefix,
 // capped before allocating), request headers, decoding requests and encoding
 // responses through franz-go's kmsg, and the record-batch codec (magic 2
-// header and CRC-32C validation, compression through kgo's compressor and
-// decompressor).
+// header and CRC-32C validation; decompression of gzip, snappy, lz4 and zstd,
+// bounded by MaxDecompressedBatchBytes; EncodeBatch for uncompressed
+// batches).
 //
 // It knows nothing of DIS, topics or groups.
 package kafkawire

@@ -4,9 +4,12 @@
 //	disgw [serve] [flags]   start the gateway (the default command)
 //	disgw dislocal [flags]  run the DIS REST API emulator
 //	disgw version           print the version and build information
+//	disgw help              print the commands and serve's flags
 //
-// main owns flag parsing, logging set-up and signal handling only; the
-// configuration rules live in package configs and the server in gateway.
+// main owns flag parsing, mapping the configuration onto each package's
+// options (gatewayConfig, openBackend), logging set-up and signal handling
+// only; the configuration rules live in package configs, the server in
+// gateway and the backends under disbackend.
 package main
 
 import (
