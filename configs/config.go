@@ -6,7 +6,8 @@
 //
 // It does not start anything and does not read files other than the one it
 // is asked to load and, through Config.DISCredentials, the DIS credentials
-// file.
+// file. It imports neither gateway nor a backend: cmd/disgw maps a Config
+// onto their options.
 package configs
 
 import (
