@@ -6,7 +6,8 @@
 //
 // It does not start anything and does not read files other than the one it
 // is asked to load and, through Config.DISCredentials, the DIS credentials
-// file.
+// file. It imports neither gateway nor a backend: cmd/disgw maps a Config
+// onto their options.
 package configs
 
 import (
@@ -24,8 +25,6 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
-
-	"github.com/disgw/disgw/gateway"
 )
 
 // EnvPrefix starts the environment variable of every key: key listen is read
@@ -155,11 +154,12 @@ type Config struct {
 	OffsetsRetention time.Duration `yaml:"offsets_retention"`
 }
 
-// Default returns the defaults listed on Config.
+// Default returns the defaults listed on Config. The keys that mirror a
+// gateway setting have the gateway's defaults (gateway.DefaultConfig); a
+// test in cmd/disgw checks that the two agree.
 func Default() Config {
-	g := gateway.DefaultConfig()
 	return Config{
-		Listen:                 g.Listen,
+		Listen:                 "127.0.0.1:9092",
 		Advertise:              "",
 		Data:                   "./data",
 		Backend:                BackendLocal,
@@ -169,21 +169,21 @@ func Default() Config {
 		DISBatchCount:          1000,
 		DISBufferBytes:         32 << 20,
 		LogLevel:               "info",
-		MaxFrameBytes:          g.MaxFrameBytes,
-		IdleTimeout:            g.IdleTimeout,
-		AutoCreateTopics:       g.AutoCreateTopics,
-		DefaultPartitions:      g.DefaultPartitions,
+		MaxFrameBytes:          100 << 20,
+		IdleTimeout:            10 * time.Minute,
+		AutoCreateTopics:       true,
+		DefaultPartitions:      1,
 		DefaultRetention:       0, // the backend's: see RetentionDefault
-		MaxMessageBytes:        g.MaxMessageBytes,
-		ShutdownGrace:          g.ShutdownGrace,
+		MaxMessageBytes:        1048588,
+		ShutdownGrace:          10 * time.Second,
 		RetentionCheckInterval: time.Minute,
-		MaxPartitions:          g.MaxPartitions,
-		FetchMaxBytes:          g.FetchMaxBytes,
+		MaxPartitions:          10000,
+		FetchMaxBytes:          55 << 20,
 
-		GroupInitialRebalanceDelay: g.GroupInitialRebalanceDelay,
-		GroupMinSessionTimeout:     g.GroupMinSessionTimeout,
-		GroupMaxSessionTimeout:     g.GroupMaxSessionTimeout,
-		OffsetsRetention:           g.OffsetsRetention,
+		GroupInitialRebalanceDelay: 3 * time.Second,
+		GroupMinSessionTimeout:     6 * time.Second,
+		GroupMaxSessionTimeout:     30 * time.Minute,
+		OffsetsRetention:           7 * 24 * time.Hour,
 	}
 }
 
@@ -501,8 +501,6 @@ func checkHostPort(addr string, advertised bool) error {
 	return nil
 }
 
-// Gateway returns the gateway's configuration: gateway.DefaultConfig with
-// every key of c that mirrors a gateway setting applied.
 // RetentionDefault is the retention of new topics that do not set
 // retention.ms: DefaultRetention, or when it is 0 the backend's default,
 // 168h on the embedded store and 24h on DIS.
@@ -514,25 +512,4 @@ func (c Config) RetentionDefault() time.Duration {
 		return 24 * time.Hour
 	}
 	return 168 * time.Hour
-}
-
-func (c Config) Gateway() gateway.Config {
-	g := gateway.DefaultConfig()
-	g.Listen = c.Listen
-	g.Advertise = c.Advertise
-	g.MaxFrameBytes = c.MaxFrameBytes
-	g.IdleTimeout = c.IdleTimeout
-	g.AutoCreateTopics = c.AutoCreateTopics
-	g.DefaultPartitions = c.DefaultPartitions
-	g.DefaultRetention = c.RetentionDefault()
-	g.MaxMessageBytes = c.MaxMessageBytes
-	g.DefaultRecordFormat = c.DISRecordFormat
-	g.ShutdownGrace = c.ShutdownGrace
-	g.MaxPartitions = c.MaxPartitions
-	g.FetchMaxBytes = c.FetchMaxBytes
-	g.GroupInitialRebalanceDelay = c.GroupInitialRebalanceDelay
-	g.GroupMinSessionTimeout = c.GroupMinSessionTimeout
-	g.GroupMaxSessionTimeout = c.GroupMaxSessionTimeout
-	g.OffsetsRetention = c.OffsetsRetention
-	return g
 }

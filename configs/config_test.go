@@ -308,29 +308,6 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-func TestGateway(t *testing.T) {
-	t.Parallel()
-	c := Default()
-	c.Listen = "127.0.0.1:0"
-	c.Advertise = "h:1"
-	c.MaxFrameBytes = 1000
-	c.IdleTimeout = time.Second
-	c.AutoCreateTopics = false
-	c.DefaultPartitions = 3
-	c.DefaultRetention = -1
-	c.MaxMessageBytes = 500
-	c.ShutdownGrace = 2 * time.Second
-	g := c.Gateway()
-	if g.Listen != c.Listen || g.Advertise != c.Advertise || g.MaxFrameBytes != 1000 ||
-		g.IdleTimeout != time.Second || g.AutoCreateTopics || g.DefaultPartitions != 3 ||
-		g.DefaultRetention != -1 || g.MaxMessageBytes != 500 || g.ShutdownGrace != 2*time.Second {
-		t.Fatalf("Gateway() = %+v does not mirror %+v", g, c)
-	}
-	if g.WriteTimeout == 0 || g.MaxInFlight == 0 || g.RequestOverhead == 0 {
-		t.Fatalf("Gateway() = %+v lost gateway defaults of keys not configured here", g)
-	}
-}
-
 // configs/dis.yaml loads and is valid once credentials are given.
 func TestDISExample(t *testing.T) {
 	t.Parallel()

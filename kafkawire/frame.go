@@ -1,8 +1,8 @@
-// Package kafkawire owns the Kafka wire format: framing (4-byte size prefix,
-// capped before allocating), request headers, decoding requests and encoding
-// responses through franz-go's kmsg, and the record-batch codec (magic 2
-// header and CRC-32C validation, compression through kgo's compressor and
-// decompressor).
+// Package kafkawire owns the Kafka wire format of requests: framing (4-byte
+// size prefix, capped before allocating), request headers, decoding
+// requests and encoding responses through franz-go's kmsg. The record
+// batches inside produce requests and fetch responses are the leaf package
+// kafkawire/batch's.
 //
 // It knows nothing of DIS, topics or groups.
 package kafkawire

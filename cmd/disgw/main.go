@@ -4,9 +4,12 @@
 //	disgw [serve] [flags]   start the gateway (the default command)
 //	disgw dislocal [flags]  run the DIS REST API emulator
 //	disgw version           print the version and build information
+//	disgw help              print the commands and serve's flags
 //
-// main owns flag parsing, logging set-up and signal handling only; the
-// configuration rules live in package configs and the server in gateway.
+// main owns flag parsing, mapping the configuration onto each package's
+// options (gatewayConfig, openBackend), logging set-up and signal handling
+// only; the configuration rules live in package configs, the server in
+// gateway and the backends under disbackend.
 package main
 
 import (
@@ -33,8 +36,51 @@ import (
 	"github.com/disgw/disgw/gateway"
 )
 
-// version is set at build time: go build -ldflags "-X main.version=v1.2.3".
-var version = "dev"
+// version is set at build time: go build -ldflags "-X main.version=v1.2.3"
+// (the Makefile gives git describe). When it is not, init takes it from the
+// build info (versionFromBuildInfo).
+var version string
+
+func init() {
+	if version == "" {
+		bi, _ := debug.ReadBuildInfo()
+		version = versionFromBuildInfo(bi)
+	}
+}
+
+// versionFromBuildInfo is the version of a binary built without
+// -X main.version: the main module's version unless it is "(devel)" (go
+// install module@v1.2.3, or the pseudo-version go build stamps from the VCS
+// since Go 1.24), else the VCS revision's first 12 characters with "-dirty"
+// when the work tree had changes, else "dev". bi may be nil.
+func versionFromBuildInfo(bi *debug.BuildInfo) string {
+	if bi == nil {
+		return "dev"
+	}
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	var rev string
+	modified := false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			modified = s.Value == "true"
+		}
+	}
+	if rev == "" {
+		return "dev"
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if modified {
+		rev += "-dirty"
+	}
+	return rev
+}
 
 // Exit codes.
 const (
@@ -61,7 +107,8 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		printVersion(stdout)
 		return exitOK
 	case "help":
-		usage(stdout)
+		fs, _, _ := serveFlags(stdout)
+		fs.Usage()
 		return exitOK
 	default:
 		fmt.Fprintf(stderr, "disgw: unknown command %q\n\n", cmd)
@@ -70,16 +117,30 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	}
 }
 
-func usage(w io.Writer) {
-	fmt.Fprint(w, `Usage:
-  disgw [serve] [flags]   start the gateway (default)
-  disgw dislocal [flags]  run the DIS REST API v2 emulator (see -h)
-  disgw version           print the version
+// commands opens every usage message: one line per command.
+const commands = `Usage:
+  disgw [serve] [flags]   start the gateway (the default command)
+  disgw dislocal [flags]  run the DIS REST API v2 emulator ("disgw dislocal -h" for its flags)
+  disgw version           print the version and build information
   disgw help              print this help
+`
 
-Run "disgw serve -h" for the flags. Every setting can also come from a YAML
-file (--config) or a DISGW_* environment variable; see configs/disgw.yaml.
+// usage is the message of an unknown command: the commands alone.
+func usage(w io.Writer) {
+	fmt.Fprint(w, commands+`
+Run "disgw -h" for the flags of serve.
 `)
+}
+
+// serveUsage is the help of disgw -h, --help, help and serve -h: the
+// commands, then serve's flags.
+func serveUsage(fs *flag.FlagSet) {
+	w := fs.Output()
+	fmt.Fprint(w, commands+`
+Flags of serve. Every setting can also come from a YAML file (--config) or a
+DISGW_* environment variable; see configs/disgw.yaml.
+`)
+	fs.PrintDefaults()
 }
 
 func printVersion(w io.Writer) {
@@ -115,12 +176,15 @@ var flagKeys = map[string]string{
 	"dis-credentials-file": "dis_credentials_file",
 }
 
-func serve(args []string, getenv func(string) string, stderr io.Writer) int {
+// serveFlags defines serve's flags on a new flag set writing to w; the
+// flags that mirror a configuration key are read back by name (flagKeys).
+func serveFlags(w io.Writer) (fs *flag.FlagSet, configFile, readyFile *string) {
 	def := configs.Default()
-	fs := flag.NewFlagSet("disgw serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	configFile := fs.String("config", "", "YAML configuration `file` (see configs/disgw.yaml)")
-	readyFile := fs.String("ready-file", "", "once listening, write the advertised HOST:PORT to this `file`; removed at exit")
+	fs = flag.NewFlagSet("disgw serve", flag.ContinueOnError)
+	fs.SetOutput(w)
+	fs.Usage = func() { serveUsage(fs) }
+	configFile = fs.String("config", "", "YAML configuration `file` (see configs/disgw.yaml)")
+	readyFile = fs.String("ready-file", "", "once listening, write the advertised HOST:PORT to this `file`; removed at exit")
 	fs.String("listen", def.Listen, "TCP address to bind, `HOST:PORT` (env DISGW_LISTEN)")
 	fs.String("advertise", def.Advertise, "`HOST:PORT` given to clients; empty = the bound address (env DISGW_ADVERTISE)")
 	fs.String("data", def.Data, "`directory` of the embedded store (env DISGW_DATA)")
@@ -132,6 +196,11 @@ func serve(args []string, getenv func(string) string, stderr io.Writer) int {
 		"optional security_token and project_id), read when DISGW_DIS_AK and DISGW_DIS_TOKEN are unset (env DISGW_DIS_CREDENTIALS_FILE)")
 	fs.String("dis-region", def.DISRegion, "DIS `region`, informational (env DISGW_DIS_REGION)")
 	fs.String("log-level", def.LogLevel, "debug, info, warn or error (env DISGW_LOG_LEVEL)")
+	return fs, configFile, readyFile
+}
+
+func serve(args []string, getenv func(string) string, stderr io.Writer) int {
+	fs, configFile, readyFile := serveFlags(stderr)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
@@ -210,7 +279,7 @@ func runGateway(cfg configs.Config, readyFile string, log *zap.Logger) error {
 		}
 	}()
 
-	srv, err := gateway.New(cfg.Gateway(), store, log)
+	srv, err := gateway.New(gatewayConfig(cfg), store, log)
 	if err != nil {
 		return err
 	}
@@ -265,6 +334,30 @@ func runGateway(cfg configs.Config, readyFile string, log *zap.Logger) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// gatewayConfig maps cfg onto the gateway's configuration:
+// gateway.DefaultConfig with every key of cfg that mirrors a gateway setting
+// applied (configs does not import gateway).
+func gatewayConfig(cfg configs.Config) gateway.Config {
+	g := gateway.DefaultConfig()
+	g.Listen = cfg.Listen
+	g.Advertise = cfg.Advertise
+	g.MaxFrameBytes = cfg.MaxFrameBytes
+	g.IdleTimeout = cfg.IdleTimeout
+	g.AutoCreateTopics = cfg.AutoCreateTopics
+	g.DefaultPartitions = cfg.DefaultPartitions
+	g.DefaultRetention = cfg.RetentionDefault()
+	g.MaxMessageBytes = cfg.MaxMessageBytes
+	g.DefaultRecordFormat = cfg.DISRecordFormat
+	g.ShutdownGrace = cfg.ShutdownGrace
+	g.MaxPartitions = cfg.MaxPartitions
+	g.FetchMaxBytes = cfg.FetchMaxBytes
+	g.GroupInitialRebalanceDelay = cfg.GroupInitialRebalanceDelay
+	g.GroupMinSessionTimeout = cfg.GroupMinSessionTimeout
+	g.GroupMaxSessionTimeout = cfg.GroupMaxSessionTimeout
+	g.OffsetsRetention = cfg.OffsetsRetention
+	return g
 }
 
 // disCredentials resolves the DIS credentials (dis_ak/dis_sk or dis_token

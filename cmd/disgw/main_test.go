@@ -294,6 +294,26 @@ func TestVersion(t *testing.T) {
 	}
 }
 
+// TestHelp: -h, --help and help list the commands, a line each, then
+// serve's flags, and exit 0.
+func TestHelp(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"help"}, {"serve", "-h"}} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			t.Parallel()
+			out, err := exec.Command(binary(t), args...).CombinedOutput()
+			if err != nil {
+				t.Fatalf("disgw %s: %v\n%s", strings.Join(args, " "), err, out)
+			}
+			for _, want := range []string{"\n  disgw [serve] [flags] ", "\n  disgw dislocal [flags] ", "\n  disgw version ", "\n  -listen HOST:PORT\n"} {
+				if !strings.Contains(string(out), want) {
+					t.Errorf("output does not contain %q:\n%s", want, out)
+				}
+			}
+		})
+	}
+}
+
 func TestUsageErrors(t *testing.T) {
 	t.Parallel()
 	tests := []struct {

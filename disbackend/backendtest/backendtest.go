@@ -1,10 +1,13 @@
 // Package backendtest is the conformance suite every disbackend.Backend
 // passes: Run checks behaviour through the interface alone (streams, the
-// log, idempotent producers, apps and checkpoints), RunDurable adds what needs a restart, a crash
-// or a clock (restart, crash recovery, retention) through a Harness.
+// log, idempotent producers, apps and checkpoints); RunWith is Run with
+// Options for a backend that differs where DIS itself differs (records kept
+// one by one instead of the producer's batches, bounded retention, subtests
+// skipped with a reason); RunDurable adds what needs a restart, a crash or a
+// clock (restart, crash recovery, retention) through a Harness.
 //
-// It depends on no implementation; localstore runs it on Pebble, and disrest
-// will run it against dislocal.
+// It depends on no implementation; localstore runs Run and RunDurable, and
+// disrest runs RunWith against dislocal.
 package backendtest
 
 import (

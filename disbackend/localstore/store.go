@@ -375,9 +375,12 @@ func (s *Store) fail(err error) {
 
 var errCorrupt = errors.New("corrupt key or value")
 
-// pebbleLogger routes Pebble's own logs to zap.
+// pebbleLogger routes Pebble's own logs to zap. Its informational lines (WAL
+// replay at open, "Found 2 WALs", cancelled compactions) go to debug, where
+// they do not read like trouble at every start; errors (background errors)
+// stay errors, and Fatalf stays fatal (Pebble expects it not to return).
 type pebbleLogger struct{ l *zap.SugaredLogger }
 
-func (p pebbleLogger) Infof(format string, args ...any)  { p.l.Infof(format, args...) }
+func (p pebbleLogger) Infof(format string, args ...any)  { p.l.Debugf(format, args...) }
 func (p pebbleLogger) Errorf(format string, args ...any) { p.l.Errorf(format, args...) }
 func (p pebbleLogger) Fatalf(format string, args ...any) { p.l.Fatalf(format, args...) }

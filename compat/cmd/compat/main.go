@@ -8,7 +8,8 @@
 // resume with a new consumer of the group, describe the group), then runs
 // franz-go's own integration suite against a fresh disgw. It prints a matrix
 // (client x step -> pass/fail with the failing assertion) and writes it to
-// docs/compat.md.
+// docs/compat.md (docs/compat-dis.md with -backend dis) when every client
+// ran.
 //
 // Steps that are known to fail are listed in compat/known-failures.txt, and
 // franz-go suite tests in compat/kgo-known-failures.txt (with -backend dis:
