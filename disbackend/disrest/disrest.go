@@ -6,19 +6,23 @@
 // What it maps, and where it keeps what DIS has no field for:
 //
 //   - A Kafka record is one DIS record; sequence numbers are Kafka offsets.
-//     Append queues the producer's batch on its partition's accumulator
-//     (append.go): the records of consecutive batches that arrive within
-//     Linger (50 ms) of the first waiting one share one PutRecords, up to
-//     BatchBytes (1 MiB) or BatchCount (1000 records), and a full one is
-//     sent at once; BufferBytes (32 MiB) bounds what waits across the
-//     Store, beyond which Append blocks up to BufferWait (30 s) and then
-//     fails with ErrUnavailable. At most one PutRecords is in flight per
-//     partition, paced at 90% of the stream type's
-//     write limits (pace.go) so that DIS does not refuse a record and
-//     accept a later one; records rejected with DIS.4303 or
-//     DIS.5xxx are retried with backoff and jitter before any later record
-//     of that partition. The record format (plain or envelope) is in
-//     envelope.go.
+//     The Store is a disbackend.RecordLog: the gateway hands it each
+//     batch's records already decoded. Append queues the batch on its
+//     partition's accumulator (append.go): the records of consecutive
+//     batches that arrive within Linger (50 ms) of the first waiting one
+//     share one PutRecords, up to BatchBytes (1 MiB) or BatchCount (1000
+//     records), and a full one is sent at once; BufferBytes (32 MiB) bounds
+//     what waits across the Store, beyond which Append blocks up to
+//     BufferWait (30 s) and then fails with ErrUnavailable. At most one
+//     PutRecords is in flight per partition, paced at 90% of the stream
+//     type's write limits (pace.go) so that DIS does not refuse a record
+//     and accept a later one; records refused with DIS.4303 or DIS.5xxx,
+//     and whole requests after DIS.4303/4305/4309, DIS.5xxx or no answer,
+//     are retried with backoff and jitter before any later record of that
+//     partition, for up to RetryTimeout (60 s). A PutRecords left without
+//     an answer is checked before it is sent again (verify.go), so that
+//     what DIS wrote is not written twice. The record format (plain or
+//     envelope) is in envelope.go.
 //   - Read turns GetRecords answers into one Kafka record batch (magic 2,
 //     uncompressed) per call, following next_partition_cursor through a
 //     cursor cache keyed by (stream, partition, next sequence number).
@@ -26,21 +30,26 @@
 //     2 MiB into a bounded per-partition buffer (4 MiB per partition, 64 MiB
 //     per Store), and a partition's range is read from DIS at most once per
 //     PollInterval (readahead.go). Batch boundaries of the producer are not
-//     kept: a read starts at the requested offset, never before it.
+//     kept: a read starts at the requested offset, never before it. Reads,
+//     like other requests that can be repeated safely, are sent at most 5
+//     times in all on DIS.5xxx, DIS.4303/4305/4309 or no answer
+//     (callIdempotent).
 //   - The Kafka topic name (where it differs from the stream name), the
-//     timestamp type and max.message.bytes are stream tags, so every gateway
-//     node lists the same topics. Retention is data_duration, 24-168 hours.
+//     timestamp type, max.message.bytes and dis.record.format are stream
+//     tags, so every gateway node lists the same topics. Retention is
+//     data_duration, 24-168 hours.
 //   - Group ids that AppNameForGroup cannot reverse, and the producer-id
 //     allocator, are checkpoint metadata on a gateway-owned stream
 //     (MetaStream, one partition, never listed as a topic).
 //
 // Weaker than the embedded store, and documented in the README: the
-// idempotent-producer state (the last five batches per producer-partition)
-// is kept in this process's memory only, so after a gateway restart a
-// retried batch is written again instead of being answered as a duplicate;
-// checkpoints are written one at a time (CommitCheckpoints is validated
-// first, then not atomic on DIS); DIS keeps no commit time, so
-// Checkpoint.CommittedAt is the time of the read.
+// idempotent-producer state (the last five batches per producer-partition,
+// disbackend.ProducerStates) is kept in this process's memory only, so
+// after a gateway restart a retried batch is written again instead of
+// being answered as a duplicate; an OffsetCommit is one CommitCheckpoint
+// per partition (up to 8 at once), validated first but not atomic on DIS;
+// DIS keeps no commit time, so Checkpoint.CommittedAt is the time of the
+// read.
 package disrest
 
 import (
