@@ -74,6 +74,7 @@ func testIdempotentDuplicate(t *testing.T, b disbackend.Backend) {
 		seq++
 	}
 	wantAppendErr(t, "retry of a forgotten batch", b, "idem", 0, idem(pid, 0, 0, 3, 1), disbackend.ErrOutOfOrderSequence)
+	wantAppendErr(t, "retry of the sixth newest batch", b, "idem", 0, idem(pid, 0, 3, 2, 2), disbackend.ErrOutOfOrderSequence)
 	wantDuplicate(t, b, "idem", 0, idem(pid, 0, 5, 1, 10), 7)
 	all := readAll(t, b, "idem", 0, 0, 1<<20)
 	if next := checkContiguous(t, all, 0); next != 12 {
