@@ -459,7 +459,7 @@ func (s *Store) putRecordsThrottled(ctx context.Context, k partKey, recs []disRe
 				if ps.known && (de.status == 0 || de.status >= 500) {
 					unverified = true // no answer, or DIS failed: it may have written them
 				}
-				limited = de.code == "DIS.4303"
+				limited = de.flowControl()
 				if limited {
 					ps.pressed = time.Now()
 				}
@@ -482,8 +482,8 @@ func (s *Store) putRecordsThrottled(ctx context.Context, k partKey, recs []disRe
 						}
 						retry = append(retry, idx)
 						lastErr = de
-						limited = limited || de.code == "DIS.4303"
-						if de.code == "DIS.4303" {
+						limited = limited || de.flowControl()
+						if de.flowControl() {
 							ps.pressed = time.Now()
 						}
 						failedBefore = true
