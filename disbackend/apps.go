@@ -3,11 +3,13 @@ package disbackend
 import (
 	"context"
 	"time"
+
+	"github.com/disgw/disgw/disbackend/disapi"
 )
 
 // MaxCheckpointMetadataLen is DIS's limit on checkpoint metadata: 1000
 // characters. Longer commit metadata gets Kafka OFFSET_METADATA_TOO_LARGE.
-const MaxCheckpointMetadataLen = 1000
+const MaxCheckpointMetadataLen = disapi.MaxCheckpointMetadataLen
 
 // App is a DIS app (consumer identity); the gateway maps each Kafka consumer
 // group to one (AppNameForGroup).

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/disgw/disgw/disbackend/disapi"
 )
 
 // MaxStreamNameLen is DIS's limit on stream names (1-64 characters of
 // [A-Za-z0-9_-]).
-const MaxStreamNameLen = 64
+const MaxStreamNameLen = disapi.MaxStreamNameLen
 
 // MaxTopicNameLen is Kafka's limit on topic names (249 characters).
 const MaxTopicNameLen = 249
@@ -60,9 +62,31 @@ func ValidateTopicName(topic string) error {
 // "shardId-" and n as 10 zero-padded digits.
 func PartitionID(n int32) string { return fmt.Sprintf("shardId-%010d", n) }
 
+// ParsePartitionID reverses PartitionID: it takes "shardId-" followed by 1
+// to 10 decimal digits ("shardId-0000000003", "shardId-3"), or the digits
+// alone ("3", which dislocal accepts from clients), of a value that fits an
+// int32. ok is false for anything else: empty, a sign, other characters,
+// more than 10 digits, a value above 2147483647.
+func ParsePartitionID(id string) (n int32, ok bool) {
+	digits := strings.TrimPrefix(id, "shardId-")
+	if digits == "" || len(digits) > 10 {
+		return 0, false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+	}
+	v, err := strconv.ParseInt(digits, 10, 32)
+	if err != nil {
+		return 0, false
+	}
+	return int32(v), true
+}
+
 // MaxAppNameLen is DIS's limit on app names (1-200 characters of
 // [A-Za-z0-9_-]).
-const MaxAppNameLen = 200
+const MaxAppNameLen = disapi.MaxAppNameLen
 
 // AppNameForGroup maps a Kafka group id (any string) to a DIS app name,
 // injectively and reversibly: ASCII letters, digits and '-' stay; every

@@ -77,3 +77,43 @@ func TestAppNameForGroup(t *testing.T) {
 		t.Fatalf("empty group id: %v", err)
 	}
 }
+
+func TestParsePartitionID(t *testing.T) {
+	cases := []struct {
+		id   string
+		want int32
+		ok   bool
+	}{
+		{"shardId-0000000000", 0, true},
+		{"shardId-0000000003", 3, true},
+		{"shardId-3", 3, true},
+		{"3", 3, true},
+		{"0000000012", 12, true},
+		{"shardId-2147483647", 2147483647, true},
+		{"shardId-2147483648", 0, false},
+		{"shardId-00000000003", 0, false}, // 11 digits
+		{"", 0, false},
+		{"shardId-", 0, false},
+		{"shardId-+3", 0, false},
+		{"+3", 0, false},
+		{"-1", 0, false},
+		{"shardId--1", 0, false},
+		{"shardid-3", 0, false},
+		{"shardId-3 ", 0, false},
+		{"shardId-0x1", 0, false},
+		{"shardId-shardId-3", 0, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.id, func(t *testing.T) {
+			got, ok := ParsePartitionID(tc.id)
+			if ok != tc.ok || (ok && got != tc.want) {
+				t.Errorf("ParsePartitionID(%q) = %d, %v; want %d, %v", tc.id, got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+	for _, n := range []int32{0, 1, 7, 1000, 2147483647} {
+		if got, ok := ParsePartitionID(PartitionID(n)); !ok || got != n {
+			t.Errorf("ParsePartitionID(PartitionID(%d)) = %d, %v", n, got, ok)
+		}
+	}
+}

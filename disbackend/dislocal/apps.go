@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/disbackend/disapi"
 )
 
 const checkpointLastRead = "LAST_READ"
@@ -47,7 +48,7 @@ func (s *Server) createApp(r *http.Request, _ map[string]string, body []byte) (i
 		return 0, nil, derr
 	}
 	if !validName(req.AppName, disbackend.MaxAppNameLen) {
-		return 0, nil, errInvalid("app_name %q must be 1-200 letters, digits, '_' or '-'", req.AppName)
+		return 0, nil, errInvalid("app_name %q must be 1-%d letters, digits, '_' or '-'", req.AppName, disbackend.MaxAppNameLen)
 	}
 	if _, err := s.b.CreateApp(r.Context(), disbackend.App{Name: req.AppName, GroupID: req.AppName}); err != nil {
 		return 0, nil, backendError(err, "", "", req.AppName)
@@ -78,7 +79,7 @@ func (s *Server) describeApp(r *http.Request, vars map[string]string, _ []byte) 
 
 func (s *Server) listApps(r *http.Request, _ map[string]string, _ []byte) (int, any, *disError) {
 	q := r.URL.Query()
-	limit, derr := intParam(q.Get("limit"), "limit", 10, 1, 100)
+	limit, derr := intParam(q.Get("limit"), "limit", disapi.DefaultListAppsLimit, 1, disapi.MaxListAppsLimit)
 	if derr != nil {
 		return 0, nil, derr
 	}
@@ -92,7 +93,7 @@ func (s *Server) listApps(r *http.Request, _ map[string]string, _ []byte) (int, 
 	for _, a := range all { // sorted by name
 		aj, derr := s.appJSON(r, a)
 		if derr != nil {
-			if derr.Code == "DIS.4332" {
+			if derr.Code == disapi.CodeAppNotFound {
 				continue // deleted meanwhile
 			}
 			return 0, nil, derr
@@ -137,7 +138,7 @@ type consumingState struct {
 func (s *Server) consumerState(r *http.Request, vars map[string]string, _ []byte) (int, any, *disError) {
 	app, name := vars["app_name"], vars["stream_name"]
 	q := r.URL.Query()
-	limit, derr := intParam(q.Get("limit"), "limit", 100, 1, 1000)
+	limit, derr := intParam(q.Get("limit"), "limit", disapi.DefaultConsumerStateLimit, 1, disapi.MaxConsumerStateLimit)
 	if derr != nil {
 		return 0, nil, derr
 	}
@@ -146,9 +147,9 @@ func (s *Server) consumerState(r *http.Request, vars map[string]string, _ []byte
 	}
 	from := int32(0)
 	if v := q.Get("start_partition_id"); v != "" {
-		p, ok := parsePartitionID(v)
+		p, ok := disbackend.ParsePartitionID(v)
 		if !ok {
-			return 0, nil, errf(400, "DIS.4201", "Invalid partition_id. [start_partition_id %s]", v)
+			return 0, nil, errf(400, disapi.CodePartitionIDInvalid, "Invalid partition_id. [start_partition_id %s]", v)
 		}
 		from = p + 1
 	}
@@ -169,7 +170,7 @@ func (s *Server) consumerState(r *http.Request, vars map[string]string, _ []byte
 		return 0, nil, backendError(err, name, "", app)
 	}
 	if len(cps) == 0 {
-		return 0, nil, errf(400, "DIS.4375", "App has not committed a checkpoint on this stream. [%s, %s]", app, name)
+		return 0, nil, errf(400, disapi.CodeNoCheckpoint, "App has not committed a checkpoint on this stream. [%s, %s]", app, name)
 	}
 	byPart := map[int32]int64{}
 	for _, cp := range cps {
@@ -223,7 +224,7 @@ func (s *Server) commitCheckpoint(r *http.Request, _ map[string]string, body []b
 	case req.StreamName == "":
 		return 0, nil, errInvalid("stream_name is required")
 	case req.PartitionID == "":
-		return 0, nil, errf(400, "DIS.4201", "Invalid partition_id. [partition_id is required]")
+		return 0, nil, errf(400, disapi.CodePartitionIDInvalid, "Invalid partition_id. [partition_id is required]")
 	}
 	meta := ""
 	if req.Metadata != nil {
@@ -234,7 +235,7 @@ func (s *Server) commitCheckpoint(r *http.Request, _ map[string]string, body []b
 	}
 	sn, err := strconv.ParseInt(req.SequenceNumber, 10, 64)
 	if err != nil || sn < 0 {
-		return 0, nil, errf(400, "DIS.4216", "Invalid sequence_number. [%q]", req.SequenceNumber)
+		return 0, nil, errf(400, disapi.CodeSequenceNumberInvalid, "Invalid sequence_number. [%q]", req.SequenceNumber)
 	}
 	ctx := r.Context()
 	s.mu.Lock()
@@ -255,7 +256,7 @@ func (s *Server) commitCheckpoint(r *http.Request, _ map[string]string, body []b
 		return 0, nil, backendError(err, req.StreamName, req.PartitionID, req.AppName)
 	}
 	if sn < rng.First || sn > rng.Next {
-		return 0, nil, errf(400, "DIS.4224", "Sequence_number out of range. [%d is outside [%d : %d] of %s]",
+		return 0, nil, errf(400, disapi.CodeSequenceNumberOutOfRange, "Sequence_number out of range. [%d is outside [%d : %d] of %s]",
 			sn, rng.First, rng.Next, disbackend.PartitionID(p))
 	}
 	err = s.b.CommitCheckpoints(ctx, req.AppName, []disbackend.Checkpoint{{
@@ -278,9 +279,9 @@ func (s *Server) getCheckpoint(r *http.Request, _ map[string]string, _ []byte) (
 	if t := q.Get("checkpoint_type"); t != checkpointLastRead {
 		return 0, nil, errInvalid("checkpoint_type %q must be LAST_READ", t)
 	}
-	p, ok := parsePartitionID(pid)
+	p, ok := disbackend.ParsePartitionID(pid)
 	if !ok {
-		return 0, nil, errf(400, "DIS.4201", "Invalid partition_id. [%s]", pid)
+		return 0, nil, errf(400, disapi.CodePartitionIDInvalid, "Invalid partition_id. [%s]", pid)
 	}
 	ctx := r.Context()
 	bs, err := s.b.DescribeStream(ctx, name)
@@ -318,9 +319,9 @@ func (s *Server) deleteCheckpoint(r *http.Request, _ map[string]string, _ []byte
 	}
 	var parts []int32
 	if pid := q.Get("partition_id"); pid != "" {
-		p, ok := parsePartitionID(pid)
+		p, ok := disbackend.ParsePartitionID(pid)
 		if !ok {
-			return 0, nil, errf(400, "DIS.4201", "Invalid partition_id. [%s]", pid)
+			return 0, nil, errf(400, disapi.CodePartitionIDInvalid, "Invalid partition_id. [%s]", pid)
 		}
 		if p >= bs.PartitionCount {
 			return 0, nil, errPartitionNotFound(pid)

@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/disgw/disgw/disbackend/disapi"
 )
 
 // Flow control: per partition, token buckets at DIS's limits (dis-api.md
@@ -13,16 +15,6 @@ import (
 // takes nothing, so a smaller record after it may still pass, as on DIS.
 // DIS's exact algorithm is UNCONFIRMED; this is the simplest that keeps the
 // documented rates.
-
-// Limits per partition, by stream type.
-const (
-	commonWriteBytes     = 1 << 20
-	commonWriteRecords   = 1000
-	commonReadBytes      = 2 << 20
-	advancedWriteBytes   = 5 << 20
-	advancedWriteRecords = 2000
-	advancedReadBytes    = 10 << 20
-)
 
 type bucket struct {
 	tokens float64
@@ -64,9 +56,9 @@ func flowKey(streamID string, p int32) string {
 func (f *flowControl) get(key string, advanced bool, now time.Time) *partitionBuckets {
 	pb := f.parts[key]
 	if pb == nil {
-		wb, wr, rb := commonWriteBytes, commonWriteRecords, commonReadBytes
+		wb, wr, rb := disapi.CommonWriteBytesPerSec, disapi.CommonWriteRecordsPerSec, disapi.CommonReadBytesPerSec
 		if advanced {
-			wb, wr, rb = advancedWriteBytes, advancedWriteRecords, advancedReadBytes
+			wb, wr, rb = disapi.AdvancedWriteBytesPerSec, disapi.AdvancedWriteRecordsPerSec, disapi.AdvancedReadBytesPerSec
 		}
 		pb = &partitionBuckets{newBucket(float64(wb), now), newBucket(float64(wr), now), newBucket(float64(rb), now)}
 		f.parts[key] = pb

@@ -14,22 +14,15 @@ import (
 	"strings"
 
 	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/disbackend/disapi"
 	"github.com/disgw/disgw/kafkawire/batch"
 )
 
-// DIS's size limits (dis-api.md 6.1).
+// defaultFetchBytes* bound a GetRecords answer when max_fetch_bytes is
+// absent: one second of the partition's read limit (UNCONFIRMED on DIS).
 const (
-	// MaxRecordBytes is the largest record payload, before Base64: 1 MB.
-	MaxRecordBytes = 1 << 20
-	// maxPutBytes* bound the payload bytes of one PutRecords by stream type.
-	maxPutBytesCommon   = 1 << 20
-	maxPutBytesAdvanced = 5 << 20
-	defaultGetLimit     = 1000
-	maxGetLimit         = 10000
-	// defaultFetchBytes* bound a GetRecords answer when max_fetch_bytes is
-	// absent: one second of the partition's read limit (UNCONFIRMED on DIS).
-	defaultFetchBytesCommon   = 2 << 20
-	defaultFetchBytesAdvanced = 10 << 20
+	defaultFetchBytesCommon   = disapi.CommonReadBytesPerSec
+	defaultFetchBytesAdvanced = disapi.AdvancedReadBytesPerSec
 )
 
 type putRecordsRequest struct {
@@ -104,12 +97,12 @@ func (s *Server) putRecords(r *http.Request, _ map[string]string, body []byte) (
 		return 0, nil, errInvalid("stream_name is required")
 	}
 	if len(req.Records) == 0 {
-		return 0, nil, errf(400, "DIS.4202", "Empty request. [no records]")
+		return 0, nil, errf(400, disapi.CodeEmptyRequest, "Empty request. [no records]")
 	}
 	ctx := r.Context()
 	s.mu.Lock()
 	bs, ss, derr := s.streamOf(ctx, req.StreamName)
-	if derr != nil && derr.Code == "DIS.4301" && req.StreamID != "" {
+	if derr != nil && derr.Code == disapi.CodeStreamNotFound && req.StreamID != "" {
 		bs, ss, derr = s.streamByID(ctx, req.StreamID)
 		if derr != nil {
 			derr = errStreamNotFound(req.StreamName)
@@ -122,9 +115,9 @@ func (s *Server) putRecords(r *http.Request, _ map[string]string, body []byte) (
 	writable, advanced, sid := ss.Writable, ss.StreamType == "ADVANCED", ss.StreamID
 	s.mu.Unlock()
 
-	maxPut := maxPutBytesCommon
+	maxPut := disapi.CommonPutRecordsBytes
 	if advanced {
-		maxPut = maxPutBytesAdvanced
+		maxPut = disapi.AdvancedPutRecordsBytes
 	}
 	nowMS := s.now().UnixMilli()
 	parts := make([]int32, len(req.Records))
@@ -138,22 +131,22 @@ func (s *Server) putRecords(r *http.Request, _ map[string]string, body []byte) (
 		if err != nil {
 			return 0, nil, errInvalid("records[%d].data is not Base64: %v", i, err)
 		}
-		if len(data) > MaxRecordBytes {
-			return 0, nil, errf(400, "DIS.4300", "Request body error. [records[%d] has %d bytes, more than the %d a record may have]", i, len(data), MaxRecordBytes)
+		if len(data) > disapi.MaxRecordBytes {
+			return 0, nil, errf(400, disapi.CodeBodyError, "Request body error. [records[%d] has %d bytes, more than the %d a record may have]", i, len(data), disapi.MaxRecordBytes)
 		}
 		total += len(data)
 		datas[i] = data
 		switch {
 		case e.PartitionID != "":
-			p, ok := parsePartitionID(e.PartitionID)
+			p, ok := disbackend.ParsePartitionID(e.PartitionID)
 			if !ok {
-				return 0, nil, errf(400, "DIS.4201", "Invalid partition_id. [%s]", e.PartitionID)
+				return 0, nil, errf(400, disapi.CodePartitionIDInvalid, "Invalid partition_id. [%s]", e.PartitionID)
 			}
 			if p >= bs.PartitionCount {
 				return 0, nil, errPartitionNotFound(e.PartitionID)
 			}
 			if p >= writable {
-				return 0, nil, errf(400, "DIS.4302", "Partition does not exist. [%s is DELETED: read-only after a scale-down]", disbackend.PartitionID(p))
+				return 0, nil, errf(400, disapi.CodePartitionNotFound, "Partition does not exist. [%s is DELETED: read-only after a scale-down]", disbackend.PartitionID(p))
 			}
 			parts[i] = p
 		case e.ExplicitHashKey != "":
@@ -169,7 +162,7 @@ func (s *Server) putRecords(r *http.Request, _ map[string]string, body []byte) (
 		}
 	}
 	if total > maxPut {
-		return 0, nil, errf(400, "DIS.4300", "Request body error. [%d bytes of records, more than the %d a PutRecords may carry]", total, maxPut)
+		return 0, nil, errf(400, disapi.CodeBodyError, "Request body error. [%d bytes of records, more than the %d a PutRecords may carry]", total, maxPut)
 	}
 
 	res := putRecordsResult{Records: make([]putRecordResult, len(req.Records))}
@@ -179,7 +172,7 @@ func (s *Server) putRecords(r *http.Request, _ map[string]string, body []byte) (
 		p := parts[i]
 		if s.opts.FlowControl && !s.flow.takeWrite(flowKey(sid, p), advanced, len(datas[i])) {
 			res.FailedRecordCount++
-			res.Records[i] = putRecordResult{ErrorCode: "DIS.4303", ErrorMessage: "Exceeded traffic control limit."}
+			res.Records[i] = putRecordResult{ErrorCode: disapi.CodeFlowControl, ErrorMessage: "Exceeded traffic control limit."}
 			continue
 		}
 		rec := pendingRecord{index: i, value: datas[i], ts: nowMS}
@@ -272,14 +265,14 @@ func (s *Server) encodeCursor(stream string, p int32, sn int64) string {
 }
 
 func decodeCursor(v string) (c cursor, p int32, sn int64, ok bool) {
-	if v == "" || len(v) > 512 {
+	if v == "" || len(v) > disapi.MaxCursorLen {
 		return c, 0, 0, false
 	}
 	b, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(v, "="))
 	if err != nil || json.Unmarshal(b, &c) != nil {
 		return c, 0, 0, false
 	}
-	p, ok = parsePartitionID(c.Param.PartitionID)
+	p, ok = disbackend.ParsePartitionID(c.Param.PartitionID)
 	sn, err = strconv.ParseInt(c.Param.Sequence, 10, 64)
 	return c, p, sn, ok && err == nil && sn >= 0 && c.Param.StreamName != ""
 }
@@ -291,7 +284,7 @@ func (s *Server) getCursor(r *http.Request, _ map[string]string, _ []byte) (int,
 		return 0, nil, errInvalid("stream-name is required")
 	}
 	if pid == "" {
-		return 0, nil, errf(400, "DIS.4201", "Invalid partition_id. [partition-id is required]")
+		return 0, nil, errf(400, disapi.CodePartitionIDInvalid, "Invalid partition_id. [partition-id is required]")
 	}
 	typ := q.Get("cursor-type")
 	if typ == "" {
@@ -300,7 +293,7 @@ func (s *Server) getCursor(r *http.Request, _ map[string]string, _ []byte) (int,
 	switch typ {
 	case atSequenceNumber, afterSequenceNumber, trimHorizon, latest, atTimestamp:
 	default:
-		return 0, nil, errf(400, "DIS.4215", "Invalid cursor type. [%s]", typ)
+		return 0, nil, errf(400, disapi.CodeCursorTypeInvalid, "Invalid cursor type. [%s]", typ)
 	}
 	ctx := r.Context()
 	s.mu.Lock()
@@ -323,14 +316,14 @@ func (s *Server) getCursor(r *http.Request, _ map[string]string, _ []byte) (int,
 		v := q.Get("starting-sequence-number")
 		sn, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || sn < 0 {
-			return 0, nil, errf(400, "DIS.4216", "Invalid sequence_number. [%q]", v)
+			return 0, nil, errf(400, disapi.CodeSequenceNumberInvalid, "Invalid sequence_number. [%q]", v)
 		}
 		pos = sn
 		if typ == afterSequenceNumber {
 			pos = sn + 1
 		}
 		if pos < rng.First || pos > rng.Next {
-			return 0, nil, errf(400, "DIS.4224", "Sequence_number out of range. [%s is outside the valid range [%d : %d] of %s]",
+			return 0, nil, errf(400, disapi.CodeSequenceNumberOutOfRange, "Sequence_number out of range. [%s is outside the valid range [%d : %d] of %s]",
 				v, rng.First, max(rng.Next-1, rng.First), disbackend.PartitionID(p))
 		}
 	case trimHorizon:
@@ -362,7 +355,7 @@ func (s *Server) offsetAtTimestamp(ctx context.Context, name string, p int32, ts
 	}
 	recs, err := batch.DecodeRecords(raw)
 	if err != nil {
-		return 0, errf(500, "DIS.5000", "System error. [%v]", err)
+		return 0, errf(500, disapi.CodeSystemError, "System error. [%v]", err)
 	}
 	base := batch.BaseOffset(raw)
 	for i := range recs {
@@ -391,16 +384,16 @@ func (s *Server) getRecords(r *http.Request, _ map[string]string, _ []byte) (int
 	cv := q.Get("partition-cursor")
 	c, p, sn, ok := decodeCursor(cv)
 	if !ok {
-		return 0, nil, errf(400, "DIS.4217", "Invalid partition_cursor.")
+		return 0, nil, errf(400, disapi.CodeCursorInvalid, "Invalid partition_cursor.")
 	}
-	if s.now().UnixMilli()-c.Generated > cursorLifetime.Milliseconds() {
-		return 0, nil, errf(400, "DIS.4225", "Expired partition cursor. [cursors are valid for 5 minutes]")
+	if s.now().UnixMilli()-c.Generated > disapi.CursorLifetime.Milliseconds() {
+		return 0, nil, errf(400, disapi.CodeCursorExpired, "Expired partition cursor. [cursors are valid for 5 minutes]")
 	}
-	limit := defaultGetLimit
+	limit := disapi.DefaultGetRecordsLimit
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > maxGetLimit {
-			return 0, nil, errInvalid("limit %q must be 1-%d", v, maxGetLimit)
+		if err != nil || n < 1 || n > disapi.MaxGetRecordsLimit {
+			return 0, nil, errInvalid("limit %q must be 1-%d", v, disapi.MaxGetRecordsLimit)
 		}
 		limit = n
 	}
@@ -438,10 +431,10 @@ func (s *Server) getRecords(r *http.Request, _ map[string]string, _ []byte) (int
 		res, err := s.b.Read(ctx, name, p, next, max(maxBytes-size, 64<<10))
 		if err != nil {
 			if errors.Is(err, disbackend.ErrOffsetOutOfRange) && next < res.Range.First {
-				return 0, nil, errf(400, "DIS.4226", "Sequence number behind the cursor has expired. [%d is below the partition's first %d; get a new cursor]", next, res.Range.First)
+				return 0, nil, errf(400, disapi.CodeSequenceNumberExpired, "Sequence number behind the cursor has expired. [%d is below the partition's first %d; get a new cursor]", next, res.Range.First)
 			}
 			if errors.Is(err, disbackend.ErrOffsetOutOfRange) {
-				return 0, nil, errf(400, "DIS.4217", "Invalid partition_cursor. [%d is beyond the partition's next %d]", next, res.Range.Next)
+				return 0, nil, errf(400, disapi.CodeCursorInvalid, "Invalid partition_cursor. [%d is beyond the partition's next %d]", next, res.Range.Next)
 			}
 			return 0, nil, backendError(err, name, c.Param.PartitionID, "")
 		}
@@ -449,7 +442,7 @@ func (s *Server) getRecords(r *http.Request, _ map[string]string, _ []byte) (int
 		for _, raw := range res.Batches {
 			recs, err := batch.DecodeRecords(raw)
 			if err != nil {
-				return 0, nil, errf(500, "DIS.5000", "System error. [%v]", err)
+				return 0, nil, errf(500, disapi.CodeSystemError, "System error. [%v]", err)
 			}
 			base := batch.BaseOffset(raw)
 			for i := range recs {
@@ -464,7 +457,7 @@ func (s *Server) getRecords(r *http.Request, _ map[string]string, _ []byte) (int
 				}
 				if s.opts.FlowControl && !s.flow.takeRead(flowKey(sid, p), advanced, len(kr.Value)) {
 					if len(out) == 0 {
-						return 0, nil, errf(400, "DIS.4303", "Exceeded traffic control limit.")
+						return 0, nil, errf(400, disapi.CodeFlowControl, "Exceeded traffic control limit.")
 					}
 					full = true
 					break

@@ -35,6 +35,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/disbackend/disapi"
 )
 
 // Options configure New. The zero value serves without authentication.
@@ -94,9 +95,8 @@ type Faults struct {
 }
 
 const (
-	maxBodyBytes   = 8 << 20 // a PutRecords of 5 MB (ADVANCED) in Base64, plus keys
-	defaultSkew    = 15 * time.Minute
-	cursorLifetime = 5 * time.Minute
+	maxBodyBytes = 8 << 20 // a PutRecords of 5 MB (ADVANCED) in Base64, plus keys
+	defaultSkew  = 15 * time.Minute
 )
 
 // Server is the DIS REST emulator; it is an http.Handler. Safe for
@@ -170,16 +170,16 @@ func errf(status int, code, format string, args ...any) *disError {
 
 // DIS error messages, as the error code table words them.
 func errStreamNotFound(name string) *disError {
-	return errf(400, "DIS.4301", "Stream does not exist. [%s]", name)
+	return errf(400, disapi.CodeStreamNotFound, "Stream does not exist. [%s]", name)
 }
 func errPartitionNotFound(id string) *disError {
-	return errf(400, "DIS.4302", "Partition does not exist. [%s]", id)
+	return errf(400, disapi.CodePartitionNotFound, "Partition does not exist. [%s]", id)
 }
 func errInvalid(format string, args ...any) *disError {
-	return errf(400, "DIS.4200", "Invalid request. ["+format+"]", args...)
+	return errf(400, disapi.CodeInvalidRequest, "Invalid request. ["+format+"]", args...)
 }
 func errAppNotFound(name string) *disError {
-	return errf(400, "DIS.4332", "App does not exist. [%s]", name)
+	return errf(400, disapi.CodeAppNotFound, "App does not exist. [%s]", name)
 }
 
 // backendError maps a backend failure to a DIS error.
@@ -195,18 +195,18 @@ func backendError(err error, stream, partition, app string) *disError {
 	case errors.Is(err, disbackend.ErrAppNotFound):
 		return errAppNotFound(app)
 	case errors.Is(err, disbackend.ErrAppExists), errors.Is(err, disbackend.ErrNameCollision) && app != "":
-		return errf(400, "DIS.4330", "App already exists. [%s]", app)
+		return errf(400, disapi.CodeAppExists, "App already exists. [%s]", app)
 	case errors.Is(err, disbackend.ErrStreamExists), errors.Is(err, disbackend.ErrNameCollision):
-		return errf(400, "DIS.4307", "Stream already exists. [%s]", stream)
+		return errf(400, disapi.CodeStreamExists, "Stream already exists. [%s]", stream)
 	case errors.Is(err, disbackend.ErrOffsetOutOfRange):
-		return errf(400, "DIS.4224", "Sequence number out of range. [%v]", err)
+		return errf(400, disapi.CodeSequenceNumberOutOfRange, "Sequence number out of range. [%v]", err)
 	case errors.Is(err, disbackend.ErrInvalidName), errors.Is(err, disbackend.ErrInvalidConfig),
 		errors.Is(err, disbackend.ErrInvalidPartitionCount):
 		return errInvalid("%v", err)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return errf(500, "DIS.5000", "System error. [%v]", err)
+		return errf(500, disapi.CodeSystemError, "System error. [%v]", err)
 	}
-	return errf(500, "DIS.5000", "System error. [%v]", err)
+	return errf(500, disapi.CodeSystemError, "System error. [%v]", err)
 }
 
 // route is one DIS operation: method, path pattern relative to
@@ -304,7 +304,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	segs := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 	if len(segs) < 2 || (segs[0] != "v2" && segs[0] != "v3") {
-		writeError(w, errf(404, "DIS.4200", "Invalid request. [no DIS operation at %s %s]", r.Method, r.URL.Path))
+		writeError(w, errf(404, disapi.CodeInvalidRequest, "Invalid request. [no DIS operation at %s %s]", r.Method, r.URL.Path))
 		return
 	}
 	rt, vars, pathFound := match(r.Method, segs[0], segs[2:])
@@ -341,27 +341,27 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, project string, rt *route, vars map[string]string, pathFound bool) (int, any, *disError) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes+1))
 	if err != nil {
-		return 400, nil, errf(400, "DIS.4300", "Request body error. [%v]", err)
+		return 400, nil, errf(400, disapi.CodeBodyError, "Request body error. [%v]", err)
 	}
 	if len(body) > maxBodyBytes {
-		return 413, nil, errf(413, "DIS.4300", "Request body error. [larger than %d bytes]", maxBodyBytes)
+		return 413, nil, errf(413, disapi.CodeBodyError, "Request body error. [larger than %d bytes]", maxBodyBytes)
 	}
 	if derr := s.authenticate(r, body); derr != nil {
 		return derr.Status, nil, derr
 	}
 	if s.opts.ProjectID != "" {
 		if project != s.opts.ProjectID {
-			return 400, nil, errf(400, "DIS.4117", "Invalid project ID. [%s]", project)
+			return 400, nil, errf(400, disapi.CodeProjectIDInvalid, "Invalid project ID. [%s]", project)
 		}
 		if h := r.Header.Get("X-Project-Id"); h != "" && h != s.opts.ProjectID {
-			return 400, nil, errf(400, "DIS.4117", "Invalid project ID. [X-Project-Id %s]", h)
+			return 400, nil, errf(400, disapi.CodeProjectIDInvalid, "Invalid project ID. [X-Project-Id %s]", h)
 		}
 	}
 	if rt == nil {
 		if pathFound {
-			return 405, nil, errf(405, "DIS.4200", "Invalid request. [method %s not allowed on %s]", r.Method, r.URL.Path)
+			return 405, nil, errf(405, disapi.CodeInvalidRequest, "Invalid request. [method %s not allowed on %s]", r.Method, r.URL.Path)
 		}
-		return 404, nil, errf(404, "DIS.4200", "Invalid request. [no DIS operation at %s %s]", r.Method, r.URL.Path)
+		return 404, nil, errf(404, disapi.CodeInvalidRequest, "Invalid request. [no DIS operation at %s %s]", r.Method, r.URL.Path)
 	}
 	if s.injectFault(w) {
 		return 0, nil, nil
@@ -390,9 +390,9 @@ func (s *Server) authenticate(r *http.Request, body []byte) *disError {
 		tok := r.Header.Get("X-Auth-Token")
 		switch {
 		case tok == "":
-			return errf(441, "DIS.4113", "Empty X-Auth-Token header.")
+			return errf(441, disapi.CodeTokenEmpty, "Empty X-Auth-Token header.")
 		case s.opts.Token == "" || tok != s.opts.Token:
-			return errf(441, "DIS.4114", "Invalid X-Auth-Token header.")
+			return errf(441, disapi.CodeTokenInvalid, "Invalid X-Auth-Token header.")
 		}
 		return nil
 	}
@@ -450,7 +450,7 @@ func (s *Server) injectFault(w http.ResponseWriter) bool {
 		}
 		panic(http.ErrAbortHandler) // HTTP/2: abort the stream
 	case x < f.DropRate+f.ErrorRate:
-		writeError(w, errf(500, "DIS.5000", "System error. [injected fault]"))
+		writeError(w, errf(500, disapi.CodeSystemError, "System error. [injected fault]"))
 		return true
 	}
 	return false
@@ -500,7 +500,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	if err := enc.Encode(v); err != nil {
 		status = 500
 		buf.Reset()
-		fmt.Fprintf(&buf, `{"errorCode":"DIS.5000","message":"System error. [encoding the answer: %s]"}`, strings.ReplaceAll(err.Error(), `"`, `'`))
+		fmt.Fprintf(&buf, `{"errorCode":"%s","message":"System error. [encoding the answer: %s]"}`, disapi.CodeSystemError, strings.ReplaceAll(err.Error(), `"`, `'`))
 	}
 	w.Header().Set("Content-Type", "application/json;charset=utf-8")
 	w.WriteHeader(status)
@@ -516,10 +516,10 @@ func writeError(w http.ResponseWriter, e *disError) {
 
 func decodeBody(body []byte, v any) *disError {
 	if len(bytes.TrimSpace(body)) == 0 {
-		return errf(400, "DIS.4202", "Empty request.")
+		return errf(400, disapi.CodeEmptyRequest, "Empty request.")
 	}
 	if err := json.Unmarshal(body, v); err != nil {
-		return errf(400, "DIS.4300", "Request body error. [%v]", err)
+		return errf(400, disapi.CodeBodyError, "Request body error. [%v]", err)
 	}
 	return nil
 }

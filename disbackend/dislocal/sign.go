@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/disgw/disgw/disbackend/disapi"
 )
 
 // AK/SK request signing, both variants DIS accepts under the label
@@ -177,31 +179,31 @@ func requestHeader(r *http.Request) func(string) []string {
 func verifySignature(r *http.Request, body []byte, ak, sk string, now time.Time, maxSkew time.Duration) *disError {
 	h := r.Header.Get("Authorization")
 	if h == "" {
-		return errf(441, "DIS.4101", "Authorization header cannot be empty.")
+		return errf(441, disapi.CodeAuthorizationEmpty, "Authorization header cannot be empty.")
 	}
 	a, ok := parseAuthorization(h)
 	if !ok {
-		return errf(441, "DIS.4102", "Incorrectly parsed authorization header.")
+		return errf(441, disapi.CodeAuthorizationUnparsable, "Incorrectly parsed authorization header.")
 	}
 	if a.AK == "" {
-		return errf(441, "DIS.4106", "Empty AccessKey header.")
+		return errf(441, disapi.CodeAKMissing, "Empty AccessKey header.")
 	}
 	if len(a.SignedHeaders) == 0 {
-		return errf(441, "DIS.4110", "Empty SignedHeaders.")
+		return errf(441, disapi.CodeSignedHeadersMissing, "Empty SignedHeaders.")
 	}
 	date := r.Header.Get("X-Sdk-Date")
 	if date == "" {
-		return errf(441, "DIS.4103", "Empty X-Sdk-Date header.")
+		return errf(441, disapi.CodeSDKDateEmpty, "Empty X-Sdk-Date header.")
 	}
 	t, err := time.Parse(sdkDateFormat, date)
 	if err != nil {
-		return errf(441, "DIS.4104", "Error parsing X-Sdk-Date header.")
+		return errf(441, disapi.CodeSDKDateUnparsable, "Error parsing X-Sdk-Date header.")
 	}
 	if d := now.Sub(t); d > maxSkew || d < -maxSkew {
-		return errf(441, "DIS.4105", "Invalid X-Sdk-Date header. [%s is more than %v from the server's clock]", date, maxSkew)
+		return errf(441, disapi.CodeSDKDateInvalid, "Invalid X-Sdk-Date header. [%s is more than %v from the server's clock]", date, maxSkew)
 	}
 	if a.AK != ak {
-		return errf(441, "DIS.4107", "Invalid AccessKey header.")
+		return errf(441, disapi.CodeAKInvalid, "Invalid AccessKey header.")
 	}
 	payload := r.Header.Get("X-Sdk-Content-Sha256")
 	if payload != unsignedPayload {
@@ -212,17 +214,17 @@ func verifySignature(r *http.Request, body []byte, ak, sk string, now time.Time,
 	if a.Scope != "" {
 		parts := strings.Split(a.Scope, "/")
 		if len(parts) != 4 || parts[3] != "sdk_request" {
-			return errf(441, "DIS.4109", "Authorization header must contain Credential, SignedHeaders and Signature.")
+			return errf(441, disapi.CodeAuthorizationIncomplete, "Authorization header must contain Credential, SignedHeaders and Signature.")
 		}
 		if parts[2] != "dis" {
-			return errf(441, "DIS.4108", "Invalid service name in the Authorization header.")
+			return errf(441, disapi.CodeServiceNameMissing, "Invalid service name in the Authorization header.")
 		}
 		want = signatureB(sk, date, a.Scope, canonical)
 	} else {
 		want = signatureA(sk, date, canonical)
 	}
 	if !hmac.Equal([]byte(want), []byte(a.Signature)) {
-		return errf(441, "DIS.4100", "Authorization error.")
+		return errf(441, disapi.CodeBadSignature, "Authorization error.")
 	}
 	return nil
 }

@@ -7,11 +7,10 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/disbackend/disapi"
 )
 
 // state is what dislocal keeps beside the backend: the DIS attributes of
@@ -122,7 +121,7 @@ func (st *state) save() error {
 // saveState persists the state, as a DIS error on failure. Call with mu held.
 func (s *Server) saveState() *disError {
 	if err := s.state.save(); err != nil {
-		return errf(500, "DIS.5000", "System error. [saving dislocal state: %v]", err)
+		return errf(500, disapi.CodeSystemError, "System error. [saving dislocal state: %v]", err)
 	}
 	return nil
 }
@@ -160,7 +159,7 @@ func (s *Server) stateFor(bs disbackend.Stream) *streamState {
 	id := streamID(bs.TopicID)
 	ss := s.state.Streams[bs.Name]
 	if ss == nil || ss.StreamID != id {
-		hours := int32(168)
+		hours := int32(disapi.MaxRetentionHours)
 		if r := bs.Config.Retention; r > 0 {
 			hours = int32((r + s.opts.RetentionUnit - 1) / s.opts.RetentionUnit)
 		}
@@ -188,7 +187,7 @@ func (s *Server) streamByID(ctx context.Context, id string) (disbackend.Stream, 
 			return bs, s.stateFor(bs), nil
 		}
 	}
-	return disbackend.Stream{}, nil, errf(400, "DIS.4603", "Resource does not exist. [stream %s]", id)
+	return disbackend.Stream{}, nil, errf(400, disapi.CodeResourceNotFound, "Resource does not exist. [stream %s]", id)
 }
 
 // Partition statuses.
@@ -215,36 +214,18 @@ func (s *Server) partitionStatus(bs disbackend.Stream, ss *streamState, p int32)
 	return statusDeleted
 }
 
-// parsePartitionID accepts "3" and "shardId-0000000003".
-func parsePartitionID(id string) (int32, bool) {
-	digits := strings.TrimPrefix(id, "shardId-")
-	if digits == "" || len(digits) > 10 {
-		return 0, false
-	}
-	for _, c := range digits {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-	}
-	n, err := strconv.ParseInt(digits, 10, 32)
-	if err != nil {
-		return 0, false
-	}
-	return int32(n), true
-}
-
 // readablePartition resolves a partition id for reading: it must exist and
 // not be EXPIRED. Call with mu held.
 func (s *Server) readablePartition(bs disbackend.Stream, ss *streamState, id string) (int32, *disError) {
-	p, ok := parsePartitionID(id)
+	p, ok := disbackend.ParsePartitionID(id)
 	if !ok {
-		return 0, errf(400, "DIS.4201", "Invalid partition_id. [%s]", id)
+		return 0, errf(400, disapi.CodePartitionIDInvalid, "Invalid partition_id. [%s]", id)
 	}
 	if p >= bs.PartitionCount {
 		return 0, errPartitionNotFound(id)
 	}
 	if s.partitionStatus(bs, ss, p) == statusExpired {
-		return 0, errf(400, "DIS.4319", "Partition is expired. [%s]", disbackend.PartitionID(p))
+		return 0, errf(400, disapi.CodePartitionExpired, "Partition is expired. [%s]", disbackend.PartitionID(p))
 	}
 	return p, nil
 }

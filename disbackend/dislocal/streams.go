@@ -7,14 +7,7 @@ import (
 	"time"
 
 	"github.com/disgw/disgw/disbackend"
-)
-
-// DIS's stream limits.
-const (
-	minRetentionHours     = 24
-	maxRetentionHours     = 168
-	defaultRetentionHours = 24
-	maxScalesPerHour      = 5
+	"github.com/disgw/disgw/disbackend/disapi"
 )
 
 func validName(name string, maxLen int) bool {
@@ -51,8 +44,8 @@ type csvProp struct {
 }
 
 func checkRetention(h int32) *disError {
-	if h < minRetentionHours || h > maxRetentionHours {
-		return errInvalid("data_duration %d must be %d-%d hours", h, minRetentionHours, maxRetentionHours)
+	if h < disapi.MinRetentionHours || h > disapi.MaxRetentionHours {
+		return errInvalid("data_duration %d must be %d-%d hours", h, disapi.MinRetentionHours, disapi.MaxRetentionHours)
 	}
 	return nil
 }
@@ -71,7 +64,7 @@ func (s *Server) createStream(r *http.Request, _ map[string]string, body []byte)
 		return 0, nil, derr
 	}
 	if !validName(req.StreamName, disbackend.MaxStreamNameLen) {
-		return 0, nil, errInvalid("stream_name %q must be 1-64 letters, digits, '_' or '-'", req.StreamName)
+		return 0, nil, errInvalid("stream_name %q must be 1-%d letters, digits, '_' or '-'", req.StreamName, disbackend.MaxStreamNameLen)
 	}
 	if req.PartitionCount <= 0 {
 		return 0, nil, errInvalid("partition_count %d must be > 0", req.PartitionCount)
@@ -94,7 +87,7 @@ func (s *Server) createStream(r *http.Request, _ map[string]string, body []byte)
 	default:
 		return 0, nil, errInvalid("compression_format %q must be snappy, gzip or zip", req.CompressionFormat)
 	}
-	hours := int32(defaultRetentionHours)
+	hours := int32(disapi.DefaultRetentionHours)
 	if req.DataDuration != nil {
 		hours = *req.DataDuration
 	}
@@ -176,7 +169,7 @@ func nonNilTags(t []tag) []tag {
 
 func (s *Server) listStreams(r *http.Request, _ map[string]string, _ []byte) (int, any, *disError) {
 	q := r.URL.Query()
-	limit, derr := intParam(q.Get("limit"), "limit", 10, 1, 100)
+	limit, derr := intParam(q.Get("limit"), "limit", disapi.DefaultListStreamsLimit, 1, disapi.MaxListStreamsLimit)
 	if derr != nil {
 		return 0, nil, derr
 	}
@@ -258,15 +251,15 @@ type describeStreamResult struct {
 func (s *Server) describeStream(r *http.Request, vars map[string]string, _ []byte) (int, any, *disError) {
 	name := vars["stream_name"]
 	q := r.URL.Query()
-	limit, derr := intParam(q.Get("limit_partitions"), "limit_partitions", 100, 1, 1000)
+	limit, derr := intParam(q.Get("limit_partitions"), "limit_partitions", disapi.DefaultDescribePartitionsLimit, 1, disapi.MaxDescribePartitionsLimit)
 	if derr != nil {
 		return 0, nil, derr
 	}
 	from := int32(0)
 	if v := q.Get("start_partitionId"); v != "" {
-		p, ok := parsePartitionID(v)
+		p, ok := disbackend.ParsePartitionID(v)
 		if !ok {
-			return 0, nil, errf(400, "DIS.4201", "Invalid partition_id. [start_partitionId %s]", v)
+			return 0, nil, errf(400, disapi.CodePartitionIDInvalid, "Invalid partition_id. [start_partitionId %s]", v)
 		}
 		from = p + 1
 	}
@@ -357,7 +350,7 @@ func (s *Server) updatePartitionCount(r *http.Request, vars map[string]string, b
 		return 0, nil, errInvalid("target_partition_count %d equals the current partition count", target)
 	}
 	if !s.opts.NoScalingLimits {
-		hourAgo := now.Add(-time.Hour).UnixMilli()
+		hourAgo := now.Add(-disapi.ScalingWindow).UnixMilli()
 		n := 0
 		for _, sc := range ss.Scalings {
 			if sc.CreateTimestamp <= hourAgo {
@@ -369,7 +362,7 @@ func (s *Server) updatePartitionCount(r *http.Request, vars map[string]string, b
 					name, time.UnixMilli(sc.CreateTimestamp).UTC().Format(time.RFC3339))
 			}
 		}
-		if n >= maxScalesPerHour {
+		if n >= disapi.MaxScalingsPerHour {
 			return 0, nil, errInvalid("stream %s was scaled %d times in the last hour, DIS's limit", name, n)
 		}
 	}
@@ -482,21 +475,21 @@ func (s *Server) listTransferTasks(r *http.Request, vars map[string]string, _ []
 	if derr := s.streamExists(r, vars["stream_name"]); derr != nil {
 		return 0, nil, derr
 	}
-	return http.StatusOK, map[string]any{"total_number": 0, "quota": 5, "tasks": []any{}}, nil
+	return http.StatusOK, map[string]any{"total_number": 0, "quota": disapi.MaxTransferTasksPerStream, "tasks": []any{}}, nil
 }
 
 func (s *Server) createTransferTask(r *http.Request, vars map[string]string, _ []byte) (int, any, *disError) {
 	if derr := s.streamExists(r, vars["stream_name"]); derr != nil {
 		return 0, nil, derr
 	}
-	return 0, nil, errf(400, "DIS.4335", "Invalid IAM agency. [dislocal does not run dump tasks]")
+	return 0, nil, errf(400, disapi.CodeAgencyInvalid, "Invalid IAM agency. [dislocal does not run dump tasks]")
 }
 
 func (s *Server) transferTaskMissing(r *http.Request, vars map[string]string, _ []byte) (int, any, *disError) {
 	if derr := s.streamExists(r, vars["stream_name"]); derr != nil {
 		return 0, nil, derr
 	}
-	return 0, nil, errf(400, "DIS.4354", "The dump task does not exist. [dislocal does not run dump tasks]")
+	return 0, nil, errf(400, disapi.CodeTransferTaskNotFound, "The dump task does not exist. [dislocal does not run dump tasks]")
 }
 
 // metrics are not collected (the request counts are at /dislocal/stats).
@@ -504,7 +497,7 @@ func (s *Server) metrics(r *http.Request, vars map[string]string, _ []byte) (int
 	if derr := s.streamExists(r, vars["stream_name"]); derr != nil {
 		return 0, nil, derr
 	}
-	return 0, nil, errf(400, "DIS.4209", "Invalid metrics label. [dislocal does not collect DIS metrics; see GET /dislocal/stats]")
+	return 0, nil, errf(400, disapi.CodeMetricsLabelInvalid, "Invalid metrics label. [dislocal does not collect DIS metrics; see GET /dislocal/stats]")
 }
 
 func (s *Server) streamExists(r *http.Request, name string) *disError {

@@ -4,17 +4,14 @@ import (
 	"net/http"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/disgw/disgw/disbackend/disapi"
 )
 
 // Stream tags (dis-api.md 5.2): keyed by stream_id under the singular
-// /stream/ path; at most 10 per stream; key 1-36 characters, value at most
-// 43, of letters (CJK included), digits, '-' and '_' (values also '.').
-
-const (
-	maxTags        = 10
-	maxTagKeyLen   = 36
-	maxTagValueLen = 43
-)
+// /stream/ path; at most disapi.MaxTagsPerStream (10) per stream; key
+// 1-disapi.MaxTagKeyLen (36) characters, value at most disapi.MaxTagValueLen
+// (43), of letters (CJK included), digits, '-' and '_' (values also '.').
 
 func validTagChars(s string, dot bool) bool {
 	for _, c := range s {
@@ -26,11 +23,11 @@ func validTagChars(s string, dot bool) bool {
 }
 
 func checkTag(t tag) *disError {
-	if n := utf8.RuneCountInString(t.Key); n == 0 || n > maxTagKeyLen || !validTagChars(t.Key, false) {
-		return errInvalid("tag key %q must be 1-%d letters, digits, '-' or '_'", t.Key, maxTagKeyLen)
+	if n := utf8.RuneCountInString(t.Key); n == 0 || n > disapi.MaxTagKeyLen || !validTagChars(t.Key, false) {
+		return errInvalid("tag key %q must be 1-%d letters, digits, '-' or '_'", t.Key, disapi.MaxTagKeyLen)
 	}
-	if n := utf8.RuneCountInString(t.Value); n > maxTagValueLen || !validTagChars(t.Value, true) {
-		return errInvalid("tag value %q must be at most %d letters, digits, '-', '_' or '.'", t.Value, maxTagValueLen)
+	if n := utf8.RuneCountInString(t.Value); n > disapi.MaxTagValueLen || !validTagChars(t.Value, true) {
+		return errInvalid("tag value %q must be at most %d letters, digits, '-', '_' or '.'", t.Value, disapi.MaxTagValueLen)
 	}
 	return nil
 }
@@ -52,8 +49,8 @@ func checkTags(add, have []tag) *disError {
 		seen[t.Key] = true
 		keys[t.Key] = true
 	}
-	if len(keys) > maxTags {
-		return errf(400, "DIS.4601", "The number of tags exceeds the maximum. [%d; a stream may have %d]", len(keys), maxTags)
+	if len(keys) > disapi.MaxTagsPerStream {
+		return errf(400, disapi.CodeTagQuota, "The number of tags exceeds the maximum. [%d; a stream may have %d]", len(keys), disapi.MaxTagsPerStream)
 	}
 	return nil
 }
@@ -108,7 +105,7 @@ func (s *Server) batchTags(r *http.Request, vars map[string]string, body []byte)
 		return 0, nil, derr
 	}
 	if req.Action != "create" && req.Action != "delete" {
-		return 0, nil, errf(400, "DIS.4605", "The tag action is not supported. [%q; only create and delete]", req.Action)
+		return 0, nil, errf(400, disapi.CodeTagActionUnsupported, "The tag action is not supported. [%q; only create and delete]", req.Action)
 	}
 	if req.Tags == nil {
 		return 0, nil, errInvalid("tags is required")
@@ -125,7 +122,7 @@ func (s *Server) deleteTag(r *http.Request, vars map[string]string, _ []byte) (i
 			found = found || t.Key == vars["key"]
 		}
 		if !found {
-			derr = errf(400, "DIS.4604", "The tag key does not exist. [%s]", vars["key"])
+			derr = errf(400, disapi.CodeTagKeyNotFound, "The tag key does not exist. [%s]", vars["key"])
 		}
 	}
 	s.mu.Unlock()
@@ -220,7 +217,7 @@ func (s *Server) resourcesByTags(r *http.Request, _ map[string]string, body []by
 	if req.Action != "filter" && req.Action != "count" {
 		return 0, nil, errInvalid("action %q must be filter or count", req.Action)
 	}
-	limit, derr := intParam(req.Limit, "limit", 1000, 1, 1000)
+	limit, derr := intParam(req.Limit, "limit", disapi.MaxTagFilterLimit, 1, disapi.MaxTagFilterLimit)
 	if derr != nil {
 		return 0, nil, derr
 	}

@@ -404,160 +404,286 @@ func (s *Store) putRecords(ctx context.Context, k partKey, recs []disRecord, ps 
 	return sns, throttle, err
 }
 
-func (s *Store) putRecordsThrottled(ctx context.Context, k partKey, recs []disRecord, ps *putState, advanced bool, throttle *time.Duration) ([]int64, error) {
-	sns := make([]int64, len(recs))
-	todo := make([]int, len(recs))
-	for i := range todo {
-		todo[i] = i
-	}
-	pid := disbackend.PartitionID(k.part)
-	deadline := time.Now().Add(s.opts.RetryTimeout)
-	backoff := s.opts.RetryBackoff
-	s.learn(ctx, k, ps)
+// putRun is the state of one putRecords across its attempts. Only the
+// partition's writer goroutine uses it.
+type putRun struct {
+	s        *Store
+	k        partKey
+	recs     []disRecord
+	ps       *putState
+	advanced bool
+	// throttle adds up the pacer's waits and the backoffs after DIS.4303.
+	throttle *time.Duration
+	sns      []int64 // by index into recs, set as DIS accepts them
+	todo     []int   // indexes into recs still to be written, in order
+	deadline time.Time
+	backoff  time.Duration // of the next retry, before jitter
 	// unverified: the last PutRecords got no answer and DIS may have
 	// applied it; look (verifyPut) before sending its records again.
-	unverified := false
-	var lastErr error
-	for attempt := 0; ; attempt++ {
-		var retry []int
-		limited := false // a DIS.4303 among the reasons to retry
-		if unverified {
-			if left, ok := s.verifyPut(ctx, k, recs, todo, sns, ps); ok {
-				unverified, todo = false, left
-				if len(todo) == 0 {
-					return sns, nil
-				}
-			}
-		}
-		if unverified {
-			retry = todo // DIS could not be asked: ask again after the backoff
-		} else {
-			size := 0
-			for _, idx := range todo {
-				size += len(recs[idx].data)
-			}
-			waited, err := ps.wait(ctx, advanced, len(todo), size)
-			*throttle += waited
-			if err != nil {
-				return nil, fmt.Errorf("%w: put records to %s/%d: %v", disbackend.ErrUnavailable, k.stream, k.part, err)
-			}
-			body := &putBody{StreamName: k.stream, Records: make([]putEntry, len(todo))}
-			for i, idx := range todo {
-				r := recs[idx]
-				e := putEntry{Data: base64.StdEncoding.EncodeToString(r.data), PartitionID: pid, PartitionKey: r.key}
-				if r.ts >= 0 {
-					ts := r.ts
-					e.Timestamp = &ts
-				}
-				body.Records[i] = e
-			}
-			rctx, cancel := context.WithTimeout(ctx, s.opts.RequestTimeout)
-			resp, err := callToEnd(rctx, s, "put records", func() (*model.SendRecordsResponse, error) {
-				v, err := s.hc().Sync(&putRequest{Body: body}, putRecordsDef())
-				if err != nil {
-					return nil, err
-				}
-				return v.(*model.SendRecordsResponse), nil
-			})
-			cancel()
-			ps.charge(time.Now(), advanced, len(todo), size)
-			if err != nil {
-				var de *disError
-				if !errors.As(err, &de) && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-					// This request's own timeout: no answer, like a dropped
-					// connection.
-					de = &disError{cause: err, sentinel: disbackend.ErrUnavailable}
-				}
-				if de == nil || !de.retriable() {
-					if ctx.Err() != nil {
-						return nil, fmt.Errorf("%w: %v", disbackend.ErrUnavailable, err)
-					}
-					return nil, err
-				}
-				retry, lastErr = todo, err
-				if ps.known && (de.status == 0 || de.status >= 500) {
-					unverified = true // no answer, or DIS failed: it may have written them
-				}
-				limited = de.code == "DIS.4303"
-				if limited {
-					ps.pressed = time.Now()
-				}
-			} else {
-				if resp.Records == nil || len(*resp.Records) != len(todo) {
-					return nil, fmt.Errorf("put records: %d results for %d records", lenOf(resp.Records), len(todo))
-				}
-				failedBefore := false
-				accepted := make([]int64, 0, len(todo))
-				for i, r := range *resp.Records {
-					idx := todo[i]
-					if r.ErrorCode != nil && *r.ErrorCode != "" {
-						msg := ""
-						if r.ErrorMessage != nil {
-							msg = *r.ErrorMessage
-						}
-						de := &disError{status: 200, code: *r.ErrorCode, message: msg, sentinel: sentinelFor(*r.ErrorCode)}
-						if !de.retriable() {
-							return nil, fmt.Errorf("put records: record %d: %w", idx, de)
-						}
-						retry = append(retry, idx)
-						lastErr = de
-						limited = limited || de.code == "DIS.4303"
-						if de.code == "DIS.4303" {
-							ps.pressed = time.Now()
-						}
-						failedBefore = true
-						continue
-					}
-					if failedBefore {
-						failedBefore = false // one warning per run of refusals
-						s.log.Warn("DIS accepted a record after refusing an earlier one of the partition",
-							zap.String("stream", k.stream), zap.Int32("partition", k.part),
-							zap.Int("record", idx), zap.Int64("out_of_order_total", s.outOfOrder.Add(1)))
-					}
-					if r.SequenceNumber == nil {
-						return nil, fmt.Errorf("put records: record %d: no sequence number", idx)
-					}
-					sn, err := strconv.ParseInt(*r.SequenceNumber, 10, 64)
-					if err != nil {
-						return nil, fmt.Errorf("put records: record %d: sequence number %q", idx, *r.SequenceNumber)
-					}
-					sns[idx] = sn
-					accepted = append(accepted, sn)
-				}
-				ps.advance(accepted)
-			}
-			if len(retry) == 0 {
-				return sns, nil
-			}
-		}
-		if time.Now().After(deadline) {
-			s.log.Warn("put records failed: giving up", zap.String("stream", k.stream), zap.Int32("partition", k.part),
-				zap.Int("records", len(retry)), zap.Duration("retried_for", s.opts.RetryTimeout), zap.Error(lastErr))
-			return nil, fmt.Errorf("%w: put records to %s/%d: still refused after %v: %v",
-				disbackend.ErrUnavailable, k.stream, k.part, s.opts.RetryTimeout, lastErr)
-		}
-		if attempt == 0 && !limited {
-			// DIS failing (not its rate limits, which pacing meets): one
-			// line per PutRecords, not per retry.
-			s.log.Warn("put records failed: retrying", zap.String("stream", k.stream), zap.Int32("partition", k.part),
-				zap.Int("records", len(retry)), zap.Error(lastErr))
-		}
-		todo = retry
-		d := backoff/2 + rand.N(backoff/2+1)
-		s.log.Debug("retrying put records", zap.String("stream", k.stream), zap.Int32("partition", k.part),
-			zap.Int("records", len(todo)), zap.Duration("backoff", d), zap.Error(lastErr))
-		t := time.NewTimer(d)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, fmt.Errorf("%w: put records to %s/%d: %v", disbackend.ErrUnavailable, k.stream, k.part, ctx.Err())
-		case <-t.C:
-		}
-		if limited {
-			*throttle += d
-		}
-		backoff = min(2*backoff, maxRetryBackoff)
+	unverified bool
+	lastErr    error // the last reason to send records again
+}
+
+// putOutcome is what one PutRecords came to, as classify sorts it and
+// apply carries it out.
+type putOutcome struct {
+	accepted []acceptedRecord // in the call's order
+	retry    []int            // indexes into recs to send again, in order
+	limited  bool             // a DIS.4303 among the reasons to retry
+	// maybeApplied: no answer, or DIS failed, while the partition's next
+	// sequence number is known: DIS may have written the records.
+	maybeApplied bool
+	reason       error // the last reason to retry
+	// outOfOrder are the records DIS accepted after refusing an earlier
+	// one of the call: the first of each run of acceptances.
+	outOfOrder []int
+	// fatal, when set, ends putRecords: what precedes it in the answer is
+	// still in the outcome (apply then only warns and notes the pressure).
+	fatal error
+}
+
+type acceptedRecord struct {
+	idx int // into recs
+	sn  int64
+}
+
+// putRecordsThrottled is putRecords, adding to *throttle as it waits. Each
+// attempt paces, sends, classifies the answer and applies it; an attempt
+// that leaves records to send again backs off first (backOff), and one
+// whose PutRecords may have been applied without an answer is checked
+// (verifyPut) before its records go again.
+func (s *Store) putRecordsThrottled(ctx context.Context, k partKey, recs []disRecord, ps *putState, advanced bool, throttle *time.Duration) ([]int64, error) {
+	r := &putRun{s: s, k: k, recs: recs, ps: ps, advanced: advanced, throttle: throttle,
+		sns: make([]int64, len(recs)), todo: make([]int, len(recs)),
+		deadline: time.Now().Add(s.opts.RetryTimeout), backoff: s.opts.RetryBackoff}
+	for i := range r.todo {
+		r.todo[i] = i
 	}
+	s.learn(ctx, k, ps)
+	for attempt := 0; ; attempt++ {
+		if r.unverified {
+			if left, ok := s.verifyPut(ctx, k, recs, r.todo, r.sns, ps); ok {
+				r.unverified, r.todo = false, left
+				if len(r.todo) == 0 {
+					return r.sns, nil
+				}
+			}
+		}
+		out := putOutcome{retry: r.todo} // still unverified: DIS could not be asked; ask again after the backoff
+		if !r.unverified {
+			size, err := r.pace(ctx)
+			if err != nil {
+				return nil, err
+			}
+			resp, err := r.send(ctx, size)
+			out = r.classify(ctx, resp, err)
+			r.apply(out)
+			if out.fatal != nil {
+				return nil, out.fatal
+			}
+			if len(out.retry) == 0 {
+				return r.sns, nil
+			}
+		}
+		if err := r.backOff(ctx, attempt, out); err != nil {
+			return nil, err
+		}
+		r.todo = out.retry
+	}
+}
+
+// pace waits until the partition's pacer lets the records still to be
+// written go, and adds the wait to the throttle time. It returns their data
+// bytes; an error (ctx ended) wraps ErrUnavailable.
+func (r *putRun) pace(ctx context.Context) (size int, err error) {
+	for _, idx := range r.todo {
+		size += len(r.recs[idx].data)
+	}
+	waited, err := r.ps.wait(ctx, r.advanced, len(r.todo), size)
+	*r.throttle += waited
+	if err != nil {
+		return 0, fmt.Errorf("%w: put records to %s/%d: %v", disbackend.ErrUnavailable, r.k.stream, r.k.part, err)
+	}
+	return size, nil
+}
+
+// send writes the records still to be written, size bytes of data, with
+// one PutRecords bounded by RequestTimeout (callToEnd: it waits for the
+// request to end even when ctx ends first), then charges the pacer with
+// them, whatever the answer.
+func (r *putRun) send(ctx context.Context, size int) (*model.SendRecordsResponse, error) {
+	s, pid := r.s, disbackend.PartitionID(r.k.part)
+	body := &putBody{StreamName: r.k.stream, Records: make([]putEntry, len(r.todo))}
+	for i, idx := range r.todo {
+		rec := r.recs[idx]
+		e := putEntry{Data: base64.StdEncoding.EncodeToString(rec.data), PartitionID: pid, PartitionKey: rec.key}
+		if rec.ts >= 0 {
+			ts := rec.ts
+			e.Timestamp = &ts
+		}
+		body.Records[i] = e
+	}
+	rctx, cancel := context.WithTimeout(ctx, s.opts.RequestTimeout)
+	resp, err := callToEnd(rctx, s, "put records", func() (*model.SendRecordsResponse, error) {
+		v, err := s.hc().Sync(&putRequest{Body: body}, putRecordsDef())
+		if err != nil {
+			return nil, err
+		}
+		return v.(*model.SendRecordsResponse), nil
+	})
+	cancel()
+	r.ps.charge(time.Now(), r.advanced, len(r.todo), size)
+	return resp, err
+}
+
+// classify sorts what a PutRecords came to, its answer or its error, into
+// a putOutcome. It changes nothing; apply does.
+func (r *putRun) classify(ctx context.Context, resp *model.SendRecordsResponse, err error) putOutcome {
+	if err != nil {
+		return r.classifyError(ctx, err)
+	}
+	return r.classifyAnswer(resp)
+}
+
+// classifyError: the whole PutRecords failed. A retriable failure (see
+// disError.retriable; also this request's own timeout) sends every record
+// again, after a look (maybeApplied) when there was no answer or DIS
+// failed; any other is fatal, as ErrUnavailable once ctx has ended.
+func (r *putRun) classifyError(ctx context.Context, err error) putOutcome {
+	var de *disError
+	if !errors.As(err, &de) && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+		// This request's own timeout: no answer, like a dropped
+		// connection.
+		de = &disError{cause: err, sentinel: disbackend.ErrUnavailable}
+	}
+	if de == nil || !de.retriable() {
+		if ctx.Err() != nil {
+			return putOutcome{fatal: fmt.Errorf("%w: %v", disbackend.ErrUnavailable, err)}
+		}
+		return putOutcome{fatal: err}
+	}
+	return putOutcome{
+		retry: r.todo, reason: err, limited: de.flowControl(),
+		// No answer, or DIS failed: it may have written them.
+		maybeApplied: r.ps.known && (de.status == 0 || de.status >= 500),
+	}
+}
+
+// classifyAnswer sorts an answer's records, in order: accepted with their
+// sequence numbers, refused with a retriable code (DIS.4303, DIS.5xxx) to
+// send again, and accepted after a refusal (outOfOrder). A refusal that is
+// not retriable, a record without a valid sequence number, or an answer
+// that does not match the request is fatal.
+func (r *putRun) classifyAnswer(resp *model.SendRecordsResponse) putOutcome {
+	var out putOutcome
+	if resp.Records == nil || len(*resp.Records) != len(r.todo) {
+		out.fatal = fmt.Errorf("put records: %d results for %d records", lenOf(resp.Records), len(r.todo))
+		return out
+	}
+	out.accepted = make([]acceptedRecord, 0, len(r.todo))
+	failedBefore := false
+	for i, e := range *resp.Records {
+		idx := r.todo[i]
+		if e.ErrorCode != nil && *e.ErrorCode != "" {
+			de := refusal(e)
+			if !de.retriable() {
+				out.fatal = fmt.Errorf("put records: record %d: %w", idx, de)
+				return out
+			}
+			out.retry, out.reason = append(out.retry, idx), de
+			out.limited = out.limited || de.flowControl()
+			failedBefore = true
+			continue
+		}
+		if failedBefore {
+			failedBefore = false // one warning per run of refusals
+			out.outOfOrder = append(out.outOfOrder, idx)
+		}
+		if e.SequenceNumber == nil {
+			out.fatal = fmt.Errorf("put records: record %d: no sequence number", idx)
+			return out
+		}
+		sn, err := strconv.ParseInt(*e.SequenceNumber, 10, 64)
+		if err != nil {
+			out.fatal = fmt.Errorf("put records: record %d: sequence number %q", idx, *e.SequenceNumber)
+			return out
+		}
+		out.accepted = append(out.accepted, acceptedRecord{idx: idx, sn: sn})
+	}
+	return out
+}
+
+// refusal is the disError of a record that a PutRecords answer refused.
+func refusal(e model.PutRecordsResultEntry) *disError {
+	msg := ""
+	if e.ErrorMessage != nil {
+		msg = *e.ErrorMessage
+	}
+	return &disError{status: 200, code: *e.ErrorCode, message: msg, sentinel: sentinelFor(*e.ErrorCode)}
+}
+
+// apply carries out an outcome: a DIS.4303 marks the partition as pressed
+// (pacer.underPressure), and each record accepted out of order is logged
+// and counted (OutOfOrder). Unless the outcome is fatal, the accepted
+// records get their sequence numbers, the partition's next one advances
+// (putState.advance), and the run notes whether to look before sending
+// again and why it retries.
+func (r *putRun) apply(out putOutcome) {
+	if out.limited {
+		r.ps.pressed = time.Now()
+	}
+	for _, idx := range out.outOfOrder {
+		r.s.log.Warn("DIS accepted a record after refusing an earlier one of the partition",
+			zap.String("stream", r.k.stream), zap.Int32("partition", r.k.part),
+			zap.Int("record", idx), zap.Int64("out_of_order_total", r.s.outOfOrder.Add(1)))
+	}
+	if out.fatal != nil {
+		return
+	}
+	sns := make([]int64, len(out.accepted))
+	for i, a := range out.accepted {
+		r.sns[a.idx], sns[i] = a.sn, a.sn
+	}
+	r.ps.advance(sns)
+	r.unverified = out.maybeApplied
+	if out.reason != nil {
+		r.lastErr = out.reason
+	}
+}
+
+// backOff comes between an attempt that left out.retry to send and the
+// next: past the deadline (RetryTimeout) it gives up with ErrUnavailable;
+// otherwise it sleeps the backoff with jitter, counted as throttle time
+// when DIS.4303 was among the reasons, and doubles it up to
+// maxRetryBackoff. DIS failing (not its rate limits, which pacing meets)
+// is warned about once per putRecords, not per retry.
+func (r *putRun) backOff(ctx context.Context, attempt int, out putOutcome) error {
+	s, k := r.s, r.k
+	if time.Now().After(r.deadline) {
+		s.log.Warn("put records failed: giving up", zap.String("stream", k.stream), zap.Int32("partition", k.part),
+			zap.Int("records", len(out.retry)), zap.Duration("retried_for", s.opts.RetryTimeout), zap.Error(r.lastErr))
+		return fmt.Errorf("%w: put records to %s/%d: still refused after %v: %v",
+			disbackend.ErrUnavailable, k.stream, k.part, s.opts.RetryTimeout, r.lastErr)
+	}
+	if attempt == 0 && !out.limited {
+		s.log.Warn("put records failed: retrying", zap.String("stream", k.stream), zap.Int32("partition", k.part),
+			zap.Int("records", len(out.retry)), zap.Error(r.lastErr))
+	}
+	d := r.backoff/2 + rand.N(r.backoff/2+1)
+	s.log.Debug("retrying put records", zap.String("stream", k.stream), zap.Int32("partition", k.part),
+		zap.Int("records", len(out.retry)), zap.Duration("backoff", d), zap.Error(r.lastErr))
+	t := time.NewTimer(d)
+	select {
+	case <-ctx.Done():
+		t.Stop()
+		return fmt.Errorf("%w: put records to %s/%d: %v", disbackend.ErrUnavailable, k.stream, k.part, ctx.Err())
+	case <-t.C:
+	}
+	if out.limited {
+		*r.throttle += d
+	}
+	r.backoff = min(2*r.backoff, maxRetryBackoff)
+	return nil
 }
 
 func lenOf[T any](p *[]T) int {

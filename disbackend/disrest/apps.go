@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/disbackend/disapi"
 )
 
 // gatewayApp is the gateway-owned app whose checkpoint on MetaStream holds
@@ -34,7 +35,7 @@ func (s *Store) ensureMeta(ctx context.Context) error {
 	if s.metaOnce.done {
 		return nil
 	}
-	err := s.createStream(ctx, MetaStream, 1, MinRetentionHours, nil)
+	err := s.createStream(ctx, MetaStream, 1, disapi.MinRetentionHours, nil)
 	if err != nil && !errors.Is(err, disbackend.ErrStreamExists) {
 		return err
 	}
@@ -195,7 +196,7 @@ func (s *Store) ListApps(ctx context.Context) ([]disbackend.App, error) {
 	var out []disbackend.App
 	var start *string
 	for {
-		limit := int32(100)
+		limit := int32(disapi.MaxListAppsLimit)
 		resp, err := callIdempotent(ctx, s, "list apps", func() (*model.ListAppResponse, error) {
 			return s.c.ListApp(&model.ListAppRequest{Limit: &limit, StartAppName: start})
 		})
@@ -303,12 +304,12 @@ func (s *Store) Checkpoints(ctx context.Context, app, stream string) ([]disbacke
 		}
 		var start *string
 		for {
-			limit := int32(1000)
+			limit := int32(disapi.MaxConsumerStateLimit)
 			cs, err := callIdempotent(ctx, s, "consumer state", func() (*model.ShowConsumerStateResponse, error) {
 				return s.c.ShowConsumerState(&model.ShowConsumerStateRequest{AppName: app, StreamName: name, Limit: &limit,
 					StartPartitionId: start, CheckpointType: model.GetShowConsumerStateRequestCheckpointTypeEnum().LAST_READ})
 			})
-			if c := codeOf(err); c == "DIS.4375" || c == "DIS.4301" {
+			if c := codeOf(err); c == disapi.CodeNoCheckpoint || c == disapi.CodeStreamNotFound {
 				break
 			}
 			if err != nil {
@@ -325,7 +326,7 @@ func (s *Store) Checkpoints(ctx context.Context, app, stream string) ([]disbacke
 				if ps.SequenceNumber == nil || *ps.SequenceNumber == "-1" {
 					continue
 				}
-				part, ok := parsePartition(*ps.PartitionId)
+				part, ok := disbackend.ParsePartitionID(*ps.PartitionId)
 				if !ok {
 					continue
 				}
@@ -350,12 +351,6 @@ func (s *Store) Checkpoints(ctx context.Context, app, stream string) ([]disbacke
 		return out[i].Partition < out[j].Partition
 	})
 	return out, nil
-}
-
-func parsePartition(id string) (int32, bool) {
-	id = strings.TrimPrefix(id, "shardId-")
-	v, err := strconv.ParseInt(id, 10, 32)
-	return int32(v), err == nil && v >= 0
 }
 
 func (s *Store) DeleteCheckpoints(ctx context.Context, app, stream string, partitions []int32) error {

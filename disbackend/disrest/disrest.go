@@ -72,6 +72,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/disbackend/disapi"
 )
 
 var (
@@ -163,7 +164,7 @@ type Options struct {
 const (
 	defaultLinger         = 50 * time.Millisecond
 	defaultBatchCount     = 1000
-	defaultBatchBytes     = 1 << 20
+	defaultBatchBytes     = disapi.CommonPutRecordsBytes
 	defaultBufferBytes    = 32 << 20
 	defaultBufferWait     = 30 * time.Second
 	defaultRequestTimeout = 30 * time.Second
@@ -172,10 +173,10 @@ const (
 	maxRetryBackoff       = 2 * time.Second
 	defaultPollInterval   = 500 * time.Millisecond
 	// maxRecordBytes is DIS's limit on one record's data: 1 MB.
-	maxRecordBytes = 1 << 20
+	maxRecordBytes = disapi.MaxRecordBytes
 	// cursorTTL is how long a cached cursor is used: DIS cursors live 5
 	// minutes; renew a minute early.
-	cursorTTL = 4 * time.Minute
+	cursorTTL = disapi.CursorLifetime - time.Minute
 )
 
 // Store is a disbackend.Backend on DIS. Safe for concurrent use.
@@ -495,7 +496,7 @@ func callWith[T any](ctx context.Context, s *Store, op string, toEnd bool, f fun
 	case r := <-ch:
 		if r.err != nil {
 			de := s.mapError(r.err)
-			if de.code == "DIS.4305" || de.code == "DIS.4309" {
+			if de.code == disapi.CodeTooManyRequests || de.code == disapi.CodeIPBlacklisted {
 				s.globalBackoff.Store(time.Now().Add(time.Second).UnixNano())
 			}
 			return zero, fmt.Errorf("disrest: %s: %w", op, de)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/disgw/disgw/disbackend"
 	"github.com/disgw/disgw/disbackend/backendtest"
+	"github.com/disgw/disgw/disbackend/disapi"
 	"github.com/disgw/disgw/disbackend/dislocal"
 	"github.com/disgw/disgw/disbackend/localstore"
 	"github.com/disgw/disgw/kafkawire/batch"
@@ -75,7 +76,7 @@ func TestBackend(t *testing.T) {
 		return newStore(t, url, nil)
 	}, backendtest.Options{
 		RecordLevel:  true,
-		MaxRetention: MaxRetentionHours * time.Hour,
+		MaxRetention: disapi.MaxRetentionHours * time.Hour,
 		Skip: map[string]string{
 			"Checkpoints": "commits offsets beyond the partition's range; DIS refuses checkpoints outside [first : next] " +
 				"(DIS.4224); TestCheckpoints covers the rest",

@@ -9,6 +9,7 @@ import (
 	"github.com/huaweicloud/huaweicloud-sdk-go-v3/core/sdkerr"
 
 	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/disbackend/disapi"
 )
 
 // disError is a DIS failure: the HTTP status (0 for transport errors), the
@@ -23,7 +24,7 @@ type disError struct {
 
 func (e *disError) Error() string {
 	switch {
-	case strings.HasPrefix(e.code, "DIS.41"):
+	case strings.HasPrefix(e.code, disapi.CodePrefixAuth):
 		// 441 DIS.4100-4115 and 403 DIS.4116: the gateway's own credentials.
 		return fmt.Sprintf("%s %s (DIS refused the gateway's credentials: check the AK/SK or token, the project id and the clock)", e.code, e.message)
 	case e.code != "":
@@ -51,15 +52,19 @@ func (e *disError) Unwrap() []error {
 // (DIS.4309), a DIS system error (DIS.5xxx), or no answer at all.
 func (e *disError) retriable() bool {
 	switch {
-	case e.code == "DIS.4303", e.code == "DIS.4305", e.code == "DIS.4309":
+	case e.code == disapi.CodeFlowControl, e.code == disapi.CodeTooManyRequests, e.code == disapi.CodeIPBlacklisted:
 		return true
-	case strings.HasPrefix(e.code, "DIS.5"):
+	case strings.HasPrefix(e.code, disapi.CodePrefixSystem):
 		return true
 	case e.code == "" && (e.status == 0 || e.status >= 500):
 		return true
 	}
 	return false
 }
+
+// flowControl reports whether DIS refused for its flow control (DIS.4303):
+// the partition is at its write limits.
+func (e *disError) flowControl() bool { return e.code == disapi.CodeFlowControl }
 
 // codeTable maps DIS error codes to backend sentinels; the one place they
 // are mapped. A code ending in "*" is a prefix. Codes not listed (auth
@@ -69,22 +74,22 @@ var codeTable = []struct {
 	code string
 	err  error
 }{
-	{"DIS.4301", disbackend.ErrStreamNotFound},
-	{"DIS.4302", disbackend.ErrPartitionNotFound},
-	{"DIS.4201", disbackend.ErrPartitionNotFound},
-	{"DIS.4319", disbackend.ErrPartitionNotFound}, // expired after a scale-down
-	{"DIS.4307", disbackend.ErrStreamExists},
-	{"DIS.4330", disbackend.ErrAppExists},
-	{"DIS.4332", disbackend.ErrAppNotFound},
-	{"DIS.4224", disbackend.ErrOffsetOutOfRange},
-	{"DIS.4216", disbackend.ErrOffsetOutOfRange}, // a sequence number DIS cannot take (negative)
-	{"DIS.4226", disbackend.ErrOffsetOutOfRange},
-	{"DIS.4308", disbackend.ErrInvalidPartitionCount}, // partition quota
-	{"DIS.4303", disbackend.ErrUnavailable},
-	{"DIS.4305", disbackend.ErrUnavailable},
-	{"DIS.4309", disbackend.ErrUnavailable},
-	{"DIS.5*", disbackend.ErrUnavailable},
-	{"DIS.4200", disbackend.ErrInvalidConfig},
+	{disapi.CodeStreamNotFound, disbackend.ErrStreamNotFound},
+	{disapi.CodePartitionNotFound, disbackend.ErrPartitionNotFound},
+	{disapi.CodePartitionIDInvalid, disbackend.ErrPartitionNotFound},
+	{disapi.CodePartitionExpired, disbackend.ErrPartitionNotFound}, // expired after a scale-down
+	{disapi.CodeStreamExists, disbackend.ErrStreamExists},
+	{disapi.CodeAppExists, disbackend.ErrAppExists},
+	{disapi.CodeAppNotFound, disbackend.ErrAppNotFound},
+	{disapi.CodeSequenceNumberOutOfRange, disbackend.ErrOffsetOutOfRange},
+	{disapi.CodeSequenceNumberInvalid, disbackend.ErrOffsetOutOfRange}, // a sequence number DIS cannot take (negative)
+	{disapi.CodeSequenceNumberExpired, disbackend.ErrOffsetOutOfRange},
+	{disapi.CodePartitionQuota, disbackend.ErrInvalidPartitionCount}, // partition quota
+	{disapi.CodeFlowControl, disbackend.ErrUnavailable},
+	{disapi.CodeTooManyRequests, disbackend.ErrUnavailable},
+	{disapi.CodeIPBlacklisted, disbackend.ErrUnavailable},
+	{disapi.CodePrefixSystem + "*", disbackend.ErrUnavailable},
+	{disapi.CodeInvalidRequest, disbackend.ErrInvalidConfig},
 }
 
 func sentinelFor(code string) error {

@@ -3,17 +3,13 @@ package disrest
 import (
 	"context"
 	"time"
+
+	"github.com/disgw/disgw/disbackend/disapi"
 )
 
-// DIS's write limits per partition, by stream type (dis-api.md 6.1).
-const (
-	commonWriteBytes     = 1 << 20
-	commonWriteRecords   = 1000
-	advancedWriteBytes   = 5 << 20
-	advancedWriteRecords = 2000
-	// paceFraction of the limits is the rate a partition is paced at.
-	paceFraction = 0.9
-)
+// paceFraction of DIS's write limits per partition (disapi's
+// Common/AdvancedWrite...PerSec) is the rate a partition is paced at.
+const paceFraction = 0.9
 
 // pacer keeps one partition's PutRecords under its stream type's limits on
 // our side (DESIGN section 4), so that DIS does not refuse records with
@@ -72,18 +68,18 @@ func (p *pacer) underPressure(now time.Time) bool {
 // paceRates are the rates a partition is paced at, per second.
 func paceRates(advanced bool) (bytesPerSec, recsPerSec float64) {
 	if advanced {
-		return advancedWriteBytes * paceFraction, advancedWriteRecords * paceFraction
+		return disapi.AdvancedWriteBytesPerSec * paceFraction, disapi.AdvancedWriteRecordsPerSec * paceFraction
 	}
-	return commonWriteBytes * paceFraction, commonWriteRecords * paceFraction
+	return disapi.CommonWriteBytesPerSec * paceFraction, disapi.CommonWriteRecordsPerSec * paceFraction
 }
 
 // paceCapacity is what the pacer's buckets hold at most: one second of
 // DIS's limits.
 func paceCapacity(advanced bool) (bytes, recs float64) {
 	if advanced {
-		return advancedWriteBytes, advancedWriteRecords
+		return disapi.AdvancedWriteBytesPerSec, disapi.AdvancedWriteRecordsPerSec
 	}
-	return commonWriteBytes, commonWriteRecords
+	return disapi.CommonWriteBytesPerSec, disapi.CommonWriteRecordsPerSec
 }
 
 func (p *pacer) refill(now time.Time, advanced bool) {

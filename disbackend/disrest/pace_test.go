@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/disgw/disgw/disbackend/disapi"
 )
 
 // TestPacerDelay: the buckets start empty and refill at 90% of the COMMON
@@ -26,10 +28,10 @@ func TestPacerDelay(t *testing.T) {
 		t.Fatalf("first request of 9 records, 9000 bytes: delay %v, want 10ms (empty at the start)", d)
 	}
 	t1 := t0.Add(10 * time.Second) // long idle: full, one second of DIS's limits
-	if d := p.delay(t1, false, commonWriteRecords, commonWriteBytes); d != 0 {
+	if d := p.delay(t1, false, disapi.CommonWriteRecordsPerSec, disapi.CommonWriteBytesPerSec); d != 0 {
 		t.Fatalf("a full second's worth after an idle time: delay %v", d)
 	}
-	p.charge(t1, false, commonWriteRecords, commonWriteBytes)
+	p.charge(t1, false, disapi.CommonWriteRecordsPerSec, disapi.CommonWriteBytesPerSec)
 	// Empty: 225 records wait a quarter second; half a second's bytes at
 	// the pacing rate wait half a second.
 	if d := p.delay(t1, false, int(rr/4), 1); !near(d, 250*time.Millisecond) {
@@ -39,13 +41,13 @@ func TestPacerDelay(t *testing.T) {
 		t.Fatalf("half a second's bytes: delay %v, want 500ms", d)
 	}
 	// Larger than the buckets: waits for full ones (1/0.9 s), not forever.
-	if d := p.delay(t1, false, 1, 3*commonWriteBytes); !near(d, time.Second*10/9) {
+	if d := p.delay(t1, false, 1, 3*disapi.CommonWriteBytesPerSec); !near(d, time.Second*10/9) {
 		t.Fatalf("three seconds' worth: delay %v, want %v (full buckets)", d, time.Second*10/9)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	var fresh pacer // empty: a second's worth waits
-	if _, err := fresh.wait(ctx, false, 1, commonWriteBytes); err == nil {
+	if _, err := fresh.wait(ctx, false, 1, disapi.CommonWriteBytesPerSec); err == nil {
 		t.Fatal("a wait with a cancelled context returned no error")
 	}
 }
@@ -60,8 +62,8 @@ type disBucket struct {
 
 func (b *disBucket) take(now time.Time, size int) bool {
 	d := now.Sub(b.last).Seconds()
-	b.bytes = min(commonWriteBytes, b.bytes+d*commonWriteBytes)
-	b.recs = min(commonWriteRecords, b.recs+d*commonWriteRecords)
+	b.bytes = min(disapi.CommonWriteBytesPerSec, b.bytes+d*disapi.CommonWriteBytesPerSec)
+	b.recs = min(disapi.CommonWriteRecordsPerSec, b.recs+d*disapi.CommonWriteRecordsPerSec)
 	b.last = now
 	if b.bytes < float64(size) || b.recs < 1 {
 		return false
@@ -90,9 +92,9 @@ func TestPacerNeverRefused(t *testing.T) {
 			// capacity (one second of DIS's limits), at least one record.
 			var recs []int
 			total := 0
-			for n := 1 + rng.IntN(40); len(recs) < n && len(recs) < commonWriteRecords; {
+			for n := 1 + rng.IntN(40); len(recs) < n && len(recs) < disapi.CommonWriteRecordsPerSec; {
 				s := sizes[rng.IntN(len(sizes))]
-				if len(recs) > 0 && total+s > commonWriteBytes {
+				if len(recs) > 0 && total+s > disapi.CommonWriteBytesPerSec {
 					break
 				}
 				recs = append(recs, s)

@@ -13,6 +13,7 @@ import (
 	"github.com/huaweicloud/huaweicloud-sdk-go-v3/services/dis/v2/model"
 
 	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/disbackend/disapi"
 	"github.com/disgw/disgw/kafkawire/batch"
 )
 
@@ -168,7 +169,7 @@ func (s *Store) fetchAt(ctx context.Context, k partKey, sn int64, ask int, logAp
 		at := time.Now()
 		recs, next, err := s.consume(ctx, k, cur, ask, logAppend)
 		if err != nil {
-			if cached && (codeOf(err) == "DIS.4225" || codeOf(err) == "DIS.4217") {
+			if cached && (codeOf(err) == disapi.CodeCursorExpired || codeOf(err) == disapi.CodeCursorInvalid) {
 				s.cursors.drop(ck)
 				cached = false
 				continue // expired or unknown cursor: ask for a new one

@@ -39,6 +39,7 @@ import (
 	"time"
 
 	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/disbackend/disapi"
 )
 
 const (
@@ -47,7 +48,7 @@ const (
 	// limit and more than any record DIS holds (1 MiB with the envelope), so
 	// a GetRecords never asks for less than the next record (DIS would then
 	// answer nothing, forever).
-	readAheadBytes = 2 << 20
+	readAheadBytes = disapi.CommonReadBytesPerSec
 	// partBufferBytes bounds the records buffered for one partition: 4 MiB,
 	// room for a read-ahead and the one before it (so a consumer a little
 	// behind another still finds its records).

@@ -14,13 +14,7 @@ import (
 	"github.com/huaweicloud/huaweicloud-sdk-go-v3/services/dis/v2/model"
 
 	"github.com/disgw/disgw/disbackend"
-)
-
-// DIS's retention range (data_duration), in hours. The API reference says
-// 24-72, the SDK guide 24-168; dislocal and recent deployments take 168.
-const (
-	MinRetentionHours = 24
-	MaxRetentionHours = 168
+	"github.com/disgw/disgw/disbackend/disapi"
 )
 
 // MetaStream is the gateway-owned stream whose partition 0 carries, as
@@ -128,14 +122,14 @@ func (s *Store) ValidateStreamConfig(cfg disbackend.StreamConfig) error {
 func retentionHours(r time.Duration) (int32, error) {
 	if r == disbackend.UnlimitedRetention {
 		return 0, fmt.Errorf("%w: retention.ms -1 (unlimited): DIS keeps data %d to %d hours (retention.ms %d to %d)",
-			disbackend.ErrInvalidConfig, MinRetentionHours, MaxRetentionHours,
-			int64(MinRetentionHours)*3600_000, int64(MaxRetentionHours)*3600_000)
+			disbackend.ErrInvalidConfig, disapi.MinRetentionHours, disapi.MaxRetentionHours,
+			int64(disapi.MinRetentionHours)*3600_000, int64(disapi.MaxRetentionHours)*3600_000)
 	}
 	h := (r + time.Hour - 1) / time.Hour
-	if r <= 0 || h < MinRetentionHours || h > MaxRetentionHours {
+	if r <= 0 || h < disapi.MinRetentionHours || h > disapi.MaxRetentionHours {
 		return 0, fmt.Errorf("%w: retention.ms %d: DIS keeps data %d to %d hours (retention.ms %d to %d)",
-			disbackend.ErrInvalidConfig, r.Milliseconds(), MinRetentionHours, MaxRetentionHours,
-			int64(MinRetentionHours)*3600_000, int64(MaxRetentionHours)*3600_000)
+			disbackend.ErrInvalidConfig, r.Milliseconds(), disapi.MinRetentionHours, disapi.MaxRetentionHours,
+			int64(disapi.MinRetentionHours)*3600_000, int64(disapi.MaxRetentionHours)*3600_000)
 	}
 	return int32(h), nil
 }
@@ -260,7 +254,7 @@ func (s *Store) ListStreams(ctx context.Context) ([]disbackend.Stream, error) {
 	var out []disbackend.Stream
 	var start *string
 	for {
-		limit := int32(100)
+		limit := int32(disapi.MaxListStreamsLimit)
 		resp, err := callIdempotent(ctx, s, "list streams", func() (*model.ListStreamsResponse, error) {
 			return s.c.ListStreams(&model.ListStreamsRequest{Limit: &limit, StartStreamName: start})
 		})
