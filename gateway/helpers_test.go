@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/disgw/disgw/disbackend"
 	"github.com/disgw/disgw/disbackend/localstore"
 	"github.com/disgw/disgw/gateway"
 	"github.com/disgw/disgw/kafkawire"
@@ -38,17 +39,28 @@ func startGateway(t testing.TB, mutate ...func(*gateway.Config)) *testGateway {
 
 func startGatewayAt(t testing.TB, dir string, mutate ...func(*gateway.Config)) *testGateway {
 	t.Helper()
+	return startGatewayWrapped(t, dir, nil, mutate...)
+}
+
+// startGatewayWrapped is startGatewayAt with the gateway over wrap(store)
+// when wrap is not nil (a test's backend around the localstore).
+func startGatewayWrapped(t testing.TB, dir string, wrap func(*localstore.Store) disbackend.Backend, mutate ...func(*gateway.Config)) *testGateway {
+	t.Helper()
 	log := zaptest.NewLogger(t)
 	store, err := localstore.Open(dir, localstore.Options{Logger: log})
 	if err != nil {
 		t.Fatal(err)
+	}
+	var backend disbackend.Backend = store
+	if wrap != nil {
+		backend = wrap(store)
 	}
 	cfg := gateway.DefaultConfig()
 	cfg.Listen = "127.0.0.1:0"
 	for _, m := range mutate {
 		m(&cfg)
 	}
-	srv, err := gateway.New(cfg, store, log)
+	srv, err := gateway.New(cfg, backend, log)
 	if err != nil {
 		t.Fatal(err)
 	}

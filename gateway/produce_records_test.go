@@ -9,11 +9,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-	"go.uber.org/zap/zaptest"
 
 	"github.com/disgw/disgw/disbackend"
 	"github.com/disgw/disgw/disbackend/localstore"
-	"github.com/disgw/disgw/gateway"
 )
 
 // recordingBackend is a localstore that says it stores records
@@ -44,31 +42,12 @@ func value(i int) []byte { return bytes.Repeat([]byte(fmt.Sprint("value ", i, " 
 func TestProduceHandsRecordsToRecordLog(t *testing.T) {
 	for _, stores := range []bool{true, false} {
 		t.Run(fmt.Sprintf("stores_records=%v", stores), func(t *testing.T) {
-			log := zaptest.NewLogger(t)
-			store, err := localstore.Open(t.TempDir(), localstore.Options{Logger: log})
-			if err != nil {
-				t.Fatal(err)
-			}
-			b := &recordingBackend{Store: store, stores: stores}
-			cfg := gateway.DefaultConfig()
-			cfg.Listen = "127.0.0.1:0"
-			srv, err := gateway.New(cfg, b, log)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := srv.Listen(); err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan error, 1)
-			go func() { done <- srv.Serve() }()
-			t.Cleanup(func() {
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				defer cancel()
-				_ = srv.Shutdown(ctx)
-				<-done
-				_ = store.Close()
+			var b *recordingBackend
+			g := startGatewayWrapped(t, t.TempDir(), func(s *localstore.Store) disbackend.Backend {
+				b = &recordingBackend{Store: s, stores: stores}
+				return b
 			})
-			cl, err := kgo.NewClient(kgo.SeedBrokers(srv.AdvertisedAddr()), kgo.AllowAutoTopicCreation(),
+			cl, err := kgo.NewClient(kgo.SeedBrokers(g.addr), kgo.AllowAutoTopicCreation(),
 				kgo.ProducerBatchCompression(kgo.GzipCompression()), kgo.ProducerLinger(0))
 			if err != nil {
 				t.Fatal(err)

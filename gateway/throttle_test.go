@@ -1,16 +1,13 @@
 package gateway_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"go.uber.org/zap/zaptest"
 
 	"github.com/disgw/disgw/disbackend"
 	"github.com/disgw/disgw/disbackend/localstore"
-	"github.com/disgw/disgw/gateway"
 )
 
 // throttledStore reports a throttle on partition 1's appends, as disrest
@@ -36,30 +33,7 @@ func (s throttledStore) Append(stream string, part int32, b disbackend.Batch) *d
 // partitions' throttles (KIP-219), and 0 when none waited.
 func TestProduceThrottle(t *testing.T) {
 	t.Parallel()
-	log := zaptest.NewLogger(t)
-	store, err := localstore.Open(t.TempDir(), localstore.Options{Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := gateway.DefaultConfig()
-	cfg.Listen = "127.0.0.1:0"
-	srv, err := gateway.New(cfg, throttledStore{store}, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve() }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		<-done
-		_ = store.Close()
-	})
-	g := &testGateway{srv: srv, addr: srv.AdvertisedAddr()}
+	g := startGatewayWrapped(t, t.TempDir(), func(s *localstore.Store) disbackend.Backend { return throttledStore{s} })
 	r := g.raw(t)
 	if resp := r.roundTrip(7, createTopicsReq("thr", 2, nil)).(*kmsg.CreateTopicsResponse); resp.Topics[0].ErrorCode != 0 {
 		t.Fatalf("create: %+v", resp.Topics[0])

@@ -65,16 +65,22 @@ func MakeBatch(o BatchOptions) disbackend.Batch {
 			recs[i].Timestamp = o.MaxTimestamp
 		}
 	}
-	raw := batch.Encode(h, recs)
+	return FromRaw(batch.Encode(h, recs))
+}
+
+// FromRaw is the batch raw as the gateway hands it to a store: validated
+// as a produced batch, with its header and its decoded records. It panics
+// when raw is not a valid produced batch.
+func FromRaw(raw []byte) disbackend.Batch {
 	h, err := batch.Parse(raw)
 	if err != nil {
 		panic(err)
 	}
-	decoded, err := batch.ValidateAndDecode(raw, h)
+	recs, err := batch.ValidateAndDecode(raw, h)
 	if err != nil {
 		panic(err)
 	}
-	return disbackend.Batch{Raw: raw, Header: h, Records: decoded}
+	return disbackend.Batch{Raw: raw, Header: h, Records: recs}
 }
 
 // Record is one decoded record, offsets and timestamps absolute.

@@ -30,7 +30,7 @@ func TestAccumulatorMerges(t *testing.T) {
 	for i := range n {
 		b := backendtest.MakeBatch(backendtest.BatchOptions{NumRecords: per, Seed: uint64(i + 1)})
 		batches = append(batches, b)
-		pend = append(pend, s.Append(stream, 0, asGateway(bytes.Clone(b.Raw))))
+		pend = append(pend, s.Append(stream, 0, backendtest.FromRaw(bytes.Clone(b.Raw))))
 	}
 	for i, p := range pend {
 		res, err := p.Wait(ctxT(t))

@@ -128,7 +128,7 @@ func kafkaBatch(recs []kmsg.Record, firstTS int64) disbackend.Batch {
 	raw := rb.AppendTo(nil)
 	binary.BigEndian.PutUint32(raw[8:], uint32(len(raw)-12))
 	batch.SetCRC(raw)
-	return asGateway(raw)
+	return backendtest.FromRaw(raw)
 }
 
 // asRecord is a kmsg record as disbackend's.
@@ -138,20 +138,6 @@ func asRecord(r kmsg.Record) disbackend.Record {
 		out.Headers = append(out.Headers, disbackend.RecordHeader{Key: h.Key, Value: h.Value})
 	}
 	return out
-}
-
-// asGateway is raw as the gateway hands it to a RecordLog: validated, its
-// header and its records decoded.
-func asGateway(raw []byte) disbackend.Batch {
-	h, err := batch.Parse(raw)
-	if err != nil {
-		panic(err)
-	}
-	recs, err := batch.ValidateAndDecode(raw, h)
-	if err != nil {
-		panic(err)
-	}
-	return disbackend.Batch{Raw: raw, Header: h, Records: recs}
 }
 
 // testRecords need every path of the record format: plain ones and ones
