@@ -157,8 +157,10 @@ type Streams interface {
 
 // Batch is one Kafka record batch (magic 2) as a producer sent it, already
 // validated by the gateway (header, CRC-32C, size, and every record, as
-// Kafka's LogValidator does). Header is the decoded header of Raw as the
-// producer sent it (its BaseOffset is the producer's, usually 0). A store
+// Kafka's LogValidator does) and stamped as Kafka's broker stamps it (the
+// partition leader epoch, and the max timestamp recomputed from the
+// records). Header is the decoded header of Raw (its BaseOffset is still
+// the producer's, usually 0). A store
 // that keeps batches whole stores Raw, rewriting its base offset
 // (batch.SetBaseOffset: the CRC does not cover it) to the assigned
 // sequence number and, on a LogAppendTime stream, stamping the append time

@@ -167,16 +167,24 @@ func (c *conn) appendBatch(version int16, st *disbackend.Stream, rp *kmsg.Produc
 		return nil, fmt.Errorf("%w: zstd needs Produce v7 or newer", batch.ErrUnsupportedCompression)
 	}
 	var recs []disbackend.Record
+	var checked batch.Checked
 	if c.s.storesRecords {
-		recs, err = batch.ValidateAndDecode(raw, h)
+		recs, checked, err = batch.ValidateAndDecode(raw, h)
 	} else {
-		err = batch.Validate(raw, h)
+		checked, err = batch.Validate(raw, h)
 	}
 	if err != nil {
 		return nil, err
 	}
+	// As Kafka's broker: the max timestamp is the records' (ListOffsets by
+	// timestamp relies on it), not what the producer wrote.
+	if checked.MaxTimestamp != h.MaxTimestamp {
+		batch.SetMaxTimestamp(raw, checked.MaxTimestamp)
+	}
 	batch.SetPartitionLeaderEpoch(raw, leaderEpoch)
-	h.PartitionLeaderEpoch = leaderEpoch
+	if h, err = batch.ParseHeader(raw); err != nil { // the fields just set
+		return nil, err
+	}
 	// On a LogAppendTime topic the store stamps its append time.
 	return c.s.backend.Append(st.Name, rp.Partition, disbackend.Batch{Raw: raw, Header: h, Records: recs}), nil
 }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/kafkawire/batch"
 )
 
 func metadataReq(topics ...string) *kmsg.MetadataRequest {
@@ -326,6 +328,41 @@ func TestListOffsets(t *testing.T) {
 	check(8, -4, 0, -1, 0)
 	check(9, -5, -1, -1, 0)
 	check(1, -7, 0, 0, kerr.UnsupportedVersion.Code)
+}
+
+// TestListOffsetsTrustsRecords: a batch whose header claims a larger max
+// timestamp than its records have is stored with its records' largest, as
+// Kafka's broker does, so ListOffsets by timestamp finds the right records.
+func TestListOffsetsTrustsRecords(t *testing.T) {
+	g := startGateway(t)
+	r := g.raw(t)
+	r.roundTrip(7, createTopicsReq("lying", 1, nil))
+	lying := makeBatch(t, batchSpec{n: 3, firstTS: 1000, tsStep: 1}) // records at 1000-1002
+	batch.SetMaxTimestamp(lying, 100_000)
+	for _, b := range [][]byte{lying, makeBatch(t, batchSpec{n: 3, firstTS: 1200, tsStep: 1})} {
+		if p := r.roundTrip(9, produceReq(-1, "lying", 0, b)).(*kmsg.ProduceResponse).Topics[0].Partitions[0]; p.ErrorCode != 0 {
+			t.Fatalf("produce: %+v", p)
+		}
+	}
+	for _, tc := range []struct{ ts, want int64 }{{1050, 3}, {1201, 4}, {1001, 1}, {1300, -1}} {
+		req := kmsg.NewPtrListOffsetsRequest()
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = "lying"
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Timestamp = tc.ts
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		p := r.roundTrip(4, req).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]
+		if p.ErrorCode != 0 || p.Offset != tc.want {
+			t.Errorf("ListOffsets(%d) = offset %d, error %d; want %d", tc.ts, p.Offset, p.ErrorCode, tc.want)
+		}
+	}
+	fr := r.roundTrip(11, fetchReq("lying", 0, 0, 0, 0)).(*kmsg.FetchResponse)
+	if raw := fr.Topics[0].Partitions[0].RecordBatches; len(raw) < batch.HeaderLen {
+		t.Fatalf("fetch: %d bytes", len(raw))
+	} else if h, err := batch.ParseHeader(raw); err != nil || h.MaxTimestamp != 1002 || !batch.CheckCRC(raw[:h.Length+12]) {
+		t.Fatalf("stored header %+v, %v: want max timestamp 1002 and a valid CRC", h, err)
+	}
 }
 
 // TestIdempotentRetry: a retried idempotent batch is answered with its

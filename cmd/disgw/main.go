@@ -97,6 +97,8 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	cmd := "serve"
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		cmd, args = args[0], args[1:]
+	} else if len(args) > 0 && (args[0] == "--version" || args[0] == "-version") {
+		cmd, args = "version", args[1:]
 	}
 	switch cmd {
 	case "serve":
@@ -107,6 +109,9 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		printVersion(stdout)
 		return exitOK
 	case "help":
+		if len(args) > 0 && args[0] == "dislocal" {
+			return dislocalCmd([]string{"-h"}, getenv, stdout)
+		}
 		fs, _, _ := serveFlags(stdout)
 		fs.Usage()
 		return exitOK
@@ -121,8 +126,8 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 const commands = `Usage:
   disgw [serve] [flags]   start the gateway (the default command)
   disgw dislocal [flags]  run the DIS REST API v2 emulator ("disgw dislocal -h" for its flags)
-  disgw version           print the version and build information
-  disgw help              print this help
+  disgw version           print the version and build information (also --version)
+  disgw help [dislocal]   print this help, or dislocal's
 `
 
 // usage is the message of an unknown command: the commands alone.

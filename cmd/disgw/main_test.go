@@ -314,6 +314,26 @@ func TestHelp(t *testing.T) {
 	}
 }
 
+// TestHelpDislocalAndVersionFlag: help dislocal prints dislocal's flags;
+// --version and -version print the version.
+func TestHelpDislocalAndVersionFlag(t *testing.T) {
+	t.Parallel()
+	out, err := exec.Command(binary(t), "help", "dislocal").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "-fault-lost-rate") {
+		t.Fatalf("disgw help dislocal: %v\n%s", err, out)
+	}
+	want, err := exec.Command(binary(t), "version").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, flag := range []string{"--version", "-version"} {
+		out, err := exec.Command(binary(t), flag).Output()
+		if err != nil || string(out) != string(want) {
+			t.Fatalf("disgw %s = %q, %v; want %q", flag, out, err, want)
+		}
+	}
+}
+
 func TestUsageErrors(t *testing.T) {
 	t.Parallel()
 	tests := []struct {

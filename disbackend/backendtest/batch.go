@@ -76,7 +76,7 @@ func FromRaw(raw []byte) disbackend.Batch {
 	if err != nil {
 		panic(err)
 	}
-	recs, err := batch.ValidateAndDecode(raw, h)
+	recs, _, err := batch.ValidateAndDecode(raw, h)
 	if err != nil {
 		panic(err)
 	}

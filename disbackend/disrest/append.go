@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/huaweicloud/huaweicloud-sdk-go-v3/core/def"
 	"github.com/huaweicloud/huaweicloud-sdk-go-v3/services/dis/v2/model"
@@ -48,13 +49,17 @@ type job struct {
 
 func (j *job) size() int { return len(j.b.Raw) }
 
-// jobMem is what a waiting batch holds in memory, in bytes: its raw bytes
-// and, when it is compressed, the decompressed records that Records alias.
+// jobMem is what a waiting batch holds in memory, in bytes: its raw
+// bytes, its decoded records (the Record and RecordHeader values) and,
+// when it is compressed, the decompressed data they alias.
 func jobMem(b *disbackend.Batch) int {
-	n := len(b.Raw)
-	if b.Codec() != batch.CodecNone {
-		for i := range b.Records {
-			n += batch.RecordLen(&b.Records[i], 0, 0)
+	n := len(b.Raw) + len(b.Records)*int(unsafe.Sizeof(disbackend.Record{}))
+	compressed := b.Codec() != batch.CodecNone
+	for i := range b.Records {
+		r := &b.Records[i]
+		n += len(r.Headers) * int(unsafe.Sizeof(disbackend.RecordHeader{}))
+		if compressed {
+			n += batch.RecordLen(r, 0, 0)
 		}
 	}
 	return n

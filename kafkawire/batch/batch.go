@@ -260,6 +260,14 @@ func SetPartitionLeaderEpoch(raw []byte, epoch int32) {
 	binary.BigEndian.PutUint32(raw[offLeaderEpoch:], uint32(epoch))
 }
 
+// SetMaxTimestamp writes the max timestamp field of a raw batch (ms) and
+// recomputes its CRC, as Kafka's broker does with the largest record
+// timestamp it found while validating a CreateTime batch.
+func SetMaxTimestamp(raw []byte, ts int64) {
+	binary.BigEndian.PutUint64(raw[offMaxTimestamp:], uint64(ts))
+	SetCRC(raw)
+}
+
 // SetLogAppendTime marks a raw batch as LogAppendTime with max timestamp
 // ts (ms) and recomputes its CRC, as Kafka's broker does for a topic with
 // message.timestamp.type=LogAppendTime.

@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"io"
 	"math"
+	"runtime"
 	"testing"
 
+	"github.com/klauspost/compress/s2"
+	"github.com/pierrec/lz4/v4"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -89,12 +93,16 @@ func TestParseAndDecode(t *testing.T) {
 		if h != want || h.Codec() != codec || CodecOf(raw) != codec || h.LastOffset() != 4 || !h.Idempotent() {
 			t.Fatalf("%s: header %+v, want %+v", codec, h, want)
 		}
-		if err := Validate(raw, h); err != nil {
+		checked, err := Validate(raw, h)
+		if err != nil {
 			t.Fatalf("%s: Validate: %v", codec, err)
 		}
-		recs, err := ValidateAndDecode(raw, h)
-		if err != nil {
-			t.Fatalf("%s: ValidateAndDecode: %v", codec, err)
+		if checked != (Checked{MaxTimestamp: 1040, Keyless: 0}) {
+			t.Fatalf("%s: Validate found %+v", codec, checked)
+		}
+		recs, checked2, err := ValidateAndDecode(raw, h)
+		if err != nil || checked2 != checked {
+			t.Fatalf("%s: ValidateAndDecode: %+v, %v", codec, checked2, err)
 		}
 		stored, err := DecodeRecords(raw)
 		if err != nil {
@@ -177,27 +185,43 @@ func TestValidateRefuses(t *testing.T) {
 	nullKey[HeaderLen] -= 2
 	binary.BigEndian.PutUint32(nullKey[8:], uint32(len(nullKey)-12))
 	resign(nullKey)
+	// The offset delta 0 written in 6 bytes: Kafka's reader takes at most 5
+	// for a varint ("Varint is too long").
+	overlong := Encode(NewHeader(0), []Record{{Value: []byte("v")}})
+	i = HeaderLen + 3 // length, attributes, timestamp delta, then the offset delta
+	overlong = append(append(append([]byte(nil), overlong[:i]...), 0x80, 0x80, 0x80, 0x80, 0x80, 0x00), overlong[i+1:]...)
+	overlong[HeaderLen] += 10
+	binary.BigEndian.PutUint32(overlong[8:], uint32(len(overlong)-12))
+	resign(overlong)
+	huge := makeBatch(t, 3, CodecNone)
+	binary.BigEndian.PutUint32(huge[57:], 1<<30)
+	binary.BigEndian.PutUint32(huge[23:], 1<<30-1)
+	resign(huge)
 	for _, tc := range []struct {
 		name string
 		raw  []byte
 		want error
 	}{
+		// As Kafka: data that does not decompress is CORRUPT_MESSAGE;
+		// records that do not decode or match the header INVALID_RECORD.
 		{"codec lies", liar, ErrCorruptMessage},
-		{"garbage", garbage, ErrCorruptMessage},
-		{"count", short, ErrCorruptMessage},
-		{"trailing", trailing, ErrCorruptMessage},
+		{"garbage", garbage, ErrInvalidRecord},
+		{"count", short, ErrInvalidRecord},
+		{"trailing", trailing, ErrInvalidRecord},
 		{"offset gap", gap, ErrInvalidRecord},
-		{"record longer than its fields", loose, ErrCorruptMessage},
-		{"null header key", nullKey, ErrCorruptMessage},
+		{"record longer than its fields", loose, ErrInvalidRecord},
+		{"null header key", nullKey, ErrInvalidRecord},
+		{"overlong varint", overlong, ErrInvalidRecord},
+		{"count larger than the data", huge, ErrInvalidRecord},
 	} {
 		h, err := Parse(tc.raw)
 		if err != nil {
 			t.Fatalf("%s: Parse refused it already: %v", tc.name, err)
 		}
-		if err := Validate(tc.raw, h); !errors.Is(err, tc.want) {
+		if _, err := Validate(tc.raw, h); !errors.Is(err, tc.want) {
 			t.Errorf("%s: Validate = %v, want %v", tc.name, err, tc.want)
 		}
-		if _, err := ValidateAndDecode(tc.raw, h); !errors.Is(err, tc.want) {
+		if _, _, err := ValidateAndDecode(tc.raw, h); !errors.Is(err, tc.want) {
 			t.Errorf("%s: ValidateAndDecode = %v, want %v", tc.name, err, tc.want)
 		}
 	}
@@ -380,7 +404,7 @@ func BenchmarkValidate(b *testing.B) {
 		b.SetBytes(int64(len(raw)))
 		b.ReportAllocs()
 		for b.Loop() {
-			if err := Validate(raw, h); err != nil {
+			if _, err := Validate(raw, h); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -389,9 +413,84 @@ func BenchmarkValidate(b *testing.B) {
 		b.SetBytes(int64(len(raw)))
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := ValidateAndDecode(raw, h); err != nil {
+			if _, _, err := ValidateAndDecode(raw, h); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
+}
+
+// TestDecompressRefusesWhatKafkaCannotRead: data the Go libraries decode
+// but Kafka's Java client does not (S2's extensions under the snappy
+// codec, the legacy LZ4 format) is refused, so it is never stored.
+func TestDecompressRefusesWhatKafkaCannotRead(t *testing.T) {
+	data := bytes.Repeat([]byte("0123456789abcdef"), 4096)
+	s2data := s2.Encode(nil, data)
+	if got, err := s2.Decode(nil, s2data); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("s2 round trip: %v", err)
+	}
+	if _, err := decompress(s2data, CodecSnappy); err == nil {
+		t.Fatal("S2 data accepted as snappy")
+	}
+	var legacy bytes.Buffer
+	w := lz4.NewWriter(&legacy)
+	if err := w.Apply(lz4.LegacyOption(true)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := io.ReadAll(lz4.NewReader(bytes.NewReader(legacy.Bytes()))); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("legacy lz4 round trip: %v", err)
+	}
+	if _, err := decompress(legacy.Bytes(), CodecLZ4); err == nil {
+		t.Fatal("a legacy LZ4 frame accepted")
+	}
+	var frame bytes.Buffer
+	w = lz4.NewWriter(&frame)
+	if _, err := w.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	_ = w.Close()
+	if got, err := decompress(frame.Bytes(), CodecLZ4); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("an LZ4 frame: %v", err)
+	}
+}
+
+// TestDeclaredCountsSizeNothing: a compressed batch that declares a
+// billion records (or a record with a huge header count) fails without
+// allocating for the declared count.
+func TestDeclaredCountsSizeNothing(t *testing.T) {
+	c, err := kgo.DefaultCompressor(kgo.ZstdCompression())
+	if err != nil {
+		t.Fatal(err)
+	}
+	zeros, _ := c.Compress(new(bytes.Buffer), make([]byte, 64<<20))
+	h := NewHeader(0)
+	h.Attributes = int16(CodecZstd)
+	raw := Encode(NewHeader(0), []Record{{Value: []byte("x")}})[:HeaderLen]
+	raw = append(raw, zeros...)
+	binary.BigEndian.PutUint16(raw[21:], uint16(CodecZstd))
+	binary.BigEndian.PutUint32(raw[57:], 9_000_000) // fits 64 MiB at 7 bytes each
+	binary.BigEndian.PutUint32(raw[23:], 9_000_000-1)
+	binary.BigEndian.PutUint32(raw[8:], uint32(len(raw)-12))
+	resign(raw)
+	h, err = Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	if _, _, err := ValidateAndDecode(raw, h); !errors.Is(err, ErrInvalidRecord) {
+		t.Fatalf("ValidateAndDecode = %v, want ErrInvalidRecord", err)
+	}
+	runtime.ReadMemStats(&after)
+	// The 64 MiB of decompressed data, and no 9,000,000 * 88 bytes of records.
+	if got := after.TotalAlloc - before.TotalAlloc; got > 200<<20 {
+		t.Fatalf("allocated %d MiB for a batch of 64 MiB of zeros", got>>20)
+	}
 }

@@ -8,8 +8,8 @@ import (
 	"io"
 	"sync"
 
+	"github.com/golang/snappy"
 	"github.com/klauspost/compress/gzip"
-	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
 )
@@ -42,9 +42,12 @@ var zstdDecoders = sync.Pool{New: func() any {
 // decompress inflates a batch's records with codec, never producing more
 // than MaxDecompressedBytes: snappy's decoded lengths are checked from its
 // headers before decoding; zstd uses a decoder bounded to that size; gzip
-// and lz4 are read through a limit. The libraries are those kgo uses
-// (klauspost/compress, pierrec/lz4), called directly so that this package
-// needs no kmsg.
+// and lz4 are read through a limit. It accepts only what Kafka's Java
+// client reads, so that a stored batch never stalls its consumers: snappy
+// raw or in xerial framing, decoded by the reference Go snappy (not S2's
+// extensions); LZ4 frames with independent blocks (lz4FrameCheck); gzip;
+// zstd. The libraries (klauspost/compress, pierrec/lz4, golang/snappy) are
+// called directly so that this package needs no kmsg.
 func decompress(src []byte, codec Codec) ([]byte, error) {
 	switch codec {
 	case CodecNone:
@@ -66,35 +69,79 @@ func decompress(src []byte, codec Codec) ([]byte, error) {
 		}
 		return readLimited(r)
 	case CodecLZ4:
+		if err := lz4FrameCheck(src); err != nil {
+			return nil, err
+		}
 		return readLimited(lz4.NewReader(bytes.NewReader(src)))
 	}
 	return nil, fmt.Errorf("codec %d", codec)
 }
 
+// readLimited reads r to its end, at most MaxDecompressedBytes. The buffer
+// doubles from 64 KiB but never past the limit, so a stream that inflates
+// to the limit costs about one and a half times the limit, not two.
 func readLimited(r io.Reader) ([]byte, error) {
-	var buf bytes.Buffer
-	n, err := buf.ReadFrom(io.LimitReader(r, MaxDecompressedBytes+1))
-	if err != nil {
-		return nil, err
+	buf := make([]byte, 0, 64<<10)
+	for {
+		if len(buf) == cap(buf) {
+			if len(buf) > MaxDecompressedBytes {
+				return nil, errTooLarge
+			}
+			grown := make([]byte, len(buf), min(2*cap(buf), MaxDecompressedBytes+1))
+			copy(grown, buf)
+			buf = grown
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			if len(buf) > MaxDecompressedBytes {
+				return nil, errTooLarge
+			}
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
-	if n > MaxDecompressedBytes {
-		return nil, errTooLarge
+}
+
+// lz4Magic starts an LZ4 frame (little-endian 0x184D2204).
+var lz4Magic = []byte{0x04, 0x22, 0x4d, 0x18}
+
+// lz4FrameCheck refuses what Kafka's Lz4BlockInputStream refuses before
+// decoding: anything but an LZ4 frame (the legacy format, for one), and a
+// frame descriptor with reserved bits set, dependent blocks, a version
+// other than 1, or a block size outside 64 KiB-4 MiB.
+func lz4FrameCheck(src []byte) error {
+	if len(src) < 6 || !bytes.Equal(src[:4], lz4Magic) {
+		return errors.New("not an LZ4 frame")
 	}
-	return buf.Bytes(), nil
+	flg, bd := src[4], src[5]
+	switch {
+	case flg&0x03 != 0, bd&0x8f != 0:
+		return errors.New("LZ4 frame descriptor has reserved bits set")
+	case flg&0x20 == 0:
+		return errors.New("LZ4 frame with dependent blocks (Kafka reads independent blocks only)")
+	case flg>>6 != 1:
+		return fmt.Errorf("LZ4 frame version %d", flg>>6)
+	case (bd>>4)&7 < 4:
+		return fmt.Errorf("LZ4 block size code %d", (bd>>4)&7)
+	}
+	return nil
 }
 
 // decompressSnappy decodes raw snappy or the xerial framing, summing the
 // decoded lengths the data claims before decoding anything.
 func decompressSnappy(src []byte) ([]byte, error) {
 	if len(src) <= xerialHeaderLen || !bytes.HasPrefix(src, xerialPrefix) {
-		l, err := s2.DecodedLen(src)
+		l, err := snappy.DecodedLen(src)
 		if err != nil {
 			return nil, err
 		}
 		if l > MaxDecompressedBytes {
 			return nil, errTooLarge
 		}
-		return s2.Decode(nil, src)
+		return snappy.Decode(nil, src)
 	}
 	var blocks [][]byte
 	total := 0
@@ -107,7 +154,7 @@ func decompressSnappy(src []byte) ([]byte, error) {
 		if size < 0 || size > len(rem) {
 			return nil, errMalformedXerial
 		}
-		l, err := s2.DecodedLen(rem[:size])
+		l, err := snappy.DecodedLen(rem[:size])
 		if err != nil {
 			return nil, err
 		}
@@ -119,8 +166,8 @@ func decompressSnappy(src []byte) ([]byte, error) {
 	}
 	out := make([]byte, 0, total)
 	for _, b := range blocks {
-		l, _ := s2.DecodedLen(b)
-		d, err := s2.Decode(out[len(out):len(out)+l], b)
+		l, _ := snappy.DecodedLen(b)
+		d, err := snappy.Decode(out[len(out):len(out)+l], b)
 		if err != nil {
 			return nil, err
 		}

@@ -31,31 +31,45 @@ type RecordHeader struct {
 // Offset is the record's offset in a batch whose base offset is base.
 func (r *Record) Offset(base int64) int64 { return base + int64(r.OffsetDelta) }
 
+// Checked is what validating a batch's records found.
+type Checked struct {
+	// MaxTimestamp is the largest record timestamp, ms (the header's max
+	// timestamp for a LogAppendTime batch). Kafka's broker writes it into
+	// the header of a CreateTime batch rather than trusting the producer's
+	// (see SetMaxTimestamp).
+	MaxTimestamp int64
+	// Keyless counts the records with a null key, which a compacted topic
+	// refuses.
+	Keyless int
+}
+
 // Validate checks the records of a batch that Parse accepted, as Kafka's
-// broker does before it appends (LogValidator): it decompresses them (at
-// most MaxDecompressedBytes) and decodes every record, which must be
-// exactly h.NumRecords records filling the data, with offset deltas 0, 1,
-// 2, ... A batch that passes its CRC but holds garbage (a wrong codec bit,
-// broken record framing) would otherwise be stored and stall every
-// consumer at it. It keeps nothing: see ValidateAndDecode. Errors:
-// ErrCorruptMessage (Kafka CORRUPT_MESSAGE), ErrInvalidRecord for offset
-// deltas out of order (Kafka INVALID_RECORD).
-func Validate(raw []byte, h Header) error {
-	_, err := decode(raw, &h, true, false)
-	return err
+// broker does before it appends (LogValidator, DefaultRecord.readFrom): it
+// decompresses them (at most MaxDecompressedBytes, in the framings Kafka's
+// Java client reads) and decodes every record, which must be exactly
+// h.NumRecords records filling the data, with offset deltas 0, 1, 2, ...,
+// each record's fields filling its length, and varints no longer than
+// Kafka's reader takes. A batch that passes its CRC but holds anything else
+// would otherwise be stored and stall every consumer at it. It keeps
+// nothing: see ValidateAndDecode. Errors: ErrCorruptMessage (the data does
+// not decompress; Kafka CORRUPT_MESSAGE), ErrInvalidRecord (the records do
+// not decode or do not match the header; Kafka INVALID_RECORD).
+func Validate(raw []byte, h Header) (Checked, error) {
+	_, c, err := decode(raw, &h, true, false)
+	return c, err
 }
 
 // ValidateAndDecode is Validate that also returns the records, for
 // backends that store records rather than batches (DIS). Their bytes alias
-// raw when the batch is not compressed.
-func ValidateAndDecode(raw []byte, h Header) ([]Record, error) {
+// raw when the batch is not compressed. Memory grows with the records
+// decoded, never with the counts the batch declares.
+func ValidateAndDecode(raw []byte, h Header) ([]Record, Checked, error) {
 	return decode(raw, &h, true, true)
 }
 
 // DecodeRecords decodes the records of a stored batch (any codec). Offset
 // deltas need only increase: a stored batch may have gaps (DIS sequence
-// numbers, compaction). Errors: ErrCorruptMessage, ErrInvalidRecord (not
-// magic 2).
+// numbers, compaction). Errors: ErrCorruptMessage, ErrInvalidRecord.
 func DecodeRecords(raw []byte) ([]Record, error) {
 	h, err := ParseHeader(raw)
 	if err != nil {
@@ -64,54 +78,68 @@ func DecodeRecords(raw []byte) ([]Record, error) {
 	if end := int64(h.Length) + logOverhead; end < HeaderLen || end > int64(len(raw)) {
 		return nil, fmt.Errorf("%w: batch length %d does not fit its %d bytes", ErrCorruptMessage, h.Length, len(raw))
 	}
-	return decode(raw[:int64(h.Length)+logOverhead], &h, false, true)
+	recs, _, err := decode(raw[:int64(h.Length)+logOverhead], &h, false, true)
+	return recs, err
 }
+
+// minRecordLen is the shortest encoded record: length, attributes,
+// timestamp delta, offset delta, key and value lengths and header count,
+// one byte each.
+const minRecordLen = 7
 
 // decode decompresses raw's records and walks h.NumRecords of them. strict
 // applies the produce checks (offset deltas 0, 1, 2, ...; nothing after the
 // last record); keep returns the records.
-func decode(raw []byte, h *Header, strict, keep bool) ([]Record, error) {
+func decode(raw []byte, h *Header, strict, keep bool) ([]Record, Checked, error) {
+	var c Checked
 	data, err := decompress(raw[HeaderLen:], h.Codec())
 	if err != nil {
-		return nil, fmt.Errorf("%w: decompress %s: %v", ErrCorruptMessage, h.Codec(), err)
+		return nil, c, fmt.Errorf("%w: decompress %s: %v", ErrCorruptMessage, h.Codec(), err)
 	}
-	// Every record takes at least 7 bytes; a count larger than the data
-	// can hold must not size an allocation.
-	if h.NumRecords < 0 || int64(h.NumRecords) > int64(len(data)) {
-		return nil, fmt.Errorf("%w: %d records in %d bytes", ErrCorruptMessage, h.NumRecords, len(data))
+	if h.NumRecords < 0 || int64(h.NumRecords)*minRecordLen > int64(len(data)) {
+		return nil, c, fmt.Errorf("%w: %d records cannot fit in %d bytes", ErrInvalidRecord, h.NumRecords, len(data))
 	}
 	var recs []Record
 	if keep {
-		recs = make([]Record, h.NumRecords)
+		// Grown as records decode: the declared count sizes nothing.
+		recs = make([]Record, 0, min(h.NumRecords, 1024))
 	}
 	var r Record
 	prev := int32(-1)
+	c.MaxTimestamp = h.MaxTimestamp
+	if !h.LogAppendTime() && h.NumRecords > 0 {
+		c.MaxTimestamp = math.MinInt64
+	}
 	for i := int32(0); i < h.NumRecords; i++ {
 		n, err := readRecord(data, &r, keep)
 		if err != nil {
-			return nil, fmt.Errorf("%w: record %d of %d: %v", ErrCorruptMessage, i, h.NumRecords, err)
+			return nil, c, fmt.Errorf("%w: record %d of %d: %v", ErrInvalidRecord, i, h.NumRecords, err)
 		}
 		data = data[n:]
 		switch {
 		case strict && r.OffsetDelta != i:
-			return nil, fmt.Errorf("%w: record %d has offset delta %d", ErrInvalidRecord, i, r.OffsetDelta)
+			return nil, c, fmt.Errorf("%w: record %d has offset delta %d", ErrInvalidRecord, i, r.OffsetDelta)
 		case !strict && r.OffsetDelta <= prev:
-			return nil, fmt.Errorf("%w: record %d has offset delta %d after %d", ErrCorruptMessage, i, r.OffsetDelta, prev)
+			return nil, c, fmt.Errorf("%w: record %d has offset delta %d after %d", ErrInvalidRecord, i, r.OffsetDelta, prev)
 		}
 		prev = r.OffsetDelta
 		if h.LogAppendTime() {
 			r.Timestamp = h.MaxTimestamp
 		} else {
 			r.Timestamp += h.FirstTimestamp
+			c.MaxTimestamp = max(c.MaxTimestamp, r.Timestamp)
+		}
+		if r.Key == nil {
+			c.Keyless++
 		}
 		if keep {
-			recs[i] = r
+			recs = append(recs, r)
 		}
 	}
 	if strict && len(data) != 0 {
-		return nil, fmt.Errorf("%w: %d bytes after the last of %d records", ErrCorruptMessage, len(data), h.NumRecords)
+		return nil, c, fmt.Errorf("%w: %d bytes after the last of %d records", ErrInvalidRecord, len(data), h.NumRecords)
 	}
-	return recs, nil
+	return recs, c, nil
 }
 
 // readRecord decodes the record at the start of data into r (Timestamp
@@ -122,23 +150,25 @@ func decode(raw []byte, h *Header, strict, keep bool) ([]Record, error) {
 // a key (varint length, never null) and a value (varint length, -1 null).
 // The record's fields must fill its length exactly.
 func readRecord(data []byte, r *Record, keep bool) (int, error) {
-	length, n := binary.Varint(data)
-	if n <= 0 || length <= 0 || length > math.MaxInt32 || length > int64(len(data)-n) {
+	d := decoder{b: data}
+	length := d.varint()
+	if d.bad || length <= 0 || length > int64(len(d.b)) {
 		return 0, fmt.Errorf("bad length")
 	}
-	d := decoder{b: data[n : n+int(length)]}
-	d.b = d.b[1:] // attributes: unused in magic 2
-	ts := d.varint()
+	n := len(data) - len(d.b) + int(length)
+	d.b = d.b[1:length] // attributes: unused in magic 2
+	ts := d.varlong()
 	off := d.varint()
 	key := d.bytes()
 	value := d.bytes()
 	count := d.varint()
-	if d.bad || off < 0 || off > math.MaxInt32 || count < 0 || count > int64(len(d.b)) {
+	// Every header takes at least two bytes (key and value lengths).
+	if d.bad || off < 0 || count < 0 || count > int64(len(d.b)/2) {
 		return 0, fmt.Errorf("bad fields")
 	}
 	*r = Record{OffsetDelta: int32(off), Timestamp: ts, Key: key, Value: value}
 	if keep && count > 0 {
-		r.Headers = make([]RecordHeader, count)
+		r.Headers = make([]RecordHeader, 0, min(count, 16))
 	}
 	for i := int64(0); i < count; i++ {
 		hk := d.bytes()
@@ -147,33 +177,62 @@ func readRecord(data []byte, r *Record, keep bool) (int, error) {
 			return 0, fmt.Errorf("bad header %d", i)
 		}
 		if keep {
-			r.Headers[i] = RecordHeader{Key: string(hk), Value: hv}
+			r.Headers = append(r.Headers, RecordHeader{Key: string(hk), Value: hv})
 		}
 	}
 	if d.bad || len(d.b) != 0 {
 		return 0, fmt.Errorf("%d bytes left in the record", len(d.b))
 	}
-	return n + int(length), nil
+	return n, nil
 }
 
-// decoder reads varints and varint-prefixed bytes; bad is set at the first
-// failure and every later read returns zero.
+// decoder reads Kafka's zig-zag varints and varint-prefixed bytes; bad is
+// set at the first failure and every later read returns zero.
 type decoder struct {
 	b   []byte
 	bad bool
 }
 
+// varint reads a 32-bit varint of at most 5 bytes, as Kafka's
+// ByteUtils.readVarint (a longer one is "Varint is too long").
 func (d *decoder) varint() int64 {
-	if d.bad {
-		return 0
-	}
-	v, n := binary.Varint(d.b)
-	if n <= 0 {
+	v, ok := d.uvarint(5)
+	if !ok || v > math.MaxUint32 {
 		d.bad = true
 		return 0
 	}
-	d.b = d.b[n:]
-	return v
+	u := uint32(v)
+	return int64(int32(u>>1) ^ -int32(u&1))
+}
+
+// varlong reads a 64-bit varint of at most 10 bytes (ByteUtils.readVarlong).
+func (d *decoder) varlong() int64 {
+	v, ok := d.uvarint(10)
+	if !ok {
+		d.bad = true
+		return 0
+	}
+	return int64(v>>1) ^ -int64(v&1)
+}
+
+// uvarint reads an unsigned varint of at most maxLen bytes.
+func (d *decoder) uvarint(maxLen int) (uint64, bool) {
+	if d.bad {
+		return 0, false
+	}
+	var v uint64
+	for i := 0; i < maxLen && i < len(d.b); i++ {
+		b := d.b[i]
+		if i == 9 && b > 1 {
+			return 0, false // more than 64 bits
+		}
+		v |= uint64(b&0x7f) << (7 * i)
+		if b < 0x80 {
+			d.b = d.b[i+1:]
+			return v, true
+		}
+	}
+	return 0, false
 }
 
 // bytes reads nullable bytes: nil for length -1.
