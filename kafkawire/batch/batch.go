@@ -87,6 +87,11 @@ const (
 	AttrTransactional int16 = 0x10
 	// AttrControl marks a control batch (transaction markers).
 	AttrControl int16 = 0x20
+	// AttrDeleteHorizon marks a batch whose first timestamp field holds its
+	// delete horizon (KIP-534): the time, ms, after which the log cleaner
+	// removes its tombstones. Its records' timestamp deltas are relative
+	// to it.
+	AttrDeleteHorizon int16 = 0x40
 )
 
 // NoProducerID, NoProducerEpoch and NoSequence are the producer fields of a
@@ -154,6 +159,12 @@ func (h *Header) LogAppendTime() bool { return h.Attributes&AttrLogAppendTime !=
 // LastOffset is the offset of the batch's last record: base offset plus
 // last offset delta.
 func (h *Header) LastOffset() int64 { return h.BaseOffset + int64(h.LastOffsetDelta) }
+
+// DeleteHorizon returns the batch's delete horizon (ms) when it has one
+// (AttrDeleteHorizon).
+func (h *Header) DeleteHorizon() (int64, bool) {
+	return h.FirstTimestamp, h.Attributes&AttrDeleteHorizon != 0
+}
 
 // Idempotent reports whether the batch has a producer id.
 func (h *Header) Idempotent() bool { return h.ProducerID >= 0 }

@@ -494,3 +494,67 @@ func TestDeclaredCountsSizeNothing(t *testing.T) {
 		t.Fatalf("allocated %d MiB for a batch of 64 MiB of zeros", got>>20)
 	}
 }
+
+// TestRewrite: a filtered batch keeps its base offset, last offset delta,
+// producer fields and codec; kgo reads it as a client would; a delete
+// horizon rides in the first timestamp; an emptied batch is a header.
+func TestRewrite(t *testing.T) {
+	for _, codec := range allCodecs {
+		raw := makeBatch(t, 5, codec)
+		orig, err := Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs, err := DecodeRecords(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keep := []Record{recs[1], recs[3]}
+		keep[1].Value = nil // a tombstone
+		out, err := Rewrite(orig, keep, 777_000)
+		if err != nil {
+			t.Fatalf("%s: %v", codec, err)
+		}
+		h, err := ParseHeader(out)
+		if err != nil || !CheckCRC(out) || h.BaseOffset != orig.BaseOffset || h.LastOffsetDelta != 4 || h.NumRecords != 2 ||
+			h.Codec() != codec || h.ProducerID != 7 || h.ProducerEpoch != 2 || h.BaseSequence != 40 || h.MaxTimestamp != 1030 {
+			t.Fatalf("%s: header %+v, %v", codec, h, err)
+		}
+		if hz, ok := h.DeleteHorizon(); !ok || hz != 777_000 {
+			t.Fatalf("%s: delete horizon %d %v", codec, hz, ok)
+		}
+		back, err := DecodeRecords(out)
+		if err != nil || len(back) != 2 || back[0].Offset(0) != 1 || back[1].Offset(0) != 3 ||
+			back[0].Timestamp != 1010 || back[1].Timestamp != 1030 || back[1].Value != nil || !bytes.Equal(back[0].Value, recs[1].Value) {
+			t.Fatalf("%s: decoded %+v, %v", codec, back, err)
+		}
+		// kmsg and kgo's decompressor, as a consumer reads it.
+		var kb kmsg.RecordBatch
+		if err := kb.ReadFrom(out); err != nil {
+			t.Fatal(err)
+		}
+		data := kb.Records
+		if codec != CodecNone {
+			if data, err = kgo.DefaultDecompressor().Decompress(kb.Records, kgo.CompressionCodecType(codec)); err != nil {
+				t.Fatalf("%s: kgo cannot decompress the rewritten batch: %v", codec, err)
+			}
+		}
+		var kr kmsg.Record
+		l, n := binary.Varint(data)
+		if err := kr.ReadFrom(data[:n+int(l)]); err != nil || kr.OffsetDelta != 1 || kb.FirstTimestamp+kr.TimestampDelta64 != 1010 {
+			t.Fatalf("%s: kmsg reads %+v, %v", codec, kr, err)
+		}
+		empty, err := Rewrite(orig, nil, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		eh, err := ParseHeader(empty)
+		if err != nil || len(empty) != HeaderLen || eh.NumRecords != 0 || eh.LastOffsetDelta != 4 || eh.Codec() != CodecNone ||
+			eh.FirstTimestamp != orig.MaxTimestamp || eh.BaseSequence != 40 || !CheckCRC(empty) {
+			t.Fatalf("%s: empty %+v, %v", codec, eh, err)
+		}
+		if recs, err := DecodeRecords(empty); err != nil || len(recs) != 0 {
+			t.Fatalf("%s: empty decodes to %d, %v", codec, len(recs), err)
+		}
+	}
+}

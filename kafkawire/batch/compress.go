@@ -175,3 +175,57 @@ func decompressSnappy(src []byte) ([]byte, error) {
 	}
 	return out, nil
 }
+
+var zstdEncoders = sync.Pool{New: func() any {
+	e, _ := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithLowerEncoderMem(true))
+	return e
+}}
+
+// xerialBlockSize is the block size of the Java producer's xerial framing.
+const xerialBlockSize = 32 << 10
+
+// compress compresses data with codec as Kafka's Java client writes it:
+// gzip, snappy in the xerial framing, an LZ4 frame of independent blocks,
+// zstd. It is what a rewritten batch (compaction) keeps its codec with.
+func compress(data []byte, codec Codec) ([]byte, error) {
+	switch codec {
+	case CodecNone:
+		return data, nil
+	case CodecGzip:
+		var buf bytes.Buffer
+		w := gzip.NewWriter(&buf)
+		if _, err := w.Write(data); err != nil {
+			return nil, err
+		}
+		if err := w.Close(); err != nil {
+			return nil, err
+		}
+		return buf.Bytes(), nil
+	case CodecSnappy:
+		out := append([]byte(nil), xerialPrefix...)
+		out = append(out, 0, 0, 0, 1, 0, 0, 0, 1) // version and compatible version 1
+		for len(data) > 0 {
+			n := min(len(data), xerialBlockSize)
+			block := snappy.Encode(nil, data[:n])
+			out = binary.BigEndian.AppendUint32(out, uint32(len(block)))
+			out = append(out, block...)
+			data = data[n:]
+		}
+		return out, nil
+	case CodecLZ4:
+		var buf bytes.Buffer
+		w := lz4.NewWriter(&buf)
+		if _, err := w.Write(data); err != nil {
+			return nil, err
+		}
+		if err := w.Close(); err != nil {
+			return nil, err
+		}
+		return buf.Bytes(), nil
+	case CodecZstd:
+		e := zstdEncoders.Get().(*zstd.Encoder)
+		defer zstdEncoders.Put(e)
+		return e.EncodeAll(data, nil), nil
+	}
+	return nil, fmt.Errorf("codec %d", codec)
+}

@@ -259,31 +259,85 @@ func (d *decoder) bytes() []byte {
 // recs, whose Timestamps are absolute (ms) and whose OffsetDeltas must
 // increase. It is DecodeRecords' inverse. recs must not be empty.
 func Encode(h Header, recs []Record) []byte {
-	first, maxTS := recs[0].Timestamp, recs[0].Timestamp
-	size := HeaderLen
+	maxTS := recs[0].Timestamp
 	for i := range recs {
 		maxTS = max(maxTS, recs[i].Timestamp)
-		size += RecordLen(&recs[i], recs[i].Timestamp-first, int64(recs[i].OffsetDelta))
+	}
+	h.Attributes &^= AttrCodecMask
+	h.FirstTimestamp, h.MaxTimestamp = recs[0].Timestamp, maxTS
+	h.LastOffsetDelta = recs[len(recs)-1].OffsetDelta
+	raw, _ := encode(h, recs)
+	return raw
+}
+
+// Rewrite encodes the records kept of the stored batch orig, as Kafka's log
+// cleaner writes a batch it filtered (MemoryRecords.filterTo): the same
+// base offset and last offset delta (so that the producer's last sequence
+// number stays), partition leader epoch, producer fields, timestamp type
+// and codec (the records are compressed again with it); the record count
+// and, for CreateTime, the max timestamp of what is kept. With
+// deleteHorizon >= 0 (ms) the batch carries it (KIP-534): its first
+// timestamp field holds it, AttrDeleteHorizon is set, and the records'
+// timestamp deltas are relative to it. An empty keep gives the header
+// alone (DefaultRecordBatch.writeEmptyHeader: no records, first and max
+// timestamps the original max, no codec), which Kafka keeps to hold a
+// producer's last sequence. Errors: the compressor's.
+func Rewrite(orig Header, keep []Record, deleteHorizon int64) ([]byte, error) {
+	h := orig
+	h.Attributes &^= AttrDeleteHorizon
+	if len(keep) == 0 {
+		h.Attributes &^= AttrCodecMask // as writeEmptyHeader: nothing to compress
+		h.FirstTimestamp = orig.MaxTimestamp
+		return encode(h, nil)
+	}
+	if !orig.LogAppendTime() {
+		h.MaxTimestamp = keep[0].Timestamp
+		for i := range keep {
+			h.MaxTimestamp = max(h.MaxTimestamp, keep[i].Timestamp)
+		}
+	}
+	h.FirstTimestamp = keep[0].Timestamp
+	if deleteHorizon >= 0 {
+		h.FirstTimestamp = deleteHorizon
+		h.Attributes |= AttrDeleteHorizon
+	}
+	return encode(h, keep)
+}
+
+// encode writes h (but its length, CRC and record count) and recs, whose
+// timestamps are encoded relative to h.FirstTimestamp, compressed with
+// h's codec.
+func encode(h Header, recs []Record) ([]byte, error) {
+	size := HeaderLen
+	for i := range recs {
+		size += RecordLen(&recs[i], recs[i].Timestamp-h.FirstTimestamp, int64(recs[i].OffsetDelta))
 	}
 	raw := make([]byte, HeaderLen, size)
 	be := binary.BigEndian
 	be.PutUint64(raw[offBaseOffset:], uint64(h.BaseOffset))
 	be.PutUint32(raw[offLeaderEpoch:], uint32(h.PartitionLeaderEpoch))
 	raw[offMagic] = 2
-	be.PutUint16(raw[offAttributes:], uint16(h.Attributes&^AttrCodecMask))
-	be.PutUint32(raw[offLastOffsetDelta:], uint32(recs[len(recs)-1].OffsetDelta))
-	be.PutUint64(raw[offFirstTimestamp:], uint64(first))
-	be.PutUint64(raw[offMaxTimestamp:], uint64(maxTS))
+	be.PutUint16(raw[offAttributes:], uint16(h.Attributes))
+	be.PutUint32(raw[offLastOffsetDelta:], uint32(h.LastOffsetDelta))
+	be.PutUint64(raw[offFirstTimestamp:], uint64(h.FirstTimestamp))
+	be.PutUint64(raw[offMaxTimestamp:], uint64(h.MaxTimestamp))
 	be.PutUint64(raw[offProducerID:], uint64(h.ProducerID))
 	be.PutUint16(raw[offProducerEpoch:], uint16(h.ProducerEpoch))
 	be.PutUint32(raw[offBaseSequence:], uint32(h.BaseSequence))
 	be.PutUint32(raw[offRecordCount:], uint32(len(recs)))
 	for i := range recs {
-		raw = appendRecord(raw, &recs[i], recs[i].Timestamp-first)
+		raw = appendRecord(raw, &recs[i], recs[i].Timestamp-h.FirstTimestamp)
+	}
+	if codec := h.Codec(); codec != CodecNone && len(recs) > 0 {
+		data, err := compress(raw[HeaderLen:], codec)
+		if err != nil {
+			return nil, fmt.Errorf("compress %s: %w", codec, err)
+		}
+		raw = append(raw[:HeaderLen:HeaderLen], data...)
 	}
 	be.PutUint32(raw[offLength:], uint32(len(raw)-logOverhead))
 	SetCRC(raw)
-	return raw
+	return raw, nil
 }
 
 // appendRecord appends r's encoding with timestamp delta tsDelta.
