@@ -25,6 +25,12 @@ type Backend interface {
 	Log
 	Producers
 	Apps
+	// ClusterID returns the cluster id Kafka clients see (Metadata,
+	// DescribeCluster): the same for every node and every start over the
+	// same data (the embedded store keeps it in its metadata; on DIS it is
+	// derived from the gateway-owned stream). Errors: ErrClosed, or a
+	// storage error.
+	ClusterID(ctx context.Context) (string, error)
 	// Close flushes and syncs what is pending and releases the store. Appends
 	// after Close fail with ErrClosed.
 	Close() error
@@ -69,7 +75,75 @@ type StreamConfig struct {
 	// means the backend's default (config dis_record_format). The embedded
 	// store keeps Kafka batches whole and only keeps the value.
 	RecordFormat string
+
+	// CleanupPolicy is cleanup.policy: CleanupDelete ("" means it too),
+	// CleanupCompact or CleanupCompactDelete. A compacted stream keeps
+	// each key's latest record (the log cleaner removes older ones); with
+	// delete as well, Retention still applies; compact alone keeps the
+	// latest records forever.
+	CleanupPolicy string
+	// DeleteRetention is delete.retention.ms: how long a tombstone (a
+	// record with a null value) of a compacted stream stays after the log
+	// cleaner first kept it (its batch's delete horizon, KIP-534).
+	DeleteRetention time.Duration
+	// MinCompactionLag is min.compaction.lag.ms: a record is not compacted
+	// until this long after it was appended.
+	MinCompactionLag time.Duration
+	// MaxCompactionLag is max.compaction.lag.ms: a record becomes
+	// compactable at the latest this long after it was appended, whatever
+	// the dirty ratio; 0 means no limit (Kafka's default, Long.MAX_VALUE).
+	MaxCompactionLag time.Duration
+	// MinCleanableDirtyRatio is min.cleanable.dirty.ratio, 0-1: the share
+	// of a partition's cleanable bytes not yet compacted at which the log
+	// cleaner compacts it.
+	MinCleanableDirtyRatio float64
+	// SegmentBytes is segment.bytes: the size at which the stream's active
+	// segment is rolled, in bytes; 0 means the backend's default.
+	SegmentBytes int64
+	// SegmentTime is segment.ms: the age at which the stream's active
+	// segment is rolled even if not full; 0 means 7 days (Kafka's
+	// default).
+	SegmentTime time.Duration
 }
+
+// Values of StreamConfig.CleanupPolicy (Kafka cleanup.policy).
+const (
+	CleanupDelete        = "delete"
+	CleanupCompact       = "compact"
+	CleanupCompactDelete = "compact,delete"
+)
+
+// Kafka's defaults of the compaction and segment settings of StreamConfig.
+const (
+	DefaultDeleteRetention        = 24 * time.Hour     // delete.retention.ms
+	DefaultMinCleanableDirtyRatio = 0.5                // min.cleanable.dirty.ratio
+	DefaultSegmentBytes           = 1 << 30            // segment.bytes (log.segment.bytes)
+	DefaultSegmentTime            = 7 * 24 * time.Hour // segment.ms (log.roll.ms)
+)
+
+// WithDefaults returns c, or, when c has no CleanupPolicy (it was made
+// without the compaction settings: before they existed, or by a DIS
+// application through dislocal), c with cleanup.policy delete and Kafka's
+// defaults of DeleteRetention and MinCleanableDirtyRatio. The zero
+// SegmentBytes and SegmentTime already mean the defaults.
+func (c StreamConfig) WithDefaults() StreamConfig {
+	if c.CleanupPolicy == "" {
+		c.CleanupPolicy = CleanupDelete
+		c.DeleteRetention = DefaultDeleteRetention
+		c.MinCleanableDirtyRatio = DefaultMinCleanableDirtyRatio
+	}
+	return c
+}
+
+// Compacted reports whether the stream is compacted (cleanup.policy
+// compact or compact,delete).
+func (c *StreamConfig) Compacted() bool {
+	return c.CleanupPolicy == CleanupCompact || c.CleanupPolicy == CleanupCompactDelete
+}
+
+// Deletes reports whether Retention applies (cleanup.policy delete, or
+// compact,delete).
+func (c *StreamConfig) Deletes() bool { return c.CleanupPolicy != CleanupCompact }
 
 // ConfigValidator is implemented by backends that can check a StreamConfig
 // without creating or changing a stream (CreateTopics and AlterConfigs

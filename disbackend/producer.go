@@ -144,6 +144,13 @@ func (s *ProducerStates[K]) put(k K, epoch int16, b ProducerBatch, nowMS int64) 
 // not keep it past the store's lock.
 func (s *ProducerStates[K]) Get(k K) *ProducerState { return s.m[k] }
 
+// Each calls f with every state, in no order. f must not change s.
+func (s *ProducerStates[K]) Each(f func(k K, ps *ProducerState)) {
+	for k, ps := range s.m {
+		f(k, ps)
+	}
+}
+
 // Len is the number of states.
 func (s *ProducerStates[K]) Len() int { return len(s.m) }
 

@@ -176,6 +176,11 @@ func (c *conn) appendBatch(version int16, st *disbackend.Stream, rp *kmsg.Produc
 	if err != nil {
 		return nil, err
 	}
+	if checked.Keyless > 0 && st.Config.Compacted() {
+		// Kafka's LogValidator.validateKey: INVALID_RECORD.
+		return nil, fmt.Errorf("%w: compacted topic cannot accept a record without a key (%d of %d records have none)",
+			batch.ErrInvalidRecord, checked.Keyless, h.NumRecords)
+	}
 	// As Kafka's broker: the max timestamp is the records' (ListOffsets by
 	// timestamp relies on it), not what the producer wrote.
 	if checked.MaxTimestamp != h.MaxTimestamp {

@@ -9,10 +9,10 @@ package gateway
 //     response (KIP-525). v7: topic id in the response.
 //
 // Replication factor is accepted and ignored (the store replicates; we
-// report 1). A manual replica assignment sets the partition count. Configs:
-// retention.ms, cleanup.policy=delete, max.message.bytes,
-// message.timestamp.type are honoured; cleanup.policy=compact gets
-// INVALID_CONFIG (compaction is not supported yet); see topics.go.
+// report 1). A manual replica assignment sets the partition count. An
+// existing topic is TOPIC_ALREADY_EXISTS before anything else is checked.
+// Configs: see topic_configs.go (what the backend refuses, such as
+// compaction on DIS, is INVALID_CONFIG).
 
 import (
 	"context"
@@ -74,6 +74,12 @@ func (c *conn) handleCreateTopics(req *kafkawire.Request) reply {
 func (s *Server) createTopicFromRequest(ctx context.Context, r *kmsg.CreateTopicsRequest, rt *kmsg.CreateTopicsRequestTopic, duplicate bool) (*disbackend.Stream, error) {
 	if duplicate {
 		return nil, errListedTwice(rt.Topic)
+	}
+	// As Kafka: an existing topic is TOPIC_ALREADY_EXISTS whatever the
+	// request's partitions and configs (Kafka Connect pre-checks its
+	// internal topics this way).
+	if s.topics.get(rt.Topic) != nil || s.lookupTopic(ctx, rt.Topic) != nil {
+		return nil, kerrWrap(kerr.TopicAlreadyExists, fmt.Sprintf("topic %q already exists", rt.Topic))
 	}
 	partitions := rt.NumPartitions
 	switch {

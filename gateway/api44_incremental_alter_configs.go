@@ -94,7 +94,7 @@ func (s *Server) alterConfigs(ctx context.Context, typ kmsg.ConfigResourceType, 
 				err = applyTopicConfig(&cfg, key, value)
 			}
 		case kmsg.IncrementalAlterConfigOp(1): // DELETE
-			err = resetTopicConfig(&cfg, def, key)
+			err = s.resetTopicConfig(&cfg, def, key)
 		case kmsg.IncrementalAlterConfigOp(2), kmsg.IncrementalAlterConfigOp(3): // APPEND, SUBTRACT
 			err = fmt.Errorf("%w: config value %s is not allowed for config key %s (not a list)", disbackend.ErrInvalidConfig,
 				map[kmsg.IncrementalAlterConfigOp]string{2: "append", 3: "subtract"}[o], key)
@@ -120,26 +120,5 @@ func (s *Server) alterConfigs(ctx context.Context, typ kmsg.ConfigResourceType, 
 	}
 	s.topics.put(&updated)
 	s.log.Info("topic configs altered", zapTopic(name))
-	return nil
-}
-
-// resetTopicConfig puts key back to its default in cfg (a DELETE of
-// IncrementalAlterConfigs). Errors wrap ErrInvalidConfig for unknown keys.
-func resetTopicConfig(cfg *disbackend.StreamConfig, def disbackend.StreamConfig, key string) error {
-	switch key {
-	case cfgRetentionMs:
-		cfg.Retention = def.Retention
-	case cfgMaxMessageBytes:
-		cfg.MaxMessageBytes = def.MaxMessageBytes
-	case cfgTimestampType:
-		cfg.TimestampType = def.TimestampType
-	case cfgRecordFormat:
-		cfg.RecordFormat = def.RecordFormat
-	case cfgCleanupPolicy, cfgRetentionBytes, cfgCompressionType, "remote.storage.enable":
-	default:
-		if _, ok := ignoredTopicConfigs[key]; !ok {
-			return fmt.Errorf("%w: unknown topic config %q", disbackend.ErrInvalidConfig, key)
-		}
-	}
 	return nil
 }

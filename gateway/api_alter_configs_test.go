@@ -97,7 +97,7 @@ func TestAlterConfigs(t *testing.T) {
 	}{
 		{"bad value", kadm.AlterConfig{Name: "retention.ms", Value: str("soon")}, kerr.InvalidConfig},
 		{"unknown key", kadm.AlterConfig{Name: "no.such.config", Value: str("1")}, kerr.InvalidConfig},
-		{"compaction", kadm.AlterConfig{Name: "cleanup.policy", Value: str("compact")}, kerr.InvalidConfig},
+		{"bad policy", kadm.AlterConfig{Name: "cleanup.policy", Value: str("compacted")}, kerr.InvalidConfig},
 		{"append", kadm.AlterConfig{Op: kadm.AppendConfig, Name: "retention.ms", Value: str("1")}, kerr.InvalidConfig},
 	} {
 		if err := alter(false, tc.op); !errors.Is(err, tc.want) {

@@ -22,6 +22,7 @@ type batchSpec struct {
 	firstTS    int64
 	tsStep     int64
 	valueBytes int
+	noKey      bool // records without a key (null)
 }
 
 // makeBatch builds a magic 2 record batch with kmsg and a correct CRC.
@@ -35,7 +36,9 @@ func makeBatch(t testing.TB, s batchSpec) []byte {
 		r := kmsg.NewRecord()
 		r.OffsetDelta = int32(i)
 		r.TimestampDelta64 = int64(i) * s.tsStep
-		r.Key = []byte(fmt.Sprintf("k%d", i))
+		if !s.noKey {
+			r.Key = []byte(fmt.Sprintf("k%d", i))
+		}
 		r.Value = bytes.Repeat([]byte{'v'}, max(s.valueBytes, 1))
 		body := r.AppendTo(nil)[1:]
 		recs = binary.AppendVarint(recs, int64(len(body)))

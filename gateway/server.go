@@ -9,8 +9,6 @@ package gateway
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"net"
@@ -36,7 +34,9 @@ type Config struct {
 	Advertise string
 	// NodeID is this broker's node id in Metadata. Default 0.
 	NodeID int32
-	// ClusterID is the cluster id in Metadata and DescribeCluster.
+	// ClusterID is the cluster id in Metadata and DescribeCluster; empty
+	// means the backend's (disbackend.Backend.ClusterID), which never
+	// changes for its data.
 	ClusterID string
 	// MaxFrameBytes caps one request frame, in bytes (Kafka
 	// socket.request.max.bytes). A larger frame closes the connection.
@@ -161,11 +161,6 @@ func (c *Config) fill() {
 	if c.ShutdownGrace <= 0 {
 		c.ShutdownGrace = d.ShutdownGrace
 	}
-	if c.ClusterID == "" {
-		var b [16]byte
-		_, _ = rand.Read(b[:])
-		c.ClusterID = base64.RawURLEncoding.EncodeToString(b[:])
-	}
 }
 
 // Server is one gateway node.
@@ -205,6 +200,13 @@ func New(cfg Config, backend disbackend.Backend, log *zap.Logger) (*Server, erro
 		log:           log.Named("gateway"),
 		closing:       make(chan struct{}),
 		conns:         make(map[*conn]struct{}),
+	}
+	if s.cfg.ClusterID == "" {
+		id, err := backend.ClusterID(context.Background())
+		if err != nil {
+			return nil, fmt.Errorf("gateway: cluster id: %w", err)
+		}
+		s.cfg.ClusterID = id
 	}
 	tc, err := newTopicCache(context.Background(), backend)
 	if err != nil {

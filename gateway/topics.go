@@ -1,15 +1,12 @@
 package gateway
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"go.uber.org/zap"
@@ -170,144 +167,10 @@ func (s *Server) defaultStreamConfig() disbackend.StreamConfig {
 	if ret < 0 {
 		ret = disbackend.UnlimitedRetention
 	}
-	return disbackend.StreamConfig{Retention: ret, TimestampType: disbackend.CreateTime, MaxMessageBytes: s.cfg.MaxMessageBytes}
-}
-
-// Topic configs. Keys we honour, keys accepted with their only value we
-// support, and keys accepted and ignored because they tune Kafka's own
-// storage (segments, replication) which DIS and the embedded store replace.
-const (
-	cfgRetentionMs     = "retention.ms"
-	cfgCleanupPolicy   = "cleanup.policy"
-	cfgMaxMessageBytes = "max.message.bytes"
-	cfgTimestampType   = "message.timestamp.type"
-	cfgRetentionBytes  = "retention.bytes"
-	cfgCompressionType = "compression.type"
-	// cfgRecordFormat is disgw's own: how the DIS backend stores the
-	// topic's records (auto, native, envelope; DESIGN.md section 3).
-	cfgRecordFormat = "dis.record.format"
-)
-
-var ignoredTopicConfigs = map[string]string{
-	"min.insync.replicas":                     "1",
-	"segment.bytes":                           "1073741824",
-	"segment.ms":                              "604800000",
-	"segment.index.bytes":                     "10485760",
-	"segment.jitter.ms":                       "0",
-	"index.interval.bytes":                    "4096",
-	"flush.messages":                          "9223372036854775807",
-	"flush.ms":                                "9223372036854775807",
-	"file.delete.delay.ms":                    "60000",
-	"preallocate":                             "false",
-	"unclean.leader.election.enable":          "false",
-	"min.compaction.lag.ms":                   "0",
-	"max.compaction.lag.ms":                   "9223372036854775807",
-	"delete.retention.ms":                     "86400000",
-	"min.cleanable.dirty.ratio":               "0.5",
-	"message.downconversion.enable":           "true",
-	"message.timestamp.difference.max.ms":     "9223372036854775807",
-	"message.timestamp.before.max.ms":         "9223372036854775807",
-	"message.timestamp.after.max.ms":          "9223372036854775807",
-	"follower.replication.throttled.replicas": "",
-	"leader.replication.throttled.replicas":   "",
-	"local.retention.ms":                      "-2",
-	"local.retention.bytes":                   "-2",
-}
-
-// applyTopicConfig applies one Kafka topic config to cfg. Errors wrap
-// disbackend.ErrInvalidConfig (Kafka INVALID_CONFIG) and say why.
-func applyTopicConfig(cfg *disbackend.StreamConfig, key string, value *string) error {
-	if value == nil {
-		return nil // null: keep the default
-	}
-	v := *value
-	bad := func(why string) error {
-		return fmt.Errorf("%w: %s=%q: %s", disbackend.ErrInvalidConfig, key, v, why)
-	}
-	switch key {
-	case cfgRetentionMs:
-		ms, err := strconv.ParseInt(v, 10, 64)
-		switch {
-		case err != nil:
-			return bad("not a number")
-		case ms == -1:
-			cfg.Retention = disbackend.UnlimitedRetention
-		case ms <= 0:
-			return bad("must be -1 (unlimited) or a positive number of milliseconds")
-		default:
-			cfg.Retention = time.Duration(ms) * time.Millisecond
-		}
-	case cfgCleanupPolicy:
-		if v != "delete" {
-			return bad("only cleanup.policy=delete is supported; compaction is not supported yet")
-		}
-	case cfgMaxMessageBytes:
-		n, err := strconv.ParseInt(v, 10, 32)
-		if err != nil || n <= 0 {
-			return bad("must be a positive number of bytes")
-		}
-		cfg.MaxMessageBytes = int32(n)
-	case cfgTimestampType:
-		switch v {
-		case "CreateTime":
-			cfg.TimestampType = disbackend.CreateTime
-		case "LogAppendTime":
-			cfg.TimestampType = disbackend.LogAppendTime
-		default:
-			return bad("must be CreateTime or LogAppendTime")
-		}
-	case cfgRetentionBytes:
-		if v != "-1" {
-			return bad("size-based retention is not supported; only -1")
-		}
-	case cfgCompressionType:
-		if v != "producer" {
-			return bad("only compression.type=producer is supported (batches are stored as the producer compressed them)")
-		}
-	case cfgRecordFormat:
-		if v == "" || !disbackend.ValidRecordFormat(v) {
-			return bad("must be auto, native or envelope")
-		}
-		cfg.RecordFormat = v
-	case "remote.storage.enable":
-		if v != "false" {
-			return bad("tiered storage is not supported")
-		}
-	default:
-		if _, ok := ignoredTopicConfigs[key]; !ok {
-			return fmt.Errorf("%w: unknown topic config %q", disbackend.ErrInvalidConfig, key)
-		}
-	}
-	return nil
-}
-
-// topicConfigEntry is one row of DescribeConfigs for a topic.
-type topicConfigEntry struct {
-	name, value string
-	isDefault   bool
-}
-
-// describeTopicConfig lists the topic's configs as DescribeConfigs shows them.
-func (s *Server) describeTopicConfig(st *disbackend.Stream) []topicConfigEntry {
-	def := s.defaultStreamConfig()
-	ret := "-1"
-	if st.Config.Retention > 0 {
-		ret = strconv.FormatInt(st.Config.Retention.Milliseconds(), 10)
-	}
-	out := []topicConfigEntry{
-		{cfgCleanupPolicy, "delete", true},
-		{cfgCompressionType, "producer", true},
-		{cfgMaxMessageBytes, strconv.Itoa(int(st.Config.MaxMessageBytes)), st.Config.MaxMessageBytes == def.MaxMessageBytes},
-		{cfgTimestampType, st.Config.TimestampType.String(), st.Config.TimestampType == def.TimestampType},
-		{cfgRetentionBytes, "-1", true},
-		{cfgRetentionMs, ret, st.Config.Retention == def.Retention},
-		{cfgRecordFormat, cmp.Or(st.Config.RecordFormat, s.cfg.DefaultRecordFormat), st.Config.RecordFormat == ""},
-	}
-	for k, v := range ignoredTopicConfigs {
-		out = append(out, topicConfigEntry{k, v, true})
-	}
-	slices.SortFunc(out, func(a, b topicConfigEntry) int { return strings.Compare(a.name, b.name) })
-	return out
+	return disbackend.StreamConfig{Retention: ret, TimestampType: disbackend.CreateTime, MaxMessageBytes: s.cfg.MaxMessageBytes,
+		CleanupPolicy: disbackend.CleanupDelete, DeleteRetention: disbackend.DefaultDeleteRetention,
+		MinCleanableDirtyRatio: disbackend.DefaultMinCleanableDirtyRatio,
+		SegmentBytes:           disbackend.DefaultSegmentBytes, SegmentTime: disbackend.DefaultSegmentTime}
 }
 
 // countNames counts how often each topic name appears in a request's list;

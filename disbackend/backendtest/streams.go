@@ -15,7 +15,7 @@ func testCreateDescribeList(t *testing.T, b disbackend.Backend) {
 		s.Config.Retention = 48 * 3600e9
 		s.Config.TimestampType = disbackend.LogAppendTime
 		st := mustCreate(t, b, s)
-		if st.Name != s.Name || st.TopicName != topic || st.PartitionCount != 3 || st.Config != s.Config {
+		if st.Name != s.Name || st.TopicName != topic || st.PartitionCount != 3 || st.Config != s.Config.WithDefaults() {
 			t.Fatalf("CreateStream(%q) = %+v, want fields of %+v", topic, st, s)
 		}
 		if st.TopicID == ([16]byte{}) {
@@ -190,7 +190,8 @@ func testUpdatePartitionCount(t *testing.T, b disbackend.Backend) {
 func testUpdateStreamConfig(t *testing.T, b disbackend.Backend) {
 	ctx := ctxT(t)
 	mustCreate(t, b, spec(t, "cfg", 1))
-	cfg := disbackend.StreamConfig{Retention: 7 * 24 * 3600e9, TimestampType: disbackend.LogAppendTime, MaxMessageBytes: 4096}
+	// A config without a cleanup policy reads back with Kafka's defaults.
+	cfg := disbackend.StreamConfig{Retention: 7 * 24 * 3600e9, TimestampType: disbackend.LogAppendTime, MaxMessageBytes: 4096}.WithDefaults()
 	if err := b.UpdateStreamConfig(ctx, "cfg", cfg); err != nil {
 		t.Fatalf("UpdateStreamConfig: %v", err)
 	}

@@ -3,6 +3,7 @@ package disrest
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"sort"
@@ -110,11 +111,25 @@ func topicID(streamID string) [16]byte {
 // would: retention 24-168 hours, a known record format. Errors wrap
 // ErrInvalidConfig (Kafka INVALID_CONFIG).
 func (s *Store) ValidateStreamConfig(cfg disbackend.StreamConfig) error {
+	if err := notCompacted(cfg); err != nil {
+		return err
+	}
 	if _, err := retentionHours(cfg.Retention); err != nil {
 		return err
 	}
 	if !disbackend.ValidRecordFormat(cfg.RecordFormat) {
 		return fmt.Errorf("%w: unknown record format %q", disbackend.ErrInvalidConfig, cfg.RecordFormat)
+	}
+	return nil
+}
+
+// notCompacted refuses cleanup.policy compact: DIS expires records by age
+// only, and keeping every live key on DIS is not built yet. The other
+// compaction and segment settings have no effect on DIS and are not kept.
+func notCompacted(cfg disbackend.StreamConfig) error {
+	if cfg.Compacted() {
+		return fmt.Errorf("%w: cleanup.policy=%s: compacted topics are not supported on the DIS backend yet (only on the embedded store)",
+			disbackend.ErrInvalidConfig, cfg.CleanupPolicy)
 	}
 	return nil
 }
@@ -161,7 +176,7 @@ func configTags(topic, stream string, cfg disbackend.StreamConfig) []model.Tag {
 func streamFromDIS(name, id string, created int64, retention int32, parts int32, tags *[]model.Tag) disbackend.Stream {
 	st := disbackend.Stream{
 		Name: name, TopicName: name, TopicID: topicID(id), PartitionCount: parts,
-		Config:    disbackend.StreamConfig{Retention: time.Duration(retention) * time.Hour, MaxMessageBytes: maxRecordBytes},
+		Config:    disbackend.StreamConfig{Retention: time.Duration(retention) * time.Hour, MaxMessageBytes: maxRecordBytes}.WithDefaults(),
 		CreatedAt: time.UnixMilli(created),
 	}
 	if tags == nil {
@@ -207,6 +222,9 @@ func (s *Store) CreateStream(ctx context.Context, spec disbackend.StreamSpec) (d
 	}
 	if spec.PartitionCount <= 0 {
 		return disbackend.Stream{}, fmt.Errorf("disrest: create stream %q: %w: %d", spec.Name, disbackend.ErrInvalidPartitionCount, spec.PartitionCount)
+	}
+	if err := notCompacted(spec.Config); err != nil {
+		return disbackend.Stream{}, fmt.Errorf("disrest: create stream %q: %w", spec.Name, err)
 	}
 	hours, err := retentionHours(spec.Config.Retention)
 	if err != nil {
@@ -375,6 +393,9 @@ func (s *Store) UpdatePartitionCount(ctx context.Context, name string, n int32) 
 }
 
 func (s *Store) UpdateStreamConfig(ctx context.Context, name string, cfg disbackend.StreamConfig) error {
+	if err := notCompacted(cfg); err != nil {
+		return fmt.Errorf("disrest: update stream %q: %w", name, err)
+	}
 	hours, err := retentionHours(cfg.Retention)
 	if err != nil {
 		return fmt.Errorf("disrest: update stream %q: %w", name, err)
@@ -531,4 +552,23 @@ func (s *Store) describeRange(ctx context.Context, stream string, part int32) (d
 	}
 	s.ranges.put(k, r)
 	return r, nil
+}
+
+// ClusterID returns the cluster id Kafka clients see, derived from the
+// stream_id DIS gave MetaStream (created if missing): the same for every
+// gateway node of the project and across restarts, new only if MetaStream
+// is deleted. DIS DescribeStream. Errors: DIS's.
+func (s *Store) ClusterID(ctx context.Context) (string, error) {
+	if err := s.ensureMeta(ctx); err != nil {
+		return "", err
+	}
+	si, err := s.streamInfo(ctx, MetaStream, false)
+	if err != nil {
+		return "", err
+	}
+	if si.id == "" {
+		return "", fmt.Errorf("disrest: cluster id: DIS gave %s no stream_id", MetaStream)
+	}
+	sum := sha256.Sum256([]byte("disgw cluster id\x00" + si.id))
+	return base64.RawURLEncoding.EncodeToString(sum[:16]), nil
 }

@@ -10,6 +10,7 @@ import (
 type partition struct {
 	sid uint64
 	id  int32
+	st  *stream // its stream
 
 	// assigned is the offset the next accepted batch gets; it runs ahead of
 	// next by the batches applied but not yet synced. Guarded by Store.wmu.
@@ -22,8 +23,11 @@ type partition struct {
 	// sequence_number_range; Kafka log start offset and high watermark).
 	first, next int64
 	// index locates every synced batch from first on, in offset order. The
-	// syncer appends; retention trims the front.
-	index []batchLoc
+	// syncer appends; retention trims the front; the cleaner replaces the
+	// front (and counts the replacements in indexGen, so that a read that
+	// found a segment gone reads again).
+	index    []batchLoc
+	indexGen uint64
 	// cache holds the most recently synced batches, contiguous and ending at
 	// next, oldest first. Raw slices are never modified after they enter.
 	cache      []cachedBatch

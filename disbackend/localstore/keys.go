@@ -13,6 +13,8 @@ import "encoding/binary"
 //	'f' sid part                      partition first-offset floor (8 bytes)
 //	'a'                               producer-id allocator: next id not yet reserved
 //	'c'                               next stream number (sid) to hand out
+//	'u'                               the cluster id (Kafka Metadata), made at the first Open
+//	'C' sid                           the log cleaner's state of a compacted stream (JSON cleanerState)
 //	'A' app                           app (apps.go)
 //	'K' app 0 stream 0 part           checkpoint (apps.go)
 const (
@@ -20,6 +22,8 @@ const (
 	prefixFloor      = 'f'
 	keyAllocator     = 'a'
 	keySidCounter    = 'c'
+	keyClusterID     = 'u'
+	prefixCleaner    = 'C'
 	prefixApp        = 'A'
 	prefixCheckpoint = 'K'
 )

@@ -88,19 +88,38 @@ func outOfRange(stream string, partition int32, offset int64, r disbackend.Parti
 		stream, partition, offset, r.First, r.Next, disbackend.ErrOffsetOutOfRange)
 }
 
-// readSegments reads stored batches from the one holding offset up to (not
-// including) offset end, which is at most the synced next, up to maxBytes but
-// at least one, from their segments: each run of batches stored next to each
-// other in one segment with one ReadAt, the batches returned as slices of
-// that read. It returns the offset after the last batch returned, and no
-// batches when retention removed the one holding offset.
+// readSegments reads stored batches from the one holding offset (or, in a
+// gap the log cleaner left, the next one) up to (not including) offset end,
+// which is at most the synced next, up to maxBytes but at least one, from
+// their segments: each run of batches stored next to each other in one
+// segment with one ReadAt, the batches returned as slices of that read. It
+// returns the offset after the last batch returned, and no batches when
+// retention removed the one holding offset. A segment the cleaner replaced
+// meanwhile is read again from the new index.
 func (s *Store) readSegments(p *partition, offset, end int64, maxBytes int) ([][]byte, int, int64, error) {
 	if err := s.enter("read"); err != nil {
 		return nil, 0, 0, err
 	}
 	defer s.dbMu.RUnlock()
+	for {
+		out, n, next, gen, err := s.readSegmentsOnce(p, offset, end, maxBytes)
+		if err != nil || out != nil {
+			return out, n, next, err
+		}
+		p.mu.RLock()
+		replaced := p.indexGen != gen
+		p.mu.RUnlock()
+		if !replaced {
+			return nil, 0, 0, nil
+		}
+	}
+}
+
+// readSegmentsOnce is readSegments from one snapshot of the index (of
+// generation gen); no batches when a segment it needed was gone.
+func (s *Store) readSegmentsOnce(p *partition, offset, end int64, maxBytes int) ([][]byte, int, int64, uint64, error) {
 	p.mu.RLock()
-	idx := p.index
+	idx, gen := p.index, p.indexGen
 	i := sort.Search(len(idx), func(i int) bool { return idx[i].last >= offset })
 	var locs []batchLoc
 	n := 0
@@ -111,9 +130,10 @@ func (s *Store) readSegments(p *partition, offset, end int64, maxBytes int) ([][
 		locs = append(locs, idx[i])
 		n += int(idx[i].size)
 	}
+	removed := offset < p.first
 	p.mu.RUnlock()
-	if len(locs) == 0 || locs[0].base > offset {
-		return nil, 0, 0, nil
+	if len(locs) == 0 || removed {
+		return nil, 0, 0, gen, nil
 	}
 	out := make([][]byte, 0, len(locs))
 	n = 0
@@ -128,16 +148,16 @@ func (s *Store) readSegments(p *partition, offset, end int64, maxBytes int) ([][
 		buf := make([]byte, endPos-start)
 		ok, err := locs[0].seg.readAt(buf, start)
 		if err != nil {
-			return nil, 0, 0, err
+			return nil, 0, 0, gen, err
 		}
 		if !ok {
-			break // segment removed by retention meanwhile
+			break // segment removed (retention, or replaced by the cleaner) meanwhile
 		}
 		for _, l := range locs[:run] {
 			h := buf[l.pos-frameHeaderLen-start:]
 			fi, _, _, valid := decodeHeader(h)
 			if !valid || fi.base != l.base || fi.size != l.size || fi.part != p.id {
-				return nil, 0, 0, fmt.Errorf("segment %s at %d: frame header does not match the index: %w",
+				return nil, 0, 0, gen, fmt.Errorf("segment %s at %d: frame header does not match the index: %w",
 					l.seg.path, l.pos-frameHeaderLen, errCorrupt)
 			}
 			raw := buf[l.pos-start : l.pos-start+int64(l.size) : l.pos-start+int64(l.size)]
@@ -147,9 +167,9 @@ func (s *Store) readSegments(p *partition, offset, end int64, maxBytes int) ([][
 		locs = locs[run:]
 	}
 	if len(out) == 0 {
-		return nil, 0, 0, nil
+		return nil, 0, 0, gen, nil
 	}
-	return out, n, batch.LastOffset(out[len(out)-1]) + 1, nil
+	return out, n, batch.LastOffset(out[len(out)-1]) + 1, gen, nil
 }
 
 // BatchAtTimestamp returns the first synced batch whose max timestamp is >=
@@ -192,7 +212,9 @@ func (s *Store) findBatch(ctx context.Context, op, stream string, partition int3
 	found := int64(-1)
 	p.mu.RLock()
 	for i := range p.index {
-		if l := &p.index[i]; l.base >= p.first && match(l) {
+		// A header without records (left by the log cleaner) holds nothing
+		// to find.
+		if l := &p.index[i]; l.base >= p.first && l.size > batch.HeaderLen && match(l) {
 			found = l.base
 			if stopAtFirst {
 				break

@@ -58,7 +58,7 @@ func (s *Store) EnforceRetention() error {
 	var targets []target
 	s.mu.RLock()
 	for name, st := range s.streams {
-		if r := st.meta.Config.Retention; r > 0 {
+		if r := st.meta.Config.Retention; r > 0 && st.meta.Config.Deletes() {
 			targets = append(targets, target{name: name, cutoffMS: nowMS - r.Milliseconds(), parts: st.parts})
 		}
 	}

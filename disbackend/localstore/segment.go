@@ -108,6 +108,9 @@ func (f *frameInfo) setProducer(raw []byte) {
 	}
 }
 
+// putFrameCRC writes the frame's CRC into its header.
+func putFrameCRC(hdr, raw []byte) { binary.BigEndian.PutUint32(hdr[4:], frameCRC(hdr, raw)) }
+
 // frameCRC is the CRC-32C of header bytes 8-55 followed by the batch.
 func frameCRC(hdr, raw []byte) uint32 {
 	return crc32.Update(crc32.Update(0, batch.CRCTable, hdr[8:frameHeaderLen]), batch.CRCTable, raw)
@@ -160,11 +163,12 @@ type segment struct {
 
 	// The fields below are owned by whoever holds Store.wmu (the writer
 	// while it assembles a group, retention, DeleteStream, Close).
-	size        int64 // bytes of frames written
-	sealed      bool
-	maxAppendMS int64
-	partLast    map[int32]int64 // last offset stored here, per partition
-	idx         []byte          // index records of an unsealed segment
+	size          int64 // bytes of frames written
+	sealed        bool
+	firstAppendMS int64 // of its first frame, ms (segment.ms rolls it)
+	maxAppendMS   int64
+	partLast      map[int32]int64 // last offset stored here, per partition
+	idx           []byte          // index records of an unsealed segment
 }
 
 func newSegment(sid, n uint64, path string, f vfs.File) *segment {
@@ -186,6 +190,9 @@ func parseSegmentName(name string) (sid, n uint64, ext string, ok bool) {
 
 // note records a frame written to the segment. Requires Store.wmu.
 func (sg *segment) note(f *frameInfo) {
+	if len(sg.partLast) == 0 {
+		sg.firstAppendMS = f.appendMS
+	}
 	sg.partLast[f.part] = f.last
 	sg.maxAppendMS = max(sg.maxAppendMS, f.appendMS)
 	if !sg.sealed {

@@ -24,6 +24,9 @@
 package localstore
 
 import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"sync"
@@ -69,10 +72,23 @@ type Options struct {
 	// 0 means 256 MiB.
 	CacheBytes int64
 	// SegmentBytes is the size at which a stream's segment file is sealed
-	// and a new one started, in bytes (one write group may exceed it); 0
-	// means 256 MiB. Retention removes whole segments, so it is also the
+	// and a new one started, in bytes (one write group may exceed it), for
+	// streams whose config sets no SegmentBytes (segment.bytes); 0 means
+	// 256 MiB. Retention removes whole segments, so it is also the
 	// granularity at which expired data leaves the disk.
 	SegmentBytes int64
+	// CleanerInterval is how often the log cleaner looks for compacted
+	// streams to clean (cleaner.go); 0 means 15 s (Kafka
+	// log.cleaner.backoff.ms), < 0 disables the cleaner.
+	CleanerInterval time.Duration
+	// CleanerBufferBytes bounds the log cleaner's key map, in bytes (24 per
+	// key; Kafka log.cleaner.dedupe.buffer.size); a partition with more
+	// keys than it holds is cleaned in several passes. 0 means 128 MiB.
+	CleanerBufferBytes int64
+
+	// cleanerHook, when set (tests), is called at each step of a cleaning
+	// pass, on the cleaner's goroutine.
+	cleanerHook func(step string)
 }
 
 const (
@@ -97,6 +113,9 @@ type Store struct {
 	segBytes       int64
 	log            *zap.Logger
 	now            func() time.Time
+	clusterID      string // set by Open
+	cleanerBuffer  int64  // Options.CleanerBufferBytes
+	cleanerHook    func(step string)
 	producerExpiry time.Duration
 	cache          *tailCache
 
@@ -163,6 +182,9 @@ type stream struct {
 	meta  disbackend.Stream
 	sid   uint64
 	parts []*partition
+	// clean is the log cleaner's state of a compacted stream; only the
+	// cleaner goroutine uses it after Open.
+	clean cleanerState
 }
 
 // Open opens (creating if needed) the store in dir and recovers every stream,
@@ -194,6 +216,12 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	if opts.SegmentBytes <= 0 {
 		opts.SegmentBytes = defaultSegmentBytes
+	}
+	if opts.CleanerInterval == 0 {
+		opts.CleanerInterval = defaultCleanerInterval
+	}
+	if opts.CleanerBufferBytes <= 0 {
+		opts.CleanerBufferBytes = defaultCleanerBufferBytes
 	}
 	log := opts.Logger.Named("localstore")
 
@@ -228,6 +256,8 @@ func Open(dir string, opts Options) (*Store, error) {
 		fs:             opts.FS,
 		segDir:         segDir,
 		segBytes:       opts.SegmentBytes,
+		cleanerBuffer:  opts.CleanerBufferBytes,
+		cleanerHook:    opts.cleanerHook,
 		segs:           make(map[uint64][]*segment),
 		active:         make(map[uint64]*segment),
 		log:            log,
@@ -241,6 +271,10 @@ func Open(dir string, opts Options) (*Store, error) {
 		stop:           make(chan struct{}),
 	}
 	s.syncedCond = sync.NewCond(&s.syncedMu)
+	if err := s.loadClusterID(); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("localstore: open %s: cluster id: %w", dir, err)
+	}
 	if err := s.recover(); err != nil {
 		s.closeSegments()
 		_ = db.Close()
@@ -252,6 +286,10 @@ func Open(dir string, opts Options) (*Store, error) {
 	if opts.RetentionCheckInterval > 0 {
 		s.bg.Add(1)
 		go s.retentionLoop(opts.RetentionCheckInterval)
+	}
+	if opts.CleanerInterval > 0 {
+		s.bg.Add(1)
+		go s.cleanerLoop(opts.CleanerInterval)
 	}
 	log.Info("opened", zap.String("dir", dir), zap.Int("streams", len(s.streams)),
 		zap.Int("producer_states", s.producers.Len()))
@@ -384,3 +422,35 @@ type pebbleLogger struct{ l *zap.SugaredLogger }
 func (p pebbleLogger) Infof(format string, args ...any)  { p.l.Debugf(format, args...) }
 func (p pebbleLogger) Errorf(format string, args ...any) { p.l.Errorf(format, args...) }
 func (p pebbleLogger) Fatalf(format string, args ...any) { p.l.Fatalf(format, args...) }
+
+// loadClusterID reads the cluster id, or makes and syncs one at the first
+// Open of a data directory: 16 random bytes in URL-safe Base64 without
+// padding, as Kafka writes its cluster ids (Uuid.toString).
+func (s *Store) loadClusterID() error {
+	v, closer, err := s.db.Get([]byte{keyClusterID})
+	if err == nil {
+		s.clusterID = string(v)
+		return closer.Close()
+	}
+	if err != pebble.ErrNotFound {
+		return err
+	}
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	id := base64.RawURLEncoding.EncodeToString(b[:])
+	if err := s.db.Set([]byte{keyClusterID}, []byte(id), pebble.Sync); err != nil {
+		return err
+	}
+	s.clusterID = id
+	return nil
+}
+
+// ClusterID returns the data directory's cluster id, made at its first
+// Open and kept in the metadata: the same at every start. Errors:
+// ErrClosed.
+func (s *Store) ClusterID(ctx context.Context) (string, error) {
+	if s.closed.Load() {
+		return "", fmt.Errorf("localstore: cluster id: %w", disbackend.ErrClosed)
+	}
+	return s.clusterID, nil
+}

@@ -44,6 +44,7 @@ func (s *Store) CreateStream(ctx context.Context, spec disbackend.StreamSpec) (d
 		return disbackend.Stream{}, fmt.Errorf("localstore: %s: %w: %d partitions, must be 1 to %d",
 			op, disbackend.ErrInvalidPartitionCount, spec.PartitionCount, MaxPartitions)
 	}
+	spec.Config = spec.Config.WithDefaults()
 	if err := validateConfig(spec.Config); err != nil {
 		return disbackend.Stream{}, fmt.Errorf("localstore: %s: %w", op, err)
 	}
@@ -80,7 +81,7 @@ func (s *Store) CreateStream(ctx context.Context, spec disbackend.StreamSpec) (d
 	}
 	s.nextSid++
 	st := &stream{meta: meta.Stream, sid: meta.Sid}
-	st.parts = newPartitions(meta.Sid, 0, spec.PartitionCount)
+	st.parts = newPartitions(st, 0, spec.PartitionCount)
 	s.mu.Lock()
 	s.streams[spec.Name] = st
 	s.mu.Unlock()
@@ -114,6 +115,7 @@ func (s *Store) DeleteStream(ctx context.Context, name string) error {
 	b := s.db.NewBatch()
 	defer b.Close()
 	_ = b.Delete(metaKey(name), nil)
+	_ = b.Delete(cleanerKey(st.sid), nil)
 	start, end := streamSpan(prefixFloor, st.sid)
 	_ = b.DeleteRange(start, end, nil)
 	err := s.deleteStreamCheckpoints(b, name)
@@ -212,6 +214,7 @@ func (s *Store) UpdatePartitionCount(ctx context.Context, name string, n int32) 
 // ErrInvalidConfig, ErrClosed, or a storage error.
 func (s *Store) UpdateStreamConfig(ctx context.Context, name string, cfg disbackend.StreamConfig) error {
 	op := fmt.Sprintf("update config of stream %q", name)
+	cfg = cfg.WithDefaults()
 	if err := validateConfig(cfg); err != nil {
 		return fmt.Errorf("localstore: %s: %w", op, err)
 	}
@@ -246,7 +249,7 @@ func (s *Store) updateMeta(ctx context.Context, op, name string, change func(*di
 	}
 	s.mu.Lock()
 	if n := meta.PartitionCount; int(n) > len(st.parts) {
-		st.parts = append(st.parts, newPartitions(st.sid, int32(len(st.parts)), n)...)
+		st.parts = append(st.parts, newPartitions(st, int32(len(st.parts)), n)...)
 	}
 	st.meta = meta
 	s.mu.Unlock()
@@ -254,10 +257,10 @@ func (s *Store) updateMeta(ctx context.Context, op, name string, change func(*di
 	return nil
 }
 
-func newPartitions(sid uint64, from, to int32) []*partition {
+func newPartitions(st *stream, from, to int32) []*partition {
 	ps := make([]*partition, 0, to-from)
 	for i := from; i < to; i++ {
-		ps = append(ps, &partition{sid: sid, id: i})
+		ps = append(ps, &partition{sid: st.sid, id: i, st: st})
 	}
 	return ps
 }
@@ -292,6 +295,17 @@ func validateConfig(cfg disbackend.StreamConfig) error {
 	}
 	if !disbackend.ValidRecordFormat(cfg.RecordFormat) {
 		return fmt.Errorf("%w: unknown record format %q", disbackend.ErrInvalidConfig, cfg.RecordFormat)
+	}
+	switch cfg.CleanupPolicy {
+	case disbackend.CleanupDelete, disbackend.CleanupCompact, disbackend.CleanupCompactDelete:
+	default:
+		return fmt.Errorf("%w: unknown cleanup policy %q", disbackend.ErrInvalidConfig, cfg.CleanupPolicy)
+	}
+	switch {
+	case cfg.DeleteRetention < 0, cfg.MinCompactionLag < 0, cfg.MaxCompactionLag < 0, cfg.SegmentBytes < 0, cfg.SegmentTime < 0:
+		return fmt.Errorf("%w: negative compaction or segment setting", disbackend.ErrInvalidConfig)
+	case !(cfg.MinCleanableDirtyRatio >= 0 && cfg.MinCleanableDirtyRatio <= 1):
+		return fmt.Errorf("%w: min cleanable dirty ratio %v must be 0 to 1", disbackend.ErrInvalidConfig, cfg.MinCleanableDirtyRatio)
 	}
 	return nil
 }
@@ -339,7 +353,14 @@ func (s *Store) recover() error {
 		if err := json.Unmarshal(mit.Value(), &m); err != nil {
 			return fmt.Errorf("stream %q: %w: %v", mit.Key()[1:], errCorrupt, err)
 		}
-		st := &stream{meta: m.Stream, sid: m.Sid, parts: newPartitions(m.Sid, 0, m.Stream.PartitionCount)}
+		m.Stream.Config = m.Stream.Config.WithDefaults()
+		st := &stream{meta: m.Stream, sid: m.Sid}
+		st.parts = newPartitions(st, 0, m.Stream.PartitionCount)
+		if st.meta.Config.Compacted() {
+			if st.clean, err = s.loadCleanerState(m.Sid); err != nil {
+				return fmt.Errorf("stream %q: %w", m.Stream.Name, err)
+			}
+		}
 		for _, p := range st.parts {
 			floor, _, err := s.getInt64(partKey(prefixFloor, p.sid, p.id))
 			if err != nil {
@@ -355,6 +376,9 @@ func (s *Store) recover() error {
 	}
 	if err := mit.Error(); err != nil {
 		return err
+	}
+	if err := finishSwaps(s.fs, s.segDir); err != nil {
+		return fmt.Errorf("finish a log cleaner swap: %w", err)
 	}
 	files, err := listSegments(s.fs, s.segDir)
 	if err != nil {
@@ -383,8 +407,10 @@ func (s *Store) recover() error {
 	nowMS := s.now().UnixMilli()
 	for _, st := range s.streams {
 		for _, p := range st.parts {
+			// first stays the persisted floor: the log cleaner may have
+			// removed the partition's first batches, and Kafka's log start
+			// offset does not move for compaction.
 			if n := len(p.index); n > 0 {
-				p.first = max(p.first, p.index[0].base)
 				p.next = max(p.next, p.index[n-1].last+1)
 			}
 			p.assigned = p.next
@@ -458,7 +484,9 @@ func (s *Store) recoverSegment(st *stream, sf segFiles) error {
 		if fi.last < p.first {
 			continue // below the floor retention persisted
 		}
-		if n := len(p.index); n > 0 && fi.base != p.index[n-1].last+1 {
+		// Batches follow each other, with gaps where the log cleaner
+		// removed whole batches.
+		if n := len(p.index); n > 0 && fi.base <= p.index[n-1].last {
 			return fmt.Errorf("segment %s: stream %q partition %d: batch at %d does not follow %d: %w",
 				path, st.meta.Name, fi.part, fi.base, p.index[n-1].last, errCorrupt)
 		}

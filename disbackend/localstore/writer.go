@@ -1,7 +1,6 @@
 package localstore
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"sort"
@@ -165,7 +164,7 @@ func (s *Store) writeGroup(g *group, nowMS int64) error {
 			total += frameHeaderLen + int64(len(g.items[order[n]].raw))
 			n++
 		}
-		seg, err := s.activeSegment(sid, total)
+		seg, err := s.activeSegment(g.items[order[0]].p.st, total, nowMS)
 		if err != nil {
 			return err
 		}
@@ -188,7 +187,7 @@ func (s *Store) writeGroup(g *group, nowMS int64) error {
 				base: it.base, last: it.last, appendMS: nowMS, maxTS: it.maxTS, pid: it.pid, epoch: it.epoch, seq: it.seq}
 			var hdr [frameHeaderLen]byte
 			fi.putHeader(hdr[:], sid)
-			binary.BigEndian.PutUint32(hdr[4:], frameCRC(hdr[:], it.raw))
+			putFrameCRC(hdr[:], it.raw)
 			if direct {
 				hdrs = append(hdrs, hdr[:]...)
 			} else {
@@ -226,12 +225,19 @@ func (s *Store) writeGroup(g *group, nowMS int64) error {
 	return nil
 }
 
-// activeSegment returns the segment the next write of n bytes to stream sid
-// goes to: the active one, or a new one when there is none or it would grow
-// past Options.SegmentBytes (a full one is sealed first). Requires wmu.
-func (s *Store) activeSegment(sid uint64, n int64) (*segment, error) {
+// activeSegment returns the segment the next write of n bytes to st goes
+// to: the active one, or a new one when there is none or it would grow
+// past the stream's segment.bytes (Options.SegmentBytes when the stream
+// sets none) or is older than its segment.ms (a full or old one is sealed
+// first). Requires wmu.
+func (s *Store) activeSegment(st *stream, n, nowMS int64) (*segment, error) {
+	sid := st.sid
 	seg := s.active[sid]
-	if seg != nil && seg.size > 0 && seg.size+n > s.segBytes {
+	segBytes := st.meta.Config.SegmentBytes
+	if segBytes <= 0 {
+		segBytes = s.segBytes
+	}
+	if seg != nil && seg.size > 0 && (seg.size+n > segBytes || nowMS-seg.firstAppendMS >= rollAge(&st.meta.Config).Milliseconds()) {
 		if err := s.seal(seg); err != nil {
 			return nil, err
 		}

@@ -1,0 +1,291 @@
+package gateway
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/disgw/disgw/disbackend"
+)
+
+// Topic configs: one row per key the gateway honours, with how a value is
+// applied to a disbackend.StreamConfig and how the config's value is
+// shown. Resetting a key (IncrementalAlterConfigs DELETE, AlterConfigs
+// replacing) applies the default's value; a key is at its default when it
+// shows the default's value. Keys Kafka has for its own storage
+// (replication, flushing, indexes) are accepted with any value and ignored
+// (ignoredTopicConfigs); any other key is INVALID_CONFIG.
+type topicConfig struct {
+	name string
+	// apply sets the key in cfg; errors say why the value is refused
+	// (wrapped in ErrInvalidConfig by applyTopicConfig).
+	apply func(cfg *disbackend.StreamConfig, v string) error
+	// show is the value DescribeConfigs gives.
+	show func(s *Server, cfg *disbackend.StreamConfig) string
+}
+
+// dis.record.format resets to "", which follows the gateway's
+// dis_record_format, not to what the default shows.
+func resetRecordFormat(cfg, def *disbackend.StreamConfig) { cfg.RecordFormat = def.RecordFormat }
+
+const (
+	cfgRetentionMs     = "retention.ms"
+	cfgCleanupPolicy   = "cleanup.policy"
+	cfgMaxMessageBytes = "max.message.bytes"
+	cfgTimestampType   = "message.timestamp.type"
+	cfgRecordFormat    = "dis.record.format" // disgw's own (DESIGN.md section 3)
+)
+
+var topicConfigs = []topicConfig{
+	{cfgCleanupPolicy, applyCleanupPolicy,
+		func(_ *Server, c *disbackend.StreamConfig) string { return cmp.Or(c.CleanupPolicy, disbackend.CleanupDelete) }},
+	{"compression.type", only("producer", "only compression.type=producer is supported (batches are stored as the producer compressed them)"),
+		constant("producer")},
+	{"delete.retention.ms", durationMs(func(c *disbackend.StreamConfig) *time.Duration { return &c.DeleteRetention }, 0),
+		showMs(func(c *disbackend.StreamConfig) time.Duration { return c.DeleteRetention })},
+	{cfgRecordFormat, func(c *disbackend.StreamConfig, v string) error {
+		if v == "" || !disbackend.ValidRecordFormat(v) {
+			return fmt.Errorf("must be auto, native or envelope")
+		}
+		c.RecordFormat = v
+		return nil
+	}, func(s *Server, c *disbackend.StreamConfig) string { return cmp.Or(c.RecordFormat, s.cfg.DefaultRecordFormat) }},
+	{"max.compaction.lag.ms", func(c *disbackend.StreamConfig, v string) error {
+		ms, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || ms < 1 {
+			return fmt.Errorf("must be a number of milliseconds, at least 1")
+		}
+		c.MaxCompactionLag = msDuration(ms)
+		if ms == math.MaxInt64 {
+			c.MaxCompactionLag = 0 // no limit
+		}
+		return nil
+	}, func(_ *Server, c *disbackend.StreamConfig) string {
+		if c.MaxCompactionLag == 0 {
+			return strconv.FormatInt(math.MaxInt64, 10)
+		}
+		return strconv.FormatInt(c.MaxCompactionLag.Milliseconds(), 10)
+	}},
+	{cfgMaxMessageBytes, func(c *disbackend.StreamConfig, v string) error {
+		n, err := strconv.ParseInt(v, 10, 32)
+		if err != nil || n <= 0 {
+			return fmt.Errorf("must be a positive number of bytes")
+		}
+		c.MaxMessageBytes = int32(n)
+		return nil
+	}, func(_ *Server, c *disbackend.StreamConfig) string { return strconv.Itoa(int(c.MaxMessageBytes)) }},
+	{cfgTimestampType, func(c *disbackend.StreamConfig, v string) error {
+		switch v {
+		case "CreateTime":
+			c.TimestampType = disbackend.CreateTime
+		case "LogAppendTime":
+			c.TimestampType = disbackend.LogAppendTime
+		default:
+			return fmt.Errorf("must be CreateTime or LogAppendTime")
+		}
+		return nil
+	}, func(_ *Server, c *disbackend.StreamConfig) string { return c.TimestampType.String() }},
+	{"min.cleanable.dirty.ratio", func(c *disbackend.StreamConfig, v string) error {
+		r, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(r >= 0 && r <= 1) {
+			return fmt.Errorf("must be a number from 0 to 1")
+		}
+		c.MinCleanableDirtyRatio = r
+		return nil
+	}, func(_ *Server, c *disbackend.StreamConfig) string {
+		return strconv.FormatFloat(c.MinCleanableDirtyRatio, 'g', -1, 64)
+	}},
+	{"min.compaction.lag.ms", durationMs(func(c *disbackend.StreamConfig) *time.Duration { return &c.MinCompactionLag }, 0),
+		showMs(func(c *disbackend.StreamConfig) time.Duration { return c.MinCompactionLag })},
+	{"remote.storage.enable", only("false", "tiered storage is not supported"), constant("false")},
+	{"retention.bytes", only("-1", "size-based retention is not supported; only -1"), constant("-1")},
+	{cfgRetentionMs, func(c *disbackend.StreamConfig, v string) error {
+		ms, err := strconv.ParseInt(v, 10, 64)
+		switch {
+		case err != nil:
+			return fmt.Errorf("not a number")
+		case ms == -1:
+			c.Retention = disbackend.UnlimitedRetention
+		case ms <= 0:
+			return fmt.Errorf("must be -1 (unlimited) or a positive number of milliseconds")
+		default:
+			c.Retention = msDuration(ms)
+		}
+		return nil
+	}, func(_ *Server, c *disbackend.StreamConfig) string {
+		if c.Retention <= 0 {
+			return "-1"
+		}
+		return strconv.FormatInt(c.Retention.Milliseconds(), 10)
+	}},
+	{"segment.bytes", func(c *disbackend.StreamConfig, v string) error {
+		n, err := strconv.ParseInt(v, 10, 32)
+		if err != nil || n < 14 {
+			return fmt.Errorf("must be a number of bytes from 14 to %d", math.MaxInt32)
+		}
+		c.SegmentBytes = n
+		return nil
+	}, func(_ *Server, c *disbackend.StreamConfig) string {
+		return strconv.FormatInt(cmp.Or(c.SegmentBytes, disbackend.DefaultSegmentBytes), 10)
+	}},
+	{"segment.ms", durationMs(func(c *disbackend.StreamConfig) *time.Duration { return &c.SegmentTime }, 1),
+		showMs(func(c *disbackend.StreamConfig) time.Duration { return cmp.Or(c.SegmentTime, disbackend.DefaultSegmentTime) })},
+}
+
+// ignoredTopicConfigs are Kafka's storage and replication configs, accepted
+// with any value and shown at Kafka's defaults: DIS and the embedded store
+// replace what they tune.
+var ignoredTopicConfigs = map[string]string{
+	"min.insync.replicas":                     "1",
+	"segment.index.bytes":                     "10485760",
+	"segment.jitter.ms":                       "0",
+	"index.interval.bytes":                    "4096",
+	"flush.messages":                          "9223372036854775807",
+	"flush.ms":                                "9223372036854775807",
+	"file.delete.delay.ms":                    "60000",
+	"preallocate":                             "false",
+	"unclean.leader.election.enable":          "false",
+	"message.downconversion.enable":           "true",
+	"message.timestamp.difference.max.ms":     "9223372036854775807",
+	"message.timestamp.before.max.ms":         "9223372036854775807",
+	"message.timestamp.after.max.ms":          "9223372036854775807",
+	"follower.replication.throttled.replicas": "",
+	"leader.replication.throttled.replicas":   "",
+	"local.retention.ms":                      "-2",
+	"local.retention.bytes":                   "-2",
+}
+
+func findTopicConfig(key string) *topicConfig {
+	for i := range topicConfigs {
+		if topicConfigs[i].name == key {
+			return &topicConfigs[i]
+		}
+	}
+	return nil
+}
+
+// applyTopicConfig applies one Kafka topic config to cfg; a null value
+// keeps what cfg has (CreateTopics: the default). Errors wrap
+// disbackend.ErrInvalidConfig (Kafka INVALID_CONFIG) and say why.
+func applyTopicConfig(cfg *disbackend.StreamConfig, key string, value *string) error {
+	if value == nil {
+		return nil
+	}
+	tc := findTopicConfig(key)
+	if tc == nil {
+		if _, ok := ignoredTopicConfigs[key]; ok {
+			return nil
+		}
+		return fmt.Errorf("%w: unknown topic config %q", disbackend.ErrInvalidConfig, key)
+	}
+	if err := tc.apply(cfg, *value); err != nil {
+		return fmt.Errorf("%w: %s=%q: %v", disbackend.ErrInvalidConfig, key, *value, err)
+	}
+	return nil
+}
+
+// resetTopicConfig puts key back to its default in cfg (a DELETE of
+// IncrementalAlterConfigs). Errors wrap ErrInvalidConfig for unknown keys.
+func (s *Server) resetTopicConfig(cfg *disbackend.StreamConfig, def disbackend.StreamConfig, key string) error {
+	if key == cfgRecordFormat {
+		resetRecordFormat(cfg, &def)
+		return nil
+	}
+	if tc := findTopicConfig(key); tc != nil {
+		return tc.apply(cfg, tc.show(s, &def))
+	}
+	if _, ok := ignoredTopicConfigs[key]; !ok {
+		return fmt.Errorf("%w: unknown topic config %q", disbackend.ErrInvalidConfig, key)
+	}
+	return nil
+}
+
+// topicConfigEntry is one row of DescribeConfigs for a topic.
+type topicConfigEntry struct {
+	name, value string
+	isDefault   bool
+}
+
+// describeTopicConfig lists the topic's configs as DescribeConfigs shows them.
+func (s *Server) describeTopicConfig(st *disbackend.Stream) []topicConfigEntry {
+	def := s.defaultStreamConfig()
+	out := make([]topicConfigEntry, 0, len(topicConfigs)+len(ignoredTopicConfigs))
+	for _, tc := range topicConfigs {
+		v := tc.show(s, &st.Config)
+		out = append(out, topicConfigEntry{tc.name, v, v == tc.show(s, &def)})
+	}
+	for k, v := range ignoredTopicConfigs {
+		out = append(out, topicConfigEntry{k, v, true})
+	}
+	slices.SortFunc(out, func(a, b topicConfigEntry) int { return strings.Compare(a.name, b.name) })
+	return out
+}
+
+// applyCleanupPolicy takes "delete", "compact" or both, comma-separated in
+// either order (Kafka's list), and keeps them as one of
+// disbackend.StreamConfig's canonical values.
+func applyCleanupPolicy(c *disbackend.StreamConfig, v string) error {
+	compact, del := false, false
+	for _, p := range strings.Split(v, ",") {
+		switch strings.TrimSpace(p) {
+		case "compact":
+			compact = true
+		case "delete":
+			del = true
+		default:
+			return fmt.Errorf("must be delete, compact or compact,delete")
+		}
+	}
+	switch {
+	case compact && del:
+		c.CleanupPolicy = disbackend.CleanupCompactDelete
+	case compact:
+		c.CleanupPolicy = disbackend.CleanupCompact
+	default:
+		c.CleanupPolicy = disbackend.CleanupDelete
+	}
+	return nil
+}
+
+// durationMs applies a number of milliseconds, at least min.
+func durationMs(field func(*disbackend.StreamConfig) *time.Duration, min int64) func(*disbackend.StreamConfig, string) error {
+	return func(c *disbackend.StreamConfig, v string) error {
+		ms, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || ms < min {
+			return fmt.Errorf("must be a number of milliseconds, at least %d", min)
+		}
+		*field(c) = msDuration(ms)
+		return nil
+	}
+}
+
+func showMs(field func(*disbackend.StreamConfig) time.Duration) func(*Server, *disbackend.StreamConfig) string {
+	return func(_ *Server, c *disbackend.StreamConfig) string { return strconv.FormatInt(field(c).Milliseconds(), 10) }
+}
+
+// msDuration is ms milliseconds, saturating where a Duration ends (292
+// years).
+func msDuration(ms int64) time.Duration {
+	if ms > math.MaxInt64/int64(time.Millisecond) {
+		return math.MaxInt64
+	}
+	return time.Duration(ms) * time.Millisecond
+}
+
+// only accepts the one value supported.
+func only(value, why string) func(*disbackend.StreamConfig, string) error {
+	return func(_ *disbackend.StreamConfig, v string) error {
+		if v != value {
+			return fmt.Errorf("%s", why)
+		}
+		return nil
+	}
+}
+
+func constant(v string) func(*Server, *disbackend.StreamConfig) string {
+	return func(*Server, *disbackend.StreamConfig) string { return v }
+}
