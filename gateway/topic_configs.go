@@ -42,7 +42,9 @@ const (
 
 var topicConfigs = []topicConfig{
 	{cfgCleanupPolicy, applyCleanupPolicy,
-		func(_ *Server, c *disbackend.StreamConfig) string { return cmp.Or(c.CleanupPolicy, disbackend.CleanupDelete) }},
+		func(_ *Server, c *disbackend.StreamConfig) string {
+			return cmp.Or(c.CleanupPolicy, disbackend.CleanupDelete)
+		}},
 	{"compression.type", only("producer", "only compression.type=producer is supported (batches are stored as the producer compressed them)"),
 		constant("producer")},
 	{"delete.retention.ms", durationMs(func(c *disbackend.StreamConfig) *time.Duration { return &c.DeleteRetention }, 0),
@@ -53,7 +55,9 @@ var topicConfigs = []topicConfig{
 		}
 		c.RecordFormat = v
 		return nil
-	}, func(s *Server, c *disbackend.StreamConfig) string { return cmp.Or(c.RecordFormat, s.cfg.DefaultRecordFormat) }},
+	}, func(s *Server, c *disbackend.StreamConfig) string {
+		return cmp.Or(c.RecordFormat, s.cfg.DefaultRecordFormat)
+	}},
 	{"max.compaction.lag.ms", func(c *disbackend.StreamConfig, v string) error {
 		ms, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || ms < 1 {
@@ -133,7 +137,9 @@ var topicConfigs = []topicConfig{
 		return strconv.FormatInt(cmp.Or(c.SegmentBytes, disbackend.DefaultSegmentBytes), 10)
 	}},
 	{"segment.ms", durationMs(func(c *disbackend.StreamConfig) *time.Duration { return &c.SegmentTime }, 1),
-		showMs(func(c *disbackend.StreamConfig) time.Duration { return cmp.Or(c.SegmentTime, disbackend.DefaultSegmentTime) })},
+		showMs(func(c *disbackend.StreamConfig) time.Duration {
+			return cmp.Or(c.SegmentTime, disbackend.DefaultSegmentTime)
+		})},
 }
 
 // ignoredTopicConfigs are Kafka's storage and replication configs, accepted
@@ -264,7 +270,9 @@ func durationMs(field func(*disbackend.StreamConfig) *time.Duration, min int64) 
 }
 
 func showMs(field func(*disbackend.StreamConfig) time.Duration) func(*Server, *disbackend.StreamConfig) string {
-	return func(_ *Server, c *disbackend.StreamConfig) string { return strconv.FormatInt(field(c).Milliseconds(), 10) }
+	return func(_ *Server, c *disbackend.StreamConfig) string {
+		return strconv.FormatInt(field(c).Milliseconds(), 10)
+	}
 }
 
 // msDuration is ms milliseconds, saturating where a Duration ends (292
