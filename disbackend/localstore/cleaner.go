@@ -429,8 +429,11 @@ func (s *Store) cleanPartition(plan *cleanPlan, part int32, m *offsetMap, mapEnd
 			continue
 		}
 		raw, err = s.filterBatch(plan, part, m, l, raw, li == len(locs)-1, out)
-		if err != nil || raw == nil {
+		if err != nil {
 			return err
+		}
+		if raw == nil {
+			continue // nothing of it stays
 		}
 		if err := s.writeFrame(plan, part, l, raw, w, out); err != nil {
 			return err
