@@ -139,6 +139,14 @@ type Config struct {
 	// its retention. Default 1m. A negative value (write -1) disables the
 	// check.
 	RetentionCheckInterval time.Duration `yaml:"retention_check_interval"`
+	// CleanerCheckInterval is how often the embedded store's log cleaner
+	// looks for compacted topics to clean (Kafka log.cleaner.backoff.ms).
+	// Default 15s. A negative value (write -1) disables the cleaner.
+	CleanerCheckInterval time.Duration `yaml:"cleaner_check_interval"`
+	// CleanerDedupeBufferBytes bounds the log cleaner's key map, in bytes,
+	// 24 per key (Kafka log.cleaner.dedupe.buffer.size); a partition with
+	// more keys is cleaned in several passes. Default 134217728 (128 MiB).
+	CleanerDedupeBufferBytes int64 `yaml:"cleaner_dedupe_buffer_bytes"`
 	// GroupInitialRebalanceDelay is how long a new consumer group waits for
 	// more members before its first rebalance (Kafka
 	// group.initial.rebalance.delay.ms). Default 3s; -1 means no delay.
@@ -159,26 +167,28 @@ type Config struct {
 // test in cmd/disgw checks that the two agree.
 func Default() Config {
 	return Config{
-		Listen:                 "127.0.0.1:9092",
-		Advertise:              "",
-		Data:                   "./data",
-		Backend:                BackendLocal,
-		DISRecordFormat:        "auto",
-		DISLinger:              50 * time.Millisecond,
-		DISBatchBytes:          1 << 20,
-		DISBatchCount:          1000,
-		DISBufferBytes:         32 << 20,
-		LogLevel:               "info",
-		MaxFrameBytes:          100 << 20,
-		IdleTimeout:            10 * time.Minute,
-		AutoCreateTopics:       true,
-		DefaultPartitions:      1,
-		DefaultRetention:       0, // the backend's: see RetentionDefault
-		MaxMessageBytes:        1048588,
-		ShutdownGrace:          10 * time.Second,
-		RetentionCheckInterval: time.Minute,
-		MaxPartitions:          10000,
-		FetchMaxBytes:          55 << 20,
+		Listen:                   "127.0.0.1:9092",
+		Advertise:                "",
+		Data:                     "./data",
+		Backend:                  BackendLocal,
+		DISRecordFormat:          "auto",
+		DISLinger:                50 * time.Millisecond,
+		DISBatchBytes:            1 << 20,
+		DISBatchCount:            1000,
+		DISBufferBytes:           32 << 20,
+		LogLevel:                 "info",
+		MaxFrameBytes:            100 << 20,
+		IdleTimeout:              10 * time.Minute,
+		AutoCreateTopics:         true,
+		DefaultPartitions:        1,
+		DefaultRetention:         0, // the backend's: see RetentionDefault
+		MaxMessageBytes:          1048588,
+		ShutdownGrace:            10 * time.Second,
+		RetentionCheckInterval:   time.Minute,
+		CleanerCheckInterval:     15 * time.Second,
+		CleanerDedupeBufferBytes: 128 << 20,
+		MaxPartitions:            10000,
+		FetchMaxBytes:            55 << 20,
 
 		GroupInitialRebalanceDelay: 3 * time.Second,
 		GroupMinSessionTimeout:     6 * time.Second,
@@ -249,6 +259,12 @@ func (c *Config) Set(key, value string) error {
 		n, err := strconv.ParseInt(strings.TrimSpace(value), 10, 32)
 		if err != nil {
 			return fmt.Errorf("%s: %q is not a 32-bit integer", key, value)
+		}
+		f.SetInt(n)
+	case f.Kind() == reflect.Int64:
+		n, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64)
+		if err != nil {
+			return fmt.Errorf("%s: %q is not an integer", key, value)
 		}
 		f.SetInt(n)
 	default:
@@ -455,6 +471,12 @@ func (c Config) Validate() error {
 	}
 	if c.FetchMaxBytes <= 0 {
 		bad("fetch_max_bytes", "%d must be > 0", c.FetchMaxBytes)
+	}
+	if c.CleanerCheckInterval == 0 {
+		bad("cleaner_check_interval", "must be > 0, or -1 to disable the log cleaner")
+	}
+	if c.CleanerDedupeBufferBytes < 1<<10 {
+		bad("cleaner_dedupe_buffer_bytes", "must be at least 1024 bytes")
 	}
 	if c.RetentionCheckInterval == 0 {
 		bad("retention_check_interval", "must be > 0, or -1 to disable the check")

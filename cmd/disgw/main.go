@@ -404,6 +404,8 @@ func openBackend(cfg configs.Config, creds configs.DISCredentials, log *zap.Logg
 	return localstore.Open(cfg.Data, localstore.Options{
 		Logger:                 log,
 		RetentionCheckInterval: cfg.RetentionCheckInterval,
+		CleanerInterval:        cfg.CleanerCheckInterval,
+		CleanerBufferBytes:     cfg.CleanerDedupeBufferBytes,
 	})
 }
 
