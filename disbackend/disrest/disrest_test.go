@@ -578,3 +578,22 @@ func TestPutRecordsTimeout(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterIDStable: every Store on the same DIS project gives the same
+// cluster id (two gateway nodes, or one restarted), another project
+// another one.
+func TestClusterIDStable(t *testing.T) {
+	t.Parallel()
+	_, url := startDIS(t, dislocal.Options{})
+	a, err := newStore(t, url, nil).ClusterID(ctxT(t))
+	if err != nil || len(a) != 22 {
+		t.Fatalf("ClusterID = %q, %v; want 22 characters (16 bytes, Base64)", a, err)
+	}
+	if b, err := newStore(t, url, nil).ClusterID(ctxT(t)); err != nil || b != a {
+		t.Fatalf("a second Store: %q, %v; want %q", b, err, a)
+	}
+	_, other := startDIS(t, dislocal.Options{})
+	if c, err := newStore(t, other, nil).ClusterID(ctxT(t)); err != nil || c == a {
+		t.Fatalf("another DIS: %q, %v; want another id than %q", c, err, a)
+	}
+}

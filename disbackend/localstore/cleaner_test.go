@@ -454,3 +454,27 @@ func TestCleanerReadsGaps(t *testing.T) {
 		t.Fatal("BatchAtTimestamp returned a header without records")
 	}
 }
+
+// TestClusterIDKept: a data directory keeps its cluster id across
+// restarts; another directory has another.
+func TestClusterIDKept(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	fs := vfs.NewMem()
+	s := openT(t, "db", Options{FS: fs})
+	a, err := s.ClusterID(ctx)
+	if err != nil || len(a) != 22 {
+		t.Fatalf("ClusterID = %q, %v", a, err)
+	}
+	_ = s.Close()
+	s = openT(t, "db", Options{FS: fs})
+	defer s.Close()
+	if b, _ := s.ClusterID(ctx); b != a {
+		t.Fatalf("after a restart: %q, want %q", b, a)
+	}
+	o := openT(t, "other", Options{FS: fs})
+	defer o.Close()
+	if c, _ := o.ClusterID(ctx); c == a {
+		t.Fatalf("another directory has the same cluster id %q", c)
+	}
+}
