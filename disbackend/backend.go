@@ -268,6 +268,20 @@ type RecordLog interface {
 	StoresRecords() bool
 }
 
+// GroupStateStore is implemented by backends that keep consumer groups'
+// membership (generation, members, assignments) across gateway restarts,
+// as Kafka's coordinator keeps it in __consumer_offsets: the embedded
+// store does. The state is the group coordinator's, opaque to the backend.
+// Without it, members rejoin after a restart (committed offsets are kept
+// either way, as checkpoints).
+type GroupStateStore interface {
+	// SaveGroupState stores state under group id, synced before it
+	// returns; nil deletes it. Errors: ErrClosed, or a storage error.
+	SaveGroupState(ctx context.Context, group string, state []byte) error
+	// GroupStates returns every stored state by group id.
+	GroupStates(ctx context.Context) (map[string][]byte, error)
+}
+
 // StoresRecords reports whether b wants Batch.Records (implements RecordLog).
 func StoresRecords(b any) bool {
 	rl, ok := b.(RecordLog)

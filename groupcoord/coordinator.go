@@ -4,9 +4,12 @@
 // which it keeps as DIS app checkpoints through disbackend.Apps.
 //
 // Each group in memory is owned by one goroutine: requests and timer
-// expiries are messages posted to it, so its state needs no locks. Members
-// live only in memory (a gateway restart makes clients rejoin); committed
-// offsets live only in the backend, so a restart loses none.
+// expiries are messages posted to it, so its state needs no locks.
+// Committed offsets live only in the backend, so a restart loses none.
+// Members live in memory; with a backend that keeps them
+// (disbackend.GroupStateStore, the embedded store) Stable groups are saved
+// and restored across a restart, as Kafka keeps them (persist.go);
+// otherwise a gateway restart makes clients rejoin.
 //
 // It owns the state machine (Empty, PreparingRebalance, CompletingRebalance,
 // Stable, Dead), member sessions, rebalance and sync timeouts, the initial
@@ -126,6 +129,7 @@ type Client struct {
 type Coordinator struct {
 	cfg    Config
 	apps   disbackend.Apps
+	states disbackend.GroupStateStore // nil: membership is not kept across restarts
 	topics Topics
 	clock  Clock
 	log    *zap.Logger
@@ -170,6 +174,7 @@ func New(cfg Config, apps disbackend.Apps, topics Topics) *Coordinator {
 	c := &Coordinator{
 		cfg:        cfg,
 		apps:       apps,
+		states:     groupStates(apps),
 		topics:     topics,
 		clock:      cfg.Clock,
 		log:        cfg.Logger.Named("groupcoord"),
@@ -218,6 +223,9 @@ func (c *Coordinator) background() {
 		var err error
 		if c.apps != nil {
 			_, err = c.apps.ListApps(ctx)
+		}
+		if err == nil {
+			err = c.restoreGroups(ctx)
 		}
 		cancel()
 		if err == nil {

@@ -115,6 +115,7 @@ type group struct {
 	newAdded     bool   // a member joined during the initial delay
 	nextSeq      uint64
 	hadMembers   bool
+	saved        bool // its membership is saved in the backend (persist.go)
 
 	offsetState
 	inflight int // commits validated here whose backend write has not been applied yet
@@ -495,6 +496,7 @@ func (g *group) replySyncError(m *member, code int16) {
 func (g *group) becameEmpty() {
 	g.state = Empty
 	g.protocol = ""
+	g.forgetState()
 	if !g.hadMembers {
 		return
 	}

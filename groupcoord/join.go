@@ -251,6 +251,7 @@ func (g *group) replaceStatic(oldID, newID string, client Client, req *kmsg.Join
 		if sameProtocols(oldProtocols, req.Protocols) && g.selectProtocol() == g.protocol {
 			m.join = nil
 			g.awaiting--
+			g.saveState() // the new member id holds the old one's place
 			r := g.joinResponse(req.Version, newID, false)
 			r.LeaderID = currentLeader
 			if g.leader == newID && req.Version >= 9 {

@@ -85,6 +85,7 @@ func (g *group) syncGroup(req *kmsg.SyncGroupRequest, reply func(*kmsg.SyncGroup
 		}
 		g.state = Stable
 		g.log.Info("group is stable", zap.Int32("generation", g.generation), zap.Int("members", len(g.members)))
+		g.saveState()
 		for _, o := range g.sortedMembers() {
 			if p := o.sync; p != nil {
 				o.sync = nil

@@ -384,3 +384,51 @@ func (s *Store) requireApp(name string) error {
 	}
 	return nil
 }
+
+var _ disbackend.GroupStateStore = (*Store)(nil)
+
+// SaveGroupState stores a consumer group's membership (the group
+// coordinator's opaque state) under its id, synced; nil deletes it.
+// Errors: ErrClosed, or a storage error.
+func (s *Store) SaveGroupState(ctx context.Context, group string, state []byte) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("localstore: save group %q: %w", group, err)
+	}
+	if err := s.enter("save group"); err != nil {
+		return err
+	}
+	defer s.dbMu.RUnlock()
+	key := append([]byte{prefixGroup}, group...)
+	var err error
+	if state == nil {
+		err = s.db.Delete(key, pebble.Sync)
+	} else {
+		err = s.db.Set(key, state, pebble.Sync)
+	}
+	if err != nil {
+		return fmt.Errorf("localstore: save group %q: %w", group, err)
+	}
+	return nil
+}
+
+// GroupStates returns every consumer group's stored membership by group id.
+// Errors: ErrClosed, or a storage error.
+func (s *Store) GroupStates(ctx context.Context) (map[string][]byte, error) {
+	if err := s.enter("group states"); err != nil {
+		return nil, err
+	}
+	defer s.dbMu.RUnlock()
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixGroup}, UpperBound: []byte{prefixGroup + 1}})
+	if err != nil {
+		return nil, fmt.Errorf("localstore: group states: %w", err)
+	}
+	defer it.Close()
+	out := map[string][]byte{}
+	for it.First(); it.Valid(); it.Next() {
+		out[string(it.Key()[1:])] = append([]byte(nil), it.Value()...)
+	}
+	if err := it.Error(); err != nil {
+		return nil, fmt.Errorf("localstore: group states: %w", err)
+	}
+	return out, nil
+}

@@ -15,6 +15,7 @@ import "encoding/binary"
 //	'c'                               next stream number (sid) to hand out
 //	'u'                               the cluster id (Kafka Metadata), made at the first Open
 //	'C' sid                           the log cleaner's state of a compacted stream (JSON cleanerState)
+//	'G' group                         a consumer group's membership (disbackend.GroupStateStore)
 //	'A' app                           app (apps.go)
 //	'K' app 0 stream 0 part           checkpoint (apps.go)
 const (
@@ -24,6 +25,7 @@ const (
 	keySidCounter    = 'c'
 	keyClusterID     = 'u'
 	prefixCleaner    = 'C'
+	prefixGroup      = 'G'
 	prefixApp        = 'A'
 	prefixCheckpoint = 'K'
 )

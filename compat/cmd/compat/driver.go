@@ -23,6 +23,7 @@ import (
 type env struct {
 	root, compat, self, tools string
 	broker, topic, group      string
+	bin, backend              string // disgw and its backend, for scenarios that run their own
 }
 
 type clientSpec struct {
@@ -30,12 +31,15 @@ type clientSpec struct {
 	about string
 	extra []string // steps beyond the core ones, in order
 	argv  func(e env) ([]string, error)
+	// ownsDisgw: the scenario runs its own disgw (it kills and restarts
+	// it), so the driver starts none.
+	ownsDisgw bool
 }
 
 func goScenario(name string) func(e env) ([]string, error) {
 	return func(e env) ([]string, error) {
 		return []string{e.self, "scenario", name, "-broker", e.broker, "-topic", e.topic, "-group", e.group,
-			"-jars", filepath.Join(e.tools, "kafka-4.4.0")}, nil
+			"-jars", filepath.Join(e.tools, "kafka-4.4.0"), "-tools", e.tools, "-disgw", e.bin, "-backend", e.backend}, nil
 	}
 }
 
@@ -77,6 +81,10 @@ var clients = []clientSpec{
 			"--broker", e.broker, "--topic", e.topic, "--group", e.group}, nil
 	}},
 	{name: "kafka-java", about: "Apache Kafka 4.4.0 command-line tools (Java client)", extra: javaExtra, argv: goScenario("kafka-java")},
+	{name: "kafka-connect", about: "Apache Kafka Connect 4.3.1, distributed worker, FileStreamSource and FileStreamSink", extra: connectExtra,
+		argv: goScenario("kafka-connect"), ownsDisgw: true},
+	{name: "kafka-streams", about: "Apache Kafka Streams 4.4.0 word count with a state store, at-least-once", extra: streamsExtra,
+		argv: goScenario("kafka-streams")},
 }
 
 // stepResult is one cell of the matrix.
@@ -335,13 +343,19 @@ func spawn(bin string, args, env []string, ready, logPath string) (*disgwProc, e
 // dislocal` (free port, its own fresh data directory, AK/SK signatures
 // checked) and points disgw serve at it; its log is next to disgw's.
 func startDisgw(bin, backend, logPath string) (*disgwProc, string, error) {
+	// The log cleaner looks often (compacted topics of kafka-streams).
+	return startDisgwWith(bin, backend, logPath, "DISGW_CLEANER_CHECK_INTERVAL=500ms")
+}
+
+// startDisgwWith is startDisgw with extraEnv in disgw serve's environment.
+func startDisgwWith(bin, backend, logPath string, extraEnv ...string) (*disgwProc, string, error) {
 	dir, err := os.MkdirTemp("", "disgw-compat-data-")
 	if err != nil {
 		return nil, "", err
 	}
 	args := []string{"serve", "--listen", "127.0.0.1:0", "--data", filepath.Join(dir, "data"),
 		"--ready-file", filepath.Join(dir, "ready"), "--backend", backend, "--log-level", "info"}
-	var env []string
+	env := extraEnv
 	var dis *disgwProc
 	if backend == "dis" {
 		dis, err = spawn(bin, []string{"dislocal", "--listen", "127.0.0.1:0", "--data", filepath.Join(dir, "dislocal"),
@@ -352,7 +366,7 @@ func startDisgw(bin, backend, logPath string) (*disgwProc, string, error) {
 			return nil, dir, err
 		}
 		args = append(args, "--dis-endpoint", "http://"+dis.addr, "--dis-project-id", compatDISProject)
-		env = []string{"DISGW_DIS_AK=" + compatDISAK, "DISGW_DIS_SK=" + compatDISSK}
+		env = append(env, "DISGW_DIS_AK="+compatDISAK, "DISGW_DIS_SK="+compatDISSK)
 	}
 	p, err := spawn(bin, args, env, filepath.Join(dir, "ready"), logPath)
 	if err != nil {
@@ -363,6 +377,31 @@ func startDisgw(bin, backend, logPath string) (*disgwProc, string, error) {
 	}
 	p.dis = dis
 	return p, dir, nil
+}
+
+// restartDisgw starts disgw serve again after old exited (killed): the
+// same data directory (of startDisgwWith's dir) and address, and for the
+// DIS backend the same dislocal, which kept running.
+func restartDisgw(old *disgwProc, bin, backend, dir, logPath string, extraEnv ...string) (*disgwProc, error) {
+	ready := filepath.Join(dir, "ready")
+	_ = os.Remove(ready)
+	args := []string{"serve", "--listen", old.addr, "--data", filepath.Join(dir, "data"),
+		"--ready-file", ready, "--backend", backend, "--log-level", "info"}
+	env := extraEnv
+	if old.dis != nil {
+		args = append(args, "--dis-endpoint", "http://"+old.dis.addr, "--dis-project-id", compatDISProject)
+		env = append(env, "DISGW_DIS_AK="+compatDISAK, "DISGW_DIS_SK="+compatDISSK)
+	}
+	var p *disgwProc
+	var err error
+	for range 20 { // the port may take a moment to be free again
+		if p, err = spawn(bin, args, env, ready, logPath); err == nil {
+			p.dis = old.dis
+			return p, nil
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	return nil, err
 }
 
 // stop sends SIGTERM and waits (then SIGKILL), disgw first, then its
@@ -413,20 +452,23 @@ func runClient(c clientSpec, e env, bin, backend string, timeout time.Duration, 
 			}
 		}
 	}()
-	p, dataDir, err := startDisgw(bin, backend, filepath.Join(logDir, c.name+".disgw.log"))
-	if dataDir != "" {
-		defer os.RemoveAll(dataDir)
-	}
-	if err != nil {
-		r.note = err.Error()
-		return r
-	}
-	e.broker = p.addr
-	defer func() {
-		if problem := p.stop(); problem != "" {
-			r.note = strings.TrimPrefix(r.note+"; "+problem, "; ")
+	e.bin, e.backend = bin, backend
+	if !c.ownsDisgw {
+		p, dataDir, err := startDisgw(bin, backend, filepath.Join(logDir, c.name+".disgw.log"))
+		if dataDir != "" {
+			defer os.RemoveAll(dataDir)
 		}
-	}()
+		if err != nil {
+			r.note = err.Error()
+			return r
+		}
+		e.broker = p.addr
+		defer func() {
+			if problem := p.stop(); problem != "" {
+				r.note = strings.TrimPrefix(r.note+"; "+problem, "; ")
+			}
+		}()
+	}
 	argv, err := c.argv(e)
 	if err != nil {
 		r.note = err.Error()

@@ -50,6 +50,9 @@ func scenarioMain(args []string) int {
 	topic := fs.String("topic", "", "topic")
 	group := fs.String("group", "", "consumer group")
 	jars := fs.String("jars", "", "directory of the Kafka 4.4.0 jars (kafka-java)")
+	tools := fs.String("tools", defaultTools(), "directory compat/setup filled (kafka-connect, kafka-streams)")
+	disgwBin := fs.String("disgw", "", "the disgw binary (kafka-connect runs its own)")
+	backend := fs.String("backend", "local", "disgw's backend (kafka-connect)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
 	}
@@ -71,6 +74,10 @@ func scenarioMain(args []string) int {
 		runKcat(*broker, *topic, *group)
 	case "kafka-java":
 		runJava(*broker, *topic, *group, *jars)
+	case "kafka-connect":
+		runConnect(*disgwBin, *backend, *tools, *topic)
+	case "kafka-streams":
+		runStreams(*broker, *topic, *tools)
 	default:
 		fmt.Fprintf(os.Stderr, "unknown Go scenario %q\n", name)
 		return 2

@@ -1,0 +1,577 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/disgw/disgw/compat/internal/scen"
+)
+
+// Apache Kafka Connect 4.3.1 in distributed mode (connect-runtime and
+// connect-file from Maven Central; 4.4.0 of them is not served), with disgw
+// its only bootstrap server. The scenario runs its own disgw (and, for the
+// DIS backend, its own dislocal) because it kills and restarts it. Its
+// steps, in the matrix's columns:
+//
+//   - create: workers create their internal topics (configs, offsets,
+//     status; compacted) themselves, with replication factor 1, -1 (the
+//     broker's default) and their default 3, each on a fresh disgw; the
+//     topics say cleanup.policy=compact.
+//   - produce: a FileStreamSource connector reads 5,000 lines into a topic.
+//   - consume: a FileStreamSink connector writes them to a file, which must
+//     equal the source file.
+//   - resume: the worker is restarted and 1,000 lines appended: the sink
+//     has exactly 6,000, none twice.
+//   - describe: both connectors RUNNING, the sink's group offsets = the
+//     topic's end offsets.
+//   - kill -9 disgw: disgw is killed under the worker and started again on
+//     the same data and port; 1,000 more lines: exactly 7,000.
+//   - after the cleaner: the internal topics are made cleanable (segment.ms
+//     500, min.cleanable.dirty.ratio 0.01) and cleaned; the worker is
+//     restarted and 1,000 more lines appended: exactly 8,000, so the
+//     connector configs, the source offsets and the sink offsets survived.
+const (
+	connectJarsDir     = "connect-4.3.1"
+	connectWorkerClass = "org.apache.kafka.connect.cli.ConnectDistributed"
+	connectLines       = 5000
+	connectMore        = 1000
+)
+
+var connectExtra = []string{"kill -9 disgw", "after the cleaner"}
+
+// connectRun is one worker and the disgw it talks to.
+type connectRun struct {
+	bin, backend, jars, dir string
+	disgw                   *disgwProc
+	dataDir                 string // of disgw (and dislocal)
+	disgwLog                string // of the disgw running
+	worker                  *exec.Cmd
+	workerDone              chan error
+	rest                    string // the worker's REST address
+	src, sink               string
+	topic                   string
+}
+
+func runConnect(bin, backend, tools, topic string) {
+	jars := filepath.Join(tools, connectJarsDir)
+	steps := append(append([]string{}, scen.CoreSteps...), connectExtra...)
+	if _, err := os.Stat(filepath.Join(jars, "connect-runtime-4.3.1.jar")); err != nil {
+		for _, s := range steps {
+			scen.Report(s, "fail", fmt.Sprintf("Kafka Connect 4.3.1 jars missing under %s (run compat/setup)", jars))
+		}
+		return
+	}
+	scen.Info("version", "Apache Kafka Connect 4.3.1 (distributed), FileStream connectors, "+javaVersion(context.Background()))
+	fail := func(from int, step, why string) {
+		scen.Report(step, "fail", why)
+		for _, s := range steps[from+1:] {
+			scen.Report(s, "skip", "an earlier step failed")
+		}
+	}
+	// create: the internal topics, at three replication factors.
+	var detail []string
+	for _, rf := range []string{"1", "-1", ""} {
+		c, err := newConnectRun(bin, backend, jars, topic, rf)
+		if err == nil {
+			err = c.startWorker(rf)
+		}
+		if err == nil {
+			var d string
+			d, err = c.checkInternalTopics()
+			detail = append(detail, fmt.Sprintf("rf %s: %s", cmpOr(rf, "default (3)"), d))
+		}
+		if rf != "" || err != nil {
+			c.close()
+		}
+		if err != nil {
+			fail(0, scen.StepCreate, fmt.Sprintf("replication factor %s: %v", cmpOr(rf, "default (3)"), err))
+			return
+		}
+		if rf == "" {
+			defer c.close()
+			scen.Report(scen.StepCreate, "pass", strings.Join(detail, "; "))
+			runConnectFlow(c, steps, fail)
+		}
+	}
+}
+
+func runConnectFlow(c *connectRun, steps []string, fail func(int, string, string)) {
+	if err := c.appendLines(0, connectLines); err != nil {
+		fail(1, scen.StepProduce, err.Error())
+		return
+	}
+	if err := c.createConnector("compat-source", map[string]string{
+		"connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector", "file": c.src, "topic": c.topic, "tasks.max": "1"}); err != nil {
+		fail(1, scen.StepProduce, err.Error())
+		return
+	}
+	if err := c.waitTopic(connectLines); err != nil {
+		fail(1, scen.StepProduce, err.Error())
+		return
+	}
+	scen.Report(scen.StepProduce, "pass", fmt.Sprintf("FileStreamSource: %d lines in %s", connectLines, c.topic))
+	if err := c.createConnector("compat-sink", map[string]string{
+		"connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector", "file": c.sink, "topics": c.topic, "tasks.max": "1"}); err != nil {
+		fail(2, scen.StepConsume, err.Error())
+		return
+	}
+	if err := c.waitSink(connectLines); err != nil {
+		fail(2, scen.StepConsume, err.Error())
+		return
+	}
+	scen.Report(scen.StepConsume, "pass", fmt.Sprintf("FileStreamSink: the sink file equals the source file, %d lines", connectLines))
+
+	total := connectLines
+	more := func(step int, name, how string, before func() error) bool {
+		if err := before(); err != nil {
+			fail(step, name, err.Error())
+			return false
+		}
+		if err := c.appendLines(total, connectMore); err != nil {
+			fail(step, name, err.Error())
+			return false
+		}
+		total += connectMore
+		if err := c.waitSink(total); err != nil {
+			fail(step, name, err.Error())
+			return false
+		}
+		scen.Report(name, "pass", fmt.Sprintf("%s, %d more lines: the sink has exactly %d, none twice", how, connectMore, total))
+		return true
+	}
+	if !more(3, scen.StepResume, "worker restarted", c.restartWorker) {
+		return
+	}
+	if d, err := c.describe(); err != nil {
+		fail(4, scen.StepDescribe, err.Error())
+		return
+	} else {
+		scen.Report(scen.StepDescribe, "pass", d)
+	}
+	if !more(5, "kill -9 disgw", "disgw killed (SIGKILL) under the worker and started again", c.restartDisgw) {
+		return
+	}
+	more(6, "after the cleaner", "the internal topics compacted by disgw's log cleaner, then the worker restarted", func() error {
+		if err := c.cleanInternalTopics(); err != nil {
+			return err
+		}
+		return c.restartWorker()
+	})
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+func newConnectRun(bin, backend, jars, topic, rf string) (*connectRun, error) {
+	c := &connectRun{bin: bin, backend: backend, jars: jars, topic: topic}
+	var err error
+	c.dir, err = os.MkdirTemp("", "disgw-compat-connect-")
+	if err != nil {
+		return nil, err
+	}
+	scen.Info("logs, replication factor "+cmpOr(rf, "default"), c.dir)
+	c.src, c.sink = filepath.Join(c.dir, "source.txt"), filepath.Join(c.dir, "sink.txt")
+	c.disgwLog = filepath.Join(c.dir, "disgw.log")
+	c.disgw, c.dataDir, err = startDisgwWith(bin, backend, c.disgwLog, "DISGW_CLEANER_CHECK_INTERVAL=200ms")
+	return c, err
+}
+
+// close stops the worker and disgw and removes disgw's data; the
+// directory with the logs stays (its path is an ##INFO line).
+func (c *connectRun) close() {
+	c.stopWorker()
+	if c.disgw != nil {
+		c.disgw.stop()
+	}
+	if c.dataDir != "" {
+		_ = os.RemoveAll(c.dataDir)
+	}
+}
+
+// startWorker writes the worker's properties (replication factor rf of its
+// internal topics, "" for Connect's default) and starts it, waiting for its
+// REST API.
+func (c *connectRun) startWorker(rf string) error {
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	c.rest = fmt.Sprintf("127.0.0.1:%d", port)
+	props := []string{
+		"bootstrap.servers=" + c.disgw.addr,
+		"group.id=compat-connect",
+		"key.converter=org.apache.kafka.connect.storage.StringConverter",
+		"value.converter=org.apache.kafka.connect.storage.StringConverter",
+		"config.storage.topic=connect-configs",
+		"offset.storage.topic=connect-offsets",
+		"status.storage.topic=connect-status",
+		"listeners=http://" + c.rest,
+		"offset.flush.interval.ms=500",
+		"plugin.discovery=service_load",
+	}
+	if rf != "" {
+		for _, t := range []string{"config", "offset", "status"} {
+			props = append(props, t+".storage.replication.factor="+rf)
+		}
+	}
+	workerProps := filepath.Join(c.dir, "worker.properties")
+	if err := os.WriteFile(workerProps, []byte(strings.Join(props, "\n")+"\n"), 0o644); err != nil {
+		return err
+	}
+	log4j := filepath.Join(c.dir, "log4j.properties")
+	if err := os.WriteFile(log4j, []byte("log4j.rootLogger=INFO, stdout\nlog4j.appender.stdout=org.apache.log4j.ConsoleAppender\n"+
+		"log4j.appender.stdout.layout=org.apache.log4j.PatternLayout\nlog4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n\n"), 0o644); err != nil {
+		return err
+	}
+	return c.launchWorker(workerProps, log4j)
+}
+
+func (c *connectRun) launchWorker(workerProps, log4j string) error {
+	logf, err := os.OpenFile(filepath.Join(c.dir, "worker.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command("java", "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-Dlog4j.configuration=file:"+log4j,
+		"-cp", filepath.Join(c.jars, "*"), connectWorkerClass, workerProps)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait(); logf.Close() }()
+	c.worker, c.workerDone = cmd, done
+	deadline := time.Now().Add(90 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-done:
+			c.worker = nil
+			return fmt.Errorf("the worker exited while starting: %v; %s", err, c.workerLogTail())
+		default:
+		}
+		if _, err := c.get("/connectors"); err == nil {
+			return nil
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	return fmt.Errorf("the worker's REST API not up after 90s; %s", c.workerLogTail())
+}
+
+func (c *connectRun) workerLogTail() string {
+	b, _ := os.ReadFile(filepath.Join(c.dir, "worker.log"))
+	var errs []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, " ERROR ") {
+			errs = append(errs, l)
+		}
+	}
+	if len(errs) > 0 {
+		return "worker errors: " + tail(strings.Join(errs, " | "), 600)
+	}
+	return "worker log: " + tail(string(b), 400)
+}
+
+// stopWorker stops the worker with SIGTERM (a clean stop: it commits what
+// it has), waiting for it.
+func (c *connectRun) stopWorker() {
+	if c.worker == nil {
+		return
+	}
+	_ = c.worker.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.workerDone:
+	case <-time.After(60 * time.Second):
+		_ = c.worker.Process.Kill()
+		<-c.workerDone
+	}
+	c.worker = nil
+}
+
+func (c *connectRun) restartWorker() error {
+	c.stopWorker()
+	return c.launchWorker(filepath.Join(c.dir, "worker.properties"), filepath.Join(c.dir, "log4j.properties"))
+}
+
+// restartDisgw kills disgw with SIGKILL and starts it again on the same
+// data directory and port (the worker's bootstrap address); dislocal, for
+// the DIS backend, keeps running.
+func (c *connectRun) restartDisgw() error {
+	_ = c.disgw.cmd.Process.Kill()
+	<-c.disgw.exited
+	c.disgwLog = filepath.Join(c.dir, "disgw-restarted.log")
+	p, err := restartDisgw(c.disgw, c.bin, c.backend, c.dataDir, c.disgwLog, "DISGW_CLEANER_CHECK_INTERVAL=200ms")
+	if err != nil {
+		return err
+	}
+	c.disgw = p
+	return nil
+}
+
+func (c *connectRun) admin() (*kadm.Client, *kgo.Client, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.disgw.addr))
+	if err != nil {
+		return nil, nil, err
+	}
+	return kadm.NewClient(cl), cl, nil
+}
+
+// checkInternalTopics waits for the worker's three internal topics and
+// checks each says cleanup.policy=compact.
+func (c *connectRun) checkInternalTopics() (string, error) {
+	adm, cl, err := c.admin()
+	if err != nil {
+		return "", err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	names := []string{"connect-configs", "connect-offsets", "connect-status"}
+	for {
+		rc, err := adm.DescribeTopicConfigs(ctx, names...)
+		if err == nil {
+			var got []string
+			ok := true
+			for _, r := range rc {
+				v := ""
+				for _, cfg := range r.Configs {
+					if cfg.Key == "cleanup.policy" && cfg.Value != nil {
+						v = *cfg.Value
+					}
+				}
+				ok = ok && r.Err == nil && v == "compact"
+				got = append(got, fmt.Sprintf("%s cleanup.policy=%s", r.Name, v))
+			}
+			if ok && len(rc) == 3 {
+				return strings.Join(got, ", "), nil
+			}
+			if ctx.Err() != nil {
+				return "", fmt.Errorf("internal topics: %s", strings.Join(got, ", "))
+			}
+		} else if ctx.Err() != nil {
+			return "", err
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+}
+
+// appendLines appends lines from..from+n-1 to the source file.
+func (c *connectRun) appendLines(from, n int) error {
+	f, err := os.OpenFile(c.src, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	var b strings.Builder
+	for i := from; i < from+n; i++ {
+		fmt.Fprintf(&b, "line %05d of the compat source file\n", i)
+	}
+	if _, err := f.WriteString(b.String()); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func (c *connectRun) createConnector(name string, config map[string]string) error {
+	body, _ := json.Marshal(map[string]any{"name": name, "config": config})
+	resp, err := http.Post("http://"+c.rest+"/connectors", "application/json", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusCreated {
+		return fmt.Errorf("POST /connectors %s: %s %s", name, resp.Status, tail(string(b), 300))
+	}
+	return nil
+}
+
+func (c *connectRun) get(path string) ([]byte, error) {
+	hc := http.Client{Timeout: 5 * time.Second}
+	resp, err := hc.Get("http://" + c.rest + path)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("GET %s: %s %s", path, resp.Status, tail(string(b), 300))
+	}
+	return b, err
+}
+
+// waitTopic waits until the topic holds n records.
+func (c *connectRun) waitTopic(n int) error {
+	adm, cl, err := c.admin()
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	deadline := time.Now().Add(90 * time.Second)
+	var have int64
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ends, err := adm.ListEndOffsets(ctx, c.topic)
+		cancel()
+		if err == nil {
+			have = 0
+			ends.Each(func(o kadm.ListedOffset) { have += o.Offset })
+			if have >= int64(n) {
+				return nil
+			}
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	return fmt.Errorf("the topic has %d records after 90s, want %d; %s", have, n, c.workerLogTail())
+}
+
+// waitSink waits until the sink file has n lines, and checks it equals the
+// source file: the same lines, in order, none twice.
+func (c *connectRun) waitSink(n int) error {
+	deadline := time.Now().Add(120 * time.Second)
+	var lines int
+	for time.Now().Before(deadline) {
+		b, _ := os.ReadFile(c.sink)
+		lines = bytes.Count(b, []byte("\n"))
+		if lines >= n {
+			src, err := os.ReadFile(c.src)
+			if err != nil {
+				return err
+			}
+			if !bytes.Equal(b, src) {
+				return fmt.Errorf("the sink file (%d lines) differs from the source file (%d lines)", lines, bytes.Count(src, []byte("\n")))
+			}
+			return nil
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	return fmt.Errorf("the sink file has %d lines after 120s, want %d; %s", lines, n, c.workerLogTail())
+}
+
+// describe checks the connectors are RUNNING and the sink's group has
+// committed the topic's end offsets.
+func (c *connectRun) describe() (string, error) {
+	for _, name := range []string{"compat-source", "compat-sink"} {
+		var st struct {
+			Connector struct{ State string }
+			Tasks     []struct{ State string }
+		}
+		b, err := c.get("/connectors/" + name + "/status")
+		if err == nil {
+			err = json.Unmarshal(b, &st)
+		}
+		if err != nil {
+			return "", err
+		}
+		if st.Connector.State != "RUNNING" || len(st.Tasks) != 1 || st.Tasks[0].State != "RUNNING" {
+			return "", fmt.Errorf("%s: %s", name, b)
+		}
+	}
+	adm, cl, err := c.admin()
+	if err != nil {
+		return "", err
+	}
+	defer cl.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ends, err1 := adm.ListEndOffsets(ctx, c.topic)
+		committed, err2 := adm.FetchOffsets(ctx, "connect-compat-sink")
+		cancel()
+		if err := firstErr(err1, err2); err != nil {
+			return "", err
+		}
+		var got []string
+		same := true
+		ends.Each(func(o kadm.ListedOffset) {
+			cm, _ := committed.Lookup(c.topic, o.Partition)
+			same = same && cm.At == o.Offset
+			got = append(got, fmt.Sprintf("p%d=%d/%d", o.Partition, cm.At, o.Offset))
+		})
+		if same {
+			return "compat-source and compat-sink RUNNING; group connect-compat-sink committed = end offsets (" + strings.Join(got, " ") + ")", nil
+		}
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("group connect-compat-sink committed/end: %s", strings.Join(got, " "))
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// cleanInternalTopics makes the internal topics cleanable at once
+// (segment.ms 500, min.cleanable.dirty.ratio 0.01) and waits until disgw's
+// log cleaner has passed over each.
+func (c *connectRun) cleanInternalTopics() error {
+	adm, cl, err := c.admin()
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	names := []string{"connect-configs", "connect-offsets", "connect-status"}
+	seg, ratio := "500", "0.01"
+	rs, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "segment.ms", Value: &seg}, {Name: "min.cleanable.dirty.ratio", Value: &ratio}}, names...)
+	if err == nil {
+		for _, r := range rs {
+			if r.Err != nil {
+				err = fmt.Errorf("alter %s: %v", r.Name, r.Err)
+			}
+		}
+	}
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		b, _ := os.ReadFile(c.disgwLog)
+		missing := []string{}
+		for _, n := range names {
+			if !bytes.Contains(b, []byte(`"msg":"log cleaner pass","stream":"`+n+`"`)) {
+				missing = append(missing, n)
+			}
+		}
+		if len(missing) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("disgw's log cleaner did not pass over %s within 60s", strings.Join(missing, ", "))
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+}
+
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

@@ -1,0 +1,150 @@
+package groupcoord
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap"
+
+	"github.com/disgw/disgw/disbackend"
+)
+
+// Membership across gateway restarts. Kafka's coordinator writes a group's
+// metadata (generation, protocol, leader, members with their metadata and
+// assignments) to __consumer_offsets when a rebalance completes and loads
+// it when it takes the group over, so a broker restart does not make a
+// stable group rebalance: its members go on heartbeating and committing
+// with the generation they have. With a backend that keeps such state
+// (disbackend.GroupStateStore: the embedded store), the coordinator does
+// the same: it saves a group when it becomes Stable (and when a static
+// member is replaced without a rebalance), deletes it when the group
+// becomes empty, and restores the Stable groups at start, each member's
+// session counted from then. Without one, members rejoin after a restart.
+
+// savedGroup is a Stable group's membership as it is saved.
+type savedGroup struct {
+	Generation   int32         `json:"generation"`
+	ProtocolType string        `json:"protocol_type"`
+	Protocol     string        `json:"protocol"`
+	Leader       string        `json:"leader"`
+	Members      []savedMember `json:"members"`
+}
+
+type savedMember struct {
+	ID           string          `json:"id"`
+	InstanceID   *string         `json:"instance_id,omitempty"`
+	ClientID     string          `json:"client_id"`
+	ClientHost   string          `json:"client_host"`
+	ProtocolType string          `json:"protocol_type"`
+	Protocols    []savedProtocol `json:"protocols"`
+	SessionMs    int64           `json:"session_ms"`
+	RebalanceMs  int64           `json:"rebalance_ms"`
+	Assignment   []byte          `json:"assignment"`
+	Seq          uint64          `json:"seq"`
+}
+
+type savedProtocol struct {
+	Name     string `json:"name"`
+	Metadata []byte `json:"metadata"`
+}
+
+// saveState saves the group's membership when the backend keeps it
+// (before the rebalance's SyncGroup answers go out, as Kafka answers after
+// its write). A failure is logged: the group works on, and a restart then
+// makes its members rejoin.
+func (g *group) saveState() {
+	store := g.c.states
+	if store == nil {
+		return
+	}
+	sg := savedGroup{Generation: g.generation, ProtocolType: g.protocolType, Protocol: g.protocol, Leader: g.leader}
+	for _, m := range g.sortedMembers() {
+		sm := savedMember{ID: m.id, InstanceID: m.instanceID, ClientID: m.client.ID, ClientHost: m.client.Host,
+			ProtocolType: m.protocolType, SessionMs: m.session.Milliseconds(), RebalanceMs: m.rebalance.Milliseconds(),
+			Assignment: m.assignment, Seq: m.seq}
+		for _, p := range m.protocols {
+			sm.Protocols = append(sm.Protocols, savedProtocol{Name: p.Name, Metadata: p.Metadata})
+		}
+		sg.Members = append(sg.Members, sm)
+	}
+	b, err := json.Marshal(sg)
+	if err == nil {
+		ctx, cancel := g.c.opContext()
+		err = store.SaveGroupState(ctx, g.id, b)
+		cancel()
+	}
+	if err != nil {
+		g.log.Warn("saving the group's membership failed; a restart makes its members rejoin", zap.Error(err))
+		return
+	}
+	g.saved = true
+}
+
+// forgetState deletes the saved membership of a group that became empty.
+func (g *group) forgetState() {
+	if g.c.states == nil || !g.saved {
+		return
+	}
+	ctx, cancel := g.c.opContext()
+	err := g.c.states.SaveGroupState(ctx, g.id, nil)
+	cancel()
+	if err != nil {
+		g.log.Warn("deleting the group's saved membership failed", zap.Error(err))
+		return
+	}
+	g.saved = false
+}
+
+// restoreGroups brings the saved Stable groups back into memory, before the
+// coordinator answers requests. Each member's session starts now.
+func (c *Coordinator) restoreGroups(ctx context.Context) error {
+	if c.states == nil {
+		return nil
+	}
+	states, err := c.states.GroupStates(ctx)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id, b := range states {
+		var sg savedGroup
+		if err := json.Unmarshal(b, &sg); err != nil || len(sg.Members) == 0 || id == "" {
+			c.log.Warn("ignoring a saved group that does not decode", zap.String("group", id), zap.Error(err))
+			continue
+		}
+		g := newGroup(c, id)
+		g.state, g.generation, g.protocolType, g.protocol, g.leader = Stable, sg.Generation, sg.ProtocolType, sg.Protocol, sg.Leader
+		g.hadMembers, g.saved = true, true
+		for _, sm := range sg.Members {
+			m := &member{id: sm.ID, instanceID: sm.InstanceID, client: Client{ID: sm.ClientID, Host: sm.ClientHost},
+				protocolType: sm.ProtocolType, session: time.Duration(sm.SessionMs) * time.Millisecond,
+				rebalance: time.Duration(sm.RebalanceMs) * time.Millisecond, assignment: sm.Assignment, seq: sm.Seq}
+			if m.assignment == nil {
+				m.assignment = []byte{}
+			}
+			for _, p := range sm.Protocols {
+				m.protocols = append(m.protocols, kmsg.JoinGroupRequestProtocol{Name: p.Name, Metadata: p.Metadata})
+			}
+			g.members[m.id] = m
+			if m.instanceID != nil {
+				g.static[*m.instanceID] = m.id
+			}
+			g.nextSeq = max(g.nextSeq, m.seq+1)
+			g.armHeartbeat(m, m.session)
+		}
+		c.groups[id] = g
+		c.wg.Add(1)
+		go g.run()
+		g.log.Info("group restored", zap.Int32("generation", g.generation), zap.Int("members", len(g.members)))
+	}
+	return nil
+}
+
+// groupStates is the backend's GroupStateStore, nil when it has none.
+func groupStates(apps disbackend.Apps) disbackend.GroupStateStore {
+	s, _ := apps.(disbackend.GroupStateStore)
+	return s
+}
