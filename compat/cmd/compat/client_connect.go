@@ -442,8 +442,10 @@ func (c *connectRun) waitTopic(n int) error {
 	return fmt.Errorf("the topic has %d records after 90s, want %d; %s", have, n, c.workerLogTail())
 }
 
-// waitSink waits until the sink file has n lines, and checks it equals the
-// source file: the same lines, in order, none twice.
+// waitSink waits until the sink file has n lines and the sink's group has
+// committed the topic's end offsets (so that nothing is to be delivered
+// again), then checks the file equals the source file: the same lines, in
+// order, none twice.
 func (c *connectRun) waitSink(n int) error {
 	deadline := time.Now().Add(120 * time.Second)
 	var lines int
@@ -451,18 +453,29 @@ func (c *connectRun) waitSink(n int) error {
 		b, _ := os.ReadFile(c.sink)
 		lines = bytes.Count(b, []byte("\n"))
 		if lines >= n {
-			src, err := os.ReadFile(c.src)
-			if err != nil {
-				return err
-			}
-			if !bytes.Equal(b, src) {
-				return fmt.Errorf("the sink file (%d lines) differs from the source file (%d lines)", lines, bytes.Count(src, []byte("\n")))
-			}
-			return nil
+			break
 		}
 		time.Sleep(300 * time.Millisecond)
 	}
-	return fmt.Errorf("the sink file has %d lines after 120s, want %d; %s", lines, n, c.workerLogTail())
+	if lines < n {
+		return fmt.Errorf("the sink file has %d lines after 120s, want %d; %s", lines, n, c.workerLogTail())
+	}
+	if _, err := c.sinkCommitted(60 * time.Second); err != nil {
+		return err
+	}
+	b, err := os.ReadFile(c.sink)
+	if err != nil {
+		return err
+	}
+	src, err := os.ReadFile(c.src)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(b, src) {
+		return fmt.Errorf("the sink file (%d lines) differs from the source file (%d lines)",
+			bytes.Count(b, []byte("\n")), bytes.Count(src, []byte("\n")))
+	}
+	return nil
 }
 
 // describe checks the connectors are RUNNING and the sink's group has
@@ -484,12 +497,22 @@ func (c *connectRun) describe() (string, error) {
 			return "", fmt.Errorf("%s: %s", name, b)
 		}
 	}
+	got, err := c.sinkCommitted(30 * time.Second)
+	if err != nil {
+		return "", err
+	}
+	return "compat-source and compat-sink RUNNING; group connect-compat-sink committed = end offsets (" + got + ")", nil
+}
+
+// sinkCommitted waits until the sink's group has committed the topic's end
+// offsets and returns them.
+func (c *connectRun) sinkCommitted(limit time.Duration) (string, error) {
 	adm, cl, err := c.admin()
 	if err != nil {
 		return "", err
 	}
 	defer cl.Close()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(limit)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		ends, err1 := adm.ListEndOffsets(ctx, c.topic)
@@ -506,10 +529,10 @@ func (c *connectRun) describe() (string, error) {
 			got = append(got, fmt.Sprintf("p%d=%d/%d", o.Partition, cm.At, o.Offset))
 		})
 		if same {
-			return "compat-source and compat-sink RUNNING; group connect-compat-sink committed = end offsets (" + strings.Join(got, " ") + ")", nil
+			return strings.Join(got, " "), nil
 		}
 		if time.Now().After(deadline) {
-			return "", fmt.Errorf("group connect-compat-sink committed/end: %s", strings.Join(got, " "))
+			return "", fmt.Errorf("group connect-compat-sink committed/end after %v: %s", limit, strings.Join(got, " "))
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
