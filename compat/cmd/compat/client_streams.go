@@ -235,6 +235,9 @@ func (r *streamsRun) waitCounts(ctx context.Context, cl *kgo.Client) error {
 			return fmt.Errorf("the application exited: %v; %s", err, r.logTail())
 		default:
 		}
+		if b, _ := os.ReadFile(filepath.Join(r.dir, "app.log")); strings.Contains(string(b), "STATE ERROR") {
+			return fmt.Errorf("the application stopped in state ERROR; %s", r.logTail())
+		}
 		last, err := readLastValues(ctx, r.broker, r.out)
 		if err != nil {
 			return err
