@@ -6,9 +6,9 @@ package gateway
 // ThrottleMillis; v3 config type and documentation (documentation null);
 // v4 flexible.
 //
-// TOPIC resources list retention.ms, cleanup.policy (delete),
-// max.message.bytes and message.timestamp.type as the topic has them, and
-// the storage-tuning keys at their Kafka defaults. BROKER resources (this
+// TOPIC resources list every config of topic_configs.go as the topic has
+// it (at Kafka's default unless set), and the storage-tuning keys Kafka
+// has and disgw ignores at their Kafka defaults. BROKER resources (this
 // node's id, or empty) list the broker defaults that clients read.
 // Other resource types get INVALID_REQUEST.
 
