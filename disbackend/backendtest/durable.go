@@ -196,19 +196,32 @@ func testInitProducerIDRestart(t *testing.T, h Harness) {
 	}
 }
 
-// fakeClock is a settable clock for retention.
-type fakeClock struct {
+// FakeClock is a clock a test sets or moves; its Now is a store's clock
+// option (localstore.Options.Now). Safe for concurrent use.
+type FakeClock struct {
 	mu  sync.Mutex
 	now time.Time
 }
 
-func (c *fakeClock) Now() time.Time {
+// NewFakeClock returns a FakeClock at t.
+func NewFakeClock(t time.Time) *FakeClock { return &FakeClock{now: t} }
+
+// Now returns the clock's time.
+func (c *FakeClock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.now
 }
 
-func (c *fakeClock) Set(t time.Time) {
+// Advance moves the clock forward by d.
+func (c *FakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// Set sets the clock to t.
+func (c *FakeClock) Set(t time.Time) {
 	c.mu.Lock()
 	c.now = t
 	c.mu.Unlock()
@@ -217,7 +230,7 @@ func (c *fakeClock) Set(t time.Time) {
 func testRetention(t *testing.T, h Harness) {
 	ctx := ctxT(t)
 	t0 := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
-	clock := &fakeClock{now: t0}
+	clock := NewFakeClock(t0)
 	b := hopen(t, h, clock.Now)
 	enforce := func() {
 		t.Helper()

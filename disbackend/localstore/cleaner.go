@@ -92,19 +92,7 @@ func (c *cleanerState) firstDirty(part int32) int64 {
 }
 
 // cleanerLoop runs a cleaning check every interval until Close.
-func (s *Store) cleanerLoop(interval time.Duration) {
-	defer s.bg.Done()
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-t.C:
-			s.cleanAll()
-		}
-	}
-}
+func (s *Store) cleanerLoop(interval time.Duration) { s.every(interval, s.cleanAll) }
 
 // cleanAll rolls idle active segments of compacted streams that are old
 // enough, then cleans every compacted stream that is due, repeating a

@@ -17,24 +17,6 @@ import (
 	"github.com/disgw/disgw/kafkawire/batch"
 )
 
-// fakeClock is a clock the tests move.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 // kv is a record of a test batch; a nil value is a tombstone.
 type kv struct {
 	key   string
@@ -122,7 +104,7 @@ func (c *compactionCase) create(t *testing.T, s *Store) {
 
 // write appends every version of every key, then the tombstones, and
 // waits for each append.
-func (c *compactionCase) write(t *testing.T, s *Store, clock *fakeClock) {
+func (c *compactionCase) write(t *testing.T, s *Store, clock *backendtest.FakeClock) {
 	t.Helper()
 	ctx := context.Background()
 	c.latest = make([]map[string]storedRec, c.parts)
@@ -227,7 +209,7 @@ func waitFor(t *testing.T, what string, cond func() error) {
 	}
 }
 
-func cleanerOpts(fs vfs.FS, clock *fakeClock) Options {
+func cleanerOpts(fs vfs.FS, clock *backendtest.FakeClock) Options {
 	return Options{FS: fs, Now: clock.Now, CleanerInterval: 2 * time.Millisecond, CacheBytesPerPartition: 64 << 10}
 }
 
@@ -237,7 +219,7 @@ func cleanerOpts(fs vfs.FS, clock *fakeClock) Options {
 // restart reads the same.
 func TestCleanerCompacts(t *testing.T) {
 	t.Parallel()
-	clock := &fakeClock{t: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clock := backendtest.NewFakeClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	fs := vfs.NewCrashableMem()
 	s := openT(t, "db", cleanerOpts(fs, clock))
 	c := &compactionCase{stream: "compacted", parts: 2, keys: 1000, versions: 10, tombstones: 100, perBatch: 50}
@@ -272,7 +254,7 @@ func TestCleanerCompacts(t *testing.T) {
 // versions in several passes, to the same result.
 func TestCleanerPasses(t *testing.T) {
 	t.Parallel()
-	clock := &fakeClock{t: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clock := backendtest.NewFakeClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	opts := cleanerOpts(vfs.NewMem(), clock)
 	opts.CleanerBufferBytes = 64 * 24 // 64 slots at most
 	var mu sync.Mutex
@@ -304,7 +286,7 @@ func TestCleanerPasses(t *testing.T) {
 func TestCleanerKeepsProducerState(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := &fakeClock{t: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clock := backendtest.NewFakeClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	fs := vfs.NewMem()
 	s := openT(t, "db", cleanerOpts(fs, clock))
 	c := &compactionCase{stream: "idem", parts: 1}
@@ -371,7 +353,7 @@ func TestCleanerCrash(t *testing.T) {
 		for _, keep := range []int{0, 50} {
 			t.Run(fmt.Sprintf("%s/keep%d", step, keep), func(t *testing.T) {
 				t.Parallel()
-				clock := &fakeClock{t: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+				clock := backendtest.NewFakeClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 				fs := vfs.NewCrashableMem()
 				opts := cleanerOpts(fs, clock)
 				var once sync.Once
@@ -416,7 +398,7 @@ func TestCleanerCrash(t *testing.T) {
 func TestCleanerReadsGaps(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := &fakeClock{t: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clock := backendtest.NewFakeClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	s := openT(t, "db", cleanerOpts(vfs.NewMem(), clock))
 	defer s.Close()
 	c := &compactionCase{stream: "gaps", parts: 1}

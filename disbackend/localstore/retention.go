@@ -12,6 +12,16 @@ import (
 
 // retentionLoop runs EnforceRetention every interval until Close.
 func (s *Store) retentionLoop(interval time.Duration) {
+	s.every(interval, func() {
+		if err := s.EnforceRetention(); err != nil {
+			s.log.Error("retention pass failed", zap.Error(err))
+		}
+	})
+}
+
+// every runs fn every interval until Close, as one of the store's
+// background goroutines (s.bg).
+func (s *Store) every(interval time.Duration, fn func()) {
 	defer s.bg.Done()
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -20,9 +30,7 @@ func (s *Store) retentionLoop(interval time.Duration) {
 		case <-s.stop:
 			return
 		case <-t.C:
-			if err := s.EnforceRetention(); err != nil {
-				s.log.Error("retention pass failed", zap.Error(err))
-			}
+			fn()
 		}
 	}
 }

@@ -295,14 +295,19 @@ func (c *connectRun) stopWorker() {
 	if c.worker == nil {
 		return
 	}
-	_ = c.worker.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-c.workerDone:
-	case <-time.After(60 * time.Second):
-		_ = c.worker.Process.Kill()
-		<-c.workerDone
-	}
+	stopProcess(c.worker, c.workerDone, syscall.SIGTERM, 60*time.Second)
 	c.worker = nil
+}
+
+// stopProcess sends sig to cmd and waits for done, killing it after limit.
+func stopProcess(cmd *exec.Cmd, done <-chan error, sig os.Signal, limit time.Duration) {
+	_ = cmd.Process.Signal(sig)
+	select {
+	case <-done:
+	case <-time.After(limit):
+		_ = cmd.Process.Kill()
+		<-done
+	}
 }
 
 func (c *connectRun) restartWorker() error {

@@ -195,17 +195,11 @@ func (r *streamsRun) stop(kill bool) {
 	if r.proc == nil {
 		return
 	}
+	sig := os.Interrupt
 	if kill {
-		_ = r.proc.Process.Kill()
-	} else {
-		_ = r.proc.Process.Signal(os.Interrupt)
+		sig = os.Kill
 	}
-	select {
-	case <-r.procDone:
-	case <-time.After(30 * time.Second):
-		_ = r.proc.Process.Kill()
-		<-r.procDone
-	}
+	stopProcess(r.proc, r.procDone, sig, 30*time.Second)
 	r.proc = nil
 }
 
