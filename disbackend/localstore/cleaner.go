@@ -112,7 +112,10 @@ func (s *Store) cleanAll() {
 		for range 100 {
 			more, err := s.cleanStream(st)
 			if err != nil {
-				if !errors.Is(err, disbackend.ErrClosed) {
+				s.mu.RLock()
+				gone := s.streams[st.meta.Name] != st // deleted during the pass
+				s.mu.RUnlock()
+				if !gone && !errors.Is(err, disbackend.ErrClosed) {
 					s.log.Error("log cleaner pass failed", zap.String("stream", st.meta.Name), zap.Error(err))
 				}
 				break
