@@ -187,7 +187,7 @@ func newConnectRun(bin, backend, jars, topic, rf string) (*connectRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	scen.Info("logs, replication factor "+cmpOr(rf, "default"), c.dir)
+	fmt.Fprintf(os.Stderr, "logs of the run with replication factor %s: %s\n", cmpOr(rf, "default"), c.dir)
 	c.src, c.sink = filepath.Join(c.dir, "source.txt"), filepath.Join(c.dir, "sink.txt")
 	c.disgwLog = filepath.Join(c.dir, "disgw.log")
 	c.disgw, c.dataDir, err = startDisgwWith(bin, backend, c.disgwLog, "DISGW_CLEANER_CHECK_INTERVAL=200ms")

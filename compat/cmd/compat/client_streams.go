@@ -70,7 +70,7 @@ func runStreams(broker, topic, tools string) {
 		fail(0, err.Error())
 		return
 	}
-	scen.Info("logs", r.dir)
+	fmt.Fprintln(os.Stderr, "logs:", r.dir)
 	defer r.stop(false)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(broker))
 	if err != nil {
