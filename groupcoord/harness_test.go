@@ -344,6 +344,19 @@ func (h *harness) inspect(id string, fn func(g *group)) bool {
 	return true
 }
 
+// waitDead waits until the group has left memory: its goroutine removes
+// it after its last message ran, so right after flush it may still be
+// there, Empty.
+func (h *harness) waitDead(id string) State {
+	h.t.Helper()
+	s := h.state(id)
+	for i := 0; i < 1000 && s != Dead; i++ {
+		time.Sleep(time.Millisecond)
+		s = h.state(id)
+	}
+	return s
+}
+
 func (h *harness) state(id string) State {
 	h.t.Helper()
 	s := Dead

@@ -423,7 +423,7 @@ func TestLeave(t *testing.T) {
 		t.Fatalf("last leave: %+v", r)
 	}
 	h.flush()
-	if s := h.state("g"); s != Dead {
+	if s := h.waitDead("g"); s != Dead {
 		t.Fatalf("state %v, want Dead (gone from memory)", s)
 	}
 	if r := h.c.LeaveGroup(h.ctx, "g", []kmsg.LeaveGroupRequestMember{m(ids[0], nil)}); r.Members[0].ErrorCode != kerr.UnknownMemberID.Code {
