@@ -110,6 +110,22 @@ type Config struct {
 	// IdleTimeout closes a connection with no request for this long (Kafka
 	// connections.max.idle.ms). Default 10m.
 	IdleTimeout time.Duration `yaml:"idle_timeout"`
+	// FrameReadTimeout bounds reading one request frame once its size
+	// has arrived: a client that starts a frame and stalls is closed after
+	// this. Shorter than IdleTimeout. Default 30s.
+	FrameReadTimeout time.Duration `yaml:"frame_read_timeout"`
+	// QueuedMaxRequestBytes bounds the memory of requests being read,
+	// decoded and answered across all connections, in bytes (Kafka
+	// queued.max.request.bytes); a reader waits for room before it reads a
+	// frame's body. At least max_frame_bytes·8/7. Default 134217728
+	// (128 MiB).
+	QueuedMaxRequestBytes int64 `yaml:"queued_max_request_bytes"`
+	// MaxConnections bounds the open client connections (Kafka
+	// max.connections). Default 4096.
+	MaxConnections int32 `yaml:"max_connections"`
+	// MaxConnectionsPerIP bounds the open connections from one client
+	// address (Kafka max.connections.per.ip). Default 1024.
+	MaxConnectionsPerIP int32 `yaml:"max_connections_per_ip"`
 	// AutoCreateTopics lets Metadata create unknown requested topics (Kafka
 	// auto.create.topics.enable). Default true.
 	AutoCreateTopics bool `yaml:"auto_create_topics"`
@@ -179,6 +195,10 @@ func Default() Config {
 		LogLevel:                 "info",
 		MaxFrameBytes:            100 << 20,
 		IdleTimeout:              10 * time.Minute,
+		FrameReadTimeout:         30 * time.Second,
+		QueuedMaxRequestBytes:    128 << 20,
+		MaxConnections:           4096,
+		MaxConnectionsPerIP:      1024,
 		AutoCreateTopics:         true,
 		DefaultPartitions:        1,
 		DefaultRetention:         0, // the backend's: see RetentionDefault
@@ -450,6 +470,18 @@ func (c Config) Validate() error {
 	}
 	if c.IdleTimeout <= 0 {
 		bad("idle_timeout", "%v must be > 0", c.IdleTimeout)
+	}
+	if c.FrameReadTimeout <= 0 || c.FrameReadTimeout > c.IdleTimeout {
+		bad("frame_read_timeout", "%v must be > 0 and at most idle_timeout", c.FrameReadTimeout)
+	}
+	if min := (int64(c.MaxFrameBytes)*8 + 6) / 7; c.QueuedMaxRequestBytes < min {
+		bad("queued_max_request_bytes", "%d must be at least max_frame_bytes·8/7 = %d (large requests may use seven eighths of it)", c.QueuedMaxRequestBytes, min)
+	}
+	if c.MaxConnections <= 0 {
+		bad("max_connections", "%d must be > 0", c.MaxConnections)
+	}
+	if c.MaxConnectionsPerIP <= 0 {
+		bad("max_connections_per_ip", "%d must be > 0", c.MaxConnectionsPerIP)
 	}
 	if c.DefaultPartitions <= 0 {
 		bad("default_partitions", "%d must be >= 1", c.DefaultPartitions)

@@ -3,6 +3,7 @@ package gateway
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -28,6 +29,7 @@ type reply struct {
 	req    *kafkawire.Request
 	resp   kmsg.Response
 	finish func() (kmsg.Response, error)
+	cost   int64 // bytes taken from the request budget, given back once written
 }
 
 // conn is one client connection: readLoop decodes requests and applies
@@ -38,6 +40,7 @@ type conn struct {
 	s      *Server
 	nc     net.Conn
 	id     uint64
+	ip     string // the client address, as counted for MaxConnectionsPerIP
 	log    *zap.Logger
 	ctx    context.Context // cancelled when the connection ends
 	cancel context.CancelFunc
@@ -94,36 +97,111 @@ func (c *conn) readLoop() {
 			return
 		default:
 		}
-		_ = c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
-		frame, err := kafkawire.ReadFrame(br, c.s.cfg.MaxFrameBytes)
+		frame, cost, err := c.readFrame(br)
 		if err != nil {
 			c.readFailed(err)
 			return
 		}
 		req, err := kafkawire.ParseRequest(frame)
 		if err != nil && !(errors.Is(err, kafkawire.ErrUnsupportedVersion) && req.Key == apiKeyApiVersions) {
+			c.s.budget.release(cost)
 			c.log.Info("bad request, closing connection", zap.Error(err))
 			c.nc.Close()
 			return
 		}
 		r, ok := c.dispatch(req)
 		if !ok {
+			c.s.budget.release(cost)
 			c.nc.Close()
 			return
 		}
+		r.cost = cost
 		select {
 		case c.replies <- r:
 		case <-c.ctx.Done():
+			c.s.budget.release(cost)
 			return
 		}
 	}
 }
+
+// readFrame reads one request frame: its size (waiting up to IdleTimeout),
+// then, within FrameReadTimeout, its API key and version, then takes the
+// request's cost from the request budget (waiting for room), then reads the
+// body within FrameReadTimeout again. The caller gives cost back.
+//
+// Errors: those of kafkawire.ReadFrameSize; errOverBudget; the read
+// deadline's timeout; errStopped or the connection's context error when
+// the wait for budget ended so.
+func (c *conn) readFrame(br *bufio.Reader) (frame []byte, cost int64, err error) {
+	_ = c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
+	n, err := kafkawire.ReadFrameSize(br, c.s.cfg.MaxFrameBytes)
+	if err != nil {
+		return nil, 0, err
+	}
+	_ = c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.FrameReadTimeout))
+	key, version := int16(-1), int16(-1)
+	if n >= 4 {
+		head, err := br.Peek(4)
+		if err != nil {
+			return nil, 0, frameErr(err)
+		}
+		key, version = int16(binary.BigEndian.Uint16(head)), int16(binary.BigEndian.Uint16(head[2:]))
+	}
+	cost = kafkawire.RequestCost(key, version, int(n))
+	waited, err := c.s.budget.acquire(c.ctx, c.stopped, cost)
+	if err != nil {
+		if errors.Is(err, errOverBudget) {
+			c.s.limitLog.hit("queued_max_request_bytes", "request refused: larger than the request budget, closing connection",
+				zap.String("remote_addr", c.nc.RemoteAddr().String()), zap.String("api", kmsg.NameForKey(key)),
+				zap.Int32("frame_bytes", n), zap.Int64("cost_bytes", cost), zap.Int64("queued_max_request_bytes", c.s.cfg.QueuedMaxRequestBytes))
+		}
+		return nil, 0, err
+	}
+	if waited {
+		c.s.limitLog.hit("queued_max_request_bytes_wait", "request waited for the request budget",
+			zap.String("api", kmsg.NameForKey(key)), zap.Int64("cost_bytes", cost), zap.Int64("queued_max_request_bytes", c.s.cfg.QueuedMaxRequestBytes))
+		_ = c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.FrameReadTimeout))
+	}
+	frame = make([]byte, n)
+	if _, err := io.ReadFull(br, frame); err != nil {
+		c.s.budget.release(cost)
+		return nil, 0, frameErr(err)
+	}
+	return frame, cost, nil
+}
+
+// frameErr marks a read that ended inside a frame.
+func frameErr(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return fmt.Errorf("%w: %w", errFrameTimeout, err)
+	}
+	return err
+}
+
+// errFrameTimeout: a frame that had started did not arrive within
+// FrameReadTimeout.
+var errFrameTimeout = errors.New("request frame not complete within the frame read timeout")
 
 func (c *conn) readFailed(err error) {
 	var ne net.Error
 	switch {
 	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
 		c.log.Debug("connection closed by client")
+	case errors.Is(err, errStopped), errors.Is(err, context.Canceled):
+		c.log.Debug("connection stops reading")
+		if errors.Is(err, errStopped) {
+			return // the writer drains and closes
+		}
+	case errors.Is(err, errOverBudget):
+		// logged by readFrame, rate-limited
+	case errors.Is(err, errFrameTimeout):
+		c.s.limitLog.hit("frame_read_timeout", "request frame incomplete after the frame read timeout, closing connection",
+			zap.String("remote_addr", c.nc.RemoteAddr().String()), zap.Duration("frame_read_timeout", c.s.cfg.FrameReadTimeout))
 	case errors.As(err, &ne) && ne.Timeout():
 		select {
 		case <-c.stopped:
@@ -179,47 +257,73 @@ func (c *conn) requestContext(timeoutMillis int32) (context.Context, context.Can
 }
 
 func (c *conn) writeLoop() {
-	defer c.s.wg.Done()
-	defer c.s.removeConn(c)
-	defer c.cancel()
-	defer c.nc.Close()
-	var bw *bufio.Writer // allocated at the first response
-	var buf []byte
+	defer func() {
+		c.nc.Close()
+		c.cancel()
+		// The reader closes replies once it stops (the closed connection
+		// and the cancelled context stop it); what it queued still gives
+		// its budget back.
+		for r := range c.replies {
+			c.s.budget.release(r.cost)
+		}
+		c.s.removeConn(c)
+		c.s.wg.Done()
+	}()
+	w := &responseWriter{c: c}
 	for r := range c.replies {
-		resp, err := c.complete(r)
-		if err != nil {
-			if !errors.Is(err, errCloseConn) {
-				c.log.Error("request failed, closing connection", zap.Error(err))
-			}
+		ok := w.write(r)
+		c.s.budget.release(r.cost)
+		if !ok {
 			return
-		}
-		if resp == nil {
-			continue
-		}
-		buf = kafkawire.AppendResponse(buf[:0], r.req.CorrelationID, resp)
-		if bw == nil {
-			bw = bufio.NewWriterSize(c.nc, 16<<10)
-		}
-		_ = c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteTimeout))
-		if _, err := bw.Write(buf); err != nil {
-			c.log.Debug("write failed, closing connection", zap.Error(err))
-			return
-		}
-		// Flush when nothing else is ready, so pipelined responses share a
-		// syscall.
-		if len(c.replies) == 0 {
-			if err := bw.Flush(); err != nil {
-				c.log.Debug("write failed, closing connection", zap.Error(err))
-				return
-			}
-		}
-		if cap(buf) > 8<<20 {
-			buf = nil
-		}
-		if cap(c.fetchBuf) > 8<<20 {
-			c.fetchBuf = nil
 		}
 	}
+}
+
+// responseWriter is the writer goroutine's output: its buffered writer
+// (allocated at the first response) and the encoding buffer it reuses.
+type responseWriter struct {
+	c   *conn
+	bw  *bufio.Writer
+	buf []byte
+}
+
+// write completes r and writes its response; false ends the connection.
+func (w *responseWriter) write(r reply) bool {
+	c := w.c
+	resp, err := c.complete(r)
+	if err != nil {
+		if !errors.Is(err, errCloseConn) {
+			c.log.Error("request failed, closing connection", zap.Error(err))
+		}
+		return false
+	}
+	if resp == nil {
+		return true
+	}
+	w.buf = kafkawire.AppendResponse(w.buf[:0], r.req.CorrelationID, resp)
+	if w.bw == nil {
+		w.bw = bufio.NewWriterSize(c.nc, 16<<10)
+	}
+	_ = c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteTimeout))
+	if _, err := w.bw.Write(w.buf); err != nil {
+		c.log.Debug("write failed, closing connection", zap.Error(err))
+		return false
+	}
+	// Flush when nothing else is ready, so pipelined responses share a
+	// syscall.
+	if len(c.replies) == 0 {
+		if err := w.bw.Flush(); err != nil {
+			c.log.Debug("write failed, closing connection", zap.Error(err))
+			return false
+		}
+	}
+	if cap(w.buf) > 8<<20 {
+		w.buf = nil
+	}
+	if cap(c.fetchBuf) > 8<<20 {
+		c.fetchBuf = nil
+	}
+	return true
 }
 
 func (c *conn) complete(r reply) (resp kmsg.Response, err error) {

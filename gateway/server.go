@@ -14,6 +14,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -45,6 +46,24 @@ type Config struct {
 	// IdleTimeout closes a connection with no request for this long
 	// (Kafka connections.max.idle.ms). Default 10 minutes.
 	IdleTimeout time.Duration
+	// FrameReadTimeout bounds reading one request frame once its size has
+	// arrived (and again once the request budget had room for it): a
+	// client that starts a frame and stalls is closed after this, not
+	// after IdleTimeout. Default 30 s.
+	FrameReadTimeout time.Duration
+	// QueuedMaxRequestBytes bounds the memory of requests being read,
+	// decoded and answered across all connections, in bytes (Kafka
+	// queued.max.request.bytes): a request takes kafkawire.RequestCost
+	// before its body is read and gives it back once answered; a reader
+	// waits for room. The last eighth is kept for small requests. Must be
+	// at least MaxFrameBytes·8/7. Default 128 MiB.
+	QueuedMaxRequestBytes int64
+	// MaxConnections bounds the open client connections (Kafka
+	// max.connections); one more is closed at once. Default 4096.
+	MaxConnections int
+	// MaxConnectionsPerIP bounds the open connections from one client
+	// address (Kafka max.connections.per.ip). Default 1024.
+	MaxConnectionsPerIP int
 	// WriteTimeout bounds writing one response. Default 30 s.
 	WriteTimeout time.Duration
 	// MaxInFlight is how many requests of one connection may wait for their
@@ -95,13 +114,29 @@ type Config struct {
 	OffsetsRetention time.Duration
 }
 
+// DefaultQueuedMaxRequestBytes is QueuedMaxRequestBytes's default: 128 MiB.
+const DefaultQueuedMaxRequestBytes = 128 << 20
+
+// MinQueuedMaxRequestBytes is the smallest request budget that still takes
+// a Produce frame of maxFrameBytes: its large requests may use seven
+// eighths of it.
+func MinQueuedMaxRequestBytes(maxFrameBytes int32) int64 {
+	return (int64(maxFrameBytes)*8 + 6) / 7
+}
+
 // DefaultConfig returns the defaults listed on Config.
 func DefaultConfig() Config {
 	return Config{
 		Listen:              "127.0.0.1:9092",
 		MaxFrameBytes:       kafkawire.DefaultMaxFrameBytes,
 		IdleTimeout:         10 * time.Minute,
+		FrameReadTimeout:    30 * time.Second,
 		WriteTimeout:        30 * time.Second,
+
+		QueuedMaxRequestBytes: DefaultQueuedMaxRequestBytes,
+		MaxConnections:        4096,
+		MaxConnectionsPerIP:   1024,
+
 		MaxInFlight:         64,
 		AutoCreateTopics:    true,
 		DefaultPartitions:   1,
@@ -133,6 +168,18 @@ func (c *Config) fill() {
 	}
 	if c.WriteTimeout <= 0 {
 		c.WriteTimeout = d.WriteTimeout
+	}
+	if c.FrameReadTimeout <= 0 {
+		c.FrameReadTimeout = d.FrameReadTimeout
+	}
+	if c.QueuedMaxRequestBytes <= 0 {
+		c.QueuedMaxRequestBytes = max(d.QueuedMaxRequestBytes, MinQueuedMaxRequestBytes(c.MaxFrameBytes))
+	}
+	if c.MaxConnections <= 0 {
+		c.MaxConnections = d.MaxConnections
+	}
+	if c.MaxConnectionsPerIP <= 0 {
+		c.MaxConnectionsPerIP = d.MaxConnectionsPerIP
 	}
 	if c.MaxInFlight <= 0 {
 		c.MaxInFlight = d.MaxInFlight
@@ -180,10 +227,16 @@ type Server struct {
 	closing   chan struct{} // closed when Shutdown starts
 	closeOnce sync.Once
 
-	mu     sync.Mutex
-	conns  map[*conn]struct{} // guarded by mu
-	nextID uint64             // guarded by mu
-	wg     sync.WaitGroup     // connection goroutines
+	budget   *requestBudget
+	limitLog *limitLog
+
+	mu        sync.Mutex
+	conns     map[*conn]struct{} // guarded by mu
+	connsByIP map[string]int     // guarded by mu; open connections per client address
+	nextID    uint64             // guarded by mu
+	wg        sync.WaitGroup     // connection goroutines
+
+	refusedConns atomic.Int64 // connections closed at accept by MaxConnections or MaxConnectionsPerIP
 }
 
 // New returns a server over backend. It loads the topic list from the
@@ -200,6 +253,12 @@ func New(cfg Config, backend disbackend.Backend, log *zap.Logger) (*Server, erro
 		log:           log.Named("gateway"),
 		closing:       make(chan struct{}),
 		conns:         make(map[*conn]struct{}),
+		connsByIP:     make(map[string]int),
+		budget:        newRequestBudget(cfg.QueuedMaxRequestBytes),
+	}
+	s.limitLog = newLimitLog(s.log)
+	if max := cfg.QueuedMaxRequestBytes - cfg.QueuedMaxRequestBytes/8; int64(cfg.MaxFrameBytes) > max {
+		return nil, fmt.Errorf("gateway: queued max request bytes %d takes frames of at most %d bytes, less than max frame bytes %d", cfg.QueuedMaxRequestBytes, max, cfg.MaxFrameBytes)
 	}
 	if s.cfg.ClusterID == "" {
 		id, err := backend.ClusterID(context.Background())
@@ -285,7 +344,24 @@ func (s *Server) Serve() error {
 	}
 }
 
+// clientIP is the address part of a connection's remote address, the key
+// of MaxConnectionsPerIP.
+func clientIP(nc net.Conn) string {
+	if a, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
+		return a.IP.String()
+	}
+	host, _, err := net.SplitHostPort(nc.RemoteAddr().String())
+	if err != nil {
+		return nc.RemoteAddr().String()
+	}
+	return host
+}
+
+// startConn starts a connection's goroutines, or returns false (the caller
+// closes nc) when shutting down or when MaxConnections or
+// MaxConnectionsPerIP is reached.
 func (s *Server) startConn(nc net.Conn) bool {
+	ip := clientIP(nc)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	select {
@@ -293,9 +369,23 @@ func (s *Server) startConn(nc net.Conn) bool {
 		return false
 	default:
 	}
+	if len(s.conns) >= s.cfg.MaxConnections {
+		n := s.refusedConns.Add(1)
+		s.limitLog.hit("max_connections", "connection refused: too many connections",
+			zap.String("remote_addr", nc.RemoteAddr().String()), zap.Int("max_connections", s.cfg.MaxConnections), zap.Int64("refused_total", n))
+		return false
+	}
+	if s.connsByIP[ip] >= s.cfg.MaxConnectionsPerIP {
+		n := s.refusedConns.Add(1)
+		s.limitLog.hit("max_connections_per_ip", "connection refused: too many connections from this address",
+			zap.String("remote_addr", nc.RemoteAddr().String()), zap.Int("max_connections_per_ip", s.cfg.MaxConnectionsPerIP), zap.Int64("refused_total", n))
+		return false
+	}
 	s.nextID++
 	c := newConn(s, nc, s.nextID)
+	c.ip = ip
 	s.conns[c] = struct{}{}
+	s.connsByIP[ip]++
 	s.wg.Add(2)
 	go c.readLoop()
 	go c.writeLoop()
@@ -305,8 +395,19 @@ func (s *Server) startConn(nc net.Conn) bool {
 func (s *Server) removeConn(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
+	if s.connsByIP[c.ip]--; s.connsByIP[c.ip] <= 0 {
+		delete(s.connsByIP, c.ip)
+	}
 	s.mu.Unlock()
 }
+
+// RequestBytesInUse returns the bytes of QueuedMaxRequestBytes taken now by
+// requests being read, decoded and answered.
+func (s *Server) RequestBytesInUse() int64 { return s.budget.inUse() }
+
+// RefusedConnections returns how many connections were closed at accept
+// because MaxConnections or MaxConnectionsPerIP was reached.
+func (s *Server) RefusedConnections() int64 { return s.refusedConns.Load() }
 
 // Shutdown stops accepting, stops reading new requests, lets in-flight
 // requests finish and their responses be written (up to ctx or

@@ -38,16 +38,9 @@ var (
 // maxBytes before allocating. Errors: io.EOF on a clean close between frames,
 // io.ErrUnexpectedEOF on a truncated frame, ErrFrameTooLarge.
 func ReadFrame(r io.Reader, maxBytes int32) ([]byte, error) {
-	var size [4]byte
-	if _, err := io.ReadFull(r, size[:]); err != nil {
+	n, err := ReadFrameSize(r, maxBytes)
+	if err != nil {
 		return nil, err
-	}
-	n := int32(binary.BigEndian.Uint32(size[:]))
-	if n < 0 {
-		return nil, fmt.Errorf("%w: negative frame size %d", ErrFrameTooLarge, n)
-	}
-	if n > maxBytes {
-		return nil, fmt.Errorf("%w: %d bytes, maximum %d", ErrFrameTooLarge, n, maxBytes)
 	}
 	buf := make([]byte, n)
 	if _, err := io.ReadFull(r, buf); err != nil {
@@ -57,6 +50,25 @@ func ReadFrame(r io.Reader, maxBytes int32) ([]byte, error) {
 		return nil, err
 	}
 	return buf, nil
+}
+
+// ReadFrameSize reads a frame's 4-byte size prefix from r and checks it
+// against maxBytes, so the caller can decide before allocating the body.
+// Errors: io.EOF on a clean close between frames, io.ErrUnexpectedEOF on a
+// truncated prefix, ErrFrameTooLarge (also for a negative size).
+func ReadFrameSize(r io.Reader, maxBytes int32) (int32, error) {
+	var size [4]byte
+	if _, err := io.ReadFull(r, size[:]); err != nil {
+		return 0, err
+	}
+	n := int32(binary.BigEndian.Uint32(size[:]))
+	if n < 0 {
+		return 0, fmt.Errorf("%w: negative frame size %d", ErrFrameTooLarge, n)
+	}
+	if n > maxBytes {
+		return 0, fmt.Errorf("%w: %d bytes, maximum %d", ErrFrameTooLarge, n, maxBytes)
+	}
+	return n, nil
 }
 
 // Request is one decoded Kafka request.

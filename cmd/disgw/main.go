@@ -350,6 +350,10 @@ func gatewayConfig(cfg configs.Config) gateway.Config {
 	g.Advertise = cfg.Advertise
 	g.MaxFrameBytes = cfg.MaxFrameBytes
 	g.IdleTimeout = cfg.IdleTimeout
+	g.FrameReadTimeout = cfg.FrameReadTimeout
+	g.QueuedMaxRequestBytes = cfg.QueuedMaxRequestBytes
+	g.MaxConnections = int(cfg.MaxConnections)
+	g.MaxConnectionsPerIP = int(cfg.MaxConnectionsPerIP)
 	g.AutoCreateTopics = cfg.AutoCreateTopics
 	g.DefaultPartitions = cfg.DefaultPartitions
 	g.DefaultRetention = cfg.RetentionDefault()

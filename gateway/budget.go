@@ -1,0 +1,101 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+)
+
+// errOverBudget: a request costs more than the request budget could ever
+// give it. The connection is closed, as for a frame over max_frame_bytes.
+var errOverBudget = errors.New("request larger than the request budget")
+
+// requestBudget bounds the memory of requests being read, decoded and
+// answered, across all connections (Kafka queued.max.request.bytes): a
+// reader takes a request's cost (kafkawire.RequestCost) before it reads the
+// frame's body and gives it back once the response is written, so large
+// frames queue instead of all being held at once.
+//
+// The last reserve bytes are kept for small requests (at most smallBytes
+// each), so ApiVersions, Metadata, heartbeats and commits are answered
+// while large requests wait.
+type requestBudget struct {
+	capacity   int64 // bytes
+	reserve    int64 // bytes only small requests may take
+	smallBytes int64 // a request costing at most this is small
+
+	mu   sync.Mutex
+	used int64         // guarded by mu
+	wake chan struct{} // guarded by mu; closed and replaced at each release
+}
+
+func newRequestBudget(capacity int64) *requestBudget {
+	reserve := capacity / 8
+	return &requestBudget{
+		capacity:   capacity,
+		reserve:    reserve,
+		smallBytes: min(reserve/16, 1<<20),
+		wake:       make(chan struct{}),
+	}
+}
+
+// limit is the most a request of cost n may bring the budget's use to.
+func (b *requestBudget) limit(n int64) int64 {
+	if n <= b.smallBytes {
+		return b.capacity
+	}
+	return b.capacity - b.reserve
+}
+
+// acquire takes n bytes, waiting for room until ctx is done or stop is
+// closed. Errors: errOverBudget when n could never fit; ctx's error;
+// errStopped when stop closed first.
+func (b *requestBudget) acquire(ctx context.Context, stop <-chan struct{}, n int64) (waited bool, err error) {
+	if n > b.limit(n) {
+		return false, fmt.Errorf("%w: the request costs %d bytes, the budget gives at most %d", errOverBudget, n, b.limit(n))
+	}
+	for {
+		b.mu.Lock()
+		if b.used+n <= b.limit(n) {
+			b.used += n
+			b.mu.Unlock()
+			return waited, nil
+		}
+		wake := b.wake
+		b.mu.Unlock()
+		waited = true
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return waited, ctx.Err()
+		case <-stop:
+			return waited, errStopped
+		}
+	}
+}
+
+// release gives n bytes back and wakes the waiting readers.
+func (b *requestBudget) release(n int64) {
+	if n == 0 {
+		return
+	}
+	b.mu.Lock()
+	b.used -= n
+	if b.used < 0 {
+		b.mu.Unlock()
+		panic("gateway: request budget released more than it gave")
+	}
+	close(b.wake)
+	b.wake = make(chan struct{})
+	b.mu.Unlock()
+}
+
+// inUse returns the bytes taken now.
+func (b *requestBudget) inUse() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.used
+}
+
+var errStopped = errors.New("connection stops reading")
