@@ -1,0 +1,582 @@
+// Package hostile runs the attacks of a hostile client on 127.0.0.1 against
+// the real disgw binary with its default configuration (issue 11): each
+// test starts a fresh process under a memory cap (GOMEMLIMIT and ulimit -v),
+// runs one attack while a well-behaved client asks for ApiVersions every
+// 100 ms, and checks that the gateway stays up, answers the well-behaved
+// client within 1 s throughout, and that its peak resident memory (VmHWM)
+// stays under 512 MiB.
+//
+// The binary is built without the race detector, whose memory would drown
+// what is measured.
+package hostile
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/kafkawire"
+	"github.com/disgw/disgw/kafkawire/batch"
+)
+
+const (
+	// maxHWM is the bound on the gateway's peak resident memory.
+	maxHWM = 512 << 20
+	// memLimit is the GOMEMLIMIT the gateway runs with and vmLimit its
+	// address-space cap (ulimit -v): past them a regression dies (fatal
+	// error: out of memory) instead of only growing.
+	memLimit = "448MiB"
+	vmLimit  = 3 << 30
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
+
+func disgwBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "disgw-hostile-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "disgw")
+		out, err := exec.Command("go", "build", "-o", binPath, "../cmd/disgw").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// gateway is one disgw serve process on the embedded store.
+type gateway struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	pid  int
+	addr string
+	out  string
+	done chan struct{}
+	err  error
+}
+
+// start runs disgw serve with the default configuration (data in a temp
+// dir, a free port) under the memory cap.
+func start(t *testing.T, env ...string) *gateway {
+	t.Helper()
+	dir := t.TempDir()
+	ready := filepath.Join(dir, "ready")
+	out := filepath.Join(dir, "out")
+	f, err := os.Create(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := fmt.Sprintf("ulimit -v %d && exec %s serve --listen 127.0.0.1:0 --data %s --ready-file %s",
+		vmLimit>>10, disgwBinary(t), filepath.Join(dir, "data"), ready)
+	cmd := exec.Command("bash", "-c", script)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "DISGW_") && !strings.HasPrefix(kv, "GOMEMLIMIT=") && !strings.HasPrefix(kv, "GOGC=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, "GOMEMLIMIT="+memLimit)
+	cmd.Env = append(cmd.Env, env...)
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	g := &gateway{t: t, cmd: cmd, pid: cmd.Process.Pid, out: out, done: make(chan struct{})}
+	go func() { g.err = cmd.Wait(); close(g.done) }()
+	t.Cleanup(func() {
+		select {
+		case <-g.done:
+		default:
+			_ = cmd.Process.Kill()
+			<-g.done
+		}
+		if t.Failed() {
+			b, _ := os.ReadFile(out)
+			if len(b) > 20000 {
+				b = b[len(b)-20000:]
+			}
+			t.Logf("disgw output (tail):\n%s", b)
+		}
+	})
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		if b, err := os.ReadFile(ready); err == nil && len(b) > 0 {
+			g.addr = strings.TrimSpace(string(b))
+			break
+		}
+		select {
+		case <-g.done:
+			t.Fatalf("disgw exited before it was ready: %v", g.err)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("disgw not ready within 60 s")
+		}
+	}
+	return g
+}
+
+// hwm returns the process's VmHWM in bytes.
+func (g *gateway) hwm() int64 {
+	g.t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", g.pid))
+	if err != nil {
+		g.t.Fatalf("gateway gone: %v", err)
+	}
+	sc := bufio.NewScanner(strings.NewReader(string(b)))
+	for sc.Scan() {
+		if f := strings.Fields(sc.Text()); len(f) >= 2 && f[0] == "VmHWM:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	g.t.Fatal("no VmHWM in /proc status")
+	return 0
+}
+
+// probe asks for ApiVersions every 100 ms from 127.0.0.2 (so that limits
+// per client address do not apply to it) until stop; each must be answered
+// within 1 s.
+type probe struct {
+	stop   chan struct{}
+	done   chan struct{}
+	ok     atomic.Int64
+	failed atomic.Int64
+	mu     sync.Mutex
+	first  error
+}
+
+func (g *gateway) probe() *probe {
+	p := &probe{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if err := apiVersions(g.addr, time.Second); err != nil {
+				p.failed.Add(1)
+				p.mu.Lock()
+				if p.first == nil {
+					p.first = err
+				}
+				p.mu.Unlock()
+			} else {
+				p.ok.Add(1)
+			}
+			select {
+			case <-p.stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return p
+}
+
+// finish stops the probe and checks its answers.
+func (p *probe) finish(t *testing.T) {
+	t.Helper()
+	close(p.stop)
+	<-p.done
+	if n := p.failed.Load(); n > 0 {
+		t.Errorf("%d of %d ApiVersions probes not answered within 1 s; first: %v", n, n+p.ok.Load(), p.first)
+	}
+}
+
+// apiVersions dials from 127.0.0.2 and asks for ApiVersions v2 within d.
+func apiVersions(addr string, d time.Duration) error {
+	dl := net.Dialer{Timeout: d, LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}
+	c, err := dl.Dial("tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(d))
+	if _, err := c.Write(frame(18, 2, kmsg.NewPtrApiVersionsRequest())); err != nil {
+		return err
+	}
+	resp, err := kafkawire.ReadFrame(c, 1<<20)
+	if err != nil {
+		return err
+	}
+	var r kmsg.ApiVersionsResponse
+	r.SetVersion(2)
+	if err := r.ReadFrom(resp[4:]); err != nil {
+		return err
+	}
+	if r.ErrorCode != 0 {
+		return fmt.Errorf("ApiVersions error %d", r.ErrorCode)
+	}
+	return nil
+}
+
+// frame encodes req as a size-prefixed request frame with correlation id 1.
+func frame(key, version int16, req kmsg.Request) []byte {
+	req.SetVersion(version)
+	body := binary.BigEndian.AppendUint16(nil, uint16(key))
+	body = binary.BigEndian.AppendUint16(body, uint16(version))
+	body = binary.BigEndian.AppendUint32(body, 1)
+	body = binary.BigEndian.AppendUint16(body, 7)
+	body = append(body, "hostile"...)
+	if req.IsFlexible() {
+		body = append(body, 0)
+	}
+	body = req.AppendTo(body)
+	return append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...)
+}
+
+// emptyEntries is a size-prefixed frame of a non-flexible request header
+// (key, version) followed by prefix, an array of n entries of the bytes
+// entry each, and suffix: the shape of "many empty names".
+func emptyEntries(key, version int16, prefix []byte, n int, entry, suffix []byte) []byte {
+	body := binary.BigEndian.AppendUint16(nil, uint16(key))
+	body = binary.BigEndian.AppendUint16(body, uint16(version))
+	body = binary.BigEndian.AppendUint32(body, 1)
+	body = binary.BigEndian.AppendUint16(body, 0) // client id ""
+	body = append(body, prefix...)
+	body = binary.BigEndian.AppendUint32(body, uint32(n))
+	for range n {
+		body = append(body, entry...)
+	}
+	body = append(body, suffix...)
+	return append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...)
+}
+
+// check waits for the attack's effects to settle, then checks that the
+// gateway is up, its peak memory, and the probe.
+func (g *gateway) check(t *testing.T, p *probe) {
+	t.Helper()
+	p.finish(t)
+	select {
+	case <-g.done:
+		t.Fatalf("gateway died: %v", g.err)
+	default:
+	}
+	if err := apiVersions(g.addr, time.Second); err != nil {
+		t.Fatalf("gateway does not answer after the attack: %v", err)
+	}
+	hwm := g.hwm()
+	t.Logf("peak resident memory (VmHWM) %d MiB", hwm>>20)
+	if hwm > maxHWM {
+		t.Fatalf("peak resident memory %d MiB, over %d MiB", hwm>>20, maxHWM>>20)
+	}
+}
+
+// sendAndRead writes frame on a fresh connection and reads until the
+// answer arrives or the gateway closes the connection (d at most).
+func sendAndRead(t *testing.T, addr string, fr []byte, d time.Duration) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(d))
+	go func() { _, _ = c.Write(fr) }()
+	_, err = kafkawire.ReadFrame(bufio.NewReader(c), 1<<30)
+	t.Logf("answer or close: %v", err)
+}
+
+// TestBigFramesQueue: 10 connections each send 100 MiB - 1 of a
+// 100 MiB Produce frame and stall.
+func TestBigFramesQueue(t *testing.T) {
+	g := start(t)
+	p := g.probe()
+	const size = 100 << 20
+	chunk := make([]byte, 1<<20)
+	var wg sync.WaitGroup
+	var conns []net.Conn
+	for range 10 {
+		c, err := net.Dial("tcp", g.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			head := binary.BigEndian.AppendUint32(nil, size)
+			head = binary.BigEndian.AppendUint16(head, 0)
+			head = binary.BigEndian.AppendUint16(head, 9)
+			if _, err := c.Write(head); err != nil {
+				return
+			}
+			for sent := 4; sent < size-1; {
+				n := min(len(chunk), size-1-sent)
+				_ = c.SetWriteDeadline(time.Now().Add(20 * time.Second))
+				if _, err := c.Write(chunk[:n]); err != nil {
+					return
+				}
+				sent += n
+			}
+		}()
+	}
+	time.Sleep(8 * time.Second)
+	for _, c := range conns {
+		c.Close()
+	}
+	wg.Wait()
+	g.check(t, p)
+}
+
+// TestRequestsOfEmptyEntries: requests whose arrays hold millions of empty
+// entries (the review measured 190 times the frame's size in memory).
+func TestRequestsOfEmptyEntries(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		frame []byte
+	}{
+		// Metadata v0: topics [string]; 20 MiB of empty names.
+		{"metadata v0 20 MiB", emptyEntries(3, 0, nil, 10<<20, []byte{0, 0}, nil)},
+		{"metadata v0 5 MiB", emptyEntries(3, 0, nil, 5<<19, []byte{0, 0}, nil)},
+		// DescribeGroups v0: groups [string].
+		{"describe groups v0 5 MiB", emptyEntries(15, 0, nil, 5<<19, []byte{0, 0}, nil)},
+		// DeleteTopics v0: topics [string], timeout int32.
+		{"delete topics v0 5 MiB", emptyEntries(20, 0, nil, 5<<19, []byte{0, 0}, []byte{0, 0, 0, 100})},
+		// OffsetFetch v1: group string, topics [topic string, partitions [int32]].
+		{"offset fetch v1 5 MiB", emptyEntries(9, 1, []byte{0, 1, 'g'}, 5<<18, []byte{0, 0, 0, 0, 0, 0}, nil)},
+		// DescribeConfigs v0: resources [type int8, name string, config names nullable [string]].
+		{"describe configs v0 5 MiB", emptyEntries(32, 0, nil, 5<<20/7, []byte{2, 0, 0, 0xff, 0xff, 0xff, 0xff}, nil)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := start(t)
+			p := g.probe()
+			var wg sync.WaitGroup
+			for range 3 {
+				wg.Add(1)
+				go func() { defer wg.Done(); sendAndRead(t, g.addr, tc.frame, 60*time.Second) }()
+			}
+			wg.Wait()
+			g.check(t, p)
+		})
+	}
+}
+
+// zstdBomb is a Produce v9 request of one zstd batch of 1,024 records of
+// 1 MiB of zeros (1 GiB decompressed, about 32 KB sent) to partition p.
+func zstdBomb(t *testing.T, topic string, p int32) []byte {
+	t.Helper()
+	zeros := make([]byte, 1<<20)
+	recs := make([]batch.Record, 1024)
+	now := time.Now().UnixMilli()
+	for i := range recs {
+		recs[i] = batch.Record{OffsetDelta: int32(i), Timestamp: now, Value: zeros}
+	}
+	h := batch.NewHeader(0)
+	h.Attributes = int16(batch.CodecZstd)
+	h.LastOffsetDelta = int32(len(recs) - 1)
+	h.FirstTimestamp, h.MaxTimestamp = now, now
+	raw, err := batch.Rewrite(h, recs, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("zstd bomb: %d bytes", len(raw))
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks = -1
+	req.TimeoutMillis = 30000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition = p
+	rp.Records = raw
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return frame(0, 9, req)
+}
+
+// createTopic creates topic with partitions through CreateTopics v4.
+func createTopic(t *testing.T, addr, topic string, partitions int32) {
+	t.Helper()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = 10000
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, partitions, 1
+	req.Topics = append(req.Topics, rt)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+	if _, err := c.Write(frame(19, 4, req)); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := kafkawire.ReadFrame(c, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r kmsg.CreateTopicsResponse
+	r.SetVersion(4)
+	if err := r.ReadFrom(resp[4:]); err != nil {
+		t.Fatal(err)
+	}
+	if ec := r.Topics[0].ErrorCode; ec != 0 {
+		t.Fatalf("CreateTopics %s: error %d", topic, ec)
+	}
+}
+
+// TestZstdBombs: 1 GiB zstd bombs on 3 partitions over 8 connections.
+func TestZstdBombs(t *testing.T) {
+	g := start(t)
+	createTopic(t, g.addr, "bombs", 3)
+	bombs := make([][]byte, 3)
+	for p := range bombs {
+		bombs[p] = zstdBomb(t, "bombs", int32(p))
+	}
+	p := g.probe()
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() { defer wg.Done(); sendAndRead(t, g.addr, bombs[i%3], 60*time.Second) }()
+	}
+	wg.Wait()
+	g.check(t, p)
+}
+
+// TestListOffsetsOfABomb: one small batch holding a 120 MiB record, then 8
+// ListOffsets by timestamp at once (each used to decompress it again).
+func TestListOffsetsOfABomb(t *testing.T) {
+	g := start(t)
+	createTopic(t, g.addr, "bomb", 1)
+	now := time.Now().UnixMilli()
+	h := batch.NewHeader(0)
+	h.Attributes = int16(batch.CodecZstd)
+	raw, err := batch.Rewrite(h, []batch.Record{{Timestamp: now, Value: make([]byte, 120<<20)}}, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("batch of one 120 MiB record: %d bytes", len(raw))
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks = -1
+	req.TimeoutMillis = 30000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "bomb"
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = raw
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	p := g.probe()
+	sendAndRead(t, g.addr, frame(0, 9, req), 60*time.Second)
+
+	lo := kmsg.NewPtrListOffsetsRequest()
+	lo.ReplicaID = -1
+	lt := kmsg.NewListOffsetsRequestTopic()
+	lt.Topic = "bomb"
+	lp := kmsg.NewListOffsetsRequestTopicPartition()
+	lp.Timestamp = now - 1000
+	lt.Partitions = append(lt.Partitions, lp)
+	lo.Topics = append(lo.Topics, lt)
+	fr := frame(2, 4, lo)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() { defer wg.Done(); sendAndRead(t, g.addr, fr, 60*time.Second) }()
+	}
+	wg.Wait()
+	g.check(t, p)
+}
+
+// TestConnectionFlood: 3,000 connections from one address.
+func TestConnectionFlood(t *testing.T) {
+	g := start(t)
+	p := g.probe()
+	var conns []net.Conn
+	for range 3000 {
+		c, err := net.Dial("tcp", g.addr)
+		if err != nil {
+			break
+		}
+		conns = append(conns, c)
+	}
+	// Each refused connection is closed at once.
+	closed := 0
+	for _, c := range conns {
+		_ = c.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+		if _, err := c.Read(make([]byte, 1)); err != nil && !isTimeout(err) {
+			closed++
+		}
+	}
+	t.Logf("%d connections, %d closed by the gateway", len(conns), closed)
+	if closed < len(conns)-1024 {
+		t.Errorf("%d of %d connections closed, want at least %d (max_connections_per_ip 1024)", closed, len(conns), len(conns)-1024)
+	}
+	for _, c := range conns {
+		c.Close()
+	}
+	g.check(t, p)
+}
+
+// TestAutoCreateFlood: one Metadata request naming 100,000 new topics.
+func TestAutoCreateFlood(t *testing.T) {
+	g := start(t)
+	p := g.probe()
+	req := kmsg.NewPtrMetadataRequest()
+	req.AllowAutoTopicCreation = true
+	for i := range 100000 {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(fmt.Sprintf("flood-%06d", i))
+		req.Topics = append(req.Topics, rt)
+	}
+	sendAndRead(t, g.addr, frame(3, 4, req), 60*time.Second)
+	// How many topics exist now.
+	all := kmsg.NewPtrMetadataRequest()
+	all.Topics = nil
+	c, err := net.Dial("tcp", g.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+	if _, err := c.Write(frame(3, 4, all)); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := kafkawire.ReadFrame(c, 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r kmsg.MetadataResponse
+	r.SetVersion(4)
+	if err := r.ReadFrom(resp[4:]); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d topics after the flood", len(r.Topics))
+	if len(r.Topics) > 1000 {
+		t.Errorf("one Metadata request auto-created %d topics", len(r.Topics))
+	}
+	g.check(t, p)
+}
+
+func isTimeout(err error) bool {
+	ne, ok := err.(net.Error)
+	return ok && ne.Timeout()
+}
