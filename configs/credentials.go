@@ -93,7 +93,7 @@ func (c Config) DISCredentials() (DISCredentials, error) {
 	case c.DISCredentialsFile == "":
 		return DISCredentials{}, errors.New("backend dis needs credentials: DISGW_DIS_AK and DISGW_DIS_SK, DISGW_DIS_TOKEN, or dis_credentials_file")
 	}
-	cr, err := readCredentialsFile(c.DISCredentialsFile)
+	cr, err := ReadCredentialsFile(c.DISCredentialsFile, CredentialsFromFile)
 	if err != nil {
 		return DISCredentials{}, err
 	}
@@ -107,15 +107,21 @@ func (c Config) DISCredentials() (DISCredentials, error) {
 	return cr, nil
 }
 
-// readCredentialsFile reads the [basic] section of the SDK credentials file
-// at path. Its errors never quote the file's content (the INI parser's
-// messages can quote a line, which may hold a secret).
-func readCredentialsFile(path string) (DISCredentials, error) {
+// ReadCredentialsFile reads the [basic] section of the SDK credentials file
+// at path: ak and sk (both required), optionally security_token and
+// project_id; Source is CredentialsFromFile. setting is how the caller's
+// user names the file (dis_credentials_file, --credentials-file): errors and
+// the Warning start with it and the path. Errors (the file is missing,
+// unreadable, a directory, over 64 KiB, not INI, without [basic] or
+// without ak and sk) never quote the file's content (the INI parser's
+// messages can quote a line, which may hold a secret). A file open to group
+// or others is returned with a Warning, not an error.
+func ReadCredentialsFile(path, setting string) (DISCredentials, error) {
 	bad := func(format string, args ...any) (DISCredentials, error) {
-		return DISCredentials{}, fmt.Errorf("dis_credentials_file %s: %s", path, fmt.Sprintf(format, args...))
+		return DISCredentials{}, fmt.Errorf("%s %s: %s", setting, path, fmt.Sprintf(format, args...))
 	}
 	osErr := func(err error) (DISCredentials, error) {
-		return DISCredentials{}, fmt.Errorf("dis_credentials_file %s: %w", path, pathErr(err))
+		return DISCredentials{}, fmt.Errorf("%s %s: %w", setting, path, pathErr(err))
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -164,8 +170,8 @@ func readCredentialsFile(path string) (DISCredentials, error) {
 		return bad("[%s] has no %s and %s", credentialsSection, credentialsAK, credentialsSK)
 	}
 	if perm := fi.Mode().Perm(); perm&0o077 != 0 && runtime.GOOS != "windows" {
-		cr.Warning = fmt.Sprintf("dis_credentials_file %s is open to group or others (mode %04o); "+
-			"like an SSH key it should be readable by its owner only (chmod 600)", path, perm)
+		cr.Warning = fmt.Sprintf("%s %s is open to group or others (mode %04o); "+
+			"like an SSH key it should be readable by its owner only (chmod 600)", setting, path, perm)
 	}
 	return cr, nil
 }

@@ -11,11 +11,13 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/disgw/disgw/configs"
 	"github.com/disgw/disgw/disbackend/dislocal"
 	"github.com/disgw/disgw/disbackend/localstore"
 )
@@ -25,12 +27,15 @@ import (
 func dislocalCmd(args []string, getenv func(string) string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("disgw dislocal", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: disgw dislocal [flags]\n\n%s\nFlags:\n", dislocalSecretsHelp)
+		fs.PrintDefaults()
+	}
 	listen := fs.String("listen", "127.0.0.1:20004", "TCP address to bind, `HOST:PORT` (plain HTTP)")
-	data := fs.String("data", "./dislocal-data", "`directory` of the store and dislocal's state")
-	ak := fs.String("ak", "", "require AK/SK signatures (SDK-HMAC-SHA256) with this access key")
-	sk := fs.String("sk", "", "the secret key for --ak (or env DISGW_DISLOCAL_SK, which keeps it out of ps)")
-	token := fs.String("token", "", "accept this X-Auth-Token (or env DISGW_DISLOCAL_TOKEN)")
-	project := fs.String("project-id", "", "accept only this project id in paths; empty accepts any")
+	data := fs.String("data", "./dislocal-data", "`directory` of the store and dislocal's state (created 0700, files 0600)")
+	ak := fs.String("ak", "", "require AK/SK signatures (SDK-HMAC-SHA256) with this access key (or env DISGW_DISLOCAL_AK); the secret key is in env DISGW_DISLOCAL_SK")
+	credsFile := fs.String("credentials-file", "", "take the AK/SK (and project_id) from this Huawei Cloud SDK credentials `file` ([basic] ak, sk, project_id; or env DISGW_DISLOCAL_CREDENTIALS_FILE); not read when --ak is given")
+	project := fs.String("project-id", "", "accept only this project id in paths; empty accepts any (or the credentials file's project_id)")
 	flow := fs.Bool("flow-control", false, "apply DIS's per-partition rate limits (DIS.4303)")
 	retentionUnit := fs.Duration("retention-unit", time.Hour, "length of one data_duration hour (e.g. 1m for tests)")
 	noScalingLimits := fs.Bool("no-scaling-limits", false, "lift DIS's limits on UpdatePartitionCount (one success an hour)")
@@ -39,8 +44,12 @@ func dislocalCmd(args []string, getenv func(string) string, stderr io.Writer) in
 	errorRate := fs.Float64("fault-error-rate", 0, "answer this fraction (0-1) of requests with 500 DIS.5000")
 	dropRate := fs.Float64("fault-drop-rate", 0, "close the connection of this fraction (0-1) of requests, before serving them")
 	lostRate := fs.Float64("fault-lost-rate", 0, "serve this fraction (0-1) of requests, then close the connection without the answer")
-	readyFile := fs.String("ready-file", "", "once listening, write the bound HOST:PORT to this `file`; removed at exit")
+	readyFile := fs.String("ready-file", "", "once listening, write the bound HOST:PORT to this `file` (mode 0600); removed at exit")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	if err := refusedSecretFlag(args); err != nil {
+		fmt.Fprintf(stderr, "disgw dislocal: %v\n", err)
+		return exitUsage
+	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
@@ -51,15 +60,20 @@ func dislocalCmd(args []string, getenv func(string) string, stderr io.Writer) in
 		fmt.Fprintf(stderr, "disgw dislocal: unexpected argument %q\n", fs.Arg(0))
 		return exitUsage
 	}
-	if *sk == "" {
-		*sk = getenv("DISGW_DISLOCAL_SK")
+	if *ak == "" {
+		*ak = getenv("DISGW_DISLOCAL_AK")
 	}
-	if *token == "" {
-		*token = getenv("DISGW_DISLOCAL_TOKEN")
+	if *credsFile == "" {
+		*credsFile = getenv("DISGW_DISLOCAL_CREDENTIALS_FILE")
 	}
+	sk := getenv("DISGW_DISLOCAL_SK")
+	token := getenv("DISGW_DISLOCAL_TOKEN")
 	var errs []error
-	if (*ak == "") != (*sk == "") {
-		errs = append(errs, errors.New("--ak and --sk go together"))
+	switch {
+	case *ak != "" && sk == "":
+		errs = append(errs, errors.New("--ak needs the secret key in env DISGW_DISLOCAL_SK (or give both in --credentials-file, without --ak)"))
+	case *ak == "" && sk != "":
+		errs = append(errs, errors.New("env DISGW_DISLOCAL_SK needs --ak (or env DISGW_DISLOCAL_AK)"))
 	}
 	if *retentionUnit <= 0 {
 		errs = append(errs, errors.New("--retention-unit must be > 0"))
@@ -73,33 +87,89 @@ func dislocalCmd(args []string, getenv func(string) string, stderr io.Writer) in
 		fmt.Fprintf(stderr, "disgw dislocal: %v\n", err)
 		return exitUsage
 	}
+	var credsWarning, credsFrom string
+	switch {
+	case *ak != "":
+		credsFrom = "DISGW_DISLOCAL_SK"
+	case *credsFile != "":
+		cr, err := configs.ReadCredentialsFile(*credsFile, "--credentials-file")
+		if err != nil {
+			fmt.Fprintf(stderr, "disgw dislocal: %v\n", err)
+			return exitError
+		}
+		*ak, sk, credsWarning, credsFrom = cr.AK, cr.SK, cr.Warning, *credsFile
+		if *project == "" {
+			*project = cr.ProjectID
+		}
+	}
 	log, err := newLogger(*logLevel, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "disgw dislocal: %v\n", err)
 		return exitUsage
 	}
 	defer log.Sync() //nolint:errcheck // nothing to do if stderr cannot sync
+	if credsWarning != "" {
+		log.Warn(credsWarning)
+	}
+	if *ak != "" && *credsFile != "" && credsFrom != *credsFile {
+		log.Info("credentials file not read: --ak (DISGW_DISLOCAL_AK) and DISGW_DISLOCAL_SK take precedence", zap.String("file", *credsFile))
+	}
 
 	opts := dislocal.Options{
-		ProjectID: *project, AK: *ak, SK: *sk, Token: *token,
+		ProjectID: *project, AK: *ak, SK: sk, Token: token,
 		FlowControl: *flow, RetentionUnit: *retentionUnit, NoScalingLimits: *noScalingLimits,
 		Faults: dislocal.Faults{Latency: *latency, Jitter: *jitter, ErrorRate: *errorRate, DropRate: *dropRate, LostRate: *lostRate},
 		Logger: log,
 	}
-	if err := runDislocal(*listen, *data, *readyFile, opts, log); err != nil {
+	if err := runDislocal(*listen, *data, *readyFile, credsFrom, opts, log); err != nil {
 		log.Error("failed", zap.Error(err))
 		return exitError
 	}
 	return exitOK
 }
 
+// dislocalSecretsHelp is the part of `disgw dislocal -h` on secrets.
+const dislocalSecretsHelp = `Secrets are never flags (a flag's value shows in ps and /proc/PID/cmdline):
+  DISGW_DISLOCAL_SK                the secret key of --ak (DISGW_DISLOCAL_AK)
+  DISGW_DISLOCAL_TOKEN             accept this X-Auth-Token
+  --credentials-file FILE          or DISGW_DISLOCAL_CREDENTIALS_FILE: the AK/SK
+                                   in the Huawei Cloud SDK's INI format
+Without an AK/SK or a token, every request is served unauthenticated.
+`
+
+// removedSecretFlags are the flags that used to take a secret; they are
+// refused, naming where the secret goes now.
+var removedSecretFlags = map[string]string{
+	"sk":    "the secret key goes in env DISGW_DISLOCAL_SK or in --credentials-file",
+	"token": "the token goes in env DISGW_DISLOCAL_TOKEN",
+}
+
+// refusedSecretFlag returns a usage error when args give --sk or --token
+// (-sk, --sk=V, ...) before a "--": their values would show in ps. The error
+// never quotes the value.
+func refusedSecretFlag(args []string) error {
+	for _, a := range args {
+		if a == "--" {
+			return nil
+		}
+		if !strings.HasPrefix(a, "-") {
+			continue
+		}
+		name, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-"), "=")
+		if where, ok := removedSecretFlags[name]; ok {
+			return fmt.Errorf("flag --%s is no longer accepted, as its value would show in ps and /proc/PID/cmdline: %s", name, where)
+		}
+	}
+	return nil
+}
+
 // runDislocal serves until SIGTERM or SIGINT, then shuts down (in-flight
 // requests finish) and closes the store.
-func runDislocal(listen, data, readyFile string, opts dislocal.Options, log *zap.Logger) error {
+func runDislocal(listen, data, readyFile, credsFrom string, opts dislocal.Options, log *zap.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	storeDir := filepath.Join(data, "store")
-	if err := os.MkdirAll(storeDir, 0o755); err != nil {
+	if err := os.MkdirAll(storeDir, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
 	// Retention passes run at a tenth of the retention unit, at most once a minute.
@@ -124,7 +194,8 @@ func runDislocal(listen, data, readyFile string, opts dislocal.Options, log *zap
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	log.Info("dislocal started", zap.String("version", version), zap.String("listen", ln.Addr().String()),
-		zap.String("data", data), zap.Bool("signatures", opts.AK != ""), zap.Bool("flow_control", opts.FlowControl))
+		zap.String("data", data), zap.Bool("signatures", opts.AK != ""), zap.String("credentials", credsFrom),
+		zap.Bool("token", opts.Token != ""), zap.Bool("flow_control", opts.FlowControl))
 	if readyFile != "" {
 		if err := writeFileAtomic(readyFile, ln.Addr().String()+"\n"); err != nil {
 			_ = hs.Close()

@@ -402,7 +402,7 @@ func openBackend(cfg configs.Config, creds configs.DISCredentials, log *zap.Logg
 			BufferBytes: int(cfg.DISBufferBytes),
 		})
 	}
-	if err := os.MkdirAll(cfg.Data, 0o755); err != nil {
+	if err := os.MkdirAll(cfg.Data, 0o700); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
 	return localstore.Open(cfg.Data, localstore.Options{

@@ -296,10 +296,12 @@ func match(method, version string, segs []string) (*route, map[string]string, bo
 
 // ServeHTTP serves DIS operations under /v2/{project_id}/ and
 // /v3/{project_id}/ (with or without a trailing slash), and the request
-// counts at GET /dislocal/stats.
+// counts (Stats, as JSON) at GET /dislocal/stats. Both are authenticated
+// alike: with Options.AK or Token set, a request without a valid
+// signature or token gets DIS's 441 error ({"errorCode","message"}).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/dislocal/stats" && r.Method == http.MethodGet {
-		writeJSON(w, http.StatusOK, s.Stats())
+		s.serveStats(w, r)
 		return
 	}
 	segs := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
@@ -379,6 +381,22 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, project string, r
 		}
 	}
 	return rt.handle(s, r, vars, body)
+}
+
+// serveStats answers GET /dislocal/stats, once the request is
+// authenticated as a DIS operation would be. It is not counted.
+func (s *Server) serveStats(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes+1))
+	if err != nil || len(body) > maxBodyBytes {
+		writeError(w, errf(400, disapi.CodeBodyError, "Request body error. [unreadable or larger than %d bytes]", maxBodyBytes))
+		return
+	}
+	if derr := s.authenticate(r, body); derr != nil {
+		s.log.Debug("request refused", zap.String("op", "dislocal/stats"), zap.String("code", derr.Code), zap.String("message", derr.Message))
+		writeError(w, derr)
+		return
+	}
+	writeJSON(w, http.StatusOK, s.Stats())
 }
 
 // authenticate checks the token or the signature, when configured.

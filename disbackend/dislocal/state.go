@@ -3,7 +3,9 @@ package dislocal
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -82,8 +84,8 @@ func loadState(path string) (*state, error) {
 	return st, nil
 }
 
-// save writes the state file atomically (temp file, fsync, rename). Call
-// with Server.mu held.
+// save writes the state file atomically (temp file created 0600, fsync,
+// rename). Call with Server.mu held.
 func (st *state) save() error {
 	if st.path == "" {
 		return nil
@@ -93,7 +95,12 @@ func (st *state) save() error {
 		return err
 	}
 	tmp := st.path + ".tmp"
-	f, err := os.Create(tmp)
+	// A fresh file, so that it is created 0600 (a stale one left by a
+	// crash would keep its mode).
+	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
 	}

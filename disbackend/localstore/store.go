@@ -48,8 +48,9 @@ var (
 
 // Options configure Open. The zero value is usable.
 type Options struct {
-	// FS is the filesystem for Pebble and the segment files; nil means
-	// vfs.Default (the OS).
+	// FS is the filesystem for Pebble and the segment files; nil (or
+	// vfs.Default) means the OS, with every file the store creates mode
+	// 0600 and every directory 0700 (what exists keeps its mode).
 	// Tests pass vfs.NewMem or vfs.NewCrashableMem.
 	FS vfs.FS
 	// Logger receives the store's logs, named "localstore"; nil means
@@ -193,8 +194,8 @@ type stream struct {
 // Errors are Pebble's, the filesystem's or a corrupt key, wrapped with the
 // directory.
 func Open(dir string, opts Options) (*Store, error) {
-	if opts.FS == nil {
-		opts.FS = vfs.Default
+	if opts.FS == nil || opts.FS == vfs.Default {
+		opts.FS = privateFS{vfs.Default}
 	}
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
@@ -244,7 +245,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("localstore: open %s: %w", dir, err)
 	}
 	segDir := opts.FS.PathJoin(dir, segmentDirName)
-	if err := opts.FS.MkdirAll(segDir, 0o755); err == nil {
+	if err := opts.FS.MkdirAll(segDir, dirPerm); err == nil {
 		err = syncDir(opts.FS, dir)
 	}
 	if err != nil {
