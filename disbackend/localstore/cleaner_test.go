@@ -460,3 +460,52 @@ func TestClusterIDKept(t *testing.T) {
 		t.Fatalf("another directory has the same cluster id %q", c)
 	}
 }
+
+// TestCleanerReadRacesSwap: a read that missed the tail cache while a
+// cleaning pass replaced the index, removing every batch from its offset
+// up to the cache start it had seen, still returns the next kept batch
+// (it once answered offset out of range inside [first, next)).
+func TestCleanerReadRacesSwap(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := backendtest.NewFakeClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	opts := cleanerOpts(vfs.NewMem(), clock)
+	opts.CacheBytesPerPartition = 4 << 10
+	var armed atomic.Bool
+	readerIn, swapped := make(chan struct{}), make(chan struct{})
+	opts.cleanerHook = func(step string) {
+		switch {
+		case step == "read: cache start taken" && armed.CompareAndSwap(true, false):
+			close(readerIn)
+			<-swapped
+		case step == "swap committed":
+			<-readerIn
+		case step == "index written":
+			select {
+			case <-swapped:
+			default:
+				close(swapped)
+			}
+		}
+	}
+	s := openT(t, "db", opts)
+	defer s.Close()
+	c := &compactionCase{stream: "race", parts: 1}
+	c.create(t, s)
+	ts := clock.Now().UnixMilli()
+	value := make([]byte, 500)
+	for i := range 40 { // one key: only the last batch keeps a record
+		if _, err := s.Append("race", 0, keyedBatch(ts+int64(i), []kv{{"k", value}})).Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	armed.Store(true)
+	clock.Advance(2 * time.Minute) // rolled, then cleaned once the read is in
+	res, err := s.Read(ctx, "race", 0, 0, 1<<20)
+	if err != nil || len(res.Batches) == 0 {
+		t.Fatalf("Read(0) racing a cleaning pass = %d batches, %v", len(res.Batches), err)
+	}
+	if last := batch.LastOffset(res.Batches[len(res.Batches)-1]); last != 39 {
+		t.Fatalf("Read(0) ends at offset %d, want 39", last)
+	}
+}

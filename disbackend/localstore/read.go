@@ -41,38 +41,58 @@ func (s *Store) Read(ctx context.Context, stream string, partition int32, offset
 	if err != nil {
 		return disbackend.ReadResult{}, err
 	}
-	var res disbackend.ReadResult
+	// Two rounds at most: a read inside a gap the log cleaner left that
+	// reaches the tail cache starts again at the cache's first batch.
+	for round := 0; ; round++ {
+		res, gapTo, err := s.readFrom(ctx, stream, p, offset, maxBytes)
+		if err != nil || gapTo < 0 || round > 0 {
+			return res, err
+		}
+		offset = gapTo
+	}
+}
+
+// readFrom is one round of Read. gapTo >= 0 (and no batches) means no
+// stored batch from offset lies before the tail cache, which starts at
+// gapTo: offset is in a gap the log cleaner left.
+func (s *Store) readFrom(ctx context.Context, stream string, p *partition, offset int64, maxBytes int) (res disbackend.ReadResult, gapTo int64, err error) {
+	partition := p.id
 	p.mu.RLock()
 	res.Range = disbackend.PartitionRange{First: p.first, Next: p.next}
 	if offset < p.first || offset > p.next {
 		p.mu.RUnlock()
-		return res, outOfRange(stream, partition, offset, res.Range)
+		return res, -1, outOfRange(stream, partition, offset, res.Range)
 	}
 	if offset == p.next {
 		p.mu.RUnlock()
-		return res, nil
+		return res, -1, nil
 	}
 	var ok bool
 	if res.Batches, res.Bytes, ok = p.readCache(offset, maxBytes, nil, 0); ok {
 		p.mu.RUnlock()
-		return res, nil
+		return res, -1, nil
 	}
 	end := p.cacheStart()
 	p.mu.RUnlock()
+	s.hook("read: cache start taken")
 
 	if err := ctx.Err(); err != nil {
-		return disbackend.ReadResult{}, fmt.Errorf("localstore: read stream %q partition %d: %w", stream, partition, err)
+		return disbackend.ReadResult{}, -1, fmt.Errorf("localstore: read stream %q partition %d: %w", stream, partition, err)
 	}
 	var next int64
 	res.Batches, res.Bytes, next, err = s.readSegments(p, offset, end, maxBytes)
 	if err != nil {
-		return disbackend.ReadResult{}, fmt.Errorf("localstore: read stream %q partition %d offset %d: %w",
+		return disbackend.ReadResult{}, -1, fmt.Errorf("localstore: read stream %q partition %d offset %d: %w",
 			stream, partition, offset, err)
 	}
 	if res.Bytes == 0 {
-		// Retention removed the batch between the range check and the read.
 		res.Range.First, res.Range.Next = p.span()
-		return disbackend.ReadResult{Range: res.Range}, outOfRange(stream, partition, offset, res.Range)
+		if offset >= res.Range.First && end > offset && end < res.Range.Next {
+			// The cleaner removed every batch from offset up to the cache.
+			return disbackend.ReadResult{Range: res.Range}, end, nil
+		}
+		// Retention removed the batch between the range check and the read.
+		return disbackend.ReadResult{Range: res.Range}, -1, outOfRange(stream, partition, offset, res.Range)
 	}
 	if res.Bytes < maxBytes && next == end {
 		// Continue into the cache; it may have moved since, then stop here.
@@ -80,7 +100,7 @@ func (s *Store) Read(ctx context.Context, stream string, partition int32, offset
 		res.Batches, res.Bytes, _ = p.readCache(next, maxBytes, res.Batches, res.Bytes)
 		p.mu.RUnlock()
 	}
-	return res, nil
+	return res, -1, nil
 }
 
 func outOfRange(stream string, partition int32, offset int64, r disbackend.PartitionRange) error {
