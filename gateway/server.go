@@ -93,6 +93,8 @@ type Config struct {
 	// been empty this long (Kafka offsets.retention.minutes). Default 7 days;
 	// negative keeps them forever.
 	OffsetsRetention time.Duration
+	// Limits bounds what one request may ask for (limits.go).
+	Limits RequestLimits
 }
 
 // DefaultConfig returns the defaults listed on Config.
@@ -117,6 +119,7 @@ func DefaultConfig() Config {
 		GroupMinSessionTimeout:     6 * time.Second,
 		GroupMaxSessionTimeout:     30 * time.Minute,
 		OffsetsRetention:           7 * 24 * time.Hour,
+		Limits:                     DefaultRequestLimits(),
 	}
 }
 
@@ -161,6 +164,7 @@ func (c *Config) fill() {
 	if c.ShutdownGrace <= 0 {
 		c.ShutdownGrace = d.ShutdownGrace
 	}
+	c.Limits.fill()
 }
 
 // Server is one gateway node.
@@ -173,6 +177,7 @@ type Server struct {
 	log           *zap.Logger
 	topics        *topicCache
 	groups        *groupcoord.Coordinator // consumer groups and committed offsets
+	limits        *limiter                // per-request limits, auto-create bucket
 
 	ln        net.Listener
 	advHost   string
@@ -201,6 +206,7 @@ func New(cfg Config, backend disbackend.Backend, log *zap.Logger) (*Server, erro
 		closing:       make(chan struct{}),
 		conns:         make(map[*conn]struct{}),
 	}
+	s.limits = newLimiter(s.cfg.Limits, s.log)
 	if s.cfg.ClusterID == "" {
 		id, err := backend.ClusterID(context.Background())
 		if err != nil {
