@@ -29,13 +29,13 @@ import (
 type RequestLimits struct {
 	// MaxTopics is the most topics (or config resources, or coordinator
 	// keys) one request is served; the others get an error each. Default
-	// 100000.
+	// 50000.
 	MaxTopics int
 	// MaxPartitions is the most partitions one request is served, summed
 	// over its topics; the others get an error each. Default 200000.
 	MaxPartitions int
 	// MaxGroups is the most groups one request is served (DescribeGroups,
-	// DeleteGroups, OffsetFetch v8+). Default 100000.
+	// DeleteGroups, OffsetFetch v8+, FindCoordinator v4+). Default 50000.
 	MaxGroups int
 	// AutoCreatePerRequest is the most topics one Metadata request may
 	// auto-create; the others get UNKNOWN_TOPIC_OR_PARTITION with a
@@ -49,7 +49,7 @@ type RequestLimits struct {
 
 // DefaultRequestLimits returns the defaults listed on RequestLimits.
 func DefaultRequestLimits() RequestLimits {
-	return RequestLimits{MaxTopics: 100_000, MaxPartitions: 200_000, MaxGroups: 100_000,
+	return RequestLimits{MaxTopics: 50_000, MaxPartitions: 200_000, MaxGroups: 50_000,
 		AutoCreatePerRequest: 100, AutoCreatePerSecond: 20}
 }
 

@@ -24,11 +24,22 @@ import (
 
 // MaxRequestEntries is the most entries one request may declare, summed
 // over the arrays peekEntries reads (topics, partitions, groups, resources,
-// config names, coordinator keys, ...): 524288. A request declaring more is
+// config names, coordinator keys, ...): 262144. A request declaring more is
 // refused whole (ErrTooManyEntries), as Kafka closes the connection on a
 // request it cannot read. Kafka itself has no such limit; no real client
-// comes near it (100 000 topics of 4 partitions each).
-const MaxRequestEntries = 1 << 19
+// comes near it (20 000 topics of 10 partitions each is 220 000).
+const MaxRequestEntries = 1 << 18
+
+// MaxProducePartitionsWithoutBatch is the most partitions one Produce may
+// carry whose records are shorter than a record batch header (61 bytes;
+// null or empty included): 1000. Kafka answers each with CORRUPT_MESSAGE;
+// no producer sends them, and a request of only such entries costs 70
+// times its size to answer, against 15 for real batches. More refuse the
+// request whole (ErrTooManyEntries).
+const MaxProducePartitionsWithoutBatch = 1000
+
+// minBatchBytes is the size of a record batch header (v2).
+const minBatchBytes = 61
 
 // ErrTooManyEntries: the request declares more than MaxRequestEntries
 // entries. It is returned wrapped together with ErrMalformed.
@@ -40,6 +51,8 @@ type peek struct {
 	flex    bool
 	entries int
 	over    bool
+	// noBatches counts produce partitions with no record batch.
+	noBatches int
 }
 
 func (p *peek) skip(n int) { p.rd.Span(n) }
@@ -54,6 +67,30 @@ func (p *peek) str() {
 	}
 	if l := int(p.rd.Int16()); l > 0 {
 		p.rd.Span(l)
+	}
+}
+
+// bytes skips a byte array, nullable or not, and returns its length (-1
+// null).
+func (p *peek) bytes() int {
+	var l int
+	if p.flex {
+		l = int(p.rd.Uvarint()) - 1
+	} else {
+		l = int(p.rd.Int32())
+	}
+	if l > 0 {
+		p.rd.Span(l)
+	}
+	return l
+}
+
+// noBatch counts a produce partition without a record batch; past
+// MaxProducePartitionsWithoutBatch it stops the walk.
+func (p *peek) noBatch() {
+	if p.noBatches++; p.noBatches > MaxProducePartitionsWithoutBatch {
+		p.over = true
+		p.rd.Span(-1)
 	}
 }
 
@@ -85,6 +122,15 @@ func (p *peek) array() int {
 	return int(n)
 }
 
+// topic skips a topic's name, or its id.
+func (p *peek) topic(byID bool) {
+	if byID {
+		p.skip(16)
+	} else {
+		p.str()
+	}
+}
+
 // strings skips an array of strings.
 func (p *peek) strings() {
 	for range p.array() {
@@ -98,6 +144,63 @@ func (p *peek) int32s() { p.skip(4 * p.array()) }
 // peekers are the walks of the request types that loop over entries, by
 // API key; each reads the body of version v up to its last array.
 var peekers = map[int16]func(p *peek, v int16){
+	0: func(p *peek, v int16) { // Produce
+		if v >= 3 {
+			p.str() // transactional id
+		}
+		p.skip(2 + 4) // acks, timeout
+		for range p.array() {
+			p.topic(v >= 13)
+			for range p.array() {
+				p.skip(4)
+				if p.bytes() < minBatchBytes {
+					p.noBatch()
+				}
+				p.tags()
+			}
+			p.tags()
+		}
+	},
+	1: func(p *peek, v int16) { // Fetch
+		if v <= 14 {
+			p.skip(4) // replica id
+		}
+		p.skip(4 + 4) // max wait, min bytes
+		if v >= 3 {
+			p.skip(4) // max bytes
+		}
+		if v >= 4 {
+			p.skip(1) // isolation level
+		}
+		if v >= 7 {
+			p.skip(4 + 4) // session id, epoch
+		}
+		fixed := 4 + 8 + 4 // partition, fetch offset, partition max bytes
+		if v >= 9 {
+			fixed += 4 // current leader epoch
+		}
+		if v >= 12 {
+			fixed += 4 // last fetched epoch
+		}
+		if v >= 5 {
+			fixed += 8 // log start offset
+		}
+		for range p.array() {
+			p.topic(v >= 13)
+			for range p.array() {
+				p.skip(fixed)
+				p.tags()
+			}
+			p.tags()
+		}
+		if v >= 7 {
+			for range p.array() { // forgotten topics
+				p.topic(v >= 13)
+				p.int32s()
+				p.tags()
+			}
+		}
+	},
 	2: func(p *peek, v int16) { // ListOffsets
 		p.skip(4) // replica id
 		if v >= 2 {
@@ -305,8 +408,8 @@ func peekEntries(key, version int16, flexible bool, body []byte) (int, error) {
 	p := peek{rd: kbin.Reader{Src: body}, flex: flexible}
 	walk(&p, version)
 	if p.over {
-		return p.entries, fmt.Errorf("%w: %w: %s v%d declares over %d entries", ErrMalformed, ErrTooManyEntries,
-			kmsg.NameForKey(key), version, MaxRequestEntries)
+		return p.entries, fmt.Errorf("%w: %w: %s v%d declares over %d entries (or over %d produce partitions without a batch)",
+			ErrMalformed, ErrTooManyEntries, kmsg.NameForKey(key), version, MaxRequestEntries, MaxProducePartitionsWithoutBatch)
 	}
 	return p.entries, nil
 }
