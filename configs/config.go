@@ -135,7 +135,7 @@ type Config struct {
 	// MaxRequestTopics is the most topics (config resources, coordinator
 	// keys) one request is served; the others get an error each
 	// (INVALID_REQUEST; POLICY_VIOLATION in CreateTopics). Kafka has no
-	// such cap. Default 100000.
+	// such cap. Default 50000.
 	MaxRequestTopics int32 `yaml:"max_request_topics"`
 	// MaxRequestPartitions is the most partitions one request is served,
 	// summed over its topics (ListOffsets, OffsetFetch, OffsetCommit,
@@ -143,7 +143,7 @@ type Config struct {
 	MaxRequestPartitions int32 `yaml:"max_request_partitions"`
 	// MaxRequestGroups is the most groups one request is served
 	// (DescribeGroups, DeleteGroups, OffsetFetch v8+, FindCoordinator
-	// v4+); the others get INVALID_REQUEST. Default 100000.
+	// v4+); the others get INVALID_REQUEST. Default 50000.
 	MaxRequestGroups int32 `yaml:"max_request_groups"`
 	// AutoCreateTopicsPerRequest is the most topics one Metadata request
 	// may auto-create; the others get UNKNOWN_TOPIC_OR_PARTITION with a
@@ -213,9 +213,9 @@ func Default() Config {
 		CleanerDedupeBufferBytes: 128 << 20,
 		MaxPartitions:            10000,
 
-		MaxRequestTopics:           100_000,
+		MaxRequestTopics:           50_000,
 		MaxRequestPartitions:       200_000,
-		MaxRequestGroups:           100_000,
+		MaxRequestGroups:           50_000,
 		AutoCreateTopicsPerRequest: 100,
 		AutoCreateTopicsPerSecond:  20,
 		FetchMaxBytes:              55 << 20,

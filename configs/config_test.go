@@ -233,9 +233,9 @@ func TestValidate(t *testing.T) {
 		{"advertise hostname", func(c *Config) { c.Advertise = "kafka.example:19092" }, nil},
 		{"unlimited retention", func(c *Config) { c.DefaultRetention = -1 }, nil},
 		{"retention check disabled", func(c *Config) { c.RetentionCheckInterval = -1 }, nil},
-		{"request limits at the ceiling", func(c *Config) { c.MaxRequestTopics, c.MaxRequestPartitions = 1<<19, 1<<19 }, nil},
+		{"request limits at the ceiling", func(c *Config) { c.MaxRequestTopics, c.MaxRequestPartitions = 1<<18, 1<<18 }, nil},
 		{"request limits", func(c *Config) {
-			c.MaxRequestTopics, c.MaxRequestPartitions, c.MaxRequestGroups = 0, 1<<19+1, -1
+			c.MaxRequestTopics, c.MaxRequestPartitions, c.MaxRequestGroups = 0, 1<<18+1, -1
 			c.AutoCreateTopicsPerRequest, c.AutoCreateTopicsPerSecond = 0, 0
 		}, []string{"max_request_topics:", "max_request_partitions:", "max_request_groups:", "auto_create_topics_per_request:", "auto_create_topics_per_second:"}},
 		{"listen without port", func(c *Config) { c.Listen = "127.0.0.1" }, []string{"listen:"}},
