@@ -82,8 +82,8 @@ func levels(counts ...int) func(int) int {
 // within kafkawire.RequestCost, measured as the bytes the process
 // allocates from sending the frame to reading the answer.
 func TestRequestCostCoversEveryAPI(t *testing.T) {
-	if testing.Short() {
-		t.Skip("measures allocations")
+	if testing.Short() || raceEnabled {
+		t.Skip("measures allocations (not under -short or -race)")
 	}
 	g := startGatewayLogging(t, t.TempDir(), zapcore.InfoLevel, nil, func(c *gateway.Config) { c.AutoCreateTopics = false })
 	r := g.raw(t)
@@ -143,6 +143,9 @@ func TestRequestCostCoversEveryAPI(t *testing.T) {
 // TestProduceMinimalBatchesCost: produces of many one-record batches (the
 // smallest real ones) are answered within RequestCost.
 func TestProduceMinimalBatchesCost(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("measures allocations (not under -short or -race)")
+	}
 	g := startGatewayLogging(t, t.TempDir(), zapcore.InfoLevel, nil, func(c *gateway.Config) { c.AutoCreateTopics = false })
 	r := g.raw(t)
 	ct := kmsg.NewPtrCreateTopicsRequest()

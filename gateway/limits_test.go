@@ -101,6 +101,9 @@ func TestAttackFramesRefused(t *testing.T) {
 // may declare are answered (the entries past the caps with an error each),
 // and answering takes no more than kafkawire.RequestCost says.
 func TestAttackAtCeiling(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("measures allocations (not under -short or -race)")
+	}
 	g := startGatewayLogging(t, t.TempDir(), zapcore.InfoLevel, nil, func(c *gateway.Config) { c.AutoCreateTopics = false })
 	for _, a := range attacks {
 		t.Run(a.name, func(t *testing.T) {

@@ -185,8 +185,8 @@ func decodeAlloc(t testing.TB, frame []byte) uint64 {
 // worst shape, decoding allocates at most decodeFactor times the frame, and
 // RequestCost covers it with room for the answer.
 func TestDecodeCostBound(t *testing.T) {
-	if testing.Short() {
-		t.Skip("measures allocations")
+	if testing.Short() || raceEnabled {
+		t.Skip("measures allocations (not under -short or -race)")
 	}
 	for key := int16(0); key <= kmsg.MaxKey; key++ {
 		req := kmsg.RequestForKey(key)
