@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/url"
 	"os"
@@ -25,6 +26,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/disgw/disgw/kafkawire"
 )
 
 // EnvPrefix starts the environment variable of every key: key listen is read
@@ -145,6 +148,27 @@ type Config struct {
 	// and CreatePartitions asking for more get INVALID_PARTITIONS).
 	// Default 10000.
 	MaxPartitions int32 `yaml:"max_partitions"`
+	// MaxRequestTopics is the most topics (config resources, coordinator
+	// keys) one request is served; the others get an error each
+	// (INVALID_REQUEST; POLICY_VIOLATION in CreateTopics). Kafka has no
+	// such cap. Default 50000.
+	MaxRequestTopics int32 `yaml:"max_request_topics"`
+	// MaxRequestPartitions is the most partitions one request is served,
+	// summed over its topics (ListOffsets, OffsetFetch, OffsetCommit,
+	// OffsetForLeaderEpoch); the others get INVALID_REQUEST. Default 200000.
+	MaxRequestPartitions int32 `yaml:"max_request_partitions"`
+	// MaxRequestGroups is the most groups one request is served
+	// (DescribeGroups, DeleteGroups, OffsetFetch v8+, FindCoordinator
+	// v4+); the others get INVALID_REQUEST. Default 50000.
+	MaxRequestGroups int32 `yaml:"max_request_groups"`
+	// AutoCreateTopicsPerRequest is the most topics one Metadata request
+	// may auto-create; the others get UNKNOWN_TOPIC_OR_PARTITION with a
+	// throttle time (clients retry). Default 100.
+	AutoCreateTopicsPerRequest int32 `yaml:"auto_create_topics_per_request"`
+	// AutoCreateTopicsPerSecond is how many topics Metadata may
+	// auto-create per second, across all clients (a token bucket of
+	// max(this, auto_create_topics_per_request) tokens). Default 20.
+	AutoCreateTopicsPerSecond float64 `yaml:"auto_create_topics_per_second"`
 	// FetchMaxBytes caps the record bytes of one Fetch response, whatever
 	// the client asks (Kafka fetch.max.bytes). Default 57671680 (55 MiB).
 	FetchMaxBytes int32 `yaml:"fetch_max_bytes"`
@@ -208,7 +232,13 @@ func Default() Config {
 		CleanerCheckInterval:     15 * time.Second,
 		CleanerDedupeBufferBytes: 128 << 20,
 		MaxPartitions:            10000,
-		FetchMaxBytes:            55 << 20,
+
+		MaxRequestTopics:           50_000,
+		MaxRequestPartitions:       200_000,
+		MaxRequestGroups:           50_000,
+		AutoCreateTopicsPerRequest: 100,
+		AutoCreateTopicsPerSecond:  20,
+		FetchMaxBytes:              55 << 20,
 
 		GroupInitialRebalanceDelay: 3 * time.Second,
 		GroupMinSessionTimeout:     6 * time.Second,
@@ -287,6 +317,12 @@ func (c *Config) Set(key, value string) error {
 			return fmt.Errorf("%s: %q is not an integer", key, value)
 		}
 		f.SetInt(n)
+	case f.Kind() == reflect.Float64:
+		n, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if err != nil {
+			return fmt.Errorf("%s: %q is not a number", key, value)
+		}
+		f.SetFloat(n)
 	default:
 		panic(fmt.Sprintf("configs: key %s has unsupported type %s", key, f.Type()))
 	}
@@ -500,6 +536,20 @@ func (c Config) Validate() error {
 	}
 	if c.MaxPartitions <= 0 {
 		bad("max_partitions", "%d must be > 0", c.MaxPartitions)
+	}
+	for _, l := range []struct {
+		key string
+		n   int32
+	}{{"max_request_topics", c.MaxRequestTopics}, {"max_request_partitions", c.MaxRequestPartitions}, {"max_request_groups", c.MaxRequestGroups}} {
+		if l.n <= 0 || l.n > kafkawire.MaxRequestEntries {
+			bad(l.key, "%d must be 1 to %d (a request declaring more entries is refused whole)", l.n, kafkawire.MaxRequestEntries)
+		}
+	}
+	if c.AutoCreateTopicsPerRequest <= 0 {
+		bad("auto_create_topics_per_request", "%d must be > 0 (auto_create_topics: false turns auto-creation off)", c.AutoCreateTopicsPerRequest)
+	}
+	if !(c.AutoCreateTopicsPerSecond > 0) || math.IsInf(c.AutoCreateTopicsPerSecond, 0) {
+		bad("auto_create_topics_per_second", "%v must be a number > 0", c.AutoCreateTopicsPerSecond)
 	}
 	if c.FetchMaxBytes <= 0 {
 		bad("fetch_max_bytes", "%d must be > 0", c.FetchMaxBytes)

@@ -98,8 +98,12 @@ default_retention: -1
 				"DISGW_DEFAULT_RETENTION":  "24h",
 				"DISGW_MAX_MESSAGE_BYTES":  "2000000",
 				"DISGW_DATA":               "", // empty means unset
+
+				"DISGW_MAX_REQUEST_TOPICS":            "5000",
+				"DISGW_AUTO_CREATE_TOPICS_PER_SECOND": "2.5",
 			},
 			want: func(c *Config) {
+				c.MaxRequestTopics, c.AutoCreateTopicsPerSecond = 5000, 2.5
 				c.Listen = "127.0.0.1:2222"
 				c.Data = "/from/file"
 				c.LogLevel = "debug"
@@ -229,6 +233,11 @@ func TestValidate(t *testing.T) {
 		{"advertise hostname", func(c *Config) { c.Advertise = "kafka.example:19092" }, nil},
 		{"unlimited retention", func(c *Config) { c.DefaultRetention = -1 }, nil},
 		{"retention check disabled", func(c *Config) { c.RetentionCheckInterval = -1 }, nil},
+		{"request limits at the ceiling", func(c *Config) { c.MaxRequestTopics, c.MaxRequestPartitions = 1<<18, 1<<18 }, nil},
+		{"request limits", func(c *Config) {
+			c.MaxRequestTopics, c.MaxRequestPartitions, c.MaxRequestGroups = 0, 1<<18+1, -1
+			c.AutoCreateTopicsPerRequest, c.AutoCreateTopicsPerSecond = 0, 0
+		}, []string{"max_request_topics:", "max_request_partitions:", "max_request_groups:", "auto_create_topics_per_request:", "auto_create_topics_per_second:"}},
 		{"listen without port", func(c *Config) { c.Listen = "127.0.0.1" }, []string{"listen:"}},
 		{"listen bad port", func(c *Config) { c.Listen = "127.0.0.1:99999" }, []string{"listen:"}},
 		{"advertise unspecified v4", func(c *Config) { c.Advertise = "0.0.0.0:9092" }, []string{"advertise:"}},

@@ -18,6 +18,8 @@ package gateway
 //   - A special timestamp below the version that defines it, or any other
 //     negative timestamp, gets UNSUPPORTED_VERSION for that partition; a
 //     partition listed twice gets INVALID_REQUEST for both (as Kafka).
+//   - Partitions past Limits.MaxPartitions, and every partition of a
+//     topic past Limits.MaxTopics, get INVALID_REQUEST (limits.go).
 
 import (
 	"context"
@@ -37,30 +39,43 @@ func (c *conn) handleListOffsets(req *kafkawire.Request) reply {
 	return reply{req: req, finish: func() (kmsg.Response, error) {
 		ctx, cancel := c.requestContext(0)
 		defer cancel()
-		return c.s.listOffsets(ctx, r), nil
+		resp, lim := c.s.listOffsets(ctx, r)
+		lim.report(c, "ListOffsets")
+		return resp, nil
 	}}
 }
 
-func (s *Server) listOffsets(ctx context.Context, r *kmsg.ListOffsetsRequest) *kmsg.ListOffsetsResponse {
+func (s *Server) listOffsets(ctx context.Context, r *kmsg.ListOffsetsRequest) (*kmsg.ListOffsetsResponse, *partitionQuota) {
 	resp := r.ResponseKind().(*kmsg.ListOffsetsResponse)
 	type tp struct {
 		t string
 		p int32
 	}
+	// Only served partitions are counted (the same quota, run twice).
 	seen := make(map[tp]int)
+	pre := s.newPartitionQuota()
 	for _, rt := range r.Topics {
+		pre.topic()
 		for _, rp := range rt.Partitions {
-			seen[tp{rt.Topic, rp.Partition}]++
+			if pre.partition() {
+				seen[tp{rt.Topic, rp.Partition}]++
+			}
 		}
 	}
+	lim := s.newPartitionQuota()
+	resp.Topics = make([]kmsg.ListOffsetsResponseTopic, 0, len(r.Topics))
 	for _, rt := range r.Topics {
 		t := kmsg.NewListOffsetsResponseTopic()
 		t.Topic = rt.Topic
+		lim.topic()
 		st := s.topics.get(rt.Topic)
+		t.Partitions = make([]kmsg.ListOffsetsResponseTopicPartition, 0, len(rt.Partitions))
 		for _, rp := range rt.Partitions {
 			p := kmsg.NewListOffsetsResponseTopicPartition()
 			p.Partition = rp.Partition
 			switch {
+			case !lim.partition():
+				p.ErrorCode = errCodeOverCap
 			case seen[tp{rt.Topic, rp.Partition}] > 1:
 				p.ErrorCode = kerr.InvalidRequest.Code
 			case st == nil || rp.Partition < 0 || rp.Partition >= st.PartitionCount:
@@ -84,7 +99,7 @@ func (s *Server) listOffsets(ctx context.Context, r *kmsg.ListOffsetsRequest) *k
 		}
 		resp.Topics = append(resp.Topics, t)
 	}
-	return resp
+	return resp, lim
 }
 
 // offsetFor answers one partition of ListOffsets: (offset, timestamp).

@@ -13,6 +13,13 @@ package gateway
 //     operations (not computed: left at kmsg's "not requested" default).
 //   - v9: flexible. v10: topic ids, and lookup by id (UNKNOWN_TOPIC_ID).
 //   - v13: top-level ErrorCode (KIP-1102), always 0.
+//   - v3: ThrottleMillis: the wait for auto-creations refused by the
+//     auto-create limits (limits.go).
+//
+// A topic listed twice is answered once (Kafka reads the list as a set).
+// Topics past Limits.MaxTopics get INVALID_REQUEST and only their name;
+// auto-creations past Limits.AutoCreatePerRequest or the per-second bucket
+// get UNKNOWN_TOPIC_OR_PARTITION (clients retry) and a throttle time.
 //
 // Every partition is led by this node, with replicas and ISR = this node.
 
@@ -51,16 +58,71 @@ func (c *conn) handleMetadata(req *kafkawire.Request) reply {
 		}
 		return ready(req, resp)
 	}
-	autoCreate := s.cfg.AutoCreateTopics && (r.Version <= 3 || r.AllowAutoTopicCreation)
+	ac := autoCreateBudget{on: s.cfg.AutoCreateTopics && (r.Version <= 3 || r.AllowAutoTopicCreation),
+		left: s.cfg.Limits.AutoCreatePerRequest}
 	ctx, cancel := c.requestContext(0)
 	defer cancel()
+	topics := newQuota(s.cfg.Limits.MaxTopics)
+	// Kafka reads the requested topics as a set: a topic listed twice is
+	// answered once (so a request cannot repeat one large answer).
+	byName := make(map[string]bool)
+	byID := make(map[[16]byte]bool)
+	resp.Topics = make([]kmsg.MetadataResponseTopic, 0, min(len(r.Topics), s.cfg.Limits.MaxTopics))
 	for _, rt := range r.Topics {
-		resp.Topics = append(resp.Topics, s.metadataRequestedTopic(ctx, r.Version, rt, autoCreate))
+		named := rt.Topic != nil && *rt.Topic != ""
+		if named && byName[*rt.Topic] || !named && byID[rt.TopicID] {
+			continue
+		}
+		if !topics.take() {
+			t := kmsg.NewMetadataResponseTopic()
+			t.Topic, t.TopicID, t.ErrorCode = rt.Topic, rt.TopicID, errCodeOverCap
+			resp.Topics = append(resp.Topics, t)
+			continue
+		}
+		if named {
+			byName[*rt.Topic] = true
+		} else {
+			byID[rt.TopicID] = true
+		}
+		resp.Topics = append(resp.Topics, s.metadataRequestedTopic(ctx, r.Version, rt, &ac))
+	}
+	topics.report(c, limitTopics, "Metadata")
+	if n := ac.refusedRequest + ac.refusedRate; n > 0 {
+		// The client retries an unknown topic after its backoff; the
+		// throttle time (v3+) says when the bucket has room for them.
+		resp.ThrottleMillis = throttleMillis(s.limits.autoCreateWait(n))
+		if ac.refusedRequest > 0 {
+			s.limits.hit(limitAutoCreateRequest, "Metadata", ac.refusedRequest, c)
+		}
+		if ac.refusedRate > 0 {
+			s.limits.hit(limitAutoCreateRate, "Metadata", ac.refusedRate, c)
+		}
 	}
 	return ready(req, resp)
 }
 
-func (s *Server) metadataRequestedTopic(ctx context.Context, version int16, rt kmsg.MetadataRequestTopic, autoCreate bool) kmsg.MetadataResponseTopic {
+// autoCreateBudget is what one Metadata request may still auto-create.
+type autoCreateBudget struct {
+	on                          bool // the request may auto-create
+	left                        int  // creations left to this request
+	refusedRequest, refusedRate int  // refused by the per-request cap, by the bucket
+}
+
+// take reports whether one more topic may be auto-created.
+func (b *autoCreateBudget) take(l *limiter) bool {
+	if b.left <= 0 {
+		b.refusedRequest++
+		return false
+	}
+	if !l.takeAutoCreate() {
+		b.refusedRate++
+		return false
+	}
+	b.left--
+	return true
+}
+
+func (s *Server) metadataRequestedTopic(ctx context.Context, version int16, rt kmsg.MetadataRequestTopic, ac *autoCreateBudget) kmsg.MetadataResponseTopic {
 	t := kmsg.NewMetadataResponseTopic()
 	if rt.Topic == nil || *rt.Topic == "" {
 		// By id (v10+).
@@ -83,7 +145,7 @@ func (s *Server) metadataRequestedTopic(ctx context.Context, version int16, rt k
 	if st := s.lookupTopic(ctx, name); st != nil {
 		return s.metadataTopic(version, st)
 	}
-	if !autoCreate {
+	if !ac.on || !ac.take(s.limits) {
 		t.ErrorCode = kerr.UnknownTopicOrPartition.Code
 		return t
 	}

@@ -13,6 +13,9 @@ package gateway
 //   - v10: topics by id (KIP-848 / KAFKA-19186), resolved through the topic
 //     cache; an unknown id gets UNKNOWN_TOPIC_ID.
 //
+// Partitions past the request limits (limits.go) get INVALID_REQUEST, in
+// a topic entry of their own after the served ones.
+//
 // Each offset is stored unchanged as the app's checkpoint (the next offset
 // to read) and the commit metadata as its metadata; the answer waits for
 // the sync. Generation -1 with no member id is a standalone commit, accepted
@@ -32,6 +35,8 @@ func (c *conn) handleOffsetCommit(req *kafkawire.Request) reply {
 	return reply{req: req, finish: func() (kmsg.Response, error) {
 		var unknownIDs []kmsg.OffsetCommitResponseTopic
 		if r.Version >= 10 {
+			// Unknown ids are answered without being counted: their
+			// answer is as small as a refused one.
 			known := r.Topics[:0:0]
 			for _, t := range r.Topics {
 				st := c.s.topics.getByID(t.TopicID)
@@ -51,10 +56,46 @@ func (c *conn) handleOffsetCommit(req *kafkawire.Request) reply {
 			}
 			r.Topics = known
 		}
+		refused := c.capOffsetCommit(r)
 		ctx, cancel := c.requestContext(0)
 		defer cancel()
 		resp := c.s.groups.CommitOffsets(ctx, r)
 		resp.Topics = append(resp.Topics, unknownIDs...)
+		resp.Topics = append(resp.Topics, refused...)
 		return resp, nil
 	}}
+}
+
+// capOffsetCommit removes from r the partitions past the request limits
+// and returns their answers.
+func (c *conn) capOffsetCommit(r *kmsg.OffsetCommitRequest) []kmsg.OffsetCommitResponseTopic {
+	lim := c.s.newPartitionQuota()
+	defer lim.report(c, "OffsetCommit")
+	var refused []kmsg.OffsetCommitResponseTopic
+	kept := r.Topics[:0:0]
+	for _, t := range r.Topics {
+		lim.topic()
+		served := t.Partitions[:0:0]
+		var rt *kmsg.OffsetCommitResponseTopic
+		for _, p := range t.Partitions {
+			if lim.partition() {
+				served = append(served, p)
+				continue
+			}
+			if rt == nil {
+				refused = append(refused, kmsg.NewOffsetCommitResponseTopic())
+				rt = &refused[len(refused)-1]
+				rt.Topic, rt.TopicID = t.Topic, t.TopicID
+			}
+			rp := kmsg.NewOffsetCommitResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, errCodeOverCap
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		if len(served) > 0 || len(t.Partitions) == 0 {
+			t.Partitions = served
+			kept = append(kept, t)
+		}
+	}
+	r.Topics = kept
+	return refused
 }

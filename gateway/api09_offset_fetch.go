@@ -14,6 +14,11 @@ package gateway
 //   - v10: topics by id (KIP-848 / KAFKA-19186); an unknown id gets
 //     UNKNOWN_TOPIC_ID.
 //
+// Limits (limits.go): partitions past Limits.MaxPartitions, and those of
+// topics past Limits.MaxTopics, get INVALID_REQUEST and offset -1, in a
+// topic entry of their own; groups (v8+) past Limits.MaxGroups, and a
+// group listed again, get INVALID_REQUEST.
+//
 // A group that does not exist or a partition never committed reads as
 // offset -1 with no error, as Kafka answers (librdkafka relies on it).
 
@@ -32,16 +37,31 @@ func (c *conn) handleOffsetFetch(req *kafkawire.Request) reply {
 		resp := r.ResponseKind().(*kmsg.OffsetFetchResponse)
 		ctx, cancel := c.requestContext(0)
 		defer cancel()
+		lim := c.s.newPartitionQuota()
+		defer lim.report(c, "OffsetFetch")
 		if r.Version < 8 {
 			rg := kmsg.NewOffsetFetchRequestGroup()
 			rg.Group = r.Group
 			if r.Topics != nil || r.Version < 2 {
-				rg.Topics = make([]kmsg.OffsetFetchRequestGroupTopic, 0, len(r.Topics))
+				rg.Topics = make([]kmsg.OffsetFetchRequestGroupTopic, 0, min(len(r.Topics), c.s.cfg.Limits.MaxTopics))
 			}
+			var refused []kmsg.OffsetFetchResponseTopic
 			for _, t := range r.Topics {
-				rt := kmsg.NewOffsetFetchRequestGroupTopic()
-				rt.Topic, rt.Partitions = t.Topic, t.Partitions
-				rg.Topics = append(rg.Topics, rt)
+				ok, served, over := capPartitions(lim, t.Partitions)
+				if !ok || len(over) > 0 {
+					rt := kmsg.NewOffsetFetchResponseTopic()
+					rt.Topic = t.Topic
+					rt.Partitions = refusedPartitions(over, kmsg.NewOffsetFetchResponseTopicPartition,
+						func(rp *kmsg.OffsetFetchResponseTopicPartition, p int32) {
+							rp.Partition, rp.Offset, rp.LeaderEpoch, rp.ErrorCode = p, -1, -1, errCodeOverCap
+						})
+					refused = append(refused, rt)
+				}
+				if ok && (len(served) > 0 || len(t.Partitions) == 0) {
+					rt := kmsg.NewOffsetFetchRequestGroupTopic()
+					rt.Topic, rt.Partitions = t.Topic, served
+					rg.Topics = append(rg.Topics, rt)
+				}
 			}
 			sg := c.s.groups.FetchOffsets(ctx, rg)
 			resp.ErrorCode = sg.ErrorCode
@@ -55,6 +75,7 @@ func (c *conn) handleOffsetFetch(req *kafkawire.Request) reply {
 				}
 				resp.Topics = append(resp.Topics, rt)
 			}
+			resp.Topics = append(resp.Topics, refused...)
 			if r.Version < 2 && sg.ErrorCode != 0 {
 				// No top-level error before v2: every partition carries it.
 				resp.Topics = resp.Topics[:0]
@@ -71,7 +92,41 @@ func (c *conn) handleOffsetFetch(req *kafkawire.Request) reply {
 			}
 			return resp, nil
 		}
-		for _, rg := range r.Groups {
+		groups := newQuota(c.s.cfg.Limits.MaxGroups)
+		names := make([]string, len(r.Groups))
+		for i := range r.Groups {
+			names[i] = r.Groups[i].Group
+		}
+		_, codes := capNames(names, &groups, true)
+		groups.report(c, limitGroups, "OffsetFetch")
+		for i, rg := range r.Groups {
+			if codes[i] != 0 {
+				sg := kmsg.NewOffsetFetchResponseGroup()
+				sg.Group, sg.ErrorCode = rg.Group, codes[i]
+				resp.Groups = append(resp.Groups, sg)
+				continue
+			}
+			var refused []kmsg.OffsetFetchResponseGroupTopic
+			if rg.Topics != nil {
+				kept := make([]kmsg.OffsetFetchRequestGroupTopic, 0, len(rg.Topics))
+				for _, t := range rg.Topics {
+					ok, served, over := capPartitions(lim, t.Partitions)
+					if !ok || len(over) > 0 {
+						rt := kmsg.NewOffsetFetchResponseGroupTopic()
+						rt.Topic, rt.TopicID = t.Topic, t.TopicID
+						rt.Partitions = refusedPartitions(over, kmsg.NewOffsetFetchResponseGroupTopicPartition,
+							func(rp *kmsg.OffsetFetchResponseGroupTopicPartition, p int32) {
+								rp.Partition, rp.Offset, rp.LeaderEpoch, rp.ErrorCode = p, -1, -1, errCodeOverCap
+							})
+						refused = append(refused, rt)
+					}
+					if ok && (len(served) > 0 || len(t.Partitions) == 0) {
+						t.Partitions = served
+						kept = append(kept, t)
+					}
+				}
+				rg.Topics = kept
+			}
 			var unknownIDs []kmsg.OffsetFetchResponseGroupTopic
 			if r.Version >= 10 && rg.Topics != nil {
 				known := make([]kmsg.OffsetFetchRequestGroupTopic, 0, len(rg.Topics))
@@ -95,8 +150,34 @@ func (c *conn) handleOffsetFetch(req *kafkawire.Request) reply {
 			}
 			sg := c.s.groups.FetchOffsets(ctx, rg)
 			sg.Topics = append(sg.Topics, unknownIDs...)
+			sg.Topics = append(sg.Topics, refused...)
 			resp.Groups = append(resp.Groups, sg)
 		}
 		return resp, nil
 	}}
+}
+
+// capPartitions applies the request limits to a topic and its partitions:
+// ok is false for a topic past the topic cap (all its partitions are
+// over), else served are the partitions within the partition cap.
+func capPartitions(lim *partitionQuota, ps []int32) (ok bool, served, over []int32) {
+	if !lim.topic() {
+		lim.partitions.refused += len(ps)
+		return false, nil, ps
+	}
+	n := min(len(ps), lim.partitions.left)
+	lim.partitions.left -= n
+	lim.partitions.refused += len(ps) - n
+	return true, ps[:n:n], ps[n:]
+}
+
+// refusedPartitions answers partitions past the request limits.
+func refusedPartitions[P any](ps []int32, mk func() P, set func(*P, int32)) []P {
+	out := make([]P, 0, len(ps))
+	for _, p := range ps {
+		rp := mk()
+		set(&rp, p)
+		out = append(out, rp)
+	}
+	return out
 }

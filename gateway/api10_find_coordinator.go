@@ -14,6 +14,8 @@ package gateway
 // TRANSACTIONAL_ID_AUTHORIZATION_FAILED (as InitProducerId does for a
 // transactional id); share groups (type 2) and unknown types INVALID_REQUEST.
 //
+// v4+ keys past Limits.MaxGroups get INVALID_REQUEST (limits.go).
+//
 // This file also builds the group coordinator (groupcoord) for the server.
 
 import (
@@ -37,13 +39,18 @@ func (c *conn) handleFindCoordinator(req *kafkawire.Request) reply {
 	if r.Version < 4 {
 		keys = []string{r.CoordinatorKey}
 	}
+	q := newQuota(c.s.cfg.Limits.MaxGroups)
+	defer q.report(c, limitGroups, "FindCoordinator")
+	resp.Coordinators = make([]kmsg.FindCoordinatorResponseCoordinator, 0, len(keys))
 	for _, key := range keys {
 		fc := kmsg.NewFindCoordinatorResponseCoordinator()
 		fc.Key = key
-		switch r.CoordinatorType {
-		case 0:
+		switch {
+		case !q.take():
+			fc.ErrorCode = errCodeOverCap
+		case r.CoordinatorType == 0:
 			fc.NodeID, fc.Host, fc.Port = c.s.cfg.NodeID, c.s.advHost, c.s.advPort
-		case 1:
+		case r.CoordinatorType == 1:
 			fc.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 			msg := "transactions are not supported"
 			fc.ErrorMessage = &msg

@@ -10,6 +10,11 @@ package gateway
 //
 // A group with committed offsets and no members is Empty (from the
 // backend's apps), so lag tools work after a gateway restart too.
+//
+// Limits (limits.go): groups past Limits.MaxGroups get INVALID_REQUEST and
+// only their id; a group listed twice is described once, its repeats get
+// INVALID_REQUEST (Kafka would describe it again: a request could then
+// repeat one large answer).
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -21,9 +26,30 @@ func init() { registerAPI(15, 0, 6, (*conn).handleDescribeGroups) }
 
 func (c *conn) handleDescribeGroups(req *kafkawire.Request) reply {
 	r := req.Body.(*kmsg.DescribeGroupsRequest)
+	q := newQuota(c.s.cfg.Limits.MaxGroups)
+	served, codes := capNames(r.Groups, &q, true)
+	q.report(c, limitGroups, "DescribeGroups")
 	return reply{req: req, finish: func() (kmsg.Response, error) {
 		ctx, cancel := c.requestContext(0)
 		defer cancel()
-		return c.s.groups.DescribeGroups(ctx, r), nil
+		sub := *r
+		sub.Groups = served
+		resp := c.s.groups.DescribeGroups(ctx, &sub)
+		if len(served) == len(r.Groups) {
+			return resp, nil
+		}
+		got := resp.Groups
+		resp.Groups = make([]kmsg.DescribeGroupsResponseGroup, 0, len(r.Groups))
+		for i, id := range r.Groups {
+			if codes[i] == 0 {
+				resp.Groups = append(resp.Groups, got[0])
+				got = got[1:]
+				continue
+			}
+			dg := kmsg.NewDescribeGroupsResponseGroup()
+			dg.Group, dg.ErrorCode = id, codes[i]
+			resp.Groups = append(resp.Groups, dg)
+		}
+		return resp, nil
 	}}
 }

@@ -11,6 +11,7 @@ package gateway
 // Replication factor is accepted and ignored (the store replicates; we
 // report 1). A manual replica assignment sets the partition count. An
 // existing topic is TOPIC_ALREADY_EXISTS before anything else is checked.
+// Topics past Limits.MaxTopics get POLICY_VIOLATION (limits.go).
 // Configs: see topic_configs.go (what the backend refuses, such as
 // compaction on DIS, is INVALID_CONFIG).
 
@@ -35,9 +36,18 @@ func (c *conn) handleCreateTopics(req *kafkawire.Request) reply {
 	ctx, cancel := c.requestContext(r.TimeoutMillis)
 	defer cancel()
 	count := countNames(r.Topics, func(t kmsg.CreateTopicsRequestTopic) string { return t.Topic })
+	q := newQuota(s.cfg.Limits.MaxTopics)
+	defer q.report(c, limitTopics, "CreateTopics")
 	for _, rt := range r.Topics {
 		t := kmsg.NewCreateTopicsResponseTopic()
 		t.Topic = rt.Topic
+		if !q.take() {
+			// As a create policy refusing it (Kafka's answer for a topic
+			// the broker's rules do not allow).
+			t.ErrorCode = errCodeCreateOverCap
+			resp.Topics = append(resp.Topics, t)
+			continue
+		}
 		fail := func(code int16, err error) {
 			t.ErrorCode = code
 			if r.Version >= 1 {

@@ -6,6 +6,8 @@ package gateway
 //   - v1: ThrottleMillis. v4: flexible. v5: ErrorMessage.
 //   - v6: topics by name or id (UNKNOWN_TOPIC_ID when the id is unknown).
 //
+// Topics past Limits.MaxTopics get INVALID_REQUEST (limits.go).
+//
 // Deleting removes the stream and all its data; a topic created again with
 // the same name gets a new topic id and starts at offset 0.
 
@@ -35,9 +37,17 @@ func (c *conn) handleDeleteTopics(req *kafkawire.Request) reply {
 			reqs = append(reqs, t)
 		}
 	}
+	q := newQuota(s.cfg.Limits.MaxTopics)
+	defer q.report(c, limitTopics, "DeleteTopics")
+	resp.Topics = make([]kmsg.DeleteTopicsResponseTopic, 0, len(reqs))
 	for _, rt := range reqs {
 		t := kmsg.NewDeleteTopicsResponseTopic()
 		t.Topic, t.TopicID = rt.Topic, rt.TopicID
+		if !q.take() {
+			t.ErrorCode = errCodeOverCap
+			resp.Topics = append(resp.Topics, t)
+			continue
+		}
 		var name string
 		if rt.Topic != nil && *rt.Topic != "" {
 			name = *rt.Topic

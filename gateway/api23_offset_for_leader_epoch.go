@@ -8,7 +8,8 @@ package gateway
 // Every partition has had one leader epoch, 0, since it was created, so the
 // end offset of epoch 0 is the high watermark; a later epoch is unknown
 // (-1/-1, as Kafka answers an epoch it has not seen), and an epoch below 0
-// is also answered -1/-1.
+// is also answered -1/-1. Partitions past the request limits get
+// INVALID_REQUEST (limits.go).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -23,14 +24,19 @@ func (c *conn) handleOffsetForLeaderEpoch(req *kafkawire.Request) reply {
 	r := req.Body.(*kmsg.OffsetForLeaderEpochRequest)
 	resp := r.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
 	s := c.s
+	lim := s.newPartitionQuota()
+	defer lim.report(c, "OffsetForLeaderEpoch")
 	for _, rt := range r.Topics {
 		t := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		t.Topic = rt.Topic
+		lim.topic()
 		st := s.topics.get(rt.Topic)
 		for _, rp := range rt.Partitions {
 			p := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			p.Partition = rp.Partition
 			switch {
+			case !lim.partition():
+				p.ErrorCode = errCodeOverCap
 			case st == nil || rp.Partition < 0 || rp.Partition >= st.PartitionCount:
 				p.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case r.Version >= 2 && rp.CurrentLeaderEpoch >= 0 && rp.CurrentLeaderEpoch < leaderEpoch:

@@ -10,7 +10,9 @@ package gateway
 // it (at Kafka's default unless set), and the storage-tuning keys Kafka
 // has and disgw ignores at their Kafka defaults. BROKER resources (this
 // node's id, or empty) list the broker defaults that clients read.
-// Other resource types get INVALID_REQUEST.
+// Other resource types get INVALID_REQUEST, and so does a resource listed
+// again (described once: a request cannot repeat one large answer) and
+// resources past Limits.MaxTopics (limits.go).
 
 import (
 	"strconv"
@@ -27,9 +29,29 @@ func (c *conn) handleDescribeConfigs(req *kafkawire.Request) reply {
 	r := req.Body.(*kmsg.DescribeConfigsRequest)
 	resp := r.ResponseKind().(*kmsg.DescribeConfigsResponse)
 	s := c.s
+	q := newQuota(s.cfg.Limits.MaxTopics)
+	defer q.report(c, limitTopics, "DescribeConfigs")
+	type resource struct {
+		t    kmsg.ConfigResourceType
+		name string
+	}
+	seen := make(map[resource]bool)
+	resp.Resources = make([]kmsg.DescribeConfigsResponseResource, 0, len(r.Resources))
 	for _, rr := range r.Resources {
 		res := kmsg.NewDescribeConfigsResponseResource()
 		res.ResourceType, res.ResourceName = rr.ResourceType, rr.ResourceName
+		key := resource{rr.ResourceType, rr.ResourceName}
+		switch {
+		case seen[key]:
+			res.ErrorCode = kerr.InvalidRequest.Code
+		case !q.take():
+			res.ErrorCode = errCodeOverCap
+		}
+		if res.ErrorCode != 0 {
+			resp.Resources = append(resp.Resources, res)
+			continue
+		}
+		seen[key] = true
 		var entries []topicConfigEntry
 		switch rr.ResourceType {
 		case kmsg.ConfigResourceTypeTopic:
@@ -58,9 +80,16 @@ func (c *conn) handleDescribeConfigs(req *kafkawire.Request) reply {
 			resp.Resources = append(resp.Resources, res)
 			continue
 		}
-		want := make(map[string]bool, len(rr.ConfigNames))
+		// The wanted names, as a map of the entries (a few dozen), not of
+		// the names asked (a request may list many).
+		want := make(map[string]bool, len(entries))
+		for _, e := range entries {
+			want[e.name] = false
+		}
 		for _, n := range rr.ConfigNames {
-			want[n] = true
+			if _, ok := want[n]; ok {
+				want[n] = true
+			}
 		}
 		for _, e := range entries {
 			if rr.ConfigNames != nil && !want[e.name] {

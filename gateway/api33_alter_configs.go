@@ -6,7 +6,8 @@ package gateway
 // Version notes: v1 no change; v2 flexible.
 //
 // A TOPIC resource's configs are replaced: keys not listed go back to
-// their defaults, as in Kafka.
+// their defaults, as in Kafka. Resources past Limits.MaxTopics get
+// INVALID_REQUEST (limits.go).
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -21,9 +22,17 @@ func (c *conn) handleAlterConfigs(req *kafkawire.Request) reply {
 	resp := r.ResponseKind().(*kmsg.AlterConfigsResponse)
 	ctx, cancel := c.requestContext(30_000)
 	defer cancel()
+	q := newQuota(c.s.cfg.Limits.MaxTopics)
+	defer q.report(c, limitTopics, "AlterConfigs")
+	resp.Resources = make([]kmsg.AlterConfigsResponseResource, 0, len(r.Resources))
 	for _, rr := range r.Resources {
 		res := kmsg.NewAlterConfigsResponseResource()
 		res.ResourceType, res.ResourceName = rr.ResourceType, rr.ResourceName
+		if !q.take() {
+			res.ErrorCode = errCodeOverCap
+			resp.Resources = append(resp.Resources, res)
+			continue
+		}
 		err := c.s.alterConfigs(ctx, rr.ResourceType, rr.ResourceName, true, r.ValidateOnly, len(rr.Configs),
 			func(i int) (string, kmsg.IncrementalAlterConfigOp, *string) {
 				return rr.Configs[i].Name, 0, rr.Configs[i].Value // SET

@@ -6,7 +6,8 @@ package gateway
 //
 // Only increases: a count equal to or below the current one gets
 // INVALID_PARTITIONS, as Kafka. Assignments are accepted and ignored (one
-// node leads everything). New partitions start at offset 0.
+// node leads everything). New partitions start at offset 0. Topics past
+// Limits.MaxTopics get INVALID_REQUEST (limits.go).
 
 import (
 	"context"
@@ -27,9 +28,17 @@ func (c *conn) handleCreatePartitions(req *kafkawire.Request) reply {
 	ctx, cancel := c.requestContext(r.TimeoutMillis)
 	defer cancel()
 	count := countNames(r.Topics, func(t kmsg.CreatePartitionsRequestTopic) string { return t.Topic })
+	q := newQuota(s.cfg.Limits.MaxTopics)
+	defer q.report(c, limitTopics, "CreatePartitions")
+	resp.Topics = make([]kmsg.CreatePartitionsResponseTopic, 0, len(r.Topics))
 	for _, rt := range r.Topics {
 		t := kmsg.NewCreatePartitionsResponseTopic()
 		t.Topic = rt.Topic
+		if !q.take() {
+			t.ErrorCode = errCodeOverCap
+			resp.Topics = append(resp.Topics, t)
+			continue
+		}
 		var err error
 		if count[rt.Topic] > 1 {
 			err = errListedTwice(rt.Topic)

@@ -6,7 +6,7 @@ package gateway
 //
 // A group with members gets NON_EMPTY_GROUP; an unknown one
 // GROUP_ID_NOT_FOUND. Deleting removes the group's app and every committed
-// offset.
+// offset. Groups past Limits.MaxGroups get INVALID_REQUEST (limits.go).
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -18,9 +18,30 @@ func init() { registerAPI(42, 0, 3, (*conn).handleDeleteGroups) }
 
 func (c *conn) handleDeleteGroups(req *kafkawire.Request) reply {
 	r := req.Body.(*kmsg.DeleteGroupsRequest)
+	q := newQuota(c.s.cfg.Limits.MaxGroups)
+	served, codes := capNames(r.Groups, &q, false)
+	q.report(c, limitGroups, "DeleteGroups")
 	return reply{req: req, finish: func() (kmsg.Response, error) {
 		ctx, cancel := c.requestContext(0)
 		defer cancel()
-		return c.s.groups.DeleteGroups(ctx, r), nil
+		sub := *r
+		sub.Groups = served
+		resp := c.s.groups.DeleteGroups(ctx, &sub)
+		if len(served) == len(r.Groups) {
+			return resp, nil
+		}
+		got := resp.Groups
+		resp.Groups = make([]kmsg.DeleteGroupsResponseGroup, 0, len(r.Groups))
+		for i, id := range r.Groups {
+			if codes[i] == 0 {
+				resp.Groups = append(resp.Groups, got[0])
+				got = got[1:]
+				continue
+			}
+			dg := kmsg.NewDeleteGroupsResponseGroup()
+			dg.Group, dg.ErrorCode = id, codes[i]
+			resp.Groups = append(resp.Groups, dg)
+		}
+		return resp, nil
 	}}
 }

@@ -13,7 +13,8 @@ package gateway
 // in one resource gets INVALID_REQUEST, as in Kafka. On DIS, retention.ms
 // is data_duration (24-168 hours; others INVALID_CONFIG). BROKER
 // resources get INVALID_REQUEST: broker settings come from disgw's
-// configuration file. Other resource types get INVALID_REQUEST.
+// configuration file. Other resource types get INVALID_REQUEST, and so do
+// resources past Limits.MaxTopics (limits.go).
 
 import (
 	"context"
@@ -34,9 +35,17 @@ func (c *conn) handleIncrementalAlterConfigs(req *kafkawire.Request) reply {
 	resp := r.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
 	ctx, cancel := c.requestContext(30_000)
 	defer cancel()
+	q := newQuota(c.s.cfg.Limits.MaxTopics)
+	defer q.report(c, limitTopics, "IncrementalAlterConfigs")
+	resp.Resources = make([]kmsg.IncrementalAlterConfigsResponseResource, 0, len(r.Resources))
 	for _, rr := range r.Resources {
 		res := kmsg.NewIncrementalAlterConfigsResponseResource()
 		res.ResourceType, res.ResourceName = rr.ResourceType, rr.ResourceName
+		if !q.take() {
+			res.ErrorCode = errCodeOverCap
+			resp.Resources = append(resp.Resources, res)
+			continue
+		}
 		err := c.s.alterConfigs(ctx, rr.ResourceType, rr.ResourceName, false, r.ValidateOnly, len(rr.Configs),
 			func(i int) (string, kmsg.IncrementalAlterConfigOp, *string) {
 				return rr.Configs[i].Name, rr.Configs[i].Op, rr.Configs[i].Value

@@ -3,12 +3,8 @@ package gateway
 import (
 	"context"
 	"errors"
-	"io"
 	"testing"
 	"time"
-
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 )
 
 func TestRequestBudget(t *testing.T) {
@@ -60,29 +56,4 @@ func TestRequestBudget(t *testing.T) {
 	if got := b.inUse(); got != 0 {
 		t.Fatalf("in use %d after releasing everything", got)
 	}
-}
-
-func TestLimitLog(t *testing.T) {
-	now := time.Unix(1000, 0)
-	l := newLimitLog(nil)
-	l.now = func() time.Time { return now }
-	logged := 0
-	l.log = zapHook(func() { logged++ })
-	l.hit("k", "hit")
-	l.hit("k", "hit")
-	l.hit("other", "hit")
-	now = now.Add(limitLogEvery)
-	l.hit("k", "hit")
-	if logged != 3 {
-		t.Fatalf("%d lines logged, want 3 (k, other, k again after %v)", logged, limitLogEvery)
-	}
-	if k := l.kinds["k"]; k.missed != 0 {
-		t.Fatalf("missed %d after a line", k.missed)
-	}
-}
-
-// zapHook is a logger that calls f for each line written.
-func zapHook(f func()) *zap.Logger {
-	core := zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(io.Discard), zap.DebugLevel)
-	return zap.New(zapcore.RegisterHooks(core, func(zapcore.Entry) error { f(); return nil }))
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
 
 	"github.com/disgw/disgw/disbackend"
@@ -46,7 +47,14 @@ func startGatewayAt(t testing.TB, dir string, mutate ...func(*gateway.Config)) *
 // when wrap is not nil (a test's backend around the localstore).
 func startGatewayWrapped(t testing.TB, dir string, wrap func(*localstore.Store) disbackend.Backend, mutate ...func(*gateway.Config)) *testGateway {
 	t.Helper()
-	log := zaptest.NewLogger(t)
+	return startGatewayLogging(t, dir, zapcore.DebugLevel, wrap, mutate...)
+}
+
+// startGatewayLogging is startGatewayWrapped logging at level (Info for
+// tests that measure memory as the default configuration uses it).
+func startGatewayLogging(t testing.TB, dir string, level zapcore.Level, wrap func(*localstore.Store) disbackend.Backend, mutate ...func(*gateway.Config)) *testGateway {
+	t.Helper()
+	log := zaptest.NewLogger(t, zaptest.Level(level))
 	store, err := localstore.Open(dir, localstore.Options{Logger: log})
 	if err != nil {
 		t.Fatal(err)

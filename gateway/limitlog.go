@@ -32,7 +32,7 @@ func newLimitLog(log *zap.Logger) *limitLog {
 
 // hit records one hit of the limit kind (a config key) and logs it at warn
 // level, with fields, unless the kind logged within limitLogEvery; the line
-// carries "suppressed", the hits not logged since the last line.
+// carries "unlogged_hits", the hits not logged since the last line.
 func (l *limitLog) hit(kind string, msg string, fields ...zap.Field) {
 	now := l.now()
 	l.mu.Lock()
@@ -49,5 +49,5 @@ func (l *limitLog) hit(kind string, msg string, fields ...zap.Field) {
 	missed := k.missed
 	k.last, k.missed = now, 0
 	l.mu.Unlock()
-	l.log.Warn(msg, append(fields, zap.String("limit", kind), zap.Int64("suppressed", missed))...)
+	l.log.Warn(msg, append(fields, zap.String("limit", kind), zap.Int64("unlogged_hits", missed))...)
 }

@@ -112,6 +112,8 @@ type Config struct {
 	// been empty this long (Kafka offsets.retention.minutes). Default 7 days;
 	// negative keeps them forever.
 	OffsetsRetention time.Duration
+	// Limits bounds what one request may ask for (limits.go).
+	Limits RequestLimits
 }
 
 // DefaultQueuedMaxRequestBytes is QueuedMaxRequestBytes's default: 128 MiB.
@@ -127,11 +129,11 @@ func MinQueuedMaxRequestBytes(maxFrameBytes int32) int64 {
 // DefaultConfig returns the defaults listed on Config.
 func DefaultConfig() Config {
 	return Config{
-		Listen:              "127.0.0.1:9092",
-		MaxFrameBytes:       kafkawire.DefaultMaxFrameBytes,
-		IdleTimeout:         10 * time.Minute,
-		FrameReadTimeout:    30 * time.Second,
-		WriteTimeout:        30 * time.Second,
+		Listen:           "127.0.0.1:9092",
+		MaxFrameBytes:    kafkawire.DefaultMaxFrameBytes,
+		IdleTimeout:      10 * time.Minute,
+		FrameReadTimeout: 30 * time.Second,
+		WriteTimeout:     30 * time.Second,
 
 		QueuedMaxRequestBytes: DefaultQueuedMaxRequestBytes,
 		MaxConnections:        4096,
@@ -152,6 +154,7 @@ func DefaultConfig() Config {
 		GroupMinSessionTimeout:     6 * time.Second,
 		GroupMaxSessionTimeout:     30 * time.Minute,
 		OffsetsRetention:           7 * 24 * time.Hour,
+		Limits:                     DefaultRequestLimits(),
 	}
 }
 
@@ -208,6 +211,7 @@ func (c *Config) fill() {
 	if c.ShutdownGrace <= 0 {
 		c.ShutdownGrace = d.ShutdownGrace
 	}
+	c.Limits.fill()
 }
 
 // Server is one gateway node.
@@ -220,6 +224,7 @@ type Server struct {
 	log           *zap.Logger
 	topics        *topicCache
 	groups        *groupcoord.Coordinator // consumer groups and committed offsets
+	limits        *limiter                // per-request limits, auto-create bucket
 
 	ln        net.Listener
 	advHost   string
@@ -256,10 +261,11 @@ func New(cfg Config, backend disbackend.Backend, log *zap.Logger) (*Server, erro
 		connsByIP:     make(map[string]int),
 		budget:        newRequestBudget(cfg.QueuedMaxRequestBytes),
 	}
-	s.limitLog = newLimitLog(s.log)
 	if max := cfg.QueuedMaxRequestBytes - cfg.QueuedMaxRequestBytes/8; int64(cfg.MaxFrameBytes) > max {
 		return nil, fmt.Errorf("gateway: queued max request bytes %d takes frames of at most %d bytes, less than max frame bytes %d", cfg.QueuedMaxRequestBytes, max, cfg.MaxFrameBytes)
 	}
+	s.limits = newLimiter(s.cfg.Limits, s.log)
+	s.limitLog = s.limits.events
 	if s.cfg.ClusterID == "" {
 		id, err := backend.ClusterID(context.Background())
 		if err != nil {

@@ -1,15 +1,100 @@
 package kafkawire
 
-// RequestCost is an upper bound, in bytes, of the memory that decoding and
-// answering a request of frameLen bytes (its size prefix excluded) may take:
-// what the gateway reserves from its request budget (queued_max_request_bytes)
-// before it reads the frame's body. A Produce request costs its frame (its
-// record batches alias the frame; decompression has a budget of its own);
-// any other request 64 times its frame, since kmsg decodes a 2-byte array
-// entry into tens of bytes and the answer adds as much again.
+import "github.com/twmb/franz-go/pkg/kmsg"
+
+// RequestCost bounds what one request may cost in memory, so the
+// connection reader can reserve it from a budget before reading the
+// frame's body.
+//
+// Design: a factor per API key over the frame size, with a plateau where
+// peekEntries bounds the entries. kmsg refuses arrays that declare more
+// entries than the remaining bytes can hold, so the entries of a frame are
+// at most frameLen / (smallest entry); each entry costs a bounded number
+// of bytes to decode (a struct, strings copied) and to answer (a response
+// entry, its encoding, lookups). The worst case is then a constant times
+// the frame: the factor. For the request types peekEntries walks, no
+// request has more than MaxRequestEntries entries, so past a size the cost
+// stops growing with entries: only with the bytes of names and values,
+// 4 times the frame at most (decoded copy, the answer's copy, the answer
+// buffer growing by doubling).
+//
+// The factors and plateaus are measured (gateway's
+// TestRequestCostCoversEveryAPI: for every key and version served,
+// requests of minimal entries, many at the top level, some at every level,
+// and as many as allowed; bytes allocated from sending the frame to
+// reading the answer) with a quarter added. Allocated bytes include the
+// garbage of the handling, so the live memory is lower.
+
+const (
+	// costBase is what any request costs besides its entries: the decoded
+	// header and body struct, the request's context, log fields, the
+	// response buffer.
+	costBase = 64 << 10
+	// maxDecodeFactor bounds the bytes decoding allocates per frame byte,
+	// for any API key and version kmsg knows (measured worst: 27 times,
+	// StopReplica; Metadata v0 24 times; kafkawire's TestDecodeCostBound).
+	maxDecodeFactor = 32
+	// textFactor bounds, per frame byte, the memory of names and values
+	// past the plateau.
+	textFactor = 4
+)
+
+// keyCost is one API key's factor (bytes per frame byte) and plateau
+// (bytes, 0 for none).
+type keyCost struct {
+	factor  int64
+	plateau int64
+}
+
+// keyCosts are the measured bounds of the API keys the gateway serves; a
+// key not listed is decoded and refused (its connection closed), so it
+// costs at most decoding. The comments give the measured worst case.
+var keyCosts = map[int16]keyCost{
+	0:  {59, 180 << 20},  // Produce: 47x (61-byte batches that do not decode); 142 MB at the ceiling; 14.6x for one-record batches
+	1:  {92, 145 << 20},  // Fetch: 74x; 116 MB
+	2:  {45, 78 << 20},   // ListOffsets: 36x; 62 MB
+	3:  {100, 203 << 20}, // Metadata: 80x (distinct unknown names: a backend lookup each); 162 MB
+	8:  {273, 253 << 20}, // OffsetCommit: 218x; 202 MB
+	9:  {244, 150 << 20}, // OffsetFetch: 195x; 120 MB
+	10: {135, 32 << 20},  // FindCoordinator: 108x; 26 MB
+	11: {24, 0},          // JoinGroup: 19x
+	12: {32, 0},          // Heartbeat: no arrays
+	13: {27, 0},          // LeaveGroup: 21x
+	14: {24, 0},          // SyncGroup: 19x
+	15: {283, 161 << 20}, // DescribeGroups: 226x; 128 MB (distinct ids)
+	16: {28, 0},          // ListGroups: 22x
+	18: {32, 0},          // ApiVersions: no arrays
+	19: {116, 294 << 20}, // CreateTopics: 93x; 235 MB
+	20: {262, 92 << 20},  // DeleteTopics: 210x; 74 MB
+	22: {32, 0},          // InitProducerID: no arrays
+	23: {135, 109 << 20}, // OffsetForLeaderEpoch: 108x; 87 MB
+	32: {46, 68 << 20},   // DescribeConfigs: 37x; 54 MB
+	33: {104, 54 << 20},  // AlterConfigs: 83x; 43 MB
+	37: {69, 71 << 20},   // CreatePartitions: 55x; 56 MB
+	42: {219, 37 << 20},  // DeleteGroups: 175x; 29 MB
+	44: {104, 54 << 20},  // IncrementalAlterConfigs: 83x; 43 MB
+	47: {12, 17 << 20},   // OffsetDelete: 9x; 14 MB
+}
+
+// RequestCost returns an upper bound, in bytes, of the memory decoding and
+// answering a request of API key at version may take, given its frame
+// length (the size prefix, before the body is read): the frame itself,
+// costBase, and the key's factor times the frame, or, for a key whose
+// entries are bounded, its plateau plus 4 times the frame when that is
+// less. An unknown key costs the frame and costBase (ParseRequest refuses
+// it before decoding).
 func RequestCost(key, version int16, frameLen int) int64 {
-	if key == 0 {
-		return int64(frameLen)
+	n := int64(max(frameLen, 0))
+	c, ok := keyCosts[key]
+	if !ok {
+		if kmsg.RequestForKey(key) == nil {
+			return costBase + n
+		}
+		c = keyCost{factor: maxDecodeFactor}
 	}
-	return 64 * int64(frameLen)
+	extra := c.factor * n
+	if c.plateau > 0 {
+		extra = min(extra, c.plateau+textFactor*n)
+	}
+	return costBase + n + extra
 }

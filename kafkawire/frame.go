@@ -87,6 +87,10 @@ type Request struct {
 // (v1, or v2 with tagged fields for flexible versions) and the body through
 // kmsg. Byte slices in Body (record batches) alias frame.
 //
+// Before decoding the body it counts the entries the body's arrays
+// declare (limits.go): past MaxRequestEntries it returns ErrMalformed
+// wrapping ErrTooManyEntries, having allocated nothing for them.
+//
 // Errors: ErrMalformed, ErrUnknownAPIKey, ErrUnsupportedVersion (a version
 // kmsg cannot decode). For ApiVersions at an unknown version it returns the
 // header with a nil Body and ErrUnsupportedVersion.
@@ -115,6 +119,9 @@ func ParseRequest(frame []byte) (*Request, error) {
 		if !rd.Ok() {
 			return req, fmt.Errorf("%w: truncated request header tags", ErrMalformed)
 		}
+	}
+	if _, err := peekEntries(req.Key, req.Version, body.IsFlexible(), rd.Src); err != nil {
+		return req, err
 	}
 	if err := body.ReadFrom(rd.Src); err != nil {
 		return req, fmt.Errorf("%w: %s v%d body: %v", ErrMalformed, kmsg.NameForKey(req.Key), req.Version, err)

@@ -1,8 +1,10 @@
 package kafkawire
 
 import (
+	"reflect"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/disgw/disgw/kafkawire/batch"
@@ -41,4 +43,38 @@ func FuzzParseRequest(f *testing.F) {
 			t.Fatalf("decoded request without a matching body: %+v", req)
 		}
 	})
+}
+
+// FuzzPeekEntries checks the entry count walk against kmsg: whenever kmsg
+// decodes a frame of a walked request type, the walk counted exactly the
+// entries kmsg decoded; and the walk never panics.
+func FuzzPeekEntries(f *testing.F) {
+	for key := range peekers {
+		for v := int16(0); v <= kmsg.RequestForKey(key).MaxVersion(); v += 3 {
+			if frame := worstFrame(key, v, func(d int) int { return map[bool]int{true: 2, false: 0}[d < 3] }); frame != nil {
+				f.Add(frame)
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, frame []byte) {
+		req, err := ParseRequest(frame)
+		if err != nil || peekers[req.Key] == nil {
+			return
+		}
+		got, _ := peekEntries(req.Key, req.Version, req.Body.IsFlexible(), frame[len(frame)-bodyLenOf(frame, req.Body.IsFlexible()):])
+		if want := countEntries(reflect.ValueOf(req.Body).Elem()); got != want {
+			t.Fatalf("%s v%d: walk counted %d entries, kmsg decoded %d", kmsg.NameForKey(req.Key), req.Version, got, want)
+		}
+	})
+}
+
+// bodyLenOf is the length of frame's body: after the header's client id
+// and, flexible, its tags.
+func bodyLenOf(frame []byte, flexible bool) int {
+	rd := kbin.Reader{Src: frame[8:]}
+	rd.NullableString()
+	if flexible {
+		kmsg.SkipTags(&rd)
+	}
+	return len(rd.Src)
 }

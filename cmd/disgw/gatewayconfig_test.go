@@ -27,6 +27,12 @@ func TestGatewayConfig(t *testing.T) {
 		g.DefaultRetention != -1 || g.MaxMessageBytes != 500 || g.ShutdownGrace != 2*time.Second {
 		t.Fatalf("gatewayConfig() = %+v does not mirror %+v", g, c)
 	}
+	c.MaxRequestTopics, c.MaxRequestPartitions, c.MaxRequestGroups = 7, 8, 9
+	c.AutoCreateTopicsPerRequest, c.AutoCreateTopicsPerSecond = 10, 0.5
+	g = gatewayConfig(c)
+	if want := (gateway.RequestLimits{MaxTopics: 7, MaxPartitions: 8, MaxGroups: 9, AutoCreatePerRequest: 10, AutoCreatePerSecond: 0.5}); g.Limits != want {
+		t.Fatalf("gatewayConfig().Limits = %+v, want %+v", g.Limits, want)
+	}
 	if g.WriteTimeout == 0 || g.MaxInFlight == 0 || g.RequestOverhead == 0 {
 		t.Fatalf("gatewayConfig() = %+v lost gateway defaults of keys not configured here", g)
 	}

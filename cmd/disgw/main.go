@@ -361,6 +361,9 @@ func gatewayConfig(cfg configs.Config) gateway.Config {
 	g.DefaultRecordFormat = cfg.DISRecordFormat
 	g.ShutdownGrace = cfg.ShutdownGrace
 	g.MaxPartitions = cfg.MaxPartitions
+	g.Limits = gateway.RequestLimits{MaxTopics: int(cfg.MaxRequestTopics), MaxPartitions: int(cfg.MaxRequestPartitions),
+		MaxGroups: int(cfg.MaxRequestGroups), AutoCreatePerRequest: int(cfg.AutoCreateTopicsPerRequest),
+		AutoCreatePerSecond: cfg.AutoCreateTopicsPerSecond}
 	g.FetchMaxBytes = cfg.FetchMaxBytes
 	g.GroupInitialRebalanceDelay = cfg.GroupInitialRebalanceDelay
 	g.GroupMinSessionTimeout = cfg.GroupMinSessionTimeout

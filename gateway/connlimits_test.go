@@ -1,0 +1,192 @@
+package gateway_test
+
+import (
+	"encoding/binary"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/gateway"
+)
+
+// apiVersionsOK asserts a fresh connection gets an ApiVersions answer.
+func apiVersionsOK(t *testing.T, g *testGateway) {
+	t.Helper()
+	r := g.raw(t)
+	resp := r.roundTrip(2, kmsg.NewPtrApiVersionsRequest()).(*kmsg.ApiVersionsResponse)
+	if resp.ErrorCode != 0 {
+		t.Fatalf("ApiVersions error %d", resp.ErrorCode)
+	}
+	r.c.Close()
+}
+
+// startFrame sends the size prefix and the first bytes of a Produce frame
+// of n bytes, and no more: a client that stalls inside a frame.
+func startFrame(t *testing.T, g *testGateway, n int) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", g.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	head := binary.BigEndian.AppendUint32(nil, uint32(n))
+	head = binary.BigEndian.AppendUint16(head, 0) // Produce
+	head = binary.BigEndian.AppendUint16(head, 9)
+	head = append(head, make([]byte, 1000)...)
+	if _, err := c.Write(head); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// waitFor polls cond until it holds, failing after 30 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestRequestBudgetQueuesFrames: large frames that have started take the
+// request budget one after another instead of all at once; small requests
+// are still answered meanwhile; a stalled frame is closed after the frame
+// read timeout and gives its budget back.
+func TestRequestBudgetQueuesFrames(t *testing.T) {
+	const frame = 3 << 20
+	g := startGateway(t, func(c *gateway.Config) {
+		c.MaxFrameBytes = 4 << 20
+		c.QueuedMaxRequestBytes = 8 << 20 // seven eighths: two 3 MiB frames at once
+		c.FrameReadTimeout = 2 * time.Second
+	})
+	var conns []net.Conn
+	for range 6 {
+		conns = append(conns, startFrame(t, g, frame))
+	}
+	waitFor(t, "two frames to take the budget", func() bool { return g.srv.RequestBytesInUse() == 2*frame })
+	for range 5 {
+		apiVersionsOK(t, g)
+		if got := g.srv.RequestBytesInUse(); got > 7<<20 {
+			t.Fatalf("request bytes in use %d, more than seven eighths of the budget", got)
+		}
+	}
+	// Each stalled frame is closed after the frame read timeout; the
+	// waiting ones then take the budget and are closed in turn.
+	for _, c := range conns {
+		_ = c.SetReadDeadline(time.Now().Add(time.Minute))
+		if _, err := c.Read(make([]byte, 1)); err == nil {
+			t.Fatal("a stalled frame got an answer")
+		}
+	}
+	waitFor(t, "the budget to be given back", func() bool { return g.srv.RequestBytesInUse() == 0 })
+	apiVersionsOK(t, g)
+}
+
+// TestRequestBudgetRefusesOversizedCost: a request whose cost is more than
+// the budget could ever give closes its connection without its body being
+// read; the next client is served.
+func TestRequestBudgetRefusesOversizedCost(t *testing.T) {
+	g := startGateway(t, func(c *gateway.Config) {
+		c.MaxFrameBytes = 4 << 20
+		c.QueuedMaxRequestBytes = 8 << 20
+	})
+	r := g.raw(t)
+	// A Metadata frame of 1 MiB costs more than 7 MiB.
+	head := binary.BigEndian.AppendUint32(nil, 1<<20)
+	head = binary.BigEndian.AppendUint16(head, 3)
+	head = binary.BigEndian.AppendUint16(head, 0)
+	if _, err := r.c.Write(head); err != nil {
+		t.Fatal(err)
+	}
+	r.expectClosed()
+	if got := g.srv.RequestBytesInUse(); got != 0 {
+		t.Fatalf("request bytes in use %d after the refusal", got)
+	}
+	apiVersionsOK(t, g)
+}
+
+// TestRequestBudgetGivenBack: after ordinary traffic, including requests
+// whose connection closes before the answer, the budget is back at 0.
+func TestRequestBudgetGivenBack(t *testing.T) {
+	g := startGateway(t)
+	for range 20 {
+		r := g.raw(t)
+		r.send(3, kmsg.NewPtrApiVersionsRequest())
+		r.send(1, kmsg.NewPtrMetadataRequest())
+		r.c.Close()
+	}
+	for range 5 {
+		apiVersionsOK(t, g)
+	}
+	waitFor(t, "the budget to be given back", func() bool { return g.srv.RequestBytesInUse() == 0 })
+}
+
+// TestMaxConnections: beyond max_connections_per_ip and max_connections a
+// new connection is closed at once and counted; closing one makes room.
+func TestMaxConnections(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		mutate func(*gateway.Config)
+	}{
+		{"per ip", func(c *gateway.Config) { c.MaxConnectionsPerIP = 3 }},
+		{"total", func(c *gateway.Config) { c.MaxConnections = 3 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := startGateway(t, tc.mutate)
+			var open []*rawConn
+			for range 3 {
+				r := g.raw(t)
+				r.roundTrip(3, kmsg.NewPtrApiVersionsRequest())
+				open = append(open, r)
+			}
+			for i := range 2 {
+				r := g.raw(t)
+				r.expectClosed()
+				if got := g.srv.RefusedConnections(); got != int64(i+1) {
+					t.Fatalf("refused connections %d, want %d", got, i+1)
+				}
+			}
+			open[0].c.Close()
+			for deadline := time.Now().Add(30 * time.Second); ; {
+				r := g.raw(t)
+				corr := r.send(3, kmsg.NewPtrApiVersionsRequest())
+				got, _, err := r.recv(18, 3)
+				if err == nil && got == corr {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("no room after closing a connection: %v", err)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		})
+	}
+}
+
+// TestFrameReadTimeout: a frame that has started and stalls closes the
+// connection after the frame read timeout, long before the idle timeout.
+func TestFrameReadTimeout(t *testing.T) {
+	g := startGateway(t, func(c *gateway.Config) {
+		c.FrameReadTimeout = 500 * time.Millisecond
+		c.IdleTimeout = time.Hour
+	})
+	r := g.raw(t)
+	frame := encodeRequest(18, 3, 1, kmsg.NewPtrApiVersionsRequest())
+	out := binary.BigEndian.AppendUint32(nil, uint32(len(frame)))
+	if _, err := r.c.Write(append(out, frame[:len(frame)-1]...)); err != nil {
+		t.Fatal(err)
+	}
+	r.expectClosed()
+	// An idle connection (no frame started) stays open.
+	idle := g.raw(t)
+	_ = idle.c.SetReadDeadline(time.Now().Add(time.Second))
+	if _, err := idle.c.Read(make([]byte, 1)); err == nil || !strings.Contains(err.Error(), "timeout") {
+		t.Fatalf("idle connection: %v, want our own read timeout", err)
+	}
+	idle.roundTrip(3, kmsg.NewPtrApiVersionsRequest())
+}

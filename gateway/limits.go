@@ -1,0 +1,267 @@
+package gateway
+
+// Per-request limits (issue 11): how many topics, partitions and groups one
+// request may ask for, and how many topics Metadata may auto-create per
+// request and per second.
+//
+// Kafka has none of these caps; the defaults are far above what clients
+// send (a consumer of a 10 000-topic cluster lists 10 000 topics). Entries
+// past a cap are answered with an error code each and nothing else (name
+// and code), so the answer stays small; kafkawire refuses a request
+// declaring more than kafkawire.MaxRequestEntries entries before decoding
+// it. Duplicate entries that would be answered with the same large answer
+// (a Metadata topic, a DescribeConfigs resource, a DescribeGroups or
+// OffsetFetch group) are answered once (Metadata, as Kafka, which reads the
+// topics as a set) or get INVALID_REQUEST, so a request cannot multiply one
+// big answer.
+
+import (
+	"math"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"go.uber.org/zap"
+)
+
+// RequestLimits bounds what one request may ask for. Zero fields take the
+// defaults of DefaultRequestLimits.
+type RequestLimits struct {
+	// MaxTopics is the most topics (or config resources, or coordinator
+	// keys) one request is served; the others get an error each. Default
+	// 50000.
+	MaxTopics int
+	// MaxPartitions is the most partitions one request is served, summed
+	// over its topics; the others get an error each. Default 200000.
+	MaxPartitions int
+	// MaxGroups is the most groups one request is served (DescribeGroups,
+	// DeleteGroups, OffsetFetch v8+, FindCoordinator v4+). Default 50000.
+	MaxGroups int
+	// AutoCreatePerRequest is the most topics one Metadata request may
+	// auto-create; the others get UNKNOWN_TOPIC_OR_PARTITION with a
+	// throttle time, and the client retries. Default 100.
+	AutoCreatePerRequest int
+	// AutoCreatePerSecond is how many topics Metadata may auto-create per
+	// second across all connections (a token bucket holding at most
+	// max(AutoCreatePerSecond, AutoCreatePerRequest) tokens). Default 20.
+	AutoCreatePerSecond float64
+}
+
+// DefaultRequestLimits returns the defaults listed on RequestLimits.
+func DefaultRequestLimits() RequestLimits {
+	return RequestLimits{MaxTopics: 50_000, MaxPartitions: 200_000, MaxGroups: 50_000,
+		AutoCreatePerRequest: 100, AutoCreatePerSecond: 20}
+}
+
+func (l *RequestLimits) fill() {
+	d := DefaultRequestLimits()
+	if l.MaxTopics <= 0 {
+		l.MaxTopics = d.MaxTopics
+	}
+	if l.MaxPartitions <= 0 {
+		l.MaxPartitions = d.MaxPartitions
+	}
+	if l.MaxGroups <= 0 {
+		l.MaxGroups = d.MaxGroups
+	}
+	if l.AutoCreatePerRequest <= 0 {
+		l.AutoCreatePerRequest = d.AutoCreatePerRequest
+	}
+	if l.AutoCreatePerSecond <= 0 {
+		l.AutoCreatePerSecond = d.AutoCreatePerSecond
+	}
+}
+
+// Error codes for entries past a cap. Kafka has no such caps; it answers
+// INVALID_REQUEST to a request breaking its own rules (a topic listed
+// twice), and POLICY_VIOLATION to a CreateTopics its create policy
+// refuses. Both are not retriable: the same request would be refused again.
+var (
+	errCodeOverCap       = kerr.InvalidRequest.Code
+	errCodeCreateOverCap = kerr.PolicyViolation.Code
+)
+
+// Limit kinds, for the rate-limited log line.
+const (
+	limitTopics = iota
+	limitPartitions
+	limitGroups
+	limitAutoCreateRequest
+	limitAutoCreateRate
+	numLimits
+)
+
+var limitNames = [numLimits]string{"max_request_topics", "max_request_partitions", "max_request_groups",
+	"auto_create_topics_per_request", "auto_create_topics_per_second"}
+
+// limiter holds the server's limits, the auto-create token bucket and the
+// log throttle; shared by all connections.
+type limiter struct {
+	cfg RequestLimits
+	log *zap.Logger
+	now func() time.Time // the clock; tests replace it
+
+	events *limitLog // the rate-limited log lines, on the clock now
+
+	mu       sync.Mutex
+	tokens   float64   // guarded by mu
+	refilled time.Time // guarded by mu
+}
+
+func newLimiter(cfg RequestLimits, log *zap.Logger) *limiter {
+	l := &limiter{cfg: cfg, log: log, now: time.Now}
+	l.events = newLimitLog(log)
+	l.events.now = func() time.Time { return l.now() }
+	l.tokens = l.burst()
+	l.refilled = l.now()
+	return l
+}
+
+func (l *limiter) burst() float64 {
+	return math.Max(l.cfg.AutoCreatePerSecond, float64(l.cfg.AutoCreatePerRequest))
+}
+
+// takeAutoCreate takes one auto-creation token; false when the bucket is
+// empty.
+func (l *limiter) takeAutoCreate() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.refill()
+	if l.tokens < 1 {
+		return false
+	}
+	l.tokens--
+	return true
+}
+
+// autoCreateWait is how long until the bucket holds n tokens (at most a
+// full bucket): the throttle time of an answer that refused n creations.
+func (l *limiter) autoCreateWait(n int) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.refill()
+	need := math.Min(float64(n), l.burst()) - l.tokens
+	if need <= 0 {
+		return 0
+	}
+	return time.Duration(math.Ceil(need / l.cfg.AutoCreatePerSecond * float64(time.Second)))
+}
+
+// refill adds the tokens earned since the last refill; l.mu held.
+func (l *limiter) refill() {
+	now := l.now()
+	if d := now.Sub(l.refilled); d > 0 {
+		l.tokens = math.Min(l.burst(), l.tokens+d.Seconds()*l.cfg.AutoCreatePerSecond)
+	}
+	l.refilled = now
+}
+
+// hit records that a request had refused entries past a limit, and logs it
+// at most once per limitLogEvery per kind, with how many hits were not
+// logged since.
+func (l *limiter) hit(kind int, api string, refused int, c *conn) {
+	fields := []zap.Field{zap.String("api", api), zap.Int("refused", refused)}
+	if c != nil {
+		fields = append(fields, zap.Uint64("conn_id", c.id), zap.String("remote_addr", c.nc.RemoteAddr().String()))
+	}
+	l.events.hit(limitNames[kind], "request limit hit", fields...)
+}
+
+// quota counts the entries of one request against a cap.
+type quota struct {
+	left, refused int
+}
+
+func newQuota(n int) quota { return quota{left: n} }
+
+// take reports whether one more entry is served.
+func (q *quota) take() bool {
+	if q.left > 0 {
+		q.left--
+		return true
+	}
+	q.refused++
+	return false
+}
+
+// takeN takes n entries at once (a topic's partitions): all or none.
+func (q *quota) takeN(n int) bool {
+	if q.left >= n {
+		q.left -= n
+		return true
+	}
+	q.left = 0
+	q.refused += n
+	return false
+}
+
+// report logs through the limiter when entries were refused.
+func (q *quota) report(c *conn, kind int, api string) {
+	if q.refused > 0 {
+		c.s.limits.hit(kind, api, q.refused, c)
+	}
+}
+
+// throttleMillis converts a throttle time for a response field.
+func throttleMillis(d time.Duration) int32 {
+	return int32(min(d.Milliseconds(), math.MaxInt32))
+}
+
+// capNames decides, for a request's list of names (groups, keys), which
+// are served: codes[i] is 0 for a served entry, errCodeOverCap past the
+// cap, and with dedupe INVALID_REQUEST for a name listed again. served
+// are the served names in order.
+func capNames(names []string, q *quota, dedupe bool) (served []string, codes []int16) {
+	codes = make([]int16, len(names))
+	served = make([]string, 0, min(len(names), q.left))
+	var seen map[string]bool
+	if dedupe {
+		seen = make(map[string]bool, min(len(names), q.left))
+	}
+	for i, n := range names {
+		switch {
+		case dedupe && seen[n]:
+			codes[i] = kerr.InvalidRequest.Code
+		case !q.take():
+			codes[i] = errCodeOverCap
+		default:
+			if dedupe {
+				seen[n] = true
+			}
+			served = append(served, n)
+		}
+	}
+	return served, codes
+}
+
+// partitionQuota applies Limits.MaxTopics and Limits.MaxPartitions to a
+// request of topics and their partitions: every partition of a topic past
+// the topic cap is refused, and every partition past the partition cap.
+type partitionQuota struct {
+	topics, partitions quota
+	topicOK            bool // the current topic is within the topic cap
+}
+
+func (s *Server) newPartitionQuota() *partitionQuota {
+	return &partitionQuota{topics: newQuota(s.cfg.Limits.MaxTopics), partitions: newQuota(s.cfg.Limits.MaxPartitions)}
+}
+
+// topic starts the next topic; it reports whether the topic is served.
+func (q *partitionQuota) topic() bool {
+	q.topicOK = q.topics.take()
+	return q.topicOK
+}
+
+// partition reports whether the current topic's next partition is served.
+func (q *partitionQuota) partition() bool {
+	if !q.topicOK {
+		q.partitions.refused++
+		return false
+	}
+	return q.partitions.take()
+}
+
+func (q *partitionQuota) report(c *conn, api string) {
+	q.topics.report(c, limitTopics, api)
+	q.partitions.report(c, limitPartitions, api)
+}
