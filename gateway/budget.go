@@ -48,6 +48,11 @@ func (b *requestBudget) limit(n int64) int64 {
 	return b.capacity - b.reserve
 }
 
+// clamp bounds a request's cost by what a large request may take, so a
+// request costing more than that waits until it can run alone instead of
+// being refused.
+func (b *requestBudget) clamp(n int64) int64 { return min(n, b.capacity-b.reserve) }
+
 // acquire takes n bytes, waiting for room until ctx is done or stop is
 // closed. Errors: errOverBudget when n could never fit; ctx's error;
 // errStopped when stop closed first.
@@ -73,6 +78,23 @@ func (b *requestBudget) acquire(ctx context.Context, stop <-chan struct{}, n int
 			return waited, errStopped
 		}
 	}
+}
+
+// grow turns a held reservation of held bytes into one of total bytes
+// (total > held): at once when there is room, else it gives held back and
+// waits for total, so that readers waiting to grow never hold the budget
+// between them. On error nothing is held. Errors as acquire.
+func (b *requestBudget) grow(ctx context.Context, stop <-chan struct{}, held, total int64) error {
+	b.mu.Lock()
+	if b.used-held+total <= b.limit(total) {
+		b.used += total - held
+		b.mu.Unlock()
+		return nil
+	}
+	b.mu.Unlock()
+	b.release(held)
+	_, err := b.acquire(ctx, stop, total)
+	return err
 }
 
 // release gives n bytes back and wakes the waiting readers.

@@ -57,3 +57,41 @@ func TestRequestBudget(t *testing.T) {
 		t.Fatalf("in use %d after releasing everything", got)
 	}
 }
+
+// TestRequestBudgetGrow: growing a reservation takes the difference when
+// there is room, and otherwise gives the reservation back while it waits,
+// so two readers growing at once cannot hold the budget between them.
+func TestRequestBudgetGrow(t *testing.T) {
+	b := newRequestBudget(128 << 20) // large requests: at most 112 MiB
+	ctx := context.Background()
+	if _, err := b.acquire(ctx, nil, 10<<20); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.grow(ctx, nil, 10<<20, 20<<20); err != nil || b.inUse() != 20<<20 {
+		t.Fatalf("grow with room: %v, in use %d", err, b.inUse())
+	}
+	b.release(20 << 20)
+	// Two readers hold 50 MiB each and want 70 MiB: both waiting while
+	// holding would never end.
+	for range 2 {
+		if _, err := b.acquire(ctx, nil, 50<<20); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- b.grow(ctx, nil, 50<<20, 70<<20) }()
+	for b.inUse() != 50<<20 { // the first gave its 50 MiB back to wait
+		time.Sleep(time.Millisecond)
+	}
+	if err := b.grow(ctx, nil, 50<<20, 70<<20); err != nil || b.inUse() != 70<<20 {
+		t.Fatalf("second grow: %v, in use %d, want 70 MiB at once", err, b.inUse())
+	}
+	b.release(70 << 20)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	b.release(70 << 20)
+	if b.inUse() != 0 {
+		t.Fatalf("in use %d", b.inUse())
+	}
+}

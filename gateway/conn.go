@@ -105,9 +105,25 @@ func (c *conn) readLoop() {
 		req, err := kafkawire.ParseRequest(frame)
 		if err != nil && !(errors.Is(err, kafkawire.ErrUnsupportedVersion) && req.Key == apiKeyApiVersions) {
 			c.s.budget.release(cost)
-			c.log.Info("bad request, closing connection", zap.Error(err))
+			if errors.Is(err, kafkawire.ErrTooManyEntries) {
+				c.s.limitLog.hit("max_request_entries", "request refused: too many entries, closing connection",
+					zap.String("remote_addr", c.nc.RemoteAddr().String()), zap.Error(err))
+			} else {
+				c.log.Info("bad request, closing connection", zap.Error(err))
+			}
 			c.nc.Close()
 			return
+		}
+		if req.Key == apiKeyProduce {
+			// The head's reservation becomes the whole cost, now that the
+			// partitions are counted.
+			if total := c.s.budget.clamp(kafkawire.ProduceCost(len(frame), req.Entries)); total > cost {
+				if err := c.s.budget.grow(c.ctx, c.stopped, cost, total); err != nil {
+					c.readFailed(err)
+					return
+				}
+				cost = total
+			}
 		}
 		r, ok := c.dispatch(req)
 		if !ok {
@@ -148,7 +164,13 @@ func (c *conn) readFrame(br *bufio.Reader) (frame []byte, cost int64, err error)
 		}
 		key, version = int16(binary.BigEndian.Uint16(head)), int16(binary.BigEndian.Uint16(head[2:]))
 	}
-	cost = kafkawire.RequestCost(key, version, int(n))
+	if key == apiKeyProduce {
+		cost = kafkawire.ProduceHeadCost(int(n))
+	} else {
+		cost = kafkawire.RequestCost(key, version, int(n))
+	}
+	// A request costing more than large requests may take runs alone.
+	cost = c.s.budget.clamp(cost)
 	waited, err := c.s.budget.acquire(c.ctx, c.stopped, cost)
 	if err != nil {
 		if errors.Is(err, errOverBudget) {

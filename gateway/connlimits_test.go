@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"encoding/binary"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/disgw/disgw/gateway"
+	"github.com/disgw/disgw/kafkawire"
 )
 
 // apiVersionsOK asserts a fresh connection gets an ApiVersions answer.
@@ -58,17 +60,18 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // are still answered meanwhile; a stalled frame is closed after the frame
 // read timeout and gives its budget back.
 func TestRequestBudgetQueuesFrames(t *testing.T) {
-	const frame = 3 << 20
+	const frame = 1 << 20
+	head := kafkawire.ProduceHeadCost(frame) // about 2 MiB
 	g := startGateway(t, func(c *gateway.Config) {
 		c.MaxFrameBytes = 4 << 20
-		c.QueuedMaxRequestBytes = 8 << 20 // seven eighths: two 3 MiB frames at once
+		c.QueuedMaxRequestBytes = 8 << 20 // seven eighths: three heads at once
 		c.FrameReadTimeout = 2 * time.Second
 	})
 	var conns []net.Conn
 	for range 6 {
 		conns = append(conns, startFrame(t, g, frame))
 	}
-	waitFor(t, "two frames to take the budget", func() bool { return g.srv.RequestBytesInUse() == 2*frame })
+	waitFor(t, "three frames to take the budget", func() bool { return g.srv.RequestBytesInUse() == 3*head })
 	for range 5 {
 		apiVersionsOK(t, g)
 		if got := g.srv.RequestBytesInUse(); got > 7<<20 {
@@ -87,26 +90,31 @@ func TestRequestBudgetQueuesFrames(t *testing.T) {
 	apiVersionsOK(t, g)
 }
 
-// TestRequestBudgetRefusesOversizedCost: a request whose cost is more than
-// the budget could ever give closes its connection without its body being
-// read; the next client is served.
-func TestRequestBudgetRefusesOversizedCost(t *testing.T) {
+// TestRequestBudgetCostlyRequestRunsAlone: a request costing more than
+// large requests may take of the budget is not refused: it waits to run
+// alone, is answered, and gives the budget back.
+func TestRequestBudgetCostlyRequestRunsAlone(t *testing.T) {
 	g := startGateway(t, func(c *gateway.Config) {
 		c.MaxFrameBytes = 4 << 20
 		c.QueuedMaxRequestBytes = 8 << 20
+		c.AutoCreateTopics = false
 	})
+	req := kmsg.NewPtrMetadataRequest()
+	for i := range 8000 {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(fmt.Sprintf("missing-%06d", i))
+		req.Topics = append(req.Topics, rt)
+	}
+	frame := encodeRequest(3, 4, 1, req)
+	if cost := kafkawire.RequestCost(3, 4, len(frame)); cost <= 7<<20 {
+		t.Fatalf("the request costs %d bytes, not more than seven eighths of the budget", cost)
+	}
 	r := g.raw(t)
-	// A Metadata frame of 1 MiB costs more than 7 MiB.
-	head := binary.BigEndian.AppendUint32(nil, 1<<20)
-	head = binary.BigEndian.AppendUint16(head, 3)
-	head = binary.BigEndian.AppendUint16(head, 0)
-	if _, err := r.c.Write(head); err != nil {
-		t.Fatal(err)
+	resp := r.roundTrip(4, req).(*kmsg.MetadataResponse)
+	if len(resp.Topics) != 8000 {
+		t.Fatalf("%d topics answered, want 8000", len(resp.Topics))
 	}
-	r.expectClosed()
-	if got := g.srv.RequestBytesInUse(); got != 0 {
-		t.Fatalf("request bytes in use %d after the refusal", got)
-	}
+	waitFor(t, "the budget to be given back", func() bool { return g.srv.RequestBytesInUse() == 0 })
 	apiVersionsOK(t, g)
 }
 

@@ -6,7 +6,10 @@ import (
 	"github.com/disgw/disgw/kafkawire"
 )
 
-const apiKeyApiVersions = 18
+const (
+	apiKeyProduce     = 0
+	apiKeyApiVersions = 18
+)
 
 // apiEntry is one row of the dispatch table: the versions we serve of an
 // API key and its handler. ApiVersions advertises exactly these rows, and

@@ -98,3 +98,28 @@ func RequestCost(key, version int16, frameLen int) int64 {
 	}
 	return costBase + n + extra
 }
+
+// producePartitionCost bounds, in bytes, what one partition entry of a
+// Produce request costs besides its record bytes: its decoded struct, its
+// validation, its append job and its answer (measured worst 47 times a
+// 61-byte batch that does not decode, about 2.9 KB; gateway's
+// TestProduceMinimalBatchesCost).
+const producePartitionCost = 4 << 10
+
+// ProduceHeadCost is what a Produce frame of frameLen bytes is reserved
+// before its body is read: costBase, the frame, and as much again for the
+// record batches' validation. Once the body is counted, ProduceCost gives
+// the whole cost.
+func ProduceHeadCost(frameLen int) int64 {
+	return costBase + 2*int64(max(frameLen, 0))
+}
+
+// ProduceCost bounds, in bytes, what a Produce request of frameLen bytes
+// declaring partitions partition entries (Request.Entries counts its topics
+// and partitions) may cost: ProduceHeadCost plus producePartitionCost per
+// entry, and never more than RequestCost's bound by the frame alone.
+// Ordinary produces (a few batches of kilobytes or more) cost about twice
+// their frame, not RequestCost's 59 times.
+func ProduceCost(frameLen, entries int) int64 {
+	return min(RequestCost(0, 0, frameLen), ProduceHeadCost(frameLen)+int64(max(entries, 0))*producePartitionCost)
+}

@@ -81,6 +81,9 @@ type Request struct {
 	// ErrUnsupportedVersion for an ApiVersions request (KIP-511: the caller
 	// answers with a v0 UNSUPPORTED_VERSION response without parsing it).
 	Body kmsg.Request
+	// Entries is how many entries the body's arrays declare, counted
+	// before decoding (0 for a request type ParseRequest does not walk).
+	Entries int
 }
 
 // ParseRequest decodes a frame (without its size prefix): the request header
@@ -120,9 +123,11 @@ func ParseRequest(frame []byte) (*Request, error) {
 			return req, fmt.Errorf("%w: truncated request header tags", ErrMalformed)
 		}
 	}
-	if _, err := peekEntries(req.Key, req.Version, body.IsFlexible(), rd.Src); err != nil {
+	entries, err := peekEntries(req.Key, req.Version, body.IsFlexible(), rd.Src)
+	if err != nil {
 		return req, err
 	}
+	req.Entries = entries
 	if err := body.ReadFrom(rd.Src); err != nil {
 		return req, fmt.Errorf("%w: %s v%d body: %v", ErrMalformed, kmsg.NameForKey(req.Key), req.Version, err)
 	}
