@@ -21,6 +21,7 @@ import (
 	"github.com/disgw/disgw/disbackend"
 	"github.com/disgw/disgw/groupcoord"
 	"github.com/disgw/disgw/kafkawire"
+	"github.com/disgw/disgw/kafkawire/batch"
 )
 
 // Config is the gateway's own configuration. Zero values are replaced by
@@ -93,6 +94,17 @@ type Config struct {
 	// been empty this long (Kafka offsets.retention.minutes). Default 7 days;
 	// negative keeps them forever.
 	OffsetsRetention time.Duration
+	// DecompressionBudgetBytes bounds the decompressed bytes all
+	// connections hold at once (decompress.go); a batch waits for room
+	// until its request's timeout (then REQUEST_TIMED_OUT). Default
+	// DefaultDecompressionBudgetBytes (256 MiB).
+	DecompressionBudgetBytes int64
+	// MaxDecompressedMessageBytes is max.decompressed.message.bytes of
+	// topics that do not set it: the most bytes a batch's records may
+	// decompress to (else INVALID_RECORD). Default
+	// DefaultMaxDecompressedMessageBytes (100 MiB); at most 128 MiB and the
+	// budget are used.
+	MaxDecompressedMessageBytes int64
 }
 
 // DefaultConfig returns the defaults listed on Config.
@@ -117,6 +129,9 @@ func DefaultConfig() Config {
 		GroupMinSessionTimeout:     6 * time.Second,
 		GroupMaxSessionTimeout:     30 * time.Minute,
 		OffsetsRetention:           7 * 24 * time.Hour,
+
+		DecompressionBudgetBytes:    DefaultDecompressionBudgetBytes,
+		MaxDecompressedMessageBytes: DefaultMaxDecompressedMessageBytes,
 	}
 }
 
@@ -161,6 +176,12 @@ func (c *Config) fill() {
 	if c.ShutdownGrace <= 0 {
 		c.ShutdownGrace = d.ShutdownGrace
 	}
+	if c.DecompressionBudgetBytes <= 0 {
+		c.DecompressionBudgetBytes = d.DecompressionBudgetBytes
+	}
+	if c.MaxDecompressedMessageBytes <= 0 {
+		c.MaxDecompressedMessageBytes = d.MaxDecompressedMessageBytes
+	}
 }
 
 // Server is one gateway node.
@@ -184,6 +205,11 @@ type Server struct {
 	conns  map[*conn]struct{} // guarded by mu
 	nextID uint64             // guarded by mu
 	wg     sync.WaitGroup     // connection goroutines
+
+	// decomp is the decompression budget every connection shares;
+	// limitLogs rate-limits the log lines of refused batches.
+	decomp    *batch.Budget
+	limitLogs rateLog
 }
 
 // New returns a server over backend. It loads the topic list from the
@@ -197,6 +223,7 @@ func New(cfg Config, backend disbackend.Backend, log *zap.Logger) (*Server, erro
 		cfg:           cfg,
 		backend:       backend,
 		storesRecords: disbackend.StoresRecords(backend),
+		decomp:        batch.NewBudget(cfg.DecompressionBudgetBytes),
 		log:           log.Named("gateway"),
 		closing:       make(chan struct{}),
 		conns:         make(map[*conn]struct{}),
