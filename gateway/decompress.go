@@ -87,3 +87,7 @@ func (r *rateLog) allow(kind string, now time.Time) bool {
 	r.last[kind] = now
 	return true
 }
+
+// DecompressionBudget is the budget every connection shares (for tests and
+// metrics: its InUse is 0 when no request holds decompressed data).
+func (s *Server) DecompressionBudget() *batch.Budget { return s.decomp }
