@@ -124,10 +124,14 @@ func TestBudgetWaits(t *testing.T) {
 	raw := zstdBatch(rleBomb(bombRecordPrefix(4<<20), 4<<20+1), 1)
 	h, _ := Parse(raw)
 	b := NewBudget(6 << 20)
-	if err := b.Acquire(context.Background(), 5<<20); err != nil {
+	// Bounds a wait that never ends (a broken release) so that the test
+	// fails instead of hanging; no duration is asserted.
+	bg, stop := context.WithTimeout(context.Background(), 30*time.Second)
+	defer stop()
+	if err := b.Acquire(bg, 5<<20); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	ctx, cancel := context.WithTimeout(bg, 50*time.Millisecond)
 	defer cancel()
 	if _, err := ValidateLimited(ctx, raw, h, Limits{Budget: b}); !errors.Is(err, ErrBudgetWait) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("with the budget spent: %v, want ErrBudgetWait and DeadlineExceeded", err)
@@ -137,7 +141,7 @@ func TestBudgetWaits(t *testing.T) {
 	}
 	done := make(chan error)
 	go func() {
-		_, err := ValidateLimited(context.Background(), raw, h, Limits{Budget: b})
+		_, err := ValidateLimited(bg, raw, h, Limits{Budget: b})
 		done <- err
 	}()
 	b.Release(5 << 20)
@@ -145,13 +149,13 @@ func TestBudgetWaits(t *testing.T) {
 		t.Fatalf("after room was made: %v", err)
 	}
 	small := NewBudget(2 << 20)
-	if _, err := ValidateLimited(context.Background(), raw, h, Limits{Budget: small}); !errors.Is(err, ErrDecompressedTooLarge) {
+	if _, err := ValidateLimited(bg, raw, h, Limits{Budget: small}); !errors.Is(err, ErrDecompressedTooLarge) {
 		t.Fatalf("a batch larger than the whole budget: %v, want ErrDecompressedTooLarge", err)
 	}
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
-			recs, _, hold, err := ValidateAndDecodeLimited(context.Background(), raw, h, Limits{Budget: b})
+			recs, _, hold, err := ValidateAndDecodeLimited(bg, raw, h, Limits{Budget: b})
 			if err != nil || len(recs) != 1 {
 				t.Errorf("concurrent decode: %v", err)
 			}
