@@ -133,7 +133,7 @@ func TestBudgetWaits(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(bg, 50*time.Millisecond)
 	defer cancel()
-	if _, err := ValidateLimited(ctx, raw, h, Limits{Budget: b}); !errors.Is(err, ErrBudgetWait) || !errors.Is(err, context.DeadlineExceeded) {
+	if _, _, _, err := ValidateAndDecodeLimited(ctx, raw, h, Limits{Budget: b}); !errors.Is(err, ErrBudgetWait) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("with the budget spent: %v, want ErrBudgetWait and DeadlineExceeded", err)
 	}
 	if b.InUse() != 5<<20 {
@@ -141,7 +141,8 @@ func TestBudgetWaits(t *testing.T) {
 	}
 	done := make(chan error)
 	go func() {
-		_, err := ValidateLimited(bg, raw, h, Limits{Budget: b})
+		_, _, hold, err := ValidateAndDecodeLimited(bg, raw, h, Limits{Budget: b})
+		hold.Release()
 		done <- err
 	}()
 	b.Release(5 << 20)
@@ -149,8 +150,11 @@ func TestBudgetWaits(t *testing.T) {
 		t.Fatalf("after room was made: %v", err)
 	}
 	small := NewBudget(2 << 20)
-	if _, err := ValidateLimited(bg, raw, h, Limits{Budget: small}); !errors.Is(err, ErrDecompressedTooLarge) {
+	if _, _, _, err := ValidateAndDecodeLimited(bg, raw, h, Limits{Budget: small}); !errors.Is(err, ErrDecompressedTooLarge) {
 		t.Fatalf("a batch larger than the whole budget: %v, want ErrDecompressedTooLarge", err)
+	}
+	if _, err := ValidateLimited(bg, raw, h, Limits{Budget: small}); err != nil {
+		t.Fatalf("Validate keeps no record, so a 4 MiB record is checked within a 2 MiB budget: %v", err)
 	}
 	var wg sync.WaitGroup
 	for range 8 {

@@ -138,18 +138,17 @@ func (e *errReader) Read(p []byte) (int, error) {
 
 // streamRecords reads records from a decompressing stream, one at a time:
 // a record's bytes are read only once its length fits the limit. Kept
-// records are carved from arena chunks charged to ch; otherwise one
-// scratch buffer is reused.
+// records are carved from arena chunks charged to ch; records not kept
+// are checked field by field as they stream by (skipRecord).
 type streamRecords struct {
-	codec   Codec
-	er      *errReader
-	r       *bufio.Reader
-	limit   int64 // decompressed bytes allowed
-	read    int64 // decompressed bytes consumed so far
-	ch      *charger
-	arena   []byte // kept records: the current chunk's free space
-	scratch []byte // records not kept
-	close_  func()
+	codec  Codec
+	er     *errReader
+	r      *bufio.Reader
+	limit  int64 // decompressed bytes allowed
+	read   int64 // decompressed bytes consumed so far
+	ch     *charger
+	arena  []byte // kept records: the current chunk's free space
+	close_ func()
 }
 
 const arenaChunk = 256 << 10
@@ -202,6 +201,9 @@ func (s *streamRecords) next(r *Record, keep bool) error {
 		return fmt.Errorf("%w: a record of %d bytes after %d bytes passes the limit of %d decompressed bytes", ErrDecompressedTooLarge, length, s.read, s.limit)
 	}
 	s.read += total
+	if !keep {
+		return s.skipRecord(r, length)
+	}
 	buf, err := s.buffer(total, keep)
 	if err != nil {
 		return err
@@ -216,19 +218,129 @@ func (s *streamRecords) next(r *Record, keep bool) error {
 	return nil
 }
 
-// buffer returns n bytes to read a record into, charged to the budget.
-func (s *streamRecords) buffer(n int64, keep bool) ([]byte, error) {
-	if !keep {
-		if int64(cap(s.scratch)) < n {
-			grown := max(n, 2*int64(cap(s.scratch)), 4<<10)
-			grown = min(grown, max(n, s.limit))
-			if err := s.ch.charge(grown - int64(cap(s.scratch))); err != nil {
-				return nil, err
-			}
-			s.scratch = make([]byte, grown)
-		}
-		return s.scratch[:n:n], nil
+// present is the Key or Value of a record walked without keeping its
+// bytes: not nil (the field is not null), and empty.
+var present = []byte{}
+
+// skipRecord checks the record body of length bytes that follows in the
+// stream, as readRecord does, without keeping its bytes: keys, values and
+// header values are discarded as they are read, so that checking a batch
+// holds no record whatever its size. r gets the offset and timestamp
+// deltas, and Key and Value that are nil only when null.
+func (s *streamRecords) skipRecord(r *Record, length int64) error {
+	f := fieldReader{r: s.r, rem: length}
+	f.byte() // attributes: unused in magic 2
+	ts := f.varlong()
+	off := f.varint()
+	key := f.skip()
+	value := f.skip()
+	count := f.varint()
+	if f.ioErr != nil {
+		return s.fail(f.ioErr)
 	}
+	if f.bad || off < 0 || count < 0 || count > f.rem/2 {
+		return fmt.Errorf("%w: bad fields", ErrInvalidRecord)
+	}
+	*r = Record{OffsetDelta: int32(off), Timestamp: ts, Key: key, Value: value}
+	for i := int64(0); i < count; i++ {
+		hk := f.skip()
+		f.skip()
+		if f.ioErr != nil {
+			return s.fail(f.ioErr)
+		}
+		if f.bad || hk == nil {
+			return fmt.Errorf("%w: bad header %d", ErrInvalidRecord, i)
+		}
+	}
+	if f.bad || f.rem != 0 {
+		return fmt.Errorf("%w: %d bytes left in the record", ErrInvalidRecord, f.rem)
+	}
+	return nil
+}
+
+// fieldReader reads the fields of one record from a stream, as decoder
+// reads them from memory: at most rem bytes; bad is set at the first
+// field that does not decode, ioErr at the first read error.
+type fieldReader struct {
+	r     *bufio.Reader
+	rem   int64
+	bad   bool
+	ioErr error
+}
+
+func (f *fieldReader) byte() byte {
+	if f.bad || f.ioErr != nil || f.rem <= 0 {
+		f.bad = true
+		return 0
+	}
+	b, err := f.r.ReadByte()
+	if err != nil {
+		f.ioErr = err
+		return 0
+	}
+	f.rem--
+	return b
+}
+
+// uvarint is decoder.uvarint over the stream.
+func (f *fieldReader) uvarint(maxLen int) uint64 {
+	var v uint64
+	for i := 0; i < maxLen && f.rem > 0 && !f.bad && f.ioErr == nil; i++ {
+		b := f.byte()
+		if i == 9 && b > 1 {
+			break // more than 64 bits
+		}
+		v |= uint64(b&0x7f) << (7 * i)
+		if b < 0x80 {
+			return v
+		}
+	}
+	f.bad = true
+	return 0
+}
+
+func (f *fieldReader) varint() int64 {
+	v := f.uvarint(5)
+	if f.bad || v > math.MaxUint32 {
+		f.bad = true
+		return 0
+	}
+	u := uint32(v)
+	return int64(int32(u>>1) ^ -int32(u&1))
+}
+
+func (f *fieldReader) varlong() int64 {
+	v := f.uvarint(10)
+	if f.bad {
+		return 0
+	}
+	return int64(v>>1) ^ -int64(v&1)
+}
+
+// skip reads nullable bytes and discards them: nil for length -1, else
+// present.
+func (f *fieldReader) skip() []byte {
+	l := f.varint()
+	switch {
+	case f.bad || f.ioErr != nil:
+		return nil
+	case l == -1:
+		return nil
+	case l < -1 || l > f.rem:
+		f.bad = true
+		return nil
+	}
+	if _, err := f.r.Discard(int(l)); err != nil {
+		f.ioErr = err
+		return nil
+	}
+	f.rem -= l
+	return present
+}
+
+// buffer returns n bytes to read a kept record into, charged to the
+// budget.
+func (s *streamRecords) buffer(n int64, keep bool) ([]byte, error) {
 	if n > arenaChunk/4 {
 		if err := s.ch.charge(n); err != nil {
 			return nil, err
