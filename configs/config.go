@@ -144,6 +144,18 @@ type Config struct {
 	// MaxMessageBytes is max.message.bytes of new topics: the largest record
 	// batch, in bytes. Default 1048588 (Kafka's).
 	MaxMessageBytes int32 `yaml:"max_message_bytes"`
+	// MaxDecompressedMessageBytes is max.decompressed.message.bytes of
+	// topics that do not set it: the most bytes one batch's records may
+	// decompress to; Produce refuses a larger batch with INVALID_RECORD,
+	// having inflated no more than this. Default 104857600 (100 MiB); at
+	// most 134217728 (128 MiB) and decompression_budget_bytes.
+	MaxDecompressedMessageBytes int64 `yaml:"max_decompressed_message_bytes"`
+	// DecompressionBudgetBytes bounds the decompressed bytes that all
+	// connections hold at once, in bytes (Produce checking or decoding
+	// compressed batches, records waiting for DIS, ListOffsets by
+	// timestamp). A batch that finds no room waits until its request's
+	// timeout, then gets REQUEST_TIMED_OUT. Default 268435456 (256 MiB).
+	DecompressionBudgetBytes int64 `yaml:"decompression_budget_bytes"`
 	// MaxPartitions is the most partitions a topic may have (CreateTopics
 	// and CreatePartitions asking for more get INVALID_PARTITIONS).
 	// Default 10000.
@@ -207,31 +219,35 @@ type Config struct {
 // test in cmd/disgw checks that the two agree.
 func Default() Config {
 	return Config{
-		Listen:                   "127.0.0.1:9092",
-		Advertise:                "",
-		Data:                     "./data",
-		Backend:                  BackendLocal,
-		DISRecordFormat:          "auto",
-		DISLinger:                50 * time.Millisecond,
-		DISBatchBytes:            1 << 20,
-		DISBatchCount:            1000,
-		DISBufferBytes:           32 << 20,
-		LogLevel:                 "info",
-		MaxFrameBytes:            100 << 20,
-		IdleTimeout:              10 * time.Minute,
-		FrameReadTimeout:         30 * time.Second,
-		QueuedMaxRequestBytes:    128 << 20,
-		MaxConnections:           4096,
-		MaxConnectionsPerIP:      1024,
-		AutoCreateTopics:         true,
-		DefaultPartitions:        1,
-		DefaultRetention:         0, // the backend's: see RetentionDefault
-		MaxMessageBytes:          1048588,
-		ShutdownGrace:            10 * time.Second,
-		RetentionCheckInterval:   time.Minute,
-		CleanerCheckInterval:     15 * time.Second,
-		CleanerDedupeBufferBytes: 128 << 20,
-		MaxPartitions:            10000,
+		Listen:                "127.0.0.1:9092",
+		Advertise:             "",
+		Data:                  "./data",
+		Backend:               BackendLocal,
+		DISRecordFormat:       "auto",
+		DISLinger:             50 * time.Millisecond,
+		DISBatchBytes:         1 << 20,
+		DISBatchCount:         1000,
+		DISBufferBytes:        32 << 20,
+		LogLevel:              "info",
+		MaxFrameBytes:         100 << 20,
+		IdleTimeout:           10 * time.Minute,
+		FrameReadTimeout:      30 * time.Second,
+		QueuedMaxRequestBytes: 128 << 20,
+		MaxConnections:        4096,
+		MaxConnectionsPerIP:   1024,
+		AutoCreateTopics:      true,
+		DefaultPartitions:     1,
+		DefaultRetention:      0, // the backend's: see RetentionDefault
+		MaxMessageBytes:       1048588,
+		// Mirrors gateway.DefaultMaxDecompressedMessageBytes and
+		// gateway.DefaultDecompressionBudgetBytes.
+		MaxDecompressedMessageBytes: 100 << 20,
+		DecompressionBudgetBytes:    256 << 20,
+		ShutdownGrace:               10 * time.Second,
+		RetentionCheckInterval:      time.Minute,
+		CleanerCheckInterval:        15 * time.Second,
+		CleanerDedupeBufferBytes:    128 << 20,
+		MaxPartitions:               10000,
 
 		MaxRequestTopics:           50_000,
 		MaxRequestPartitions:       200_000,
@@ -530,6 +546,14 @@ func (c Config) Validate() error {
 	}
 	if c.MaxMessageBytes <= 0 {
 		bad("max_message_bytes", "%d must be > 0", c.MaxMessageBytes)
+	}
+	if c.DecompressionBudgetBytes < 1<<20 {
+		bad("decompression_budget_bytes", "%d must be at least 1048576 (1 MiB)", c.DecompressionBudgetBytes)
+	}
+	if c.MaxDecompressedMessageBytes <= 0 || c.MaxDecompressedMessageBytes > 128<<20 {
+		bad("max_decompressed_message_bytes", "%d must be 1 to 134217728 (128 MiB)", c.MaxDecompressedMessageBytes)
+	} else if c.MaxDecompressedMessageBytes > c.DecompressionBudgetBytes {
+		bad("max_decompressed_message_bytes", "%d is more than decompression_budget_bytes %d: such a batch could never be decoded", c.MaxDecompressedMessageBytes, c.DecompressionBudgetBytes)
 	}
 	if c.ShutdownGrace <= 0 {
 		bad("shutdown_grace", "%v must be > 0", c.ShutdownGrace)

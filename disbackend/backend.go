@@ -13,6 +13,7 @@ package disbackend
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/disgw/disgw/kafkawire/batch"
@@ -69,6 +70,11 @@ type StreamConfig struct {
 	// MaxMessageBytes is max.message.bytes: the largest record batch accepted,
 	// in bytes.
 	MaxMessageBytes int32
+	// MaxDecompressedMessageBytes is max.decompressed.message.bytes: the
+	// most bytes the records of one compressed batch may decompress to;
+	// Produce refuses a larger batch with INVALID_RECORD. 0 means the
+	// gateway's default (config max_decompressed_message_bytes).
+	MaxDecompressedMessageBytes int64
 	// RecordFormat is the topic config dis.record.format: how the DIS
 	// backend stores the topic's records (DESIGN.md section 3),
 	// RecordFormatAuto, RecordFormatNative or RecordFormatEnvelope; ""
@@ -314,15 +320,43 @@ type Pending struct {
 	done chan struct{}
 	res  AppendResult
 	err  error
+
+	mu    sync.Mutex // guards after
+	after []func()   // run by Complete (AfterDone)
 }
 
 // NewPending returns an incomplete Pending.
 func NewPending() *Pending { return &Pending{done: make(chan struct{})} }
 
-// Complete sets the outcome and releases waiters. Call it exactly once.
+// Complete sets the outcome, releases waiters, then runs the AfterDone
+// functions. Call it exactly once, when the backend no longer holds the
+// batch (its Records).
 func (p *Pending) Complete(res AppendResult, err error) {
+	p.mu.Lock()
 	p.res, p.err = res, err
 	close(p.done)
+	after := p.after
+	p.after = nil
+	p.mu.Unlock()
+	for _, f := range after {
+		f()
+	}
+}
+
+// AfterDone runs f once the Pending is complete (at once when it already
+// is), on the goroutine that completes it: the gateway gives back the
+// decompression budget that the batch's records hold.
+func (p *Pending) AfterDone(f func()) {
+	p.mu.Lock()
+	select {
+	case <-p.done:
+		p.mu.Unlock()
+		f()
+		return
+	default:
+	}
+	p.after = append(p.after, f)
+	p.mu.Unlock()
 }
 
 // Done is closed when the outcome is known.

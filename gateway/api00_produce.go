@@ -22,6 +22,7 @@ package gateway
 // timeout the answer is REQUEST_TIMED_OUT, never THROTTLING_QUOTA_EXCEEDED.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -65,6 +66,10 @@ func (c *conn) handleProduce(req *kafkawire.Request) reply {
 	}
 
 	acksOK := r.Acks == 0 || r.Acks == 1 || r.Acks == -1
+	// Decoding waits for room in the decompression budget at most until
+	// the request's timeout.
+	decodeCtx, cancelDecode := c.requestContext(r.TimeoutMillis)
+	defer cancelDecode()
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(r.Topics))
 	for i := range r.Topics {
 		rt := &r.Topics[i]
@@ -97,8 +102,9 @@ func (c *conn) handleProduce(req *kafkawire.Request) reply {
 			case rp.Partition < 0 || rp.Partition >= st.PartitionCount:
 				setErr(p, kerr.UnknownTopicOrPartition.Code, nil)
 			default:
-				pending, err := c.appendBatch(r.Version, st, rp)
+				pending, err := c.appendBatch(decodeCtx, r.Version, st, rp)
 				if err != nil {
+					s.logDecompressRefusal("produce", st, rp.Partition, len(rp.Records), err)
 					setErr(p, kafkaError(c.log, err), err)
 					continue
 				}
@@ -151,10 +157,16 @@ func (c *conn) handleProduce(req *kafkawire.Request) reply {
 
 // appendBatch validates one partition's records and enqueues the batch.
 // The batch is decompressed and walked once: to validate it, and for a
-// backend that stores records (DIS) to decode them too. Errors:
-// MESSAGE_TOO_LARGE, and the batch package's errors (CORRUPT_MESSAGE,
-// INVALID_RECORD, UNSUPPORTED_COMPRESSION_TYPE).
-func (c *conn) appendBatch(version int16, st *disbackend.Stream, rp *kmsg.ProduceRequestTopicPartition) (*disbackend.Pending, error) {
+// backend that stores records (DIS) to decode them too. Decompression
+// stays within the topic's max.decompressed.message.bytes and the shared
+// budget (decompress.go): the embedded store's batch is only checked, as a
+// stream, and gives its charge back at once; the records handed to a DIS
+// backend stay charged until its Pending completes. Errors:
+// MESSAGE_TOO_LARGE, the batch package's errors (CORRUPT_MESSAGE,
+// INVALID_RECORD, among them max.decompressed.message.bytes,
+// UNSUPPORTED_COMPRESSION_TYPE), and, when the budget has no room before
+// ctx ends, one that maps to REQUEST_TIMED_OUT.
+func (c *conn) appendBatch(ctx context.Context, version int16, st *disbackend.Stream, rp *kmsg.ProduceRequestTopicPartition) (_ *disbackend.Pending, err error) {
 	raw := rp.Records
 	if len(raw) > int(st.Config.MaxMessageBytes) {
 		return nil, kerrWrap(kerr.MessageTooLarge, fmt.Sprintf("record batch of %d bytes is larger than max.message.bytes %d", len(raw), st.Config.MaxMessageBytes))
@@ -168,14 +180,21 @@ func (c *conn) appendBatch(version int16, st *disbackend.Stream, rp *kmsg.Produc
 	}
 	var recs []disbackend.Record
 	var checked batch.Checked
+	var hold batch.Hold
+	lim := c.s.decompressLimits(st)
 	if c.s.storesRecords {
-		recs, checked, err = batch.ValidateAndDecode(raw, h)
+		recs, checked, hold, err = batch.ValidateAndDecodeLimited(ctx, raw, h, lim)
 	} else {
-		checked, err = batch.Validate(raw, h)
+		checked, err = batch.ValidateLimited(ctx, raw, h, lim)
 	}
 	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		if err != nil {
+			hold.Release()
+		}
+	}()
 	if checked.Keyless > 0 && st.Config.Compacted() {
 		// Kafka's LogValidator.validateKey: INVALID_RECORD.
 		return nil, fmt.Errorf("%w: compacted topic cannot accept a record without a key (%d of %d records have none)",
@@ -191,7 +210,9 @@ func (c *conn) appendBatch(version int16, st *disbackend.Stream, rp *kmsg.Produc
 		return nil, err
 	}
 	// On a LogAppendTime topic the store stamps its append time.
-	return c.s.backend.Append(st.Name, rp.Partition, disbackend.Batch{Raw: raw, Header: h, Records: recs}), nil
+	pending := c.s.backend.Append(st.Name, rp.Partition, disbackend.Batch{Raw: raw, Header: h, Records: recs})
+	pending.AfterDone(hold.Release) // the backend no longer holds the records
+	return pending, nil
 }
 
 // kerrWrap returns an error that maps to the Kafka error ke with a message.

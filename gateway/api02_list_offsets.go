@@ -117,34 +117,29 @@ func (s *Server) offsetFor(ctx context.Context, version int16, st *disbackend.St
 		if err != nil || raw == nil {
 			return -1, -1, err
 		}
-		return recordAtTimestamp(raw, func(rec, batchMax int64) bool { return rec == batchMax })
+		return s.recordAtTimestamp(ctx, st, partition, raw, func(rec, batchMax int64) bool { return rec == batchMax })
 	case ts == -5 && version >= 9, ts == -6 && version >= 11:
 		return -1, -1, nil
 	case ts < 0:
 		return 0, 0, kerr.UnsupportedVersion
 	}
+	// The backend finds the batch from batch max timestamps alone (the
+	// gateway recomputes them at produce); only that batch is decoded.
 	raw, err := s.backend.BatchAtTimestamp(ctx, st.Name, partition, ts)
 	if err != nil || raw == nil {
 		return -1, -1, err
 	}
-	return recordAtTimestamp(raw, func(rec, _ int64) bool { return rec >= ts })
+	return s.recordAtTimestamp(ctx, st, partition, raw, func(rec, _ int64) bool { return rec >= ts })
 }
 
-// recordAtTimestamp decodes a stored batch and returns the offset and
+// recordAtTimestamp walks a stored batch and returns the offset and
 // timestamp of its first record that match accepts; (-1, -1) when none.
-func recordAtTimestamp(raw []byte, match func(rec, batchMax int64) bool) (int64, int64, error) {
-	h, err := batch.ParseHeader(raw)
+// It decompresses within the topic's limits and the shared budget,
+// holding one record at a time.
+func (s *Server) recordAtTimestamp(ctx context.Context, st *disbackend.Stream, partition int32, raw []byte, match func(rec, batchMax int64) bool) (int64, int64, error) {
+	off, ts, err := batch.FindRecord(ctx, raw, s.decompressLimits(st), match)
 	if err != nil {
-		return 0, 0, err
+		s.logDecompressRefusal("list_offsets", st, partition, len(raw), err)
 	}
-	recs, err := batch.DecodeRecords(raw)
-	if err != nil {
-		return 0, 0, err
-	}
-	for i := range recs {
-		if ts := recs[i].Timestamp; match(ts, h.MaxTimestamp) {
-			return recs[i].Offset(h.BaseOffset), ts, nil
-		}
-	}
-	return -1, -1, nil
+	return off, ts, err
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/disgw/disgw/disbackend"
 	"github.com/disgw/disgw/groupcoord"
 	"github.com/disgw/disgw/kafkawire"
+	"github.com/disgw/disgw/kafkawire/batch"
 )
 
 // Config is the gateway's own configuration. Zero values are replaced by
@@ -114,6 +115,17 @@ type Config struct {
 	OffsetsRetention time.Duration
 	// Limits bounds what one request may ask for (limits.go).
 	Limits RequestLimits
+	// DecompressionBudgetBytes bounds the decompressed bytes all
+	// connections hold at once (decompress.go); a batch waits for room
+	// until its request's timeout (then REQUEST_TIMED_OUT). Default
+	// DefaultDecompressionBudgetBytes (256 MiB).
+	DecompressionBudgetBytes int64
+	// MaxDecompressedMessageBytes is max.decompressed.message.bytes of
+	// topics that do not set it: the most bytes a batch's records may
+	// decompress to (else INVALID_RECORD). Default
+	// DefaultMaxDecompressedMessageBytes (100 MiB); at most 128 MiB and the
+	// budget are used.
+	MaxDecompressedMessageBytes int64
 }
 
 // DefaultQueuedMaxRequestBytes is QueuedMaxRequestBytes's default: 128 MiB.
@@ -155,6 +167,9 @@ func DefaultConfig() Config {
 		GroupMaxSessionTimeout:     30 * time.Minute,
 		OffsetsRetention:           7 * 24 * time.Hour,
 		Limits:                     DefaultRequestLimits(),
+
+		DecompressionBudgetBytes:    DefaultDecompressionBudgetBytes,
+		MaxDecompressedMessageBytes: DefaultMaxDecompressedMessageBytes,
 	}
 }
 
@@ -212,6 +227,12 @@ func (c *Config) fill() {
 		c.ShutdownGrace = d.ShutdownGrace
 	}
 	c.Limits.fill()
+	if c.DecompressionBudgetBytes <= 0 {
+		c.DecompressionBudgetBytes = d.DecompressionBudgetBytes
+	}
+	if c.MaxDecompressedMessageBytes <= 0 {
+		c.MaxDecompressedMessageBytes = d.MaxDecompressedMessageBytes
+	}
 }
 
 // Server is one gateway node.
@@ -242,6 +263,9 @@ type Server struct {
 	wg        sync.WaitGroup     // connection goroutines
 
 	refusedConns atomic.Int64 // connections closed at accept by MaxConnections or MaxConnectionsPerIP
+
+	// decomp is the decompression budget every connection shares.
+	decomp *batch.Budget
 }
 
 // New returns a server over backend. It loads the topic list from the
@@ -255,6 +279,7 @@ func New(cfg Config, backend disbackend.Backend, log *zap.Logger) (*Server, erro
 		cfg:           cfg,
 		backend:       backend,
 		storesRecords: disbackend.StoresRecords(backend),
+		decomp:        batch.NewBudget(cfg.DecompressionBudgetBytes),
 		log:           log.Named("gateway"),
 		closing:       make(chan struct{}),
 		conns:         make(map[*conn]struct{}),

@@ -36,6 +36,10 @@ const (
 	cfgRetentionMs     = "retention.ms"
 	cfgCleanupPolicy   = "cleanup.policy"
 	cfgMaxMessageBytes = "max.message.bytes"
+	// cfgMaxDecompressed is Kafka's (undocumented) topic config: the most
+	// bytes a batch's records may decompress to; disgw holds the whole
+	// batch to it, Kafka each record (see decompress.go).
+	cfgMaxDecompressed = "max.decompressed.message.bytes"
 	cfgTimestampType   = "message.timestamp.type"
 	cfgRecordFormat    = "dis.record.format" // disgw's own (DESIGN.md section 3)
 )
@@ -73,6 +77,16 @@ var topicConfigs = []topicConfig{
 			return strconv.FormatInt(math.MaxInt64, 10)
 		}
 		return strconv.FormatInt(c.MaxCompactionLag.Milliseconds(), 10)
+	}},
+	{cfgMaxDecompressed, func(c *disbackend.StreamConfig, v string) error {
+		n, err := strconv.ParseInt(v, 10, 32)
+		if err != nil || n <= 0 {
+			return fmt.Errorf("must be a positive number of bytes")
+		}
+		c.MaxDecompressedMessageBytes = n
+		return nil
+	}, func(s *Server, c *disbackend.StreamConfig) string {
+		return strconv.FormatInt(cmp.Or(c.MaxDecompressedMessageBytes, s.cfg.MaxDecompressedMessageBytes), 10)
 	}},
 	{cfgMaxMessageBytes, func(c *disbackend.StreamConfig, v string) error {
 		n, err := strconv.ParseInt(v, 10, 32)

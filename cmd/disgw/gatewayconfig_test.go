@@ -21,7 +21,12 @@ func TestGatewayConfig(t *testing.T) {
 	c.DefaultRetention = -1
 	c.MaxMessageBytes = 500
 	c.ShutdownGrace = 2 * time.Second
+	c.MaxDecompressedMessageBytes = 3 << 20
+	c.DecompressionBudgetBytes = 5 << 20
 	g := gatewayConfig(c)
+	if g.MaxDecompressedMessageBytes != 3<<20 || g.DecompressionBudgetBytes != 5<<20 {
+		t.Fatalf("gatewayConfig() = %+v does not mirror the decompression limits of %+v", g, c)
+	}
 	if g.Listen != c.Listen || g.Advertise != c.Advertise || g.MaxFrameBytes != 1000 ||
 		g.IdleTimeout != time.Second || g.AutoCreateTopics || g.DefaultPartitions != 3 ||
 		g.DefaultRetention != -1 || g.MaxMessageBytes != 500 || g.ShutdownGrace != 2*time.Second {

@@ -358,6 +358,8 @@ func gatewayConfig(cfg configs.Config) gateway.Config {
 	g.DefaultPartitions = cfg.DefaultPartitions
 	g.DefaultRetention = cfg.RetentionDefault()
 	g.MaxMessageBytes = cfg.MaxMessageBytes
+	g.MaxDecompressedMessageBytes = cfg.MaxDecompressedMessageBytes
+	g.DecompressionBudgetBytes = cfg.DecompressionBudgetBytes
 	g.DefaultRecordFormat = cfg.DISRecordFormat
 	g.ShutdownGrace = cfg.ShutdownGrace
 	g.MaxPartitions = cfg.MaxPartitions

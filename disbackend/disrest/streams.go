@@ -36,6 +36,9 @@ const (
 	tagMaxMessageBytes = "disgw-max-message-bytes"
 	// tagRecordFormat is dis.record.format, when the topic sets it.
 	tagRecordFormat = "disgw-record-format"
+	// tagMaxDecompressedBytes is max.decompressed.message.bytes, decimal,
+	// when the topic sets it.
+	tagMaxDecompressedBytes = "disgw-max-decompressed-bytes"
 )
 
 // streamInfo is what Append and Read need of a stream, cached.
@@ -169,6 +172,9 @@ func configTags(topic, stream string, cfg disbackend.StreamConfig) []model.Tag {
 	if cfg.RecordFormat != "" {
 		tags = append(tags, tag(tagRecordFormat, cfg.RecordFormat))
 	}
+	if cfg.MaxDecompressedMessageBytes > 0 {
+		tags = append(tags, tag(tagMaxDecompressedBytes, strconv.FormatInt(cfg.MaxDecompressedMessageBytes, 10)))
+	}
 	return tags
 }
 
@@ -210,6 +216,10 @@ func streamFromDIS(name, id string, created int64, retention int32, parts int32,
 		case tagRecordFormat:
 			if disbackend.ValidRecordFormat(*t.Value) {
 				st.Config.RecordFormat = *t.Value
+			}
+		case tagMaxDecompressedBytes:
+			if v, err := strconv.ParseInt(*t.Value, 10, 64); err == nil && v > 0 {
+				st.Config.MaxDecompressedMessageBytes = v
 			}
 		}
 	}
@@ -422,6 +432,10 @@ func (s *Store) UpdateStreamConfig(ctx context.Context, name string, cfg disback
 	}
 	if cfg.RecordFormat == "" && si.st.Config.RecordFormat != "" {
 		k := tagRecordFormat
+		drop = append(drop, model.Tag{Key: &k})
+	}
+	if cfg.MaxDecompressedMessageBytes <= 0 && si.st.Config.MaxDecompressedMessageBytes > 0 {
+		k := tagMaxDecompressedBytes
 		drop = append(drop, model.Tag{Key: &k})
 	}
 	if len(drop) > 0 {

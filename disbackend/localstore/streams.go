@@ -293,6 +293,9 @@ func validateConfig(cfg disbackend.StreamConfig) error {
 	if cfg.MaxMessageBytes < 0 {
 		return fmt.Errorf("%w: max message bytes %d must be >= 0", disbackend.ErrInvalidConfig, cfg.MaxMessageBytes)
 	}
+	if cfg.MaxDecompressedMessageBytes < 0 {
+		return fmt.Errorf("%w: max decompressed message bytes %d must be >= 0", disbackend.ErrInvalidConfig, cfg.MaxDecompressedMessageBytes)
+	}
 	if !disbackend.ValidRecordFormat(cfg.RecordFormat) {
 		return fmt.Errorf("%w: unknown record format %q", disbackend.ErrInvalidConfig, cfg.RecordFormat)
 	}

@@ -118,6 +118,17 @@ var (
 	// ErrUnsupportedCompression: a codec Kafka does not define. Kafka
 	// UNSUPPORTED_COMPRESSION_TYPE (76).
 	ErrUnsupportedCompression = errors.New("unsupported compression type")
+	// ErrDecompressedTooLarge: the records decompress to more than the
+	// topic's max.decompressed.message.bytes (Limits.MaxBytes), than
+	// MaxDecompressedBytes, or than the whole decompression Budget. Found
+	// while decompressing: nothing past the limit is inflated. Kafka
+	// answers its max.decompressed.message.bytes with INVALID_RECORD (87),
+	// and so does the gateway.
+	ErrDecompressedTooLarge = fmt.Errorf("%w: decompresses past its limit", ErrInvalidRecord)
+	// ErrBudgetWait: the decompression Budget had no room before the
+	// request's context ended; it also wraps the context's error (the
+	// gateway answers REQUEST_TIMED_OUT).
+	ErrBudgetWait = errors.New("decompression budget exhausted")
 )
 
 // Header is the decoded header of a magic 2 record batch.

@@ -53,7 +53,7 @@ func decompress(src []byte, codec Codec) ([]byte, error) {
 	case CodecNone:
 		return src, nil
 	case CodecSnappy:
-		return decompressSnappy(src)
+		return decompressSnappyLimited(src, MaxDecompressedBytes, &charger{})
 	case CodecZstd:
 		d := zstdDecoders.Get().(*zstd.Decoder)
 		defer zstdDecoders.Put(d)
@@ -130,18 +130,36 @@ func lz4FrameCheck(src []byte) error {
 	return nil
 }
 
-// decompressSnappy decodes raw snappy or the xerial framing, summing the
-// decoded lengths the data claims before decoding anything.
-func decompressSnappy(src []byte) ([]byte, error) {
+// decompressSnappyLimited decodes raw snappy or the xerial framing, summing
+// the decoded lengths the data claims before decoding anything: more than
+// limit is errTooLarge (wrapped in ErrDecompressedTooLarge), and the
+// output is charged to ch before it is allocated.
+func decompressSnappyLimited(src []byte, limit int64, ch *charger) ([]byte, error) {
+	out, err := snappyDecode(src, limit, ch)
+	switch {
+	case errors.Is(err, errTooLarge):
+		return nil, fmt.Errorf("%w: snappy data claims more than %d bytes: %w", ErrDecompressedTooLarge, limit, errTooLarge)
+	case errors.Is(err, ErrBudgetWait), errors.Is(err, ErrDecompressedTooLarge), errors.Is(err, errRestart):
+		return nil, err
+	case err != nil:
+		return nil, fmt.Errorf("%w: decompress snappy: %v", ErrCorruptMessage, err)
+	}
+	return out, nil
+}
+
+func snappyDecode(src []byte, limit int64, ch *charger) ([]byte, error) {
 	if len(src) <= xerialHeaderLen || !bytes.HasPrefix(src, xerialPrefix) {
 		l, err := snappy.DecodedLen(src)
 		if err != nil {
 			return nil, err
 		}
-		if l > MaxDecompressedBytes {
+		if int64(l) > limit {
 			return nil, errTooLarge
 		}
-		return snappy.Decode(nil, src)
+		if err := ch.charge(int64(l)); err != nil {
+			return nil, err
+		}
+		return snappy.Decode(make([]byte, l), src)
 	}
 	var blocks [][]byte
 	total := 0
@@ -158,11 +176,14 @@ func decompressSnappy(src []byte) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		if total += l; total > MaxDecompressedBytes {
+		if total += l; int64(total) > limit {
 			return nil, errTooLarge
 		}
 		blocks = append(blocks, rem[:size])
 		rem = rem[size:]
+	}
+	if err := ch.charge(int64(total)); err != nil {
+		return nil, err
 	}
 	out := make([]byte, 0, total)
 	for _, b := range blocks {

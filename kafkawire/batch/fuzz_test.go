@@ -1,7 +1,9 @@
 package batch
 
 import (
+	"context"
 	"encoding/binary"
+	"errors"
 	"hash/crc32"
 	"testing"
 )
@@ -55,6 +57,53 @@ func FuzzParse(f *testing.F) {
 			if a.OffsetDelta != b.OffsetDelta || a.Timestamp != b.Timestamp || !sameBytes(a.Key, b.Key) || !sameBytes(a.Value, b.Value) || len(a.Headers) != len(b.Headers) {
 				t.Fatalf("record %d: %+v re-encoded as %+v", i, a, b)
 			}
+		}
+	})
+}
+
+// FuzzParseLimited runs the decoders with a decompressed-size limit and a
+// small budget: no panic; what passes the limit passes Validate and
+// decodes the same records; what Validate accepts is refused only as
+// ErrDecompressedTooLarge; the budget is back at 0 after every call (and
+// after Release of what ValidateAndDecodeLimited holds).
+func FuzzParseLimited(f *testing.F) {
+	for _, c := range allCodecs {
+		f.Add(makeBatch(f, 3, c), uint16(64))
+	}
+	f.Add(zstdBatch(rleBomb(bombRecordPrefix(1<<20), 1<<20+1), 1), uint16(1024))
+	f.Add(zstdBatch(rleBomb(bombRecordPrefix(1<<30), 1<<30), 1), uint16(1024))
+	f.Fuzz(func(t *testing.T, raw []byte, limitKiB uint16) {
+		b := NewBudget(4 << 20)
+		lim := Limits{MaxBytes: int64(limitKiB) << 10, Budget: b}
+		ctx := context.Background()
+		_, _, _ = FindRecord(ctx, raw, lim, func(ts, _ int64) bool { return ts > 0 })
+		if b.InUse() != 0 {
+			t.Fatalf("FindRecord left %d bytes charged", b.InUse())
+		}
+		h, err := Parse(raw)
+		if err != nil {
+			return
+		}
+		_, lerr := ValidateLimited(ctx, raw, h, lim)
+		recs, _, hold, derr := ValidateAndDecodeLimited(ctx, raw, h, lim)
+		if (lerr == nil) != (derr == nil) {
+			t.Fatalf("ValidateLimited: %v; ValidateAndDecodeLimited: %v", lerr, derr)
+		}
+		if derr == nil && hold.Bytes() != b.InUse() {
+			t.Fatalf("hold of %d bytes, budget in use %d", hold.Bytes(), b.InUse())
+		}
+		hold.Release()
+		if b.InUse() != 0 {
+			t.Fatalf("budget in use %d after the calls", b.InUse())
+		}
+		plain, _, perr := ValidateAndDecode(raw, h)
+		switch {
+		case lerr == nil && perr != nil:
+			t.Fatalf("accepted within limits, refused without: %v", perr)
+		case lerr == nil && len(plain) != len(recs):
+			t.Fatalf("%d records within limits, %d without", len(recs), len(plain))
+		case lerr != nil && perr == nil && !errors.Is(lerr, ErrDecompressedTooLarge):
+			t.Fatalf("valid batch refused within limits with %v, want ErrDecompressedTooLarge", lerr)
 		}
 	})
 }

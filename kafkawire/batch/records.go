@@ -1,9 +1,12 @@
 package batch
 
 import (
+	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
+	"unsafe"
 )
 
 // Record is one Kafka record of a batch, with its timestamp made absolute.
@@ -53,9 +56,22 @@ type Checked struct {
 // would otherwise be stored and stall every consumer at it. It keeps
 // nothing: see ValidateAndDecode. Errors: ErrCorruptMessage (the data does
 // not decompress; Kafka CORRUPT_MESSAGE), ErrInvalidRecord (the records do
-// not decode or do not match the header; Kafka INVALID_RECORD).
+// not decode or do not match the header; Kafka INVALID_RECORD),
+// ErrDecompressedTooLarge. It charges no Budget: see ValidateLimited.
 func Validate(raw []byte, h Header) (Checked, error) {
-	_, c, err := decode(raw, &h, true, false)
+	return ValidateLimited(context.Background(), raw, h, Limits{})
+}
+
+// ValidateLimited is Validate within lim: the records may decompress to
+// at most lim's MaxBytes (else ErrDecompressedTooLarge, found while
+// decompressing), and what is held while they are checked is charged to
+// lim.Budget, waiting with ctx (else an error wrapping ErrBudgetWait and
+// ctx.Err()). It streams: a compressed batch holds its largest record and
+// the decompressor's window, not its whole data. Everything is given back
+// before it returns.
+func ValidateLimited(ctx context.Context, raw []byte, h Header, lim Limits) (Checked, error) {
+	_, c, hold, err := decodeWith(ctx, raw, &h, true, false, lim, nil)
+	hold.Release()
 	return c, err
 }
 
@@ -64,22 +80,69 @@ func Validate(raw []byte, h Header) (Checked, error) {
 // raw when the batch is not compressed. Memory grows with the records
 // decoded, never with the counts the batch declares.
 func ValidateAndDecode(raw []byte, h Header) ([]Record, Checked, error) {
-	return decode(raw, &h, true, true)
+	recs, c, _, err := decodeWith(context.Background(), raw, &h, true, true, Limits{}, nil)
+	return recs, c, err
+}
+
+// ValidateAndDecodeLimited is ValidateAndDecode within lim (see
+// ValidateLimited). The records' decompressed bytes and the Record values
+// stay charged to lim.Budget in the returned Hold until its Release, which
+// the caller calls once it drops the records. On an error nothing stays
+// charged.
+func ValidateAndDecodeLimited(ctx context.Context, raw []byte, h Header, lim Limits) ([]Record, Checked, Hold, error) {
+	return decodeWith(ctx, raw, &h, true, true, lim, nil)
 }
 
 // DecodeRecords decodes the records of a stored batch (any codec). Offset
 // deltas need only increase: a stored batch may have gaps (DIS sequence
 // numbers, compaction). Errors: ErrCorruptMessage, ErrInvalidRecord.
 func DecodeRecords(raw []byte) ([]Record, error) {
-	h, err := ParseHeader(raw)
+	h, err := storedHeader(raw)
 	if err != nil {
 		return nil, err
 	}
-	if end := int64(h.Length) + logOverhead; end < HeaderLen || end > int64(len(raw)) {
-		return nil, fmt.Errorf("%w: batch length %d does not fit its %d bytes", ErrCorruptMessage, h.Length, len(raw))
-	}
-	recs, _, err := decode(raw[:int64(h.Length)+logOverhead], &h, false, true)
+	recs, _, _, err := decodeWith(context.Background(), raw[:int64(h.Length)+logOverhead], &h, false, true, Limits{}, nil)
 	return recs, err
+}
+
+// FindRecord walks the records of a stored batch, as DecodeRecords reads
+// them, until match accepts one (given its timestamp and the batch's max
+// timestamp, ms) and returns its offset and timestamp; (-1, -1) when none
+// does. It keeps no record: within lim it holds at most one record's bytes
+// and the decompressor's window, charged to lim.Budget until it returns.
+// Serves ListOffsets by timestamp. Errors: as DecodeRecords, and lim's
+// (ErrDecompressedTooLarge, ErrBudgetWait).
+func FindRecord(ctx context.Context, raw []byte, lim Limits, match func(ts, batchMax int64) bool) (int64, int64, error) {
+	h, err := storedHeader(raw)
+	if err != nil {
+		return 0, 0, err
+	}
+	off, ts := int64(-1), int64(-1)
+	_, _, hold, err := decodeWith(ctx, raw[:int64(h.Length)+logOverhead], &h, false, false, lim, func(r *Record) bool {
+		if match(r.Timestamp, h.MaxTimestamp) {
+			off, ts = r.Offset(h.BaseOffset), r.Timestamp
+			return true
+		}
+		return false
+	})
+	hold.Release()
+	if err != nil {
+		return 0, 0, err
+	}
+	return off, ts, nil
+}
+
+// storedHeader parses the header of a stored batch and checks that its
+// length fits raw.
+func storedHeader(raw []byte) (Header, error) {
+	h, err := ParseHeader(raw)
+	if err != nil {
+		return h, err
+	}
+	if end := int64(h.Length) + logOverhead; end < HeaderLen || end > int64(len(raw)) {
+		return h, fmt.Errorf("%w: batch length %d does not fit its %d bytes", ErrCorruptMessage, h.Length, len(raw))
+	}
+	return h, nil
 }
 
 // minRecordLen is the shortest encoded record: length, attributes,
@@ -87,22 +150,56 @@ func DecodeRecords(raw []byte) ([]Record, error) {
 // one byte each.
 const minRecordLen = 7
 
-// decode decompresses raw's records and walks h.NumRecords of them. strict
-// applies the produce checks (offset deltas 0, 1, 2, ...; nothing after the
-// last record); keep returns the records.
-func decode(raw []byte, h *Header, strict, keep bool) ([]Record, Checked, error) {
-	var c Checked
-	data, err := decompress(raw[HeaderLen:], h.Codec())
+// recordSize is what one kept Record value costs besides its bytes.
+var recordSize = int64(unsafe.Sizeof(Record{}))
+
+// headerSize is what one kept RecordHeader value costs besides its bytes.
+var headerSize = int64(unsafe.Sizeof(RecordHeader{}))
+
+// decodeWith decompresses raw's records within lim and walks h.NumRecords
+// of them. strict applies the produce checks (offset deltas 0, 1, 2, ...;
+// nothing after the last record); keep returns the records; visit, when
+// set, sees each record and stops the walk by returning true. What is
+// still held (kept records) is returned as a Hold; on an error nothing is.
+func decodeWith(ctx context.Context, raw []byte, h *Header, strict, keep bool, lim Limits, visit func(*Record) bool) ([]Record, Checked, Hold, error) {
+	for {
+		recs, c, hold, err := decodeOnce(ctx, raw, h, strict, keep, lim, visit)
+		if !errors.Is(err, errRestart) {
+			return recs, c, hold, err
+		}
+		// Everything was given back: wait, holding nothing, for the
+		// decoding that has priority, then start again.
+		if err := lim.Budget.waitNoPriority(ctx); err != nil {
+			return nil, c, Hold{}, err
+		}
+	}
+}
+
+// decodeOnce is one attempt of decodeWith.
+func decodeOnce(ctx context.Context, raw []byte, h *Header, strict, keep bool, lim Limits, visit func(*Record) bool) (recs []Record, c Checked, hold Hold, err error) {
+	ch := &charger{ctx: ctx, b: lim.Budget}
+	defer func() {
+		if err != nil {
+			ch.releaseAll()
+			recs = nil
+		} else {
+			hold = ch.hold()
+		}
+	}()
+	src, err := openRecords(raw[HeaderLen:], h.Codec(), lim.maxBytes(), ch, keep)
 	if err != nil {
-		return nil, c, fmt.Errorf("%w: decompress %s: %v", ErrCorruptMessage, h.Codec(), err)
+		return nil, c, hold, err
 	}
-	if h.NumRecords < 0 || int64(h.NumRecords)*minRecordLen > int64(len(data)) {
-		return nil, c, fmt.Errorf("%w: %d records cannot fit in %d bytes", ErrInvalidRecord, h.NumRecords, len(data))
+	defer src.close()
+	if h.NumRecords < 0 || int64(h.NumRecords)*minRecordLen > src.maxLen() {
+		return nil, c, hold, fmt.Errorf("%w: %d records cannot fit in %d bytes", ErrInvalidRecord, h.NumRecords, src.maxLen())
 	}
-	var recs []Record
 	if keep {
 		// Grown as records decode: the declared count sizes nothing.
 		recs = make([]Record, 0, min(h.NumRecords, 1024))
+		if err := ch.charge(int64(cap(recs)) * recordSize); err != nil {
+			return nil, c, hold, err
+		}
 	}
 	var r Record
 	prev := int32(-1)
@@ -111,16 +208,14 @@ func decode(raw []byte, h *Header, strict, keep bool) ([]Record, Checked, error)
 		c.MaxTimestamp = math.MinInt64
 	}
 	for i := int32(0); i < h.NumRecords; i++ {
-		n, err := readRecord(data, &r, keep)
-		if err != nil {
-			return nil, c, fmt.Errorf("%w: record %d of %d: %v", ErrInvalidRecord, i, h.NumRecords, err)
+		if err := src.next(&r, keep); err != nil {
+			return nil, c, hold, fmt.Errorf("record %d of %d: %w", i, h.NumRecords, err)
 		}
-		data = data[n:]
 		switch {
 		case strict && r.OffsetDelta != i:
-			return nil, c, fmt.Errorf("%w: record %d has offset delta %d", ErrInvalidRecord, i, r.OffsetDelta)
+			return nil, c, hold, fmt.Errorf("%w: record %d has offset delta %d", ErrInvalidRecord, i, r.OffsetDelta)
 		case !strict && r.OffsetDelta <= prev:
-			return nil, c, fmt.Errorf("%w: record %d has offset delta %d after %d", ErrInvalidRecord, i, r.OffsetDelta, prev)
+			return nil, c, hold, fmt.Errorf("%w: record %d has offset delta %d after %d", ErrInvalidRecord, i, r.OffsetDelta, prev)
 		}
 		prev = r.OffsetDelta
 		if h.LogAppendTime() {
@@ -132,14 +227,31 @@ func decode(raw []byte, h *Header, strict, keep bool) ([]Record, Checked, error)
 		if r.Key == nil {
 			c.Keyless++
 		}
+		if visit != nil && visit(&r) {
+			return recs, c, hold, nil
+		}
 		if keep {
-			recs = append(recs, r)
+			if len(recs) == cap(recs) {
+				old := cap(recs)
+				recs = append(recs, r)
+				err = ch.charge(int64(cap(recs)-old) * recordSize)
+			} else {
+				recs = append(recs, r)
+			}
+			if err == nil {
+				err = ch.charge(int64(len(r.Headers)) * headerSize)
+			}
+			if err != nil {
+				return nil, c, hold, err
+			}
 		}
 	}
-	if strict && len(data) != 0 {
-		return nil, c, fmt.Errorf("%w: %d bytes after the last of %d records", ErrInvalidRecord, len(data), h.NumRecords)
+	if strict {
+		if err := src.end(h.NumRecords); err != nil {
+			return nil, c, hold, err
+		}
 	}
-	return recs, c, nil
+	return recs, c, hold, nil
 }
 
 // readRecord decodes the record at the start of data into r (Timestamp
