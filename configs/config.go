@@ -523,7 +523,7 @@ func (c Config) Validate() error {
 	if c.IdleTimeout <= 0 {
 		bad("idle_timeout", "%v must be > 0", c.IdleTimeout)
 	}
-	if c.FrameReadTimeout <= 0 || c.FrameReadTimeout > c.IdleTimeout {
+	if c.FrameReadTimeout <= 0 || c.IdleTimeout > 0 && c.FrameReadTimeout > c.IdleTimeout {
 		bad("frame_read_timeout", "%v must be > 0 and at most idle_timeout", c.FrameReadTimeout)
 	}
 	if min := (int64(c.MaxFrameBytes)*8 + 6) / 7; c.QueuedMaxRequestBytes < min {

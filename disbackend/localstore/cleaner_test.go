@@ -491,7 +491,11 @@ func TestCleanerReadRacesSwap(t *testing.T) {
 	s := openT(t, "db", opts)
 	defer s.Close()
 	c := &compactionCase{stream: "race", parts: 1}
-	c.create(t, s)
+	cfg := c.config()
+	cfg.SegmentBytes = 1 << 20 // no roll before the clock moves, so no pass while appending
+	if _, err := s.CreateStream(ctx, disbackend.StreamSpec{Name: c.stream, TopicName: c.stream, PartitionCount: 1, Config: cfg}); err != nil {
+		t.Fatal(err)
+	}
 	ts := clock.Now().UnixMilli()
 	value := make([]byte, 500)
 	for i := range 40 { // one key: only the last batch keeps a record
