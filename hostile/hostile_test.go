@@ -25,10 +25,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/disgw/disgw/internal/bombtest"
 	"github.com/disgw/disgw/kafkawire"
-	"github.com/disgw/disgw/kafkawire/batch"
 )
 
 const (
@@ -382,25 +383,8 @@ func TestRequestsOfEmptyEntries(t *testing.T) {
 	}
 }
 
-// zstdBomb is a Produce v9 request of one zstd batch of 1,024 records of
-// 1 MiB of zeros (1 GiB decompressed, about 32 KB sent) to partition p.
-func zstdBomb(t *testing.T, topic string, p int32) []byte {
-	t.Helper()
-	zeros := make([]byte, 1<<20)
-	recs := make([]batch.Record, 1024)
-	now := time.Now().UnixMilli()
-	for i := range recs {
-		recs[i] = batch.Record{OffsetDelta: int32(i), Timestamp: now, Value: zeros}
-	}
-	h := batch.NewHeader(0)
-	h.Attributes = int16(batch.CodecZstd)
-	h.LastOffsetDelta = int32(len(recs) - 1)
-	h.FirstTimestamp, h.MaxTimestamp = now, now
-	raw, err := batch.Rewrite(h, recs, -1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("zstd bomb: %d bytes", len(raw))
+// produceFrame is a Produce v9 request (acks all) of raw to partition p.
+func produceFrame(topic string, p int32, raw []byte) []byte {
 	req := kmsg.NewPtrProduceRequest()
 	req.Acks = -1
 	req.TimeoutMillis = 30000
@@ -412,6 +396,31 @@ func zstdBomb(t *testing.T, topic string, p int32) []byte {
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
 	return frame(0, 9, req)
+}
+
+// produce sends a Produce frame made by produceFrame on a fresh connection
+// and returns the partition's error code.
+func produce(t *testing.T, addr string, fr []byte) int16 {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(60 * time.Second))
+	if _, err := c.Write(fr); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := kafkawire.ReadFrame(c, 1<<20)
+	if err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+	var r kmsg.ProduceResponse
+	r.SetVersion(9)
+	if err := r.ReadFrom(resp[5:]); err != nil { // flexible header: a tag byte
+		t.Fatal(err)
+	}
+	return r.Topics[0].Partitions[0].ErrorCode
 }
 
 // createTopic creates topic with partitions through CreateTopics v4.
@@ -445,62 +454,87 @@ func createTopic(t *testing.T, addr, topic string, partitions int32) {
 	}
 }
 
-// TestZstdBombs: 1 GiB zstd bombs on 3 partitions over 8 connections.
+// TestZstdBombs: zstd bombs of a few KB, 1 GiB of zeros and one record
+// of 1 GiB, on 3 partitions over 8 connections.
 func TestZstdBombs(t *testing.T) {
 	g := start(t)
 	createTopic(t, g.addr, "bombs", 3)
-	bombs := make([][]byte, 3)
-	for p := range bombs {
-		bombs[p] = zstdBomb(t, "bombs", int32(p))
+	bombs := [][]byte{
+		bombtest.ZstdBatch(bombtest.RLEZstd(nil, 1<<30)),
+		bombtest.OneRecord(1 << 30),
+		bombtest.OneRecord(120 << 20),
 	}
+	t.Logf("bombs of %d, %d and %d bytes", len(bombs[0]), len(bombs[1]), len(bombs[2]))
 	p := g.probe()
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Add(1)
-		go func() { defer wg.Done(); sendAndRead(t, g.addr, bombs[i%3], 60*time.Second) }()
+		go func() {
+			defer wg.Done()
+			for range 4 {
+				if ec := produce(t, g.addr, produceFrame("bombs", int32(i%3), bombs[i%3])); ec != kerr.InvalidRecord.Code {
+					t.Errorf("bomb %d: error code %d, want INVALID_RECORD", i%3, ec)
+				}
+			}
+		}()
 	}
 	wg.Wait()
 	g.check(t, p)
 }
 
-// TestListOffsetsOfABomb: one small batch holding a 120 MiB record, then 8
-// ListOffsets by timestamp at once (each used to decompress it again).
+// TestListOffsetsOfABomb: a few-KB batch holding one 99 MiB record (under
+// max.decompressed.message.bytes, so it is stored), then 8 ListOffsets by
+// timestamp at once, each of which finds the record in that batch.
 func TestListOffsetsOfABomb(t *testing.T) {
 	g := start(t)
 	createTopic(t, g.addr, "bomb", 1)
-	now := time.Now().UnixMilli()
-	h := batch.NewHeader(0)
-	h.Attributes = int16(batch.CodecZstd)
-	raw, err := batch.Rewrite(h, []batch.Record{{Timestamp: now, Value: make([]byte, 120<<20)}}, -1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("batch of one 120 MiB record: %d bytes", len(raw))
-	req := kmsg.NewPtrProduceRequest()
-	req.Acks = -1
-	req.TimeoutMillis = 30000
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = "bomb"
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Records = raw
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
+	raw := bombtest.OneRecord(99 << 20)
+	t.Logf("batch of one 99 MiB record: %d bytes", len(raw))
 	p := g.probe()
-	sendAndRead(t, g.addr, frame(0, 9, req), 60*time.Second)
+	if ec := produce(t, g.addr, produceFrame("bomb", 0, raw)); ec != 0 {
+		t.Fatalf("produce of the 99 MiB record: error code %d", ec)
+	}
 
 	lo := kmsg.NewPtrListOffsetsRequest()
 	lo.ReplicaID = -1
 	lt := kmsg.NewListOffsetsRequestTopic()
 	lt.Topic = "bomb"
 	lp := kmsg.NewListOffsetsRequestTopicPartition()
-	lp.Timestamp = now - 1000
+	lp.Timestamp = 0 // the bomb's record is stamped 0 (its batch's first timestamp)
 	lt.Partitions = append(lt.Partitions, lp)
 	lo.Topics = append(lo.Topics, lt)
 	fr := frame(2, 4, lo)
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Add(1)
-		go func() { defer wg.Done(); sendAndRead(t, g.addr, fr, 60*time.Second) }()
+		go func() {
+			defer wg.Done()
+			c, err := net.Dial("tcp", g.addr)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer c.Close()
+			_ = c.SetDeadline(time.Now().Add(60 * time.Second))
+			if _, err := c.Write(fr); err != nil {
+				t.Error(err)
+				return
+			}
+			resp, err := kafkawire.ReadFrame(c, 1<<20)
+			if err != nil {
+				t.Errorf("ListOffsets: %v", err)
+				return
+			}
+			var r kmsg.ListOffsetsResponse
+			r.SetVersion(4)
+			if err := r.ReadFrom(resp[4:]); err != nil {
+				t.Error(err)
+				return
+			}
+			if rp := r.Topics[0].Partitions[0]; rp.ErrorCode != 0 || rp.Offset != 0 {
+				t.Errorf("ListOffsets by timestamp: error %d, offset %d, want 0 and 0", rp.ErrorCode, rp.Offset)
+			}
+		}()
 	}
 	wg.Wait()
 	g.check(t, p)
