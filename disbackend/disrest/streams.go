@@ -259,7 +259,17 @@ func (s *Store) createStream(ctx context.Context, name string, parts, hours int3
 		StreamName: name, PartitionCount: parts, StreamType: &typ, DataType: &dt,
 		DataDuration: &hours, Tags: &tags,
 	}}
-	_, err := call(ctx, s, "create stream "+name, func() (*model.CreateStreamResponse, error) { return s.c.CreateStream(req) })
+	op, f := "create stream "+name, func() (*model.CreateStreamResponse, error) { return s.c.CreateStream(req) }
+	var err error
+	if name == MetaStream {
+		// The gateway's own stream: sending it again after a lost answer
+		// finds it created (ErrStreamExists, which ensureMeta takes), so a
+		// transient failure at start is retried instead of stopping the
+		// gateway.
+		_, err = callIdempotent(ctx, s, op, f)
+	} else {
+		_, err = call(ctx, s, op, f)
+	}
 	s.streams.drop(name)
 	return err
 }
