@@ -27,7 +27,6 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/disgw/disgw/kafkawire"
 )
 
 // EnvPrefix starts the environment variable of every key: key listen is read
@@ -213,6 +212,11 @@ type Config struct {
 	// offsets.retention.minutes). Default 168h (7 days); -1 keeps them.
 	OffsetsRetention time.Duration `yaml:"offsets_retention"`
 }
+
+// MaxRequestEntries is the most entries one request may declare
+// (kafkawire.MaxRequestEntries; configs imports nothing of ours, and a test
+// in cmd/disgw checks the two agree): the largest per-request cap.
+const MaxRequestEntries = 1 << 18
 
 // Default returns the defaults listed on Config. The keys that mirror a
 // gateway setting have the gateway's defaults (gateway.DefaultConfig); a
@@ -565,8 +569,8 @@ func (c Config) Validate() error {
 		key string
 		n   int32
 	}{{"max_request_topics", c.MaxRequestTopics}, {"max_request_partitions", c.MaxRequestPartitions}, {"max_request_groups", c.MaxRequestGroups}} {
-		if l.n <= 0 || l.n > kafkawire.MaxRequestEntries {
-			bad(l.key, "%d must be 1 to %d (a request declaring more entries is refused whole)", l.n, kafkawire.MaxRequestEntries)
+		if l.n <= 0 || l.n > MaxRequestEntries {
+			bad(l.key, "%d must be 1 to %d (a request declaring more entries is refused whole)", l.n, MaxRequestEntries)
 		}
 	}
 	if c.AutoCreateTopicsPerRequest <= 0 {

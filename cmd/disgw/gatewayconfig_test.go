@@ -7,6 +7,7 @@ import (
 
 	"github.com/disgw/disgw/configs"
 	"github.com/disgw/disgw/gateway"
+	"github.com/disgw/disgw/kafkawire"
 )
 
 func TestGatewayConfig(t *testing.T) {
@@ -54,5 +55,11 @@ func TestGatewayConfigDefaults(t *testing.T) {
 		if g, w := got.Field(i).Interface(), want.Field(i).Interface(); !reflect.DeepEqual(g, w) {
 			t.Errorf("gateway.Config.%s from configs.Default() = %v, gateway.DefaultConfig() has %v", name, g, w)
 		}
+	}
+}
+
+func TestMaxRequestEntriesAgree(t *testing.T) {
+	if configs.MaxRequestEntries != kafkawire.MaxRequestEntries {
+		t.Fatalf("configs.MaxRequestEntries %d, kafkawire.MaxRequestEntries %d", configs.MaxRequestEntries, kafkawire.MaxRequestEntries)
 	}
 }
