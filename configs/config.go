@@ -26,7 +26,6 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
-
 )
 
 // EnvPrefix starts the environment variable of every key: key listen is read
