@@ -38,18 +38,11 @@ func (c *conn) handleDescribeGroups(req *kafkawire.Request) reply {
 		if len(served) == len(r.Groups) {
 			return resp, nil
 		}
-		got := resp.Groups
-		resp.Groups = make([]kmsg.DescribeGroupsResponseGroup, 0, len(r.Groups))
-		for i, id := range r.Groups {
-			if codes[i] == 0 {
-				resp.Groups = append(resp.Groups, got[0])
-				got = got[1:]
-				continue
-			}
+		resp.Groups = withRefused(resp.Groups, r.Groups, codes, func(id string, code int16) kmsg.DescribeGroupsResponseGroup {
 			dg := kmsg.NewDescribeGroupsResponseGroup()
-			dg.Group, dg.ErrorCode = id, codes[i]
-			resp.Groups = append(resp.Groups, dg)
-		}
+			dg.Group, dg.ErrorCode = id, code
+			return dg
+		})
 		return resp, nil
 	}}
 }

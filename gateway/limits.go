@@ -265,3 +265,19 @@ func (q *partitionQuota) report(c *conn, api string) {
 	q.topics.report(c, limitTopics, api)
 	q.partitions.report(c, limitPartitions, api)
 }
+
+// withRefused merges the answers of the served names (got, in order) with
+// an answer made by refused for each name whose code is not 0, in the
+// order of names: a response listing every name the request gave.
+func withRefused[T any](got []T, names []string, codes []int16, refused func(name string, code int16) T) []T {
+	out := make([]T, 0, len(names))
+	for i, name := range names {
+		if codes[i] == 0 {
+			out = append(out, got[0])
+			got = got[1:]
+			continue
+		}
+		out = append(out, refused(name, codes[i]))
+	}
+	return out
+}
