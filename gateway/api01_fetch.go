@@ -30,6 +30,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap"
 
 	"github.com/disgw/disgw/disbackend"
 	"github.com/disgw/disgw/kafkawire"
@@ -54,9 +55,14 @@ func (c *conn) fetch(r *kmsg.FetchRequest) *kmsg.FetchResponse {
 	maxWait := time.Duration(max(r.MaxWaitMillis, 0)) * time.Millisecond
 	deadline := time.Now().Add(maxWait)
 	var timer *time.Timer
+	// The response is capped by the broker's fetch.max.bytes whatever the
+	// client asks; max_bytes 0 (or less) still gets the first batch
+	// (KIP-74), as from Kafka.
+	maxBytes := min(max(int(r.MaxBytes), 0), int(c.s.cfg.FetchMaxBytes))
 	for {
 		changed := c.s.backend.Changed()
-		n, done := c.fillFetch(r, resp)
+		n, done := c.fillFetch(r, resp, c.takeFetchBudget(maxBytes))
+		c.keepFetchBudget(n)
 		if done || n >= int(r.MinBytes) || !time.Now().Before(deadline) {
 			return resp
 		}
@@ -75,16 +81,45 @@ func (c *conn) fetch(r *kmsg.FetchRequest) *kmsg.FetchResponse {
 	}
 }
 
-// fillFetch (re)builds resp's topics from the backend. It returns the
+// fetchCostFactor is what a fetched record byte costs until its response
+// is written: the store's read buffer, the response's copy of several
+// batches, and the encoded response.
+const fetchCostFactor = 3
+
+// takeFetchBudget gives back what the previous round of this response
+// held and takes, without waiting, up to fetchCostFactor times maxBytes
+// from the request budget; it returns the record bytes the round may read.
+// Under memory pressure a Fetch so returns less (down to the first batch,
+// KIP-74) instead of waiting: the connection's pipelined requests may hold
+// the budget it would wait for. Runs on the writer goroutine.
+func (c *conn) takeFetchBudget(maxBytes int) int {
+	c.s.budget.release(c.fetchCost)
+	want := c.s.budget.clamp(fetchCostFactor * int64(maxBytes))
+	c.fetchCost = c.s.budget.takeUpTo(want)
+	if c.fetchCost < want {
+		c.s.limitLog.hit("queued_max_request_bytes_fetch", "fetch response reduced: the request budget is full",
+			zap.Int("fetch_max_bytes", maxBytes), zap.Int64("granted_bytes", c.fetchCost/fetchCostFactor))
+	}
+	return int(c.fetchCost / fetchCostFactor)
+}
+
+// keepFetchBudget keeps of the round's reservation what its n record bytes
+// hold (a first batch larger than the grant keeps the grant); the writer
+// gives it back once the response is written.
+func (c *conn) keepFetchBudget(n int) {
+	if keep := fetchCostFactor * int64(n); keep < c.fetchCost {
+		c.s.budget.release(c.fetchCost - keep)
+		c.fetchCost = keep
+	}
+}
+
+// fillFetch (re)builds resp's topics from the backend, reading at most
+// maxBytes record bytes (but the first batch, KIP-74). It returns the
 // record bytes found and done=true when a partition has an error that
 // should be returned at once.
-func (c *conn) fillFetch(r *kmsg.FetchRequest, resp *kmsg.FetchResponse) (total int, done bool) {
+func (c *conn) fillFetch(r *kmsg.FetchRequest, resp *kmsg.FetchResponse, maxBytes int) (total int, done bool) {
 	s := c.s
 	c.fetchBuf = c.fetchBuf[:0]
-	// The response is capped by the broker's fetch.max.bytes whatever the
-	// client asks; max_bytes 0 (or less) still gets the first batch
-	// (KIP-74), as from Kafka.
-	maxBytes := min(max(int(r.MaxBytes), 0), int(s.cfg.FetchMaxBytes))
 	resp.Topics = resp.Topics[:0]
 	for i := range r.Topics {
 		rt := &r.Topics[i]

@@ -80,6 +80,16 @@ func (b *requestBudget) acquire(ctx context.Context, stop <-chan struct{}, n int
 	}
 }
 
+// takeUpTo takes, without waiting, as much of n bytes as a large request
+// may still take, and returns what it took (0 when the budget is full).
+func (b *requestBudget) takeUpTo(n int64) int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	got := max(min(n, b.capacity-b.reserve-b.used), 0)
+	b.used += got
+	return got
+}
+
 // grow turns a held reservation of held bytes into one of total bytes
 // (total > held): at once when there is room, else it gives held back and
 // waits for total, so that readers waiting to grow never hold the budget

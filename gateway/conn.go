@@ -53,6 +53,10 @@ type conn struct {
 	// owned by the writer goroutine and reused, since each response is
 	// encoded before the next is built.
 	fetchBuf []byte
+	// fetchCost is the request budget the Fetch response being built or
+	// written holds (takeFetchBudget); owned by the writer goroutine,
+	// given back once the response is written.
+	fetchCost int64
 }
 
 func newConn(s *Server, nc net.Conn, id uint64) *conn {
@@ -292,9 +296,11 @@ func (c *conn) writeLoop() {
 		c.s.wg.Done()
 	}()
 	w := &responseWriter{c: c}
+	defer func() { c.s.budget.release(c.fetchCost); c.fetchCost = 0 }()
 	for r := range c.replies {
 		ok := w.write(r)
-		c.s.budget.release(r.cost)
+		c.s.budget.release(r.cost + c.fetchCost)
+		c.fetchCost = 0
 		if !ok {
 			return
 		}

@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"net"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/disgw/disgw/gateway"
@@ -197,4 +199,51 @@ func TestFrameReadTimeout(t *testing.T) {
 		t.Fatalf("idle connection: %v, want our own read timeout", err)
 	}
 	idle.roundTrip(3, kmsg.NewPtrApiVersionsRequest())
+}
+
+// TestFetchWithinRequestBudget: a Fetch takes its response's memory from
+// the request budget without waiting: it returns at most what the budget
+// grants (a third of it per record byte), still the first batch when the
+// budget is taken, and gives it all back once written.
+func TestFetchWithinRequestBudget(t *testing.T) {
+	g := startGateway(t, func(c *gateway.Config) {
+		c.MaxFrameBytes = 4 << 20
+		c.QueuedMaxRequestBytes = 8 << 20 // large requests: 7 MiB, so a fetch reads at most 7/3 MiB
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl := g.client(t, kgo.DefaultProduceTopic("fb"), kgo.AllowAutoTopicCreation(), kgo.ProducerBatchMaxBytes(200<<10))
+	value := make([]byte, 100<<10)
+	for range 100 { // 10 MiB
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: value}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fetch := func() int {
+		req := kmsg.NewPtrFetchRequest()
+		req.ReplicaID, req.MaxBytes, req.MaxWaitMillis = -1, 55<<20, 0
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic = "fb"
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.PartitionMaxBytes = 55 << 20
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp := g.raw(t).roundTrip(11, req).(*kmsg.FetchResponse)
+		p := resp.Topics[0].Partitions[0]
+		if p.ErrorCode != 0 {
+			t.Fatalf("fetch error %d", p.ErrorCode)
+		}
+		return len(p.RecordBatches)
+	}
+	if n := fetch(); n > 7<<20/3 || n < 100<<10 {
+		t.Fatalf("fetch returned %d record bytes, want within the budget's grant of %d", n, 7<<20/3)
+	}
+	waitFor(t, "the budget to be given back", func() bool { return g.srv.RequestBytesInUse() == 0 })
+	// With the budget taken by a stalled frame, a fetch still gets its
+	// first batch.
+	startFrame(t, g, 3<<20) // its head takes about 6 MiB
+	waitFor(t, "the stalled frame to take the budget", func() bool { return g.srv.RequestBytesInUse() > 6<<20 })
+	if n := fetch(); n < 100<<10 || n > 400<<10 {
+		t.Fatalf("fetch under a full budget returned %d record bytes, want about one batch", n)
+	}
 }
