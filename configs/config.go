@@ -179,6 +179,11 @@ type Config struct {
 	// auto-create per second, across all clients (a token bucket of
 	// max(this, auto_create_topics_per_request) tokens). Default 20.
 	AutoCreateTopicsPerSecond float64 `yaml:"auto_create_topics_per_second"`
+	// PartitionMutationsPerSecond is how many partitions CreateTopics and
+	// CreatePartitions may create per second across all clients (KIP-599's
+	// controller mutation rate; a bucket of ten seconds' worth); the others
+	// get THROTTLING_QUOTA_EXCEEDED with a throttle time. Default 1000.
+	PartitionMutationsPerSecond float64 `yaml:"partition_mutations_per_second"`
 	// FetchMaxBytes caps the record bytes of one Fetch response, whatever
 	// the client asks (Kafka fetch.max.bytes). Default 57671680 (55 MiB).
 	FetchMaxBytes int32 `yaml:"fetch_max_bytes"`
@@ -252,12 +257,13 @@ func Default() Config {
 		CleanerDedupeBufferBytes:    128 << 20,
 		MaxPartitions:               10000,
 
-		MaxRequestTopics:           50_000,
-		MaxRequestPartitions:       200_000,
-		MaxRequestGroups:           50_000,
-		AutoCreateTopicsPerRequest: 100,
-		AutoCreateTopicsPerSecond:  20,
-		FetchMaxBytes:              55 << 20,
+		MaxRequestTopics:            50_000,
+		MaxRequestPartitions:        200_000,
+		MaxRequestGroups:            50_000,
+		AutoCreateTopicsPerRequest:  100,
+		AutoCreateTopicsPerSecond:   20,
+		PartitionMutationsPerSecond: 1000,
+		FetchMaxBytes:               55 << 20,
 
 		GroupInitialRebalanceDelay: 3 * time.Second,
 		GroupMinSessionTimeout:     6 * time.Second,
@@ -577,6 +583,9 @@ func (c Config) Validate() error {
 	}
 	if !(c.AutoCreateTopicsPerSecond > 0) || math.IsInf(c.AutoCreateTopicsPerSecond, 0) {
 		bad("auto_create_topics_per_second", "%v must be a number > 0", c.AutoCreateTopicsPerSecond)
+	}
+	if !(c.PartitionMutationsPerSecond > 0) || math.IsInf(c.PartitionMutationsPerSecond, 0) {
+		bad("partition_mutations_per_second", "%v must be a number > 0", c.PartitionMutationsPerSecond)
 	}
 	if c.FetchMaxBytes <= 0 {
 		bad("fetch_max_bytes", "%d must be > 0", c.FetchMaxBytes)

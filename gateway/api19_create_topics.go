@@ -54,6 +54,19 @@ func (c *conn) handleCreateTopics(req *kafkawire.Request) reply {
 				t.ErrorMessage = errMessage(err)
 			}
 		}
+		if !r.ValidateOnly && s.topics.get(rt.Topic) == nil {
+			n := int(rt.NumPartitions)
+			if n <= 0 {
+				n = int(s.cfg.DefaultPartitions)
+			}
+			if ok, wait := s.limits.takeMutations(n); !ok {
+				fail(kerr.ThrottlingQuotaExceeded.Code, errors.New("partition mutation rate exceeded (partition_mutations_per_second)"))
+				resp.ThrottleMillis = max(resp.ThrottleMillis, throttleMillis(wait))
+				s.limits.hit(limitPartitionMutations, "CreateTopics", 1, c)
+				resp.Topics = append(resp.Topics, t)
+				continue
+			}
+		}
 		st, err := s.createTopicFromRequest(ctx, r, &rt, count[rt.Topic] > 1)
 		if err != nil {
 			fail(kafkaError(c.log, err), err)

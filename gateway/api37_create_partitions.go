@@ -40,6 +40,16 @@ func (c *conn) handleCreatePartitions(req *kafkawire.Request) reply {
 			continue
 		}
 		var err error
+		if st := s.topics.get(rt.Topic); st != nil && !r.ValidateOnly && count[rt.Topic] == 1 && rt.Count > st.PartitionCount {
+			if ok, wait := s.limits.takeMutations(int(rt.Count - st.PartitionCount)); !ok {
+				t.ErrorCode = kerr.ThrottlingQuotaExceeded.Code
+				t.ErrorMessage = kmsg.StringPtr("partition mutation rate exceeded (partition_mutations_per_second)")
+				resp.ThrottleMillis = max(resp.ThrottleMillis, throttleMillis(wait))
+				s.limits.hit(limitPartitionMutations, "CreatePartitions", 1, c)
+				resp.Topics = append(resp.Topics, t)
+				continue
+			}
+		}
 		if count[rt.Topic] > 1 {
 			err = errListedTwice(rt.Topic)
 		} else {

@@ -45,12 +45,19 @@ type RequestLimits struct {
 	// second across all connections (a token bucket holding at most
 	// max(AutoCreatePerSecond, AutoCreatePerRequest) tokens). Default 20.
 	AutoCreatePerSecond float64
+	// PartitionMutationsPerSecond is how many partitions CreateTopics and
+	// CreatePartitions may create per second across all connections
+	// (KIP-599's controller mutation rate): a token bucket of ten seconds'
+	// worth; a request is admitted while the bucket is not empty (it may
+	// go below zero, as Kafka's), the others get THROTTLING_QUOTA_EXCEEDED
+	// and a throttle time. Default 1000.
+	PartitionMutationsPerSecond float64
 }
 
 // DefaultRequestLimits returns the defaults listed on RequestLimits.
 func DefaultRequestLimits() RequestLimits {
 	return RequestLimits{MaxTopics: 50_000, MaxPartitions: 200_000, MaxGroups: 50_000,
-		AutoCreatePerRequest: 100, AutoCreatePerSecond: 20}
+		AutoCreatePerRequest: 100, AutoCreatePerSecond: 20, PartitionMutationsPerSecond: 1000}
 }
 
 func (l *RequestLimits) fill() {
@@ -70,6 +77,9 @@ func (l *RequestLimits) fill() {
 	if l.AutoCreatePerSecond <= 0 {
 		l.AutoCreatePerSecond = d.AutoCreatePerSecond
 	}
+	if l.PartitionMutationsPerSecond <= 0 {
+		l.PartitionMutationsPerSecond = d.PartitionMutationsPerSecond
+	}
 }
 
 // Error codes for entries past a cap. Kafka has no such caps; it answers
@@ -88,11 +98,12 @@ const (
 	limitGroups
 	limitAutoCreateRequest
 	limitAutoCreateRate
+	limitPartitionMutations
 	numLimits
 )
 
 var limitNames = [numLimits]string{"max_request_topics", "max_request_partitions", "max_request_groups",
-	"auto_create_topics_per_request", "auto_create_topics_per_second"}
+	"auto_create_topics_per_request", "auto_create_topics_per_second", "partition_mutations_per_second"}
 
 // limiter holds the server's limits, the auto-create token bucket and the
 // log throttle; shared by all connections.
@@ -103,9 +114,10 @@ type limiter struct {
 
 	events *limitLog // the rate-limited log lines, on the clock now
 
-	mu       sync.Mutex
-	tokens   float64   // guarded by mu
-	refilled time.Time // guarded by mu
+	mu        sync.Mutex
+	tokens    float64   // guarded by mu
+	refilled  time.Time // guarded by mu
+	mutations float64   // guarded by mu; partition mutation tokens, refilled with tokens
 }
 
 func newLimiter(cfg RequestLimits, log *zap.Logger) *limiter {
@@ -113,8 +125,26 @@ func newLimiter(cfg RequestLimits, log *zap.Logger) *limiter {
 	l.events = newLimitLog(log)
 	l.events.now = func() time.Time { return l.now() }
 	l.tokens = l.burst()
+	l.mutations = l.mutationBurst()
 	l.refilled = l.now()
 	return l
+}
+
+func (l *limiter) mutationBurst() float64 { return 10 * l.cfg.PartitionMutationsPerSecond }
+
+// takeMutations admits a create of n partitions when the partition
+// mutation bucket is not empty, and takes n tokens from it (it may go
+// below zero). Refused, it returns how long until the bucket has a token
+// again: the throttle time of the THROTTLING_QUOTA_EXCEEDED answer.
+func (l *limiter) takeMutations(n int) (ok bool, wait time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.refill()
+	if l.mutations > 0 {
+		l.mutations -= float64(n)
+		return true, 0
+	}
+	return false, time.Duration(math.Ceil((1 - l.mutations) / l.cfg.PartitionMutationsPerSecond * float64(time.Second)))
 }
 
 func (l *limiter) burst() float64 {
@@ -152,6 +182,7 @@ func (l *limiter) refill() {
 	now := l.now()
 	if d := now.Sub(l.refilled); d > 0 {
 		l.tokens = math.Min(l.burst(), l.tokens+d.Seconds()*l.cfg.AutoCreatePerSecond)
+		l.mutations = math.Min(l.mutationBurst(), l.mutations+d.Seconds()*l.cfg.PartitionMutationsPerSecond)
 	}
 	l.refilled = now
 }

@@ -398,3 +398,50 @@ func TestAutoCreateLimits(t *testing.T) {
 		t.Errorf("%d topics exist, want the 25 created", len(streams))
 	}
 }
+
+// TestPartitionMutationQuota: CreateTopics and CreatePartitions take their
+// partitions from one bucket (KIP-599): a request is admitted while the
+// bucket is not empty, past it THROTTLING_QUOTA_EXCEEDED with a throttle
+// time, and the bucket refills at the configured rate.
+func TestPartitionMutationQuota(t *testing.T) {
+	g := startGateway(t, func(c *gateway.Config) { c.Limits.PartitionMutationsPerSecond = 10 }) // a bucket of 100
+	var mu sync.Mutex
+	now := time.Unix(1_000_000, 0)
+	gateway.SetLimitsClock(g.srv, func() time.Time { mu.Lock(); defer mu.Unlock(); return now })
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	r := g.raw(t)
+	create := func(parts ...int32) *kmsg.CreateTopicsResponse {
+		t.Helper()
+		req := kmsg.NewPtrCreateTopicsRequest()
+		req.TimeoutMillis = 10000
+		for i, n := range parts {
+			rt := kmsg.NewCreateTopicsRequestTopic()
+			rt.Topic, rt.NumPartitions, rt.ReplicationFactor = fmt.Sprintf("mut-%d-%d", now.Unix(), i), n, 1
+			req.Topics = append(req.Topics, rt)
+		}
+		return r.roundTrip(7, req).(*kmsg.CreateTopicsResponse)
+	}
+	resp := create(60, 60, 1)
+	if got := []int16{resp.Topics[0].ErrorCode, resp.Topics[1].ErrorCode, resp.Topics[2].ErrorCode}; got[0] != 0 || got[1] != 0 || got[2] != kerr.ThrottlingQuotaExceeded.Code {
+		t.Fatalf("error codes %v, want 0, 0 (the bucket goes to -20), THROTTLING_QUOTA_EXCEEDED", got)
+	}
+	if resp.ThrottleMillis < 2000 || resp.ThrottleMillis > 2200 {
+		t.Fatalf("throttle %d ms, want about 2100 (21 tokens at 10 a second)", resp.ThrottleMillis)
+	}
+	// CreatePartitions takes from the same bucket.
+	cp := kmsg.NewPtrCreatePartitionsRequest()
+	cp.TimeoutMillis = 10000
+	ct := kmsg.NewCreatePartitionsRequestTopic()
+	ct.Topic, ct.Count = resp.Topics[0].Topic, 70
+	cp.Topics = append(cp.Topics, ct)
+	if cr := r.roundTrip(3, cp).(*kmsg.CreatePartitionsResponse); cr.Topics[0].ErrorCode != kerr.ThrottlingQuotaExceeded.Code {
+		t.Fatalf("CreatePartitions with an empty bucket: error %d", cr.Topics[0].ErrorCode)
+	}
+	advance(3 * time.Second) // -20 + 30 = 10 tokens
+	if resp := create(5); resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("after the refill: error %d", resp.Topics[0].ErrorCode)
+	}
+	if cr := r.roundTrip(3, cp).(*kmsg.CreatePartitionsResponse); cr.Topics[0].ErrorCode != 0 {
+		t.Fatalf("CreatePartitions after the refill: error %d", cr.Topics[0].ErrorCode)
+	}
+}

@@ -34,9 +34,10 @@ func TestGatewayConfig(t *testing.T) {
 		t.Fatalf("gatewayConfig() = %+v does not mirror %+v", g, c)
 	}
 	c.MaxRequestTopics, c.MaxRequestPartitions, c.MaxRequestGroups = 7, 8, 9
-	c.AutoCreateTopicsPerRequest, c.AutoCreateTopicsPerSecond = 10, 0.5
+	c.AutoCreateTopicsPerRequest, c.AutoCreateTopicsPerSecond, c.PartitionMutationsPerSecond = 10, 0.5, 3
 	g = gatewayConfig(c)
-	if want := (gateway.RequestLimits{MaxTopics: 7, MaxPartitions: 8, MaxGroups: 9, AutoCreatePerRequest: 10, AutoCreatePerSecond: 0.5}); g.Limits != want {
+	if want := (gateway.RequestLimits{MaxTopics: 7, MaxPartitions: 8, MaxGroups: 9, AutoCreatePerRequest: 10, AutoCreatePerSecond: 0.5,
+		PartitionMutationsPerSecond: 3}); g.Limits != want {
 		t.Fatalf("gatewayConfig().Limits = %+v, want %+v", g.Limits, want)
 	}
 	if g.WriteTimeout == 0 || g.MaxInFlight == 0 || g.RequestOverhead == 0 {

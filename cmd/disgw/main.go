@@ -365,7 +365,7 @@ func gatewayConfig(cfg configs.Config) gateway.Config {
 	g.MaxPartitions = cfg.MaxPartitions
 	g.Limits = gateway.RequestLimits{MaxTopics: int(cfg.MaxRequestTopics), MaxPartitions: int(cfg.MaxRequestPartitions),
 		MaxGroups: int(cfg.MaxRequestGroups), AutoCreatePerRequest: int(cfg.AutoCreateTopicsPerRequest),
-		AutoCreatePerSecond: cfg.AutoCreateTopicsPerSecond}
+		AutoCreatePerSecond: cfg.AutoCreateTopicsPerSecond, PartitionMutationsPerSecond: cfg.PartitionMutationsPerSecond}
 	g.FetchMaxBytes = cfg.FetchMaxBytes
 	g.GroupInitialRebalanceDelay = cfg.GroupInitialRebalanceDelay
 	g.GroupMinSessionTimeout = cfg.GroupMinSessionTimeout
