@@ -614,3 +614,46 @@ func isTimeout(err error) bool {
 	ne, ok := err.(net.Error)
 	return ok && ne.Timeout()
 }
+
+// TestCreateTopicsFlood: one CreateTopics of 450 topics of 10,000
+// partitions each (7 KB), then a Metadata request for every topic.
+func TestCreateTopicsFlood(t *testing.T) {
+	g := start(t)
+	p := g.probe()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = 30000
+	for i := range 450 {
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = fmt.Sprintf("cq-%03d", i), 10000, 1
+		req.Topics = append(req.Topics, rt)
+	}
+	sendAndRead(t, g.addr, frame(19, 7, req), 60*time.Second)
+	all := kmsg.NewPtrMetadataRequest()
+	c, err := net.Dial("tcp", g.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(60 * time.Second))
+	if _, err := c.Write(frame(3, 4, all)); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := kafkawire.ReadFrame(c, 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r kmsg.MetadataResponse
+	r.SetVersion(4)
+	if err := r.ReadFrom(resp[4:]); err != nil {
+		t.Fatal(err)
+	}
+	parts := 0
+	for _, t := range r.Topics {
+		parts += len(t.Partitions)
+	}
+	t.Logf("%d topics, %d partitions after the flood", len(r.Topics), parts)
+	if parts > 20000 {
+		t.Errorf("one CreateTopics request created %d partitions", parts)
+	}
+	g.check(t, p)
+}
