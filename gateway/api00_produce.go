@@ -22,6 +22,7 @@ package gateway
 // timeout the answer is REQUEST_TIMED_OUT, never THROTTLING_QUOTA_EXCEEDED.
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -102,7 +103,7 @@ func (c *conn) handleProduce(req *kafkawire.Request) reply {
 			case rp.Partition < 0 || rp.Partition >= st.PartitionCount:
 				setErr(p, kerr.UnknownTopicOrPartition.Code, nil)
 			default:
-				pending, err := c.appendBatch(decodeCtx, r.Version, st, rp)
+				pending, err := c.appendBatch(decodeCtx, r.Version, req.FrameBytes, st, rp)
 				if err != nil {
 					s.logDecompressRefusal("produce", st, rp.Partition, len(rp.Records), err)
 					setErr(p, kafkaError(c.log, err), err)
@@ -166,10 +167,16 @@ func (c *conn) handleProduce(req *kafkawire.Request) reply {
 // INVALID_RECORD, among them max.decompressed.message.bytes,
 // UNSUPPORTED_COMPRESSION_TYPE), and, when the budget has no room before
 // ctx ends, one that maps to REQUEST_TIMED_OUT.
-func (c *conn) appendBatch(ctx context.Context, version int16, st *disbackend.Stream, rp *kmsg.ProduceRequestTopicPartition) (_ *disbackend.Pending, err error) {
+func (c *conn) appendBatch(ctx context.Context, version int16, frameBytes int, st *disbackend.Stream, rp *kmsg.ProduceRequestTopicPartition) (_ *disbackend.Pending, err error) {
 	raw := rp.Records
 	if len(raw) > int(st.Config.MaxMessageBytes) {
 		return nil, kerrWrap(kerr.MessageTooLarge, fmt.Sprintf("record batch of %d bytes is larger than max.message.bytes %d", len(raw), st.Config.MaxMessageBytes))
+	}
+	if frameBytes > 2*len(raw)+64<<10 {
+		// The batch is a small part of its request's frame: what the
+		// backend keeps of it (the tail cache, the DIS buffer) would keep
+		// the whole frame alive, so it gets its own copy.
+		raw = bytes.Clone(raw)
 	}
 	h, err := batch.Parse(raw)
 	if err != nil {

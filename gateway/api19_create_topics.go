@@ -55,11 +55,7 @@ func (c *conn) handleCreateTopics(req *kafkawire.Request) reply {
 			}
 		}
 		if !r.ValidateOnly && s.topics.get(rt.Topic) == nil {
-			n := int(rt.NumPartitions)
-			if n <= 0 {
-				n = int(s.cfg.DefaultPartitions)
-			}
-			if ok, wait := s.limits.takeMutations(n); !ok {
+			if ok, wait := s.limits.admitMutations(); !ok {
 				fail(kerr.ThrottlingQuotaExceeded.Code, errors.New("partition mutation rate exceeded (partition_mutations_per_second)"))
 				resp.ThrottleMillis = max(resp.ThrottleMillis, throttleMillis(wait))
 				s.limits.hit(limitPartitionMutations, "CreateTopics", 1, c)
@@ -72,6 +68,9 @@ func (c *conn) handleCreateTopics(req *kafkawire.Request) reply {
 			fail(kafkaError(c.log, err), err)
 			resp.Topics = append(resp.Topics, t)
 			continue
+		}
+		if !r.ValidateOnly {
+			s.limits.spendMutations(int(st.PartitionCount))
 		}
 		if r.Version >= 7 {
 			t.TopicID = st.TopicID

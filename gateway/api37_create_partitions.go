@@ -41,7 +41,7 @@ func (c *conn) handleCreatePartitions(req *kafkawire.Request) reply {
 		}
 		var err error
 		if st := s.topics.get(rt.Topic); st != nil && !r.ValidateOnly && count[rt.Topic] == 1 && rt.Count > st.PartitionCount {
-			if ok, wait := s.limits.takeMutations(int(rt.Count - st.PartitionCount)); !ok {
+			if ok, wait := s.limits.admitMutations(); !ok {
 				t.ErrorCode = kerr.ThrottlingQuotaExceeded.Code
 				t.ErrorMessage = kmsg.StringPtr("partition mutation rate exceeded (partition_mutations_per_second)")
 				resp.ThrottleMillis = max(resp.ThrottleMillis, throttleMillis(wait))
@@ -53,7 +53,11 @@ func (c *conn) handleCreatePartitions(req *kafkawire.Request) reply {
 		if count[rt.Topic] > 1 {
 			err = errListedTwice(rt.Topic)
 		} else {
+			before := s.topics.get(rt.Topic)
 			err = s.createPartitions(ctx, rt.Topic, rt.Count, r.ValidateOnly)
+			if err == nil && !r.ValidateOnly && before != nil {
+				s.limits.spendMutations(int(rt.Count - before.PartitionCount))
+			}
 		}
 		if err != nil {
 			t.ErrorCode = kafkaError(c.log, err)

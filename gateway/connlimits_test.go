@@ -1,10 +1,12 @@
 package gateway_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
 	"net"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/disgw/disgw/gateway"
 	"github.com/disgw/disgw/kafkawire"
+	"github.com/disgw/disgw/kafkawire/batch"
 )
 
 // apiVersionsOK asserts a fresh connection gets an ApiVersions answer.
@@ -245,5 +248,57 @@ func TestFetchWithinRequestBudget(t *testing.T) {
 	waitFor(t, "the stalled frame to take the budget", func() bool { return g.srv.RequestBytesInUse() > 6<<20 })
 	if n := fetch(); n < 100<<10 || n > 400<<10 {
 		t.Fatalf("fetch under a full budget returned %d record bytes, want about one batch", n)
+	}
+}
+
+// TestStoredBatchesDoNotPinFrames: a small batch of a large Produce frame
+// is stored as its own copy, so the tail cache keeping it does not keep
+// the whole frame alive (a review kept gigabytes of frames alive through
+// tiny cached batches).
+func TestStoredBatchesDoNotPinFrames(t *testing.T) {
+	if raceEnabled {
+		t.Skip("measures the heap (not under -race)")
+	}
+	g := startGateway(t, func(c *gateway.Config) { c.AutoCreateTopics = false })
+	r := g.raw(t)
+	ct := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "pins", 200, 1
+	ct.Topics = append(ct.Topics, rt)
+	r.roundTrip(4, ct)
+	tiny := batch.Encode(batch.NewHeader(0), []batch.Record{{Value: []byte("v")}})
+	big := batch.Encode(batch.NewHeader(0), []batch.Record{{Value: make([]byte, 900<<10)}})
+	heap := func() uint64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	before := heap()
+	const requests = 40
+	for range requests {
+		p := kmsg.NewPtrProduceRequest()
+		p.Acks = 1
+		pt := kmsg.NewProduceRequestTopic()
+		pt.Topic = "pins"
+		for i := range 200 {
+			pp := kmsg.NewProduceRequestTopicPartition()
+			pp.Partition = int32(i)
+			pp.Records = bytes.Clone(tiny)
+			if i == 0 {
+				pp.Records = bytes.Clone(big)
+			}
+			pt.Partitions = append(pt.Partitions, pp)
+		}
+		p.Topics = append(p.Topics, pt)
+		resp := r.roundTrip(9, p).(*kmsg.ProduceResponse)
+		if ec := resp.Topics[0].Partitions[1].ErrorCode; ec != 0 {
+			t.Fatalf("produce: error %d", ec)
+		}
+	}
+	grown := int64(heap()) - int64(before)
+	t.Logf("heap grew %d KiB after %d frames of %d KiB", grown>>10, requests, len(big)>>10)
+	if grown > requests*int64(len(big))/2 { // with every frame kept alive: about 38 MB
+		t.Fatalf("heap grew %d bytes: the cached tiny batches keep their %d frames of %d bytes alive", grown, requests, len(big))
 	}
 }

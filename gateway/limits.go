@@ -132,19 +132,25 @@ func newLimiter(cfg RequestLimits, log *zap.Logger) *limiter {
 
 func (l *limiter) mutationBurst() float64 { return 10 * l.cfg.PartitionMutationsPerSecond }
 
-// takeMutations admits a create of n partitions when the partition
-// mutation bucket is not empty, and takes n tokens from it (it may go
-// below zero). Refused, it returns how long until the bucket has a token
-// again: the throttle time of the THROTTLING_QUOTA_EXCEEDED answer.
-func (l *limiter) takeMutations(n int) (ok bool, wait time.Duration) {
+// admitMutations reports whether a create of partitions is admitted: the
+// partition mutation bucket is not empty (a create may take it below
+// zero, as Kafka's). Refused, it returns how long until the bucket has a
+// token again: the throttle time of the THROTTLING_QUOTA_EXCEEDED answer.
+func (l *limiter) admitMutations() (ok bool, wait time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.refill()
 	if l.mutations > 0 {
-		l.mutations -= float64(n)
 		return true, 0
 	}
 	return false, time.Duration(math.Ceil((1 - l.mutations) / l.cfg.PartitionMutationsPerSecond * float64(time.Second)))
+}
+
+// spendMutations takes n partitions created from the bucket.
+func (l *limiter) spendMutations(n int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.mutations -= float64(n)
 }
 
 func (l *limiter) burst() float64 {

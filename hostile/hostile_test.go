@@ -30,6 +30,7 @@ import (
 
 	"github.com/disgw/disgw/internal/bombtest"
 	"github.com/disgw/disgw/kafkawire"
+	"github.com/disgw/disgw/kafkawire/batch"
 )
 
 const (
@@ -655,5 +656,42 @@ func TestCreateTopicsFlood(t *testing.T) {
 	if parts > 20000 {
 		t.Errorf("one CreateTopics request created %d partitions", parts)
 	}
+	g.check(t, p)
+}
+
+// TestSnappyBatches: Produce requests of 50 partitions, each a snappy
+// batch of one 20 MiB record (about 1 MiB sent per batch), on 8
+// connections at once: 8 GiB decompressed in all, which the decompression
+// budget must queue.
+func TestSnappyBatches(t *testing.T) {
+	g := start(t)
+	createTopic(t, g.addr, "snappy", 50)
+	h := batch.NewHeader(0)
+	h.Attributes = int16(batch.CodecSnappy)
+	raw, err := batch.Rewrite(h, []batch.Record{{Value: make([]byte, 20<<20)}}, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks = -1
+	req.TimeoutMillis = 30000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "snappy"
+	for p := range 50 {
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Partition = int32(p)
+		rp.Records = raw
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	fr := frame(0, 9, req)
+	t.Logf("%d-byte produce of 50 snappy batches of %d bytes", len(fr), len(raw))
+	p := g.probe()
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() { defer wg.Done(); sendAndRead(t, g.addr, fr, 120*time.Second) }()
+	}
+	wg.Wait()
 	g.check(t, p)
 }

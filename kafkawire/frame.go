@@ -84,6 +84,9 @@ type Request struct {
 	// Entries is how many entries the body's arrays declare, counted
 	// before decoding (0 for a request type ParseRequest does not walk).
 	Entries int
+	// FrameBytes is the frame's size (without its size prefix): the one
+	// allocation that byte slices in Body keep alive.
+	FrameBytes int
 }
 
 // ParseRequest decodes a frame (without its size prefix): the request header
@@ -102,7 +105,7 @@ func ParseRequest(frame []byte) (*Request, error) {
 		return nil, fmt.Errorf("%w: %d-byte frame is shorter than a request header", ErrMalformed, len(frame))
 	}
 	rd := kbin.Reader{Src: frame}
-	req := &Request{Key: rd.Int16(), Version: rd.Int16(), CorrelationID: rd.Int32()}
+	req := &Request{Key: rd.Int16(), Version: rd.Int16(), CorrelationID: rd.Int32(), FrameBytes: len(frame)}
 	if cid := rd.NullableString(); cid != nil {
 		req.ClientID = *cid
 	}
