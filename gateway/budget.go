@@ -48,6 +48,15 @@ func (b *requestBudget) limit(n int64) int64 {
 	return b.capacity - b.reserve
 }
 
+// maxCostFactor: a request costing more than this many times what large
+// requests may take is refused (its connection closed, as for a frame over
+// max_frame_bytes) rather than run alone: alone it would still take
+// several times the budget.
+const maxCostFactor = 3
+
+// refuses reports whether a request costing n is refused outright.
+func (b *requestBudget) refuses(n int64) bool { return n > maxCostFactor*(b.capacity-b.reserve) }
+
 // clamp bounds a request's cost by what a large request may take, so a
 // request costing more than that waits until it can run alone instead of
 // being refused.

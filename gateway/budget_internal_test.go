@@ -14,6 +14,9 @@ func TestRequestBudget(t *testing.T) {
 	if _, err := b.acquire(ctx, stop, 112<<20+1); !errors.Is(err, errOverBudget) {
 		t.Fatalf("acquire over seven eighths: %v, want errOverBudget", err)
 	}
+	if b.refuses(3*112<<20) || !b.refuses(3*112<<20+1) {
+		t.Fatal("refuses: want costs over three times seven eighths of the budget refused, no others")
+	}
 	if _, err := b.acquire(ctx, stop, 100<<20); err != nil {
 		t.Fatal(err)
 	}

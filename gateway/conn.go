@@ -173,9 +173,15 @@ func (c *conn) readFrame(br *bufio.Reader) (frame []byte, cost int64, err error)
 	} else {
 		cost = kafkawire.RequestCost(key, version, int(n))
 	}
-	// A request costing more than large requests may take runs alone.
-	cost = c.s.budget.clamp(cost)
-	waited, err := c.s.budget.acquire(c.ctx, c.stopped, cost)
+	// A request costing more than large requests may take runs alone;
+	// one costing several times that is refused.
+	var waited bool
+	if c.s.budget.refuses(cost) {
+		err = fmt.Errorf("%w: the request costs %d bytes, more than %d times what large requests may take", errOverBudget, cost, maxCostFactor)
+	} else {
+		cost = c.s.budget.clamp(cost)
+		waited, err = c.s.budget.acquire(c.ctx, c.stopped, cost)
+	}
 	if err != nil {
 		if errors.Is(err, errOverBudget) {
 			c.s.limitLog.hit("queued_max_request_bytes", "request refused: larger than the request budget, closing connection",

@@ -695,3 +695,50 @@ func TestSnappyBatches(t *testing.T) {
 	wg.Wait()
 	g.check(t, p)
 }
+
+// TestLongNames: requests at the entry ceiling with long names (262,000
+// names of 300 bytes: 76 MiB frames) for DeleteTopics, DescribeConfigs and
+// CreateTopics, 4 connections at once.
+func TestLongNames(t *testing.T) {
+	name := strings.Repeat("n", 298)
+	var names []byte
+	for i := range 262000 {
+		names = binary.BigEndian.AppendUint16(names, 300)
+		names = append(names, fmt.Sprintf("%s%02d", name, i%100)...)
+	}
+	for _, tc := range []struct {
+		name  string
+		frame []byte
+	}{
+		// DeleteTopics v0: topics [string], timeout int32.
+		{"delete topics", append(emptyEntriesRaw(20, 0, 262000, names), 0, 0, 0, 100)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := start(t)
+			p := g.probe()
+			var wg sync.WaitGroup
+			for range 4 {
+				wg.Add(1)
+				go func() { defer wg.Done(); sendAndRead(t, g.addr, fixSize(tc.frame), 120*time.Second) }()
+			}
+			wg.Wait()
+			g.check(t, p)
+		})
+	}
+}
+
+// emptyEntriesRaw is a non-flexible request header (key, version) and an
+// array of n entries whose bytes are entries, without the size prefix.
+func emptyEntriesRaw(key, version int16, n int, entries []byte) []byte {
+	body := binary.BigEndian.AppendUint16(nil, uint16(key))
+	body = binary.BigEndian.AppendUint16(body, uint16(version))
+	body = binary.BigEndian.AppendUint32(body, 1)
+	body = binary.BigEndian.AppendUint16(body, 0)
+	body = binary.BigEndian.AppendUint32(body, uint32(n))
+	return append(body, entries...)
+}
+
+// fixSize prefixes body with its size.
+func fixSize(body []byte) []byte {
+	return append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...)
+}
