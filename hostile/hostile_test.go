@@ -742,3 +742,58 @@ func emptyEntriesRaw(key, version int16, n int, entries []byte) []byte {
 func fixSize(body []byte) []byte {
 	return append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...)
 }
+
+// TestLargeFetches: 64 MiB stored in one partition, then 16 connections
+// each fetch it with max_bytes 55 MiB at once, and 16 more never read
+// their response.
+func TestLargeFetches(t *testing.T) {
+	g := start(t)
+	createTopic(t, g.addr, "big", 1)
+	value := make([]byte, 1000)
+	recs := make([]batch.Record, 1000)
+	for i := range recs {
+		recs[i] = batch.Record{OffsetDelta: int32(i), Value: value}
+	}
+	for range 64 { // batches of about 1 MiB
+		if ec := produce(t, g.addr, produceFrame("big", 0, batch.Encode(batch.NewHeader(0), recs))); ec != 0 {
+			t.Fatalf("produce: error %d", ec)
+		}
+	}
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID, req.MaxBytes, req.MaxWaitMillis = -1, 55<<20, 100
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = "big"
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.PartitionMaxBytes = 55 << 20
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	fr := frame(1, 4, req)
+	p := g.probe()
+	var wg sync.WaitGroup
+	for i := range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := net.Dial("tcp", g.addr)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer c.Close()
+			if _, err := c.Write(fr); err != nil {
+				t.Error(err)
+				return
+			}
+			if i%2 == 1 {
+				time.Sleep(5 * time.Second) // never reads its response
+				return
+			}
+			_ = c.SetDeadline(time.Now().Add(60 * time.Second))
+			if _, err := kafkawire.ReadFrame(bufio.NewReader(c), 1<<30); err != nil {
+				t.Errorf("fetch: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	g.check(t, p)
+}
