@@ -797,3 +797,55 @@ func TestLargeFetches(t *testing.T) {
 	wg.Wait()
 	g.check(t, p)
 }
+
+// TestTinyBatches: Produce requests of 10,000 partitions each with a
+// one-record batch, pipelined 16 deep on 2 connections (320,000 stored batches: the embedded store keeps an index entry and a cache entry of each in memory, about 300 bytes; see the README).
+func TestTinyBatches(t *testing.T) {
+	g := start(t)
+	createTopic(t, g.addr, "tiny", 10000)
+	tiny := batch.Encode(batch.NewHeader(0), []batch.Record{{Value: []byte("v")}})
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks = 1
+	req.TimeoutMillis = 30000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "tiny"
+	for p := range 10000 {
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Partition = int32(p)
+		rp.Records = tiny
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	fr := frame(0, 9, req)
+	p := g.probe()
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := net.Dial("tcp", g.addr)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer c.Close()
+			_ = c.SetDeadline(time.Now().Add(120 * time.Second))
+			go func() {
+				for range 16 {
+					if _, err := c.Write(fr); err != nil {
+						return
+					}
+				}
+			}()
+			br := bufio.NewReader(c)
+			for range 16 {
+				if _, err := kafkawire.ReadFrame(br, 1<<30); err != nil {
+					t.Errorf("produce: %v", err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	g.check(t, p)
+}
