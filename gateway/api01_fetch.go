@@ -86,6 +86,10 @@ func (c *conn) fetch(r *kmsg.FetchRequest) *kmsg.FetchResponse {
 // batches, and the encoded response.
 const fetchCostFactor = 3
 
+// fetchReducedLogBytes: a fetch granted fewer record bytes than this (and
+// than it asked) logs that the request budget reduced it.
+const fetchReducedLogBytes = 8 << 20
+
 // takeFetchBudget gives back what the previous round of this response
 // held and takes, without waiting, up to fetchCostFactor times maxBytes
 // from the request budget; it returns the record bytes the round may read.
@@ -96,7 +100,9 @@ func (c *conn) takeFetchBudget(maxBytes int) int {
 	c.s.budget.release(c.fetchCost)
 	want := c.s.budget.clamp(fetchCostFactor * int64(maxBytes))
 	c.fetchCost = c.s.budget.takeUpTo(want)
-	if c.fetchCost < want {
+	if c.fetchCost < min(want, fetchCostFactor*fetchReducedLogBytes) {
+		// Under pressure (a fetch reading less than 8 MiB for it), not
+		// when concurrent fetches share the budget's large part.
 		c.s.limitLog.hit("queued_max_request_bytes_fetch", "fetch response reduced: the request budget is full",
 			zap.Int("fetch_max_bytes", maxBytes), zap.Int64("granted_bytes", c.fetchCost/fetchCostFactor))
 	}
