@@ -91,32 +91,30 @@ const fetchCostFactor = 3
 const fetchReducedLogBytes = 8 << 20
 
 // takeFetchBudget gives back what the previous round of this response
-// held and takes, without waiting, up to fetchCostFactor times maxBytes
-// from the request budget; it returns the record bytes the round may read.
-// Under memory pressure a Fetch so returns less (down to the first batch,
-// KIP-74) instead of waiting: the connection's pipelined requests may hold
-// the budget it would wait for. Runs on the writer goroutine.
+// held and returns the record bytes the round may read: at most a
+// fetchCostFactor-th of what the request budget has free now. It reserves
+// nothing while the round reads (a read from DIS is an HTTP call: holding
+// the budget through it starved every other fetch and produce);
+// keepFetchBudget charges what was read. Under memory pressure a Fetch so
+// returns less (down to the first batch, KIP-74) instead of waiting: the
+// connection's pipelined requests may hold the budget it would wait for.
+// Runs on the writer goroutine.
 func (c *conn) takeFetchBudget(maxBytes int) int {
 	c.s.budget.release(c.fetchCost)
-	want := c.s.budget.clamp(fetchCostFactor * int64(maxBytes))
-	c.fetchCost = c.s.budget.takeUpTo(want)
-	if c.fetchCost < min(want, fetchCostFactor*fetchReducedLogBytes) {
-		// Under pressure (a fetch reading less than 8 MiB for it), not
-		// when concurrent fetches share the budget's large part.
+	c.fetchCost = 0
+	grant := min(int64(maxBytes), c.s.budget.available()/fetchCostFactor)
+	if grant < min(int64(maxBytes), fetchReducedLogBytes) {
 		c.s.limitLog.hit("queued_max_request_bytes_fetch", "fetch response reduced: the request budget is full",
-			zap.Int("fetch_max_bytes", maxBytes), zap.Int64("granted_bytes", c.fetchCost/fetchCostFactor))
+			zap.Int("fetch_max_bytes", maxBytes), zap.Int64("granted_bytes", grant))
 	}
-	return int(c.fetchCost / fetchCostFactor)
+	return int(grant)
 }
 
-// keepFetchBudget keeps of the round's reservation what its n record bytes
-// hold (a first batch larger than the grant keeps the grant); the writer
-// gives it back once the response is written.
+// keepFetchBudget charges the round's n record bytes to the request budget
+// (fetchCostFactor times, as far as there is room: they are already read);
+// the writer gives it back once the response is written.
 func (c *conn) keepFetchBudget(n int) {
-	if keep := fetchCostFactor * int64(n); keep < c.fetchCost {
-		c.s.budget.release(c.fetchCost - keep)
-		c.fetchCost = keep
-	}
+	c.fetchCost = c.s.budget.takeUpTo(fetchCostFactor * int64(n))
 }
 
 // fillFetch (re)builds resp's topics from the backend, reading at most
