@@ -86,35 +86,43 @@ func (c *conn) fetch(r *kmsg.FetchRequest) *kmsg.FetchResponse {
 // batches, and the encoded response.
 const fetchCostFactor = 3
 
-// fetchReducedLogBytes: a fetch granted fewer record bytes than this (and
-// than it asked) logs that the request budget reduced it.
-const fetchReducedLogBytes = 8 << 20
+
+// fetchReserveMaxBytes bounds the record bytes one Fetch round reserves
+// before it reads: a read from DIS is an HTTP call, and a fetch holding
+// much more through it (up to 112 MiB at first) left the other fetches and
+// produces little; with this, about four large fetches read at once.
+const fetchReserveMaxBytes = 8 << 20
 
 // takeFetchBudget gives back what the previous round of this response
-// held and returns the record bytes the round may read: at most a
-// fetchCostFactor-th of what the request budget has free now. It reserves
-// nothing while the round reads (a read from DIS is an HTTP call: holding
-// the budget through it starved every other fetch and produce);
-// keepFetchBudget charges what was read. Under memory pressure a Fetch so
-// returns less (down to the first batch, KIP-74) instead of waiting: the
-// connection's pipelined requests may hold the budget it would wait for.
-// Runs on the writer goroutine.
+// held and takes, without waiting, fetchCostFactor times the record bytes
+// the round may read: up to maxBytes, at most fetchReserveMaxBytes, at most
+// what the request budget has free. It returns those record bytes. Under
+// memory pressure a Fetch so returns less (down to the first batch,
+// KIP-74) instead of waiting: the connection's pipelined requests may hold
+// the budget it would wait for. Runs on the writer goroutine.
 func (c *conn) takeFetchBudget(maxBytes int) int {
 	c.s.budget.release(c.fetchCost)
-	c.fetchCost = 0
-	grant := min(int64(maxBytes), c.s.budget.available()/fetchCostFactor)
-	if grant < min(int64(maxBytes), fetchReducedLogBytes) {
+	want := int64(min(maxBytes, fetchReserveMaxBytes))
+	c.fetchCost = c.s.budget.takeUpTo(fetchCostFactor * want)
+	grant := c.fetchCost / fetchCostFactor
+	if grant < want {
 		c.s.limitLog.hit("queued_max_request_bytes_fetch", "fetch response reduced: the request budget is full",
 			zap.Int("fetch_max_bytes", maxBytes), zap.Int64("granted_bytes", grant))
 	}
 	return int(grant)
 }
 
-// keepFetchBudget charges the round's n record bytes to the request budget
-// (fetchCostFactor times, as far as there is room: they are already read);
-// the writer gives it back once the response is written.
+// keepFetchBudget keeps of the round's reservation what its n record bytes
+// hold; a first batch larger than the grant (KIP-74) is charged as far as
+// there is room. The writer gives it back once the response is written.
 func (c *conn) keepFetchBudget(n int) {
-	c.fetchCost = c.s.budget.takeUpTo(fetchCostFactor * int64(n))
+	switch keep := fetchCostFactor * int64(n); {
+	case keep < c.fetchCost:
+		c.s.budget.release(c.fetchCost - keep)
+		c.fetchCost = keep
+	case keep > c.fetchCost:
+		c.fetchCost += c.s.budget.takeUpTo(keep - c.fetchCost)
+	}
 }
 
 // fillFetch (re)builds resp's topics from the backend, reading at most
