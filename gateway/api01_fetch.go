@@ -86,7 +86,6 @@ func (c *conn) fetch(r *kmsg.FetchRequest) *kmsg.FetchResponse {
 // batches, and the encoded response.
 const fetchCostFactor = 3
 
-
 // fetchReserveMaxBytes bounds the record bytes one Fetch round reserves
 // before it reads: a read from DIS is an HTTP call, and a fetch holding
 // much more through it (up to 112 MiB at first) left the other fetches and

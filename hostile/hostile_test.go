@@ -412,16 +412,45 @@ func produce(t *testing.T, addr string, fr []byte) int16 {
 	if _, err := c.Write(fr); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := kafkawire.ReadFrame(c, 1<<20)
+	raw, err := kafkawire.ReadFrame(c, 1<<20)
 	if err != nil {
 		t.Fatalf("produce: %v", err)
 	}
 	var r kmsg.ProduceResponse
 	r.SetVersion(9)
-	if err := r.ReadFrom(resp[5:]); err != nil { // flexible header: a tag byte
+	if err := r.ReadFrom(raw[5:]); err != nil { // flexible header: a tag byte
 		t.Fatal(err)
 	}
 	return r.Topics[0].Partitions[0].ErrorCode
+}
+
+// roundTrip sends req at version on a fresh connection and decodes the
+// answer (within 60 s).
+func roundTrip(t *testing.T, addr string, version int16, req kmsg.Request) kmsg.Response {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(60 * time.Second))
+	if _, err := c.Write(frame(req.Key(), version, req)); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := kafkawire.ReadFrame(c, 1<<30)
+	if err != nil {
+		t.Fatalf("%s: %v", kmsg.NameForKey(req.Key()), err)
+	}
+	resp := req.ResponseKind()
+	resp.SetVersion(version)
+	body := raw[4:]
+	if resp.IsFlexible() && req.Key() != 18 {
+		body = body[1:] // the response header's tags
+	}
+	if err := resp.ReadFrom(body); err != nil {
+		t.Fatal(err)
+	}
+	return resp
 }
 
 // createTopic creates topic with partitions through CreateTopics v4.
@@ -432,24 +461,7 @@ func createTopic(t *testing.T, addr, topic string, partitions int32) {
 	rt := kmsg.NewCreateTopicsRequestTopic()
 	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, partitions, 1
 	req.Topics = append(req.Topics, rt)
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
-	if _, err := c.Write(frame(19, 4, req)); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := kafkawire.ReadFrame(c, 1<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r kmsg.CreateTopicsResponse
-	r.SetVersion(4)
-	if err := r.ReadFrom(resp[4:]); err != nil {
-		t.Fatal(err)
-	}
+	r := roundTrip(t, addr, 4, req).(*kmsg.CreateTopicsResponse)
 	if ec := r.Topics[0].ErrorCode; ec != 0 {
 		t.Fatalf("CreateTopics %s: error %d", topic, ec)
 	}
@@ -584,26 +596,7 @@ func TestAutoCreateFlood(t *testing.T) {
 	}
 	sendAndRead(t, g.addr, frame(3, 4, req), 60*time.Second)
 	// How many topics exist now.
-	all := kmsg.NewPtrMetadataRequest()
-	all.Topics = nil
-	c, err := net.Dial("tcp", g.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
-	if _, err := c.Write(frame(3, 4, all)); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := kafkawire.ReadFrame(c, 1<<30)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r kmsg.MetadataResponse
-	r.SetVersion(4)
-	if err := r.ReadFrom(resp[4:]); err != nil {
-		t.Fatal(err)
-	}
+	r := roundTrip(t, g.addr, 4, kmsg.NewPtrMetadataRequest()).(*kmsg.MetadataResponse)
 	t.Logf("%d topics after the flood", len(r.Topics))
 	if len(r.Topics) > 1000 {
 		t.Errorf("one Metadata request auto-created %d topics", len(r.Topics))
@@ -629,25 +622,7 @@ func TestCreateTopicsFlood(t *testing.T) {
 		req.Topics = append(req.Topics, rt)
 	}
 	sendAndRead(t, g.addr, frame(19, 7, req), 60*time.Second)
-	all := kmsg.NewPtrMetadataRequest()
-	c, err := net.Dial("tcp", g.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(60 * time.Second))
-	if _, err := c.Write(frame(3, 4, all)); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := kafkawire.ReadFrame(c, 1<<30)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r kmsg.MetadataResponse
-	r.SetVersion(4)
-	if err := r.ReadFrom(resp[4:]); err != nil {
-		t.Fatal(err)
-	}
+	r := roundTrip(t, g.addr, 4, kmsg.NewPtrMetadataRequest()).(*kmsg.MetadataResponse)
 	parts := 0
 	for _, t := range r.Topics {
 		parts += len(t.Partitions)
