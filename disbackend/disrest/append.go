@@ -45,6 +45,9 @@ type job struct {
 	p   *disbackend.Pending
 	at  time.Time // enqueued
 	mem int       // bytes held while it waits: Raw, and the decompressed records of a compressed batch
+	// src, for a compactor's copy job, is the offset each record copies
+	// (compact.go); nil for a producer's batch.
+	src []int64
 }
 
 func (j *job) size() int { return len(j.b.Raw) }
@@ -54,7 +57,7 @@ func (j *job) size() int { return len(j.b.Raw) }
 // when it is compressed, the decompressed data they alias.
 func jobMem(b *disbackend.Batch) int {
 	n := len(b.Raw) + len(b.Records)*int(unsafe.Sizeof(disbackend.Record{}))
-	compressed := b.Codec() != batch.CodecNone
+	compressed := b.Codec() != batch.CodecNone || b.Raw == nil // nil: the compactor's, records of their own
 	for i := range b.Records {
 		r := &b.Records[i]
 		n += len(r.Headers) * int(unsafe.Sizeof(disbackend.RecordHeader{}))
@@ -155,6 +158,12 @@ func (w *writer) requeue(jobs []job) {
 // caller, which keeps one caller's batches in order); after BufferWait it
 // returns a Pending completed with ErrUnavailable (Kafka REQUEST_TIMED_OUT).
 func (s *Store) Append(stream string, part int32, b disbackend.Batch) *disbackend.Pending {
+	return s.appendJob(partKey{stream, part}, b, nil)
+}
+
+// appendJob is Append of a batch, or with src of a compactor's copy job.
+func (s *Store) appendJob(k partKey, b disbackend.Batch, src []int64) *disbackend.Pending {
+	stream, part := k.stream, k.part
 	p := disbackend.NewPending()
 	mem := jobMem(&b)
 	if !s.buf.acquire(mem, s.opts.BufferWait) {
@@ -169,7 +178,6 @@ func (s *Store) Append(stream string, part int32, b disbackend.Batch) *disbacken
 		p.Complete(disbackend.AppendResult{}, fmt.Errorf("disrest: append to %s/%d: %w", stream, part, disbackend.ErrClosed))
 		return p
 	}
-	k := partKey{stream, part}
 	w := s.writers[k]
 	if w == nil {
 		w = &writer{s: s, k: k, wake: make(chan struct{}, 1)}
@@ -177,7 +185,7 @@ func (s *Store) Append(stream string, part int32, b disbackend.Batch) *disbacken
 		s.wg.Add(1)
 		go w.run()
 	}
-	w.enqueue(job{b: b, p: p, at: time.Now(), mem: mem})
+	w.enqueue(job{b: b, p: p, at: time.Now(), mem: mem, src: src})
 	return p
 }
 
@@ -222,6 +230,7 @@ func (s *Store) sendGroup(k partKey, group []job, ps *putState) []job {
 		return nil
 	}
 	logAppend := si.st.Config.TimestampType == disbackend.LogAppendTime
+	cp := s.compact.part(k, si) // nil unless the compactor keeps the partition's keys
 	format := si.st.Config.RecordFormat
 	if format == "" {
 		format = s.opts.RecordFormat
@@ -260,10 +269,32 @@ func (s *Store) sendGroup(k partKey, group []job, ps *putState) []job {
 				}
 			}
 		}
+		if j.src != nil {
+			// A copy: sent only if it is still its key's latest record.
+			if cp == nil {
+				s.complete(j, disbackend.AppendResult{BaseOffset: -1}, nil)
+				continue
+			}
+			kept, src, _ := s.compact.begin(cp, j.b.Records, j.src)
+			if len(kept) == 0 {
+				s.complete(j, disbackend.AppendResult{BaseOffset: -1}, nil)
+				continue
+			}
+			j.b.Records, j.src, j.b.NumRecords = kept, src, int32(len(kept))
+		}
 		recs, err := s.toDISRecords(&j.b, logAppend, format)
 		if err != nil {
+			if cp != nil && j.src != nil {
+				s.compact.release(cp, j.b.Records)
+			}
 			fail(err)
 			continue
+		}
+		if cp != nil && j.src == nil {
+			if _, _, err := s.compact.begin(cp, j.b.Records, nil); err != nil {
+				fail(err)
+				continue
+			}
 		}
 		if pid := j.b.ProducerID; pid >= 0 {
 			producers[pid] = next{j.b.ProducerEpoch, disbackend.IncSequence(j.b.BaseSequence, j.b.NumRecords)}
@@ -296,6 +327,9 @@ func (s *Store) sendGroup(k partKey, group []job, ps *putState) []job {
 		throttle += waited
 		if err != nil {
 			for _, pr := range preps[done:] {
+				if cp != nil {
+					s.compact.failed(cp, pr.j.b.Records)
+				}
 				s.complete(pr.j, disbackend.AppendResult{}, fmt.Errorf("disrest: append to %s/%d: %w", k.stream, k.part, err))
 			}
 			return rest
@@ -303,6 +337,9 @@ func (s *Store) sendGroup(k partKey, group []job, ps *putState) []job {
 		copy(sns[start:end], got)
 		start = end
 		for done < len(preps) && preps[done].end <= start {
+			if cp != nil {
+				s.compact.written(cp, preps[done].j.b.Records, sns[preps[done].start:preps[done].end])
+			}
 			s.finish(k, preps[done], sns, logAppend, throttle)
 			done++
 		}
@@ -347,6 +384,7 @@ func (s *Store) toDISRecords(b *disbackend.Batch, logAppend bool, format string)
 		if recs, err = batch.DecodeRecords(b.Raw); err != nil {
 			return nil, err
 		}
+		b.Records = recs
 	}
 	if len(recs) == 0 {
 		return nil, errors.New("batch has no records")

@@ -23,6 +23,15 @@ import (
 // every '_' as _XX and hashed names end in "__" and 16 hex digits.
 const gatewayApp = "__disgw"
 
+// compactApp is the gateway-owned app whose checkpoint on each partition
+// of a compacted stream points at the partition's key-index snapshot
+// (compact.go).
+const compactApp = "__disgw-compact"
+
+// ownApp reports whether name is one of the gateway's own apps, which are
+// not consumer groups.
+func ownApp(name string) bool { return name == gatewayApp || name == compactApp }
+
 // metaOnce creates MetaStream once per process (it may already exist).
 type metaOnce struct {
 	mu   sync.Mutex
@@ -100,7 +109,7 @@ func needsGroupRecord(app disbackend.App) bool {
 }
 
 func (s *Store) CreateApp(ctx context.Context, app disbackend.App) (disbackend.App, error) {
-	if !validAppName(app.Name) || app.Name == gatewayApp {
+	if !validAppName(app.Name) || ownApp(app.Name) {
 		return disbackend.App{}, fmt.Errorf("disrest: create app: %w: %q must be 1-%d letters, digits, '_' or '-'",
 			disbackend.ErrInvalidName, app.Name, disbackend.MaxAppNameLen)
 	}
@@ -178,7 +187,7 @@ func (s *Store) showApp(ctx context.Context, name string) (*model.ShowAppRespons
 }
 
 func (s *Store) DescribeApp(ctx context.Context, name string) (disbackend.App, error) {
-	if name == gatewayApp {
+	if ownApp(name) {
 		return disbackend.App{}, fmt.Errorf("disrest: describe app %q: %w", name, disbackend.ErrAppNotFound)
 	}
 	resp, err := s.showApp(ctx, name)
@@ -211,7 +220,7 @@ func (s *Store) ListApps(ctx context.Context) ([]disbackend.App, error) {
 				continue
 			}
 			start = a.AppName
-			if *a.AppName == gatewayApp {
+			if ownApp(*a.AppName) {
 				continue
 			}
 			var created int64
@@ -398,10 +407,7 @@ func (s *Store) InitProducerID(ctx context.Context) (int64, int16, error) {
 		if err := s.ensureMeta(ctx); err != nil {
 			return 0, 0, err
 		}
-		_, err := call(ctx, s, "create app "+gatewayApp, func() (*model.CreateAppResponse, error) {
-			return s.c.CreateApp(&model.CreateAppRequest{Body: &model.CreateAppReq{AppName: gatewayApp}})
-		})
-		if err != nil && !errors.Is(err, disbackend.ErrAppExists) {
+		if err := s.ensureApp(ctx, gatewayApp); err != nil {
 			return 0, 0, err
 		}
 		sn, meta, err := s.checkpointOf(ctx, gatewayApp, MetaStream, 0)

@@ -159,6 +159,14 @@ type Options struct {
 	RangeTTL time.Duration
 	// Logger is named "disrest"; nil means zap.NewNop().
 	Logger *zap.Logger
+	// CompactionMaxKeys bounds the keys of compacted topics (cleanup.policy
+	// compact) the Store indexes, about 100 bytes of memory each; a batch
+	// with new keys beyond it is refused with ErrInvalidRecord (Kafka
+	// INVALID_RECORD). 0 means DefaultCompactionMaxKeys (compact.go).
+	CompactionMaxKeys int
+	// NoCompactor turns the compactor off: compacted topics are then kept
+	// only as long as DIS keeps their records. For tests of other things.
+	NoCompactor bool
 }
 
 const (
@@ -215,6 +223,7 @@ type Store struct {
 	pids     pidAllocator
 	idem     idemState
 	metaOnce metaOnce
+	compact  compactor
 
 	// globalBackoff is when requests may go again after DIS.4305/DIS.4309
 	// (unix nanoseconds).
@@ -289,6 +298,9 @@ func New(opts Options) (*Store, error) {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
+	if opts.CompactionMaxKeys <= 0 {
+		opts.CompactionMaxKeys = DefaultCompactionMaxKeys
+	}
 	var cred auth.ICredential
 	builder := dis.DisClientBuilder()
 	if opts.AK != "" {
@@ -324,6 +336,11 @@ func New(opts Options) (*Store, error) {
 	s.reads.init()
 	s.bg, s.stopBG = context.WithCancel(context.Background())
 	s.ranges.init()
+	s.compact.init(s, int64(opts.CompactionMaxKeys))
+	if !opts.NoCompactor {
+		s.wg.Add(1)
+		go s.compact.run()
+	}
 	if opts.PollInterval > 0 {
 		s.wg.Add(1)
 		go s.poll()

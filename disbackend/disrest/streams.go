@@ -18,6 +18,10 @@ import (
 	"github.com/disgw/disgw/disbackend/disapi"
 )
 
+// gatewayStream reports whether name is one of the gateway's own streams,
+// which are not topics.
+func gatewayStream(name string) bool { return name == MetaStream || name == SnapshotStream }
+
 // MetaStream is the gateway-owned stream whose partition 0 carries, as
 // checkpoint metadata of gateway apps, what DIS has no field for (group ids
 // that app names cannot give back, the producer-id allocator). It is not a
@@ -39,6 +43,13 @@ const (
 	// tagMaxDecompressedBytes is max.decompressed.message.bytes, decimal,
 	// when the topic sets it.
 	tagMaxDecompressedBytes = "disgw-max-decompressed-bytes"
+	// tagCleanupPolicy is cleanup.policy when it is not delete: "compact"
+	// or "compact-delete" (a tag value cannot hold a comma).
+	tagCleanupPolicy = "disgw-cleanup-policy"
+	// tagExtConfig is "1" when the stream has topic configs that no tag
+	// holds (extConfig), kept as checkpoint metadata of gatewayApp on the
+	// stream's partition 0.
+	tagExtConfig = "disgw-ext-config"
 )
 
 // streamInfo is what Append and Read need of a stream, cached.
@@ -83,6 +94,14 @@ func (c *streamCache) put(si streamInfo) {
 	c.mu.Unlock()
 }
 
+// peek returns the cached stream however old it is.
+func (c *streamCache) peek(name string) (streamInfo, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	si, ok := c.m[name]
+	return si, ok
+}
+
 func (c *streamCache) drop(name string) {
 	c.mu.Lock()
 	delete(c.m, name)
@@ -108,41 +127,45 @@ func topicID(streamID string) [16]byte {
 	return id
 }
 
-// retentionHours maps a retention to data_duration hours, rounded up.
-// Errors: ErrInvalidConfig naming DIS's range.
 // ValidateStreamConfig checks cfg as CreateStream and UpdateStreamConfig
-// would: retention 24-168 hours, a known record format. Errors wrap
-// ErrInvalidConfig (Kafka INVALID_CONFIG).
+// would: retention 24-168 hours (or -1), a known record format, a known
+// cleanup policy. Errors wrap ErrInvalidConfig (Kafka INVALID_CONFIG).
 func (s *Store) ValidateStreamConfig(cfg disbackend.StreamConfig) error {
-	if err := notCompacted(cfg); err != nil {
-		return err
-	}
-	if _, err := retentionHours(cfg.Retention); err != nil {
+	if _, err := dataDuration(cfg); err != nil {
 		return err
 	}
 	if !disbackend.ValidRecordFormat(cfg.RecordFormat) {
 		return fmt.Errorf("%w: unknown record format %q", disbackend.ErrInvalidConfig, cfg.RecordFormat)
 	}
-	return nil
-}
-
-// notCompacted refuses cleanup.policy compact: DIS expires records by age
-// only, and keeping every live key on DIS is not built yet. The other
-// compaction and segment settings have no effect on DIS and are not kept.
-func notCompacted(cfg disbackend.StreamConfig) error {
-	if cfg.Compacted() {
-		return fmt.Errorf("%w: cleanup.policy=%s: compacted topics are not supported on the DIS backend yet (only on the embedded store)",
-			disbackend.ErrInvalidConfig, cfg.CleanupPolicy)
+	switch cfg.CleanupPolicy {
+	case "", disbackend.CleanupDelete, disbackend.CleanupCompact, disbackend.CleanupCompactDelete:
+	default:
+		return fmt.Errorf("%w: cleanup.policy %q", disbackend.ErrInvalidConfig, cfg.CleanupPolicy)
 	}
 	return nil
 }
 
+// dataDuration is the stream's data_duration in hours for cfg:
+//   - cleanup.policy=compact (without delete): DIS's longest, 168 hours,
+//     whatever retention.ms says (Kafka applies no retention to such a
+//     topic; the compactor re-appends every live key before DIS expires
+//     it, compact.go), so that keys are copied as seldom as DIS allows;
+//   - retention.ms=-1 (unlimited): DIS's longest, 168 hours. DIS keeps no
+//     data longer, and the topic then reports retention.ms 604800000, what
+//     it really is;
+//   - otherwise retention.ms rounded up to hours, 24 to 168.
+//
+// Errors: ErrInvalidConfig naming DIS's range.
+func dataDuration(cfg disbackend.StreamConfig) (int32, error) {
+	if cfg.CleanupPolicy == disbackend.CleanupCompact || cfg.Retention == disbackend.UnlimitedRetention {
+		return disapi.MaxRetentionHours, nil
+	}
+	return retentionHours(cfg.Retention)
+}
+
+// retentionHours maps a retention to data_duration hours, rounded up.
+// Errors: ErrInvalidConfig naming DIS's range.
 func retentionHours(r time.Duration) (int32, error) {
-	if r == disbackend.UnlimitedRetention {
-		return 0, fmt.Errorf("%w: retention.ms -1 (unlimited): DIS keeps data %d to %d hours (retention.ms %d to %d)",
-			disbackend.ErrInvalidConfig, disapi.MinRetentionHours, disapi.MaxRetentionHours,
-			int64(disapi.MinRetentionHours)*3600_000, int64(disapi.MaxRetentionHours)*3600_000)
-	}
 	h := (r + time.Hour - 1) / time.Hour
 	if r <= 0 || h < disapi.MinRetentionHours || h > disapi.MaxRetentionHours {
 		return 0, fmt.Errorf("%w: retention.ms %d: DIS keeps data %d to %d hours (retention.ms %d to %d)",
@@ -175,11 +198,18 @@ func configTags(topic, stream string, cfg disbackend.StreamConfig) []model.Tag {
 	if cfg.MaxDecompressedMessageBytes > 0 {
 		tags = append(tags, tag(tagMaxDecompressedBytes, strconv.FormatInt(cfg.MaxDecompressedMessageBytes, 10)))
 	}
+	if cfg.Compacted() {
+		tags = append(tags, tag(tagCleanupPolicy, strings.ReplaceAll(cfg.CleanupPolicy, ",", "-")))
+	}
+	if encodeExtConfig(cfg) != "" {
+		tags = append(tags, tag(tagExtConfig, "1"))
+	}
 	return tags
 }
 
 // streamFromDIS builds a Stream from what DIS answers.
-func streamFromDIS(name, id string, created int64, retention int32, parts int32, tags *[]model.Tag) disbackend.Stream {
+// ext is set when the tags say the stream has an extConfig to read.
+func streamFromDIS(name, id string, created int64, retention int32, parts int32, tags *[]model.Tag, ext *bool) disbackend.Stream {
 	st := disbackend.Stream{
 		Name: name, TopicName: name, TopicID: topicID(id), PartitionCount: parts,
 		Config:    disbackend.StreamConfig{Retention: time.Duration(retention) * time.Hour, MaxMessageBytes: maxRecordBytes}.WithDefaults(),
@@ -221,22 +251,31 @@ func streamFromDIS(name, id string, created int64, retention int32, parts int32,
 			if v, err := strconv.ParseInt(*t.Value, 10, 64); err == nil && v > 0 {
 				st.Config.MaxDecompressedMessageBytes = v
 			}
+		case tagCleanupPolicy:
+			switch *t.Value {
+			case "compact":
+				st.Config.CleanupPolicy = disbackend.CleanupCompact
+			case "compact-delete":
+				st.Config.CleanupPolicy = disbackend.CleanupCompactDelete
+			}
+		case tagExtConfig:
+			*ext = *t.Value == "1"
 		}
 	}
 	return st
 }
 
 func (s *Store) CreateStream(ctx context.Context, spec disbackend.StreamSpec) (disbackend.Stream, error) {
-	if spec.Name == MetaStream {
+	if gatewayStream(spec.Name) {
 		return disbackend.Stream{}, fmt.Errorf("%w: stream name %q is reserved by disgw", disbackend.ErrInvalidName, spec.Name)
 	}
 	if spec.PartitionCount <= 0 {
 		return disbackend.Stream{}, fmt.Errorf("disrest: create stream %q: %w: %d", spec.Name, disbackend.ErrInvalidPartitionCount, spec.PartitionCount)
 	}
-	if err := notCompacted(spec.Config); err != nil {
+	if err := s.ValidateStreamConfig(spec.Config); err != nil {
 		return disbackend.Stream{}, fmt.Errorf("disrest: create stream %q: %w", spec.Name, err)
 	}
-	hours, err := retentionHours(spec.Config.Retention)
+	hours, err := dataDuration(spec.Config)
 	if err != nil {
 		return disbackend.Stream{}, fmt.Errorf("disrest: create stream %q: %w", spec.Name, err)
 	}
@@ -249,7 +288,21 @@ func (s *Store) CreateStream(ctx context.Context, spec disbackend.StreamSpec) (d
 		}
 		return disbackend.Stream{}, err
 	}
-	return s.DescribeStream(ctx, spec.Name)
+	if encodeExtConfig(spec.Config) != "" {
+		si, err := s.streamInfo(ctx, spec.Name, true)
+		if err != nil {
+			return disbackend.Stream{}, err
+		}
+		if err := s.saveExtConfig(ctx, spec.Name, si.id, spec.Config); err != nil {
+			return disbackend.Stream{}, err
+		}
+		s.streams.drop(spec.Name)
+	}
+	st, err := s.DescribeStream(ctx, spec.Name)
+	if err == nil {
+		s.compact.watch(st)
+	}
+	return st, err
 }
 
 func (s *Store) createStream(ctx context.Context, name string, parts, hours int32, tags []model.Tag) error {
@@ -261,7 +314,7 @@ func (s *Store) createStream(ctx context.Context, name string, parts, hours int3
 	}}
 	op, f := "create stream "+name, func() (*model.CreateStreamResponse, error) { return s.c.CreateStream(req) }
 	var err error
-	if name == MetaStream {
+	if gatewayStream(name) {
 		// The gateway's own stream: sending it again after a lost answer
 		// finds it created (ErrStreamExists, which ensureMeta takes), so a
 		// transient failure at start is retried instead of stopping the
@@ -275,7 +328,7 @@ func (s *Store) createStream(ctx context.Context, name string, parts, hours int3
 }
 
 func (s *Store) DeleteStream(ctx context.Context, name string) error {
-	if name == MetaStream {
+	if gatewayStream(name) {
 		return fmt.Errorf("disrest: delete stream %q: %w", name, disbackend.ErrStreamNotFound)
 	}
 	_, err := call(ctx, s, "delete stream "+name, func() (*model.DeleteStreamResponse, error) {
@@ -285,6 +338,7 @@ func (s *Store) DeleteStream(ctx context.Context, name string) error {
 	s.cursors.dropStream(name)
 	s.ranges.dropStream(name)
 	s.idem.dropStream(name)
+	s.compact.forget(name)
 	return err
 }
 
@@ -308,7 +362,7 @@ func (s *Store) ListStreams(ctx context.Context) ([]disbackend.Stream, error) {
 			}
 			name := *si.StreamName
 			start = si.StreamName
-			if name == MetaStream {
+			if gatewayStream(name) {
 				continue
 			}
 			var created int64
@@ -334,7 +388,14 @@ func (s *Store) ListStreams(ctx context.Context) ([]disbackend.Stream, error) {
 			if si.PartitionCount != nil {
 				parts = *si.PartitionCount
 			}
-			out = append(out, streamFromDIS(name, id, created, ret, parts, si.Tags))
+			var ext bool
+			st := streamFromDIS(name, id, created, ret, parts, si.Tags, &ext)
+			if ext {
+				if err := s.loadExtConfig(ctx, name, id, &st.Config); err != nil {
+					return nil, err
+				}
+			}
+			out = append(out, st)
 		}
 		if resp.HasMoreStreams == nil || !*resp.HasMoreStreams {
 			break
@@ -370,29 +431,58 @@ func (s *Store) streamInfo(ctx context.Context, name string, fresh bool) (stream
 	if err != nil {
 		return streamInfo{}, err
 	}
-	return s.remember(name, resp), nil
+	si, ext := s.fromDescribe(name, resp)
+	if ext {
+		if err := s.loadExtConfig(ctx, name, si.id, &si.st.Config); err != nil {
+			return streamInfo{}, err
+		}
+	}
+	s.streams.put(si)
+	return si, nil
 }
 
+// remember caches the stream DescribeStream answered; a stream with an
+// ext config keeps what the cache had of it (the ext config is read by
+// streamInfo).
 func (s *Store) remember(name string, resp *model.ShowStreamResponse) streamInfo {
+	si, ext := s.fromDescribe(name, resp)
+	if ext {
+		old, ok := s.streams.peek(name)
+		if !ok || old.id != si.id {
+			return si // not cached: streamInfo reads the ext config
+		}
+		si.st.Config = old.st.Config
+		si.st.Config.Retention = time.Duration(retentionOf(resp)) * time.Hour
+	}
+	s.streams.put(si)
+	return si
+}
+
+func retentionOf(resp *model.ShowStreamResponse) int32 {
+	if resp.RetentionPeriod != nil {
+		return *resp.RetentionPeriod
+	}
+	return 0
+}
+
+// fromDescribe builds the stream of a DescribeStream answer; ext reports
+// whether it has an ext config to read.
+func (s *Store) fromDescribe(name string, resp *model.ShowStreamResponse) (si streamInfo, ext bool) {
 	var id string
 	var created int64
-	var ret, parts int32
+	var parts int32
 	if resp.StreamId != nil {
 		id = *resp.StreamId
 	}
 	if resp.CreateTime != nil {
 		created = *resp.CreateTime
 	}
-	if resp.RetentionPeriod != nil {
-		ret = *resp.RetentionPeriod
-	}
 	if resp.ReadablePartitionCount != nil {
 		parts = *resp.ReadablePartitionCount
 	}
-	si := streamInfo{st: streamFromDIS(name, id, created, ret, parts, resp.Tags), id: id, fetched: time.Now(),
+	si = streamInfo{st: streamFromDIS(name, id, created, retentionOf(resp), parts, resp.Tags, &ext), id: id, fetched: time.Now(),
 		advanced: resp.StreamType != nil && resp.StreamType.Value() == "ADVANCED"}
-	s.streams.put(si)
-	return si
+	return si, ext
 }
 
 func (s *Store) UpdatePartitionCount(ctx context.Context, name string, n int32) error {
@@ -413,10 +503,10 @@ func (s *Store) UpdatePartitionCount(ctx context.Context, name string, n int32) 
 }
 
 func (s *Store) UpdateStreamConfig(ctx context.Context, name string, cfg disbackend.StreamConfig) error {
-	if err := notCompacted(cfg); err != nil {
+	if err := s.ValidateStreamConfig(cfg); err != nil {
 		return fmt.Errorf("disrest: update stream %q: %w", name, err)
 	}
-	hours, err := retentionHours(cfg.Retention)
+	hours, err := dataDuration(cfg)
 	if err != nil {
 		return fmt.Errorf("disrest: update stream %q: %w", name, err)
 	}
@@ -448,6 +538,20 @@ func (s *Store) UpdateStreamConfig(ctx context.Context, name string, cfg disback
 		k := tagMaxDecompressedBytes
 		drop = append(drop, model.Tag{Key: &k})
 	}
+	if !cfg.Compacted() && si.st.Config.Compacted() {
+		k := tagCleanupPolicy
+		drop = append(drop, model.Tag{Key: &k})
+	}
+	ext, hadExt := encodeExtConfig(cfg), encodeExtConfig(si.st.Config)
+	if ext == "" && hadExt != "" {
+		k := tagExtConfig
+		drop = append(drop, model.Tag{Key: &k})
+	}
+	if ext != "" && ext != hadExt {
+		if err := s.saveExtConfig(ctx, name, si.id, cfg); err != nil {
+			return err
+		}
+	}
 	if len(drop) > 0 {
 		_, err = call(ctx, s, "delete tags of "+name, func() (*model.BatchDeleteTagsResponse, error) {
 			return s.c.BatchDeleteTags(&model.BatchDeleteTagsRequest{StreamId: si.id,
@@ -461,6 +565,11 @@ func (s *Store) UpdateStreamConfig(ctx context.Context, name string, cfg disback
 		return s.c.BatchCreateTags(&model.BatchCreateTagsRequest{StreamId: si.id,
 			Body: &model.BatchCreateTagsReq{Action: model.GetBatchCreateTagsReqActionEnum().CREATE, Tags: want}})
 	})
+	if err == nil {
+		st := si.st
+		st.Config = cfg
+		s.compact.watch(st)
+	}
 	return err
 }
 

@@ -1,0 +1,268 @@
+package disrest
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/disbackend/backendtest"
+	"github.com/disgw/disgw/disbackend/disapi"
+	"github.com/disgw/disgw/disbackend/dislocal"
+	"github.com/disgw/disgw/disbackend/localstore"
+	"github.com/disgw/disgw/kafkawire/batch"
+)
+
+// startExpiringDIS runs dislocal whose data_duration "hour" is unit, with
+// its store expiring records every 20 ms.
+func startExpiringDIS(t *testing.T, unit time.Duration) string {
+	t.Helper()
+	st, err := localstore.Open("dis", localstore.Options{FS: vfs.NewMem(), RetentionCheckInterval: 20 * time.Millisecond, Logger: zaptest.NewLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	s, err := dislocal.New(st, dislocal.Options{AK: testAK, SK: testSK, ProjectID: testProject, NoScalingLimits: true,
+		RetentionUnit: unit, Logger: zaptest.NewLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s)
+	t.Cleanup(hs.Close)
+	return hs.URL
+}
+
+// keyedBatch is a batch of one record per key: value nil (a tombstone)
+// when value returns nil.
+func keyedBatch(keys []string, value func(k string) []byte) disbackend.Batch {
+	recs := make([]disbackend.Record, len(keys))
+	now := time.Now().UnixMilli()
+	for i, k := range keys {
+		recs[i] = disbackend.Record{OffsetDelta: int32(i), Timestamp: now, Key: []byte(k), Value: value(k)}
+	}
+	h := batch.NewHeader(0)
+	h.PartitionLeaderEpoch = 0
+	return backendtest.FromRaw(batch.Encode(h, recs))
+}
+
+// readKeys reads the partition from its log start offset to its end and
+// returns each key's last record (nil value: a tombstone) and the range.
+func readKeys(t *testing.T, s *Store, stream string) (map[string][]byte, disbackend.PartitionRange) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for attempt := 0; ; attempt++ {
+		r, err := s.describeRange(ctx, stream, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := map[string][]byte{}
+		off := r.First
+		var rerr error
+		for off < r.Next {
+			res, err := s.Read(ctx, stream, 0, off, 1<<20)
+			if err != nil {
+				rerr = err
+				break
+			}
+			for _, b := range res.Batches {
+				recs, err := backendtest.DecodeRecords(b)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, rec := range recs {
+					if rec.Offset >= off {
+						last[string(rec.Key)] = rec.Value
+						off = rec.Offset + 1
+					}
+				}
+			}
+		}
+		if rerr == nil {
+			return last, r
+		}
+		if attempt == 5 {
+			t.Fatalf("read %s from %d: %v", stream, off, rerr)
+		}
+		// The start expired under the read: read again from the new start.
+	}
+}
+
+// TestCompactedKeepsLiveKeys: 1,000 keys × 10 versions and 100 tombstones
+// on a compacted stream of dislocal whose "hour" is 100 ms (DIS keeps the
+// stream's records 16.8 s). After every original record has expired, a
+// read from the start yields every live key's latest value; after
+// delete.retention.ms, no tombstoned key. A second Store (a gateway
+// restart) restores the key index from its snapshot and keeps the keys
+// through another generation of expiry.
+func TestCompactedKeepsLiveKeys(t *testing.T) {
+	url := startExpiringDIS(t, 100*time.Millisecond)
+	s := newStore(t, url, func(o *Options) { o.Linger = time.Millisecond })
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	const stream = "compacted"
+	cfg := disbackend.StreamConfig{Retention: 24 * time.Hour, MaxMessageBytes: 1 << 20, CleanupPolicy: disbackend.CleanupCompact,
+		DeleteRetention: 2 * time.Second, MinCleanableDirtyRatio: 0.5}
+	st, err := s.CreateStream(ctx, disbackend.StreamSpec{Name: stream, TopicName: stream, PartitionCount: 1, Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Config.CleanupPolicy != disbackend.CleanupCompact || st.Config.DeleteRetention != 2*time.Second ||
+		st.Config.Retention != disapi.MaxRetentionHours*time.Hour {
+		t.Fatalf("created %+v: want compact, delete.retention.ms 2000 (kept in DIS), retention 168h", st.Config)
+	}
+	keys := make([]string, 1000)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("key-%04d", i)
+	}
+	for v := range 10 {
+		if _, err := s.Append(stream, 0, keyedBatch(keys, func(k string) []byte { return fmt.Appendf(nil, "%s-v%d", k, v) })).Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Append(stream, 0, keyedBatch(keys[:100], func(string) []byte { return nil })).Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	written := time.Now()
+	_, r0 := readKeys(t, s, stream)
+	if r0.Next != 10_100 {
+		t.Fatalf("range after writing %v, want next 10100", r0)
+	}
+
+	check := func(s *Store, what string, tombstonesGone bool) (disbackend.PartitionRange, int) {
+		t.Helper()
+		last, r := readKeys(t, s, stream)
+		for _, k := range keys[100:] {
+			if want := k + "-v9"; string(last[k]) != want {
+				t.Fatalf("%s: range %v: key %s reads %q, want %q", what, r, k, last[k], want)
+			}
+		}
+		tomb := 0
+		for _, k := range keys[:100] {
+			v, ok := last[k]
+			if ok && v != nil {
+				t.Fatalf("%s: tombstoned key %s reads %q", what, k, v)
+			}
+			if ok {
+				tomb++
+			}
+		}
+		if tombstonesGone && tomb > 0 {
+			t.Fatalf("%s: %d tombstoned keys still read", what, tomb)
+		}
+		return r, tomb
+	}
+
+	// Every original record expires (16.8 s after it was written).
+	deadline := time.Now().Add(90 * time.Second)
+	var r1 disbackend.PartitionRange
+	for {
+		r, _ := check(s, "while the originals expire", false)
+		if r.First >= r0.Next {
+			r1 = r
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the original records did not expire within 90s: range %v", r)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Logf("originals expired after %v: range %v", time.Since(written), r1)
+	if lost := s.CompactionLost(); lost != 0 {
+		t.Fatalf("the compactor counted %d lost keys", lost)
+	}
+
+	// A restart: the new Store restores the index and keeps copying.
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2 := newStore(t, url, nil)
+	for {
+		r, tomb := check(s2, "after the restart", false)
+		if r.First >= r1.Next && tomb == 0 {
+			t.Logf("second generation expired after %v: range %v", time.Since(written), r)
+			break
+		}
+		if time.Now().After(deadline.Add(60 * time.Second)) {
+			t.Fatalf("the copies made before the restart did not expire, or tombstones stay: range %v, %d tombstones", r, tomb)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	check(s2, "at the end", true)
+	if n := s2.compact.restored.Load(); n != 1 {
+		t.Fatalf("the restarted Store restored %d key indexes from snapshots, want 1", n)
+	}
+	if lost := s2.CompactionLost(); lost != 0 {
+		t.Fatalf("the compactor counted %d lost keys", lost)
+	}
+}
+
+// TestCompactorCopyFilter: a copy is sent only while it is its key's
+// latest record, no record of its key is pending, and no append's outcome
+// is unknown.
+func TestCompactorCopyFilter(t *testing.T) {
+	var c compactor
+	c.init(nil, 10)
+	cp := newCpart(partKey{"s", 0}, disbackend.Stream{CreatedAt: time.Now()})
+	rec := func(k string) disbackend.Record { return disbackend.Record{Key: []byte(k), Value: []byte("v")} }
+	c.apply(cp, hashKey([]byte("a")), 5, false, 0)
+	c.apply(cp, hashKey([]byte("b")), 6, false, 0)
+	c.apply(cp, hashKey([]byte("c")), 7, false, 0)
+	// A producer's batch with a new value of b is being sent.
+	if _, _, err := c.begin(cp, []disbackend.Record{rec("b")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Copies of a@5 (latest), b@6 (a newer one pending), c@3 (stale).
+	kept, src, _ := c.begin(cp, []disbackend.Record{rec("a"), rec("b"), rec("c")}, []int64{5, 6, 3})
+	if len(kept) != 1 || string(kept[0].Key) != "a" || src[0] != 5 {
+		t.Fatalf("kept %d copies (%v), want only a@5", len(kept), src)
+	}
+	c.written(cp, kept, []int64{8})
+	c.written(cp, []disbackend.Record{rec("b")}, []int64{9})
+	// b@9 is now the latest; a copy of b@6 is stale, one of b@9 goes.
+	if kept, _, _ := c.begin(cp, []disbackend.Record{rec("b")}, []int64{6}); len(kept) != 0 {
+		t.Fatal("a copy of b@6 was kept after b@9 was written")
+	}
+	// An append fails with an unknown outcome: no copies until a sweep.
+	if _, _, err := c.begin(cp, []disbackend.Record{rec("c")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	c.failed(cp, []disbackend.Record{rec("c")})
+	if kept, _, _ := c.begin(cp, []disbackend.Record{rec("a")}, []int64{8}); len(kept) != 0 {
+		t.Fatal("a copy was kept while an append's outcome is unknown")
+	}
+	cp.unsure = 0
+	if kept, _, _ := c.begin(cp, []disbackend.Record{rec("a")}, []int64{8}); len(kept) != 1 {
+		t.Fatal("a copy of a@8 (its latest) was dropped")
+	}
+	// The key cap: 3 keys indexed, a batch of 8 new ones passes the cap of 10.
+	var many []disbackend.Record
+	for i := range 8 {
+		many = append(many, rec(fmt.Sprint("new", i)))
+	}
+	if _, _, err := c.begin(cp, many, nil); err == nil {
+		t.Fatalf("a batch of 8 new keys beside %d was taken with a cap of 10", c.keys.Load())
+	}
+}
+
+// TestArrivedAfter: the samples bound when a record arrived.
+func TestArrivedAfter(t *testing.T) {
+	cp := newCpart(partKey{"s", 0}, disbackend.Stream{CreatedAt: time.UnixMilli(1000)})
+	cp.addSample(10, 2000)
+	cp.addSample(10, 2500) // still 10 later: tighter
+	cp.addSample(20, 3000)
+	for _, tc := range []struct{ off, want int64 }{{0, 1000}, {9, 1000}, {10, 2500}, {19, 2500}, {20, 3000}, {99, 3000}} {
+		if got, ok := cp.arrivedAfter(tc.off); !ok || got != tc.want {
+			t.Errorf("arrivedAfter(%d) = %d, %v; want %d", tc.off, got, ok, tc.want)
+		}
+	}
+	cp.pruneSamples(15)
+	if got, _ := cp.arrivedAfter(15); got != 2500 {
+		t.Errorf("after pruning, arrivedAfter(15) = %d", got)
+	}
+}
