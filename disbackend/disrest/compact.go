@@ -153,7 +153,9 @@ func (c *compactor) init(s *Store, maxKeys int64) {
 // keepsKeys reports whether cfg makes the compactor keep the stream's
 // keys: cleanup.policy compact without delete. (compact,delete expires by
 // retention as delete does, and DIS keeps every record until then.)
-func keepsKeys(cfg disbackend.StreamConfig) bool { return cfg.CleanupPolicy == disbackend.CleanupCompact }
+func keepsKeys(cfg disbackend.StreamConfig) bool {
+	return cfg.CleanupPolicy == disbackend.CleanupCompact
+}
 
 // watch starts or stops compacting st after a create, an update or a
 // listing.
