@@ -102,6 +102,11 @@ type Config struct {
 	// most 30s, then fails with REQUEST_TIMED_OUT. Default 33554432
 	// (32 MiB).
 	DISBufferBytes int32 `yaml:"dis_buffer_bytes"`
+	// DISCompactionMaxKeys bounds the keys of compacted topics
+	// (cleanup.policy=compact) the DIS backend indexes to keep them (about
+	// 100 bytes of memory each); a produce with new keys beyond it gets
+	// INVALID_RECORD. Default 1000000.
+	DISCompactionMaxKeys int32 `yaml:"dis_compaction_max_keys"`
 	// LogLevel is debug, info, warn or error. Default info.
 	LogLevel string `yaml:"log_level"`
 
@@ -236,6 +241,7 @@ func Default() Config {
 		DISBatchBytes:         1 << 20,
 		DISBatchCount:         1000,
 		DISBufferBytes:        32 << 20,
+		DISCompactionMaxKeys:  1_000_000,
 		LogLevel:              "info",
 		MaxFrameBytes:         100 << 20,
 		IdleTimeout:           10 * time.Minute,
@@ -519,6 +525,9 @@ func (c Config) Validate() error {
 	}
 	if c.DISBatchCount <= 0 {
 		bad("dis_batch_count", "%d must be > 0", c.DISBatchCount)
+	}
+	if c.DISCompactionMaxKeys <= 0 {
+		bad("dis_compaction_max_keys", "%d must be > 0", c.DISCompactionMaxKeys)
 	}
 	if c.DISBufferBytes <= 0 {
 		bad("dis_buffer_bytes", "%d must be > 0", c.DISBufferBytes)

@@ -29,6 +29,17 @@ type fetchedRecord struct {
 // show), decoding the batches as a consumer does.
 func readTopic(t *testing.T, addr, topic string) map[int32][]fetchedRecord {
 	t.Helper()
+	out, err := readTopicErr(t, addr, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// readTopicErr is readTopic returning a Fetch's error code (for a start
+// that moves under the read) instead of failing.
+func readTopicErr(t *testing.T, addr, topic string) (map[int32][]fetchedRecord, error) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
@@ -47,6 +58,7 @@ func readTopic(t *testing.T, addr, topic string) map[int32][]fetchedRecord {
 	}
 	id := topics[topic].ID
 	out := map[int32][]fetchedRecord{}
+	var ferr error
 	starts.Each(func(o kadm.ListedOffset) {
 		for off := o.Offset; ; {
 			req := kmsg.NewPtrFetchRequest()
@@ -63,7 +75,8 @@ func readTopic(t *testing.T, addr, topic string) map[int32][]fetchedRecord {
 			}
 			fp := resp.Topics[0].Partitions[0]
 			if fp.ErrorCode != 0 {
-				t.Fatalf("fetch %s[%d] at %d: error %d", topic, o.Partition, off, fp.ErrorCode)
+				ferr = fmt.Errorf("fetch %s[%d] at %d: %w", topic, o.Partition, off, kerr.ErrorForCode(fp.ErrorCode))
+				return
 			}
 			if off >= fp.HighWatermark {
 				return
@@ -85,7 +98,7 @@ func readTopic(t *testing.T, addr, topic string) map[int32][]fetchedRecord {
 			}
 		}
 	})
-	return out
+	return out, ferr
 }
 
 // TestCompactedTopic: a compacted topic on the embedded store, through a

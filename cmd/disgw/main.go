@@ -404,7 +404,8 @@ func openBackend(cfg configs.Config, creds configs.DISCredentials, log *zap.Logg
 			RecordFormat: cfg.DISRecordFormat, Logger: log,
 			Linger:     disLinger(cfg.DISLinger),
 			BatchBytes: int(cfg.DISBatchBytes), BatchCount: int(cfg.DISBatchCount),
-			BufferBytes: int(cfg.DISBufferBytes),
+			BufferBytes:       int(cfg.DISBufferBytes),
+			CompactionMaxKeys: int(cfg.DISCompactionMaxKeys),
 		})
 	}
 	if err := os.MkdirAll(cfg.Data, 0o700); err != nil {
