@@ -418,7 +418,8 @@ func (c *compactor) list(ctx context.Context) {
 	defer cancel()
 	sts, err := c.s.ListStreams(lctx)
 	if err != nil {
-		c.s.log.Warn("compactor: list streams", zap.Error(err))
+		// Error: without the listing, compacted topics made elsewhere are not kept.
+		c.s.log.Error("compactor: list streams", zap.Error(err))
 		return
 	}
 	seen := map[string]bool{}

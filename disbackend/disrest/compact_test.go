@@ -266,3 +266,68 @@ func TestArrivedAfter(t *testing.T) {
 		t.Errorf("after pruning, arrivedAfter(15) = %d", got)
 	}
 }
+
+// BenchmarkSnapshotRestore measures a gateway start's read of a compacted
+// partition's key index of 1,000,000 keys from its snapshot in dislocal
+// (the README's start-up bound): go test -run - -bench SnapshotRestore
+// -benchtime 3x ./disbackend/disrest/
+func BenchmarkSnapshotRestore(b *testing.B) {
+	const keys = 1_000_000
+	url := startExpiringDISB(b)
+	s := newStoreB(b, url)
+	ctx := context.Background()
+	cfg := disbackend.StreamConfig{Retention: 24 * time.Hour, MaxMessageBytes: 1 << 20, CleanupPolicy: disbackend.CleanupCompact}
+	st, err := s.CreateStream(ctx, disbackend.StreamSpec{Name: "big", TopicName: "big", PartitionCount: 1, Config: cfg})
+	if err != nil {
+		b.Fatal(err)
+	}
+	si, err := s.streamInfo(ctx, "big", true)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cp := newCpart(partKey{"big", 0}, st)
+	cp.streamID = si.id
+	for i := range keys {
+		s.compact.apply(cp, hashKey(fmt.Appendf(nil, "key-%d", i)), int64(i), false, 0)
+	}
+	cp.indexed = keys
+	if err := s.compact.snapshot(ctx, cp, disbackend.PartitionRange{First: 0, Next: 0}); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		fresh := newCpart(partKey{"big", 0}, st)
+		fresh.streamID = si.id
+		if err := s.compact.restore(ctx, fresh); err != nil {
+			b.Fatal(err)
+		}
+		if len(fresh.keys) != keys {
+			b.Fatalf("restored %d keys, want %d", len(fresh.keys), keys)
+		}
+	}
+	b.ReportMetric(float64(keys), "keys")
+}
+
+func startExpiringDISB(b *testing.B) string {
+	st, err := localstore.Open("dis", localstore.Options{FS: vfs.NewMem(), RetentionCheckInterval: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = st.Close() })
+	s, err := dislocal.New(st, dislocal.Options{AK: testAK, SK: testSK, ProjectID: testProject, NoScalingLimits: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	hs := httptest.NewServer(s)
+	b.Cleanup(hs.Close)
+	return hs.URL
+}
+
+func newStoreB(b *testing.B, url string) *Store {
+	s, err := New(Options{Endpoint: url, ProjectID: testProject, AK: testAK, SK: testSK, PollInterval: -1, NoCompactor: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	return s
+}

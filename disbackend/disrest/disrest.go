@@ -35,9 +35,14 @@
 //     times in all on DIS.5xxx, DIS.4303/4305/4309 or no answer
 //     (callIdempotent).
 //   - The Kafka topic name (where it differs from the stream name), the
-//     timestamp type, max.message.bytes and dis.record.format are stream
-//     tags, so every gateway node lists the same topics. Retention is
-//     data_duration, 24-168 hours.
+//     timestamp type, max.message.bytes, dis.record.format and
+//     cleanup.policy are stream tags, so every gateway node lists the same
+//     topics; topic configs no tag holds are checkpoint metadata of
+//     gatewayApp on the stream (extconfig.go). Retention is data_duration,
+//     24-168 hours; retention.ms=-1 and cleanup.policy=compact are 168.
+//   - cleanup.policy=compact: the compactor re-appends each live key's
+//     latest record before DIS expires it, with a key index per partition
+//     snapshotted in SnapshotStream (compact.go).
 //   - Group ids that AppNameForGroup cannot reverse, and the producer-id
 //     allocator, are checkpoint metadata on a gateway-owned stream
 //     (MetaStream, one partition, never listed as a topic).
