@@ -83,6 +83,7 @@ type mirrorRun struct {
 	mm                       *exec.Cmd
 	mmDone                   chan error
 	mmLog                    string
+	mmStarted                time.Time
 	// source: T's records on Kafka per partition, in offset order.
 	source map[int32][]scen.Rec
 	// committed: what the Kafka group committed; translated: what
@@ -431,7 +432,7 @@ func (r *mirrorRun) startMM() error {
 		logf.Close()
 		return err
 	}
-	r.mm, r.mmDone = cmd, make(chan error, 1)
+	r.mm, r.mmDone, r.mmStarted = cmd, make(chan error, 1), time.Now()
 	go func() { r.mmDone <- cmd.Wait(); logf.Close() }()
 	return nil
 }
@@ -470,14 +471,13 @@ func (r *mirrorRun) mmExited() error {
 // waitMirrored waits until the target topic on disgw holds n records (and
 // no more come for a moment), then checks each partition holds exactly the
 // source partition's records, in order, at the same offsets.
-func (r *mirrorRun) waitMirrored(n int, limit time.Duration) (string, error) {
+func (r *mirrorRun) waitMirrored(n int, start time.Time, limit time.Duration) (string, error) {
 	cl, adm, err := client(r.targetAddr)
 	if err != nil {
 		return "", err
 	}
 	defer cl.Close()
-	start := time.Now()
-	deadline := start.Add(limit)
+	deadline := time.Now().Add(limit)
 	var have int64
 	var lastErr error
 	for {
@@ -543,7 +543,7 @@ func (r *mirrorRun) mirror() (string, error) {
 	if err := r.startMM(); err != nil {
 		return "", err
 	}
-	d, err := r.waitMirrored(mirrorN, 90*time.Second)
+	d, err := r.waitMirrored(mirrorN, r.mmStarted, 90*time.Second)
 	if err != nil {
 		return "", err
 	}
@@ -551,6 +551,7 @@ func (r *mirrorRun) mirror() (string, error) {
 }
 
 func (r *mirrorRun) mirrorMore() (string, error) {
+	start := time.Now()
 	if err := r.produceOnKafka(mirrorN, mirrorN+mirrorMore); err != nil {
 		return "", err
 	}
@@ -559,7 +560,7 @@ func (r *mirrorRun) mirrorMore() (string, error) {
 		return "", fmt.Errorf("reading %s back from Kafka: %v", r.topic, err)
 	}
 	r.source = src
-	d, err := r.waitMirrored(mirrorN+mirrorMore, 60*time.Second)
+	d, err := r.waitMirrored(mirrorN+mirrorMore, start, 60*time.Second)
 	if err != nil {
 		return "", err
 	}
@@ -632,8 +633,7 @@ func (r *mirrorRun) offsetsTranslated() (string, error) {
 		return "", err
 	}
 	defer cl.Close()
-	start := time.Now()
-	deadline := start.Add(60 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	var got map[int32]int64
 	var stableSince time.Time
 	var prev string
@@ -658,7 +658,6 @@ func (r *mirrorRun) offsetsTranslated() (string, error) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	took := stableSince.Sub(start)
 	var after []string
 	for p, c := range r.committed {
 		if got[p] > c {
@@ -673,8 +672,8 @@ func (r *mirrorRun) offsetsTranslated() (string, error) {
 		return "", errors.New(strings.Join(after, "; "))
 	}
 	r.translated = got
-	return fmt.Sprintf("group %s on disgw: %s translated for %s within %.1fs (stable 3s), committed on Kafka %s: each at or before",
-		r.group, scen.FmtOffsets(got), r.target, took.Seconds(), scen.FmtOffsets(r.committed)), nil
+	return fmt.Sprintf("group %s on disgw: %s translated for %s (first seen %.1fs after MirrorMaker started, then unchanged for 3s), committed on Kafka %s: each at or before",
+		r.group, scen.FmtOffsets(got), r.target, stableSince.Sub(r.mmStarted).Seconds(), scen.FmtOffsets(r.committed)), nil
 }
 
 // resume: a consumer in the group on disgw starts at the translated
