@@ -164,12 +164,17 @@ func (b *kafkaBroker) LogTail() string {
 	return "Kafka broker " + logErrors(b.Log, 600)
 }
 
-// logErrors returns a log file's lines with " ERROR ", or its end.
+// logErrors returns a log file's lines with " ERROR ", each with the
+// exception line after it, or the log's end.
 func logErrors(path string, n int) string {
 	data, _ := os.ReadFile(path)
 	var errs []string
-	for _, l := range strings.Split(string(data), "\n") {
+	lines := strings.Split(string(data), "\n")
+	for i, l := range lines {
 		if strings.Contains(l, " ERROR ") {
+			if i+1 < len(lines) && strings.Contains(lines[i+1], "Exception") && !strings.HasPrefix(lines[i+1], "[") {
+				l += " " + strings.TrimSpace(lines[i+1])
+			}
 			errs = append(errs, l)
 		}
 	}
