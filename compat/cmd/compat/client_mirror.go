@@ -79,11 +79,11 @@ type mirrorRun struct {
 	// does against Kafka itself; targetAddr is disgw's or its address.
 	targetKafka *kafkaBroker
 	targetAddr  string
-	dataDir                  string
-	mm                       *exec.Cmd
-	mmDone                   chan error
-	mmLog                    string
-	mmStarted                time.Time
+	dataDir     string
+	mm          *exec.Cmd
+	mmDone      chan error
+	mmLog       string
+	mmStarted   time.Time
 	// source: T's records on Kafka per partition, in offset order.
 	source map[int32][]scen.Rec
 	// committed: what the Kafka group committed; translated: what
@@ -840,10 +840,11 @@ func (r *mirrorRun) stopMirror() (string, error) {
 	if !strings.Contains(string(b), "Kafka MirrorMaker stopped") {
 		return "", fmt.Errorf("MirrorMaker exited (%v) in %.1fs without logging that it stopped; %s", err, took.Seconds(), r.mmTail())
 	}
-	errs := strings.Count(string(b), "] ERROR ")
+	log, stopping, _ := strings.Cut(string(b), "Kafka MirrorMaker stopping")
 	exit := "exit status 0"
 	if err != nil {
 		exit = err.Error() // 143: the JVM's status after SIGTERM and its shutdown hooks
 	}
-	return fmt.Sprintf("MirrorMaker stopped on SIGTERM in %.1fs (%s, \"Kafka MirrorMaker stopped.\"); its log has %d ERROR lines", took.Seconds(), exit, errs), nil
+	return fmt.Sprintf("MirrorMaker stopped on SIGTERM in %.1fs (%s, \"Kafka MirrorMaker stopped.\"); its log has %d ERROR lines before it was stopped, %d while stopping",
+		took.Seconds(), exit, strings.Count(log, "] ERROR "), strings.Count(stopping, "] ERROR ")), nil
 }
