@@ -8,7 +8,8 @@ package gateway
 //
 // TOPIC resources: SET applies a topic config as CreateTopics does
 // (applyTopicConfig: INVALID_CONFIG for unknown keys and unsupported
-// values); DELETE puts the key back to its default; APPEND and SUBTRACT
+// values); DELETE puts the key back to its default (a key disgw does not
+// know is accepted and changes nothing, as in Kafka 4.4); APPEND and SUBTRACT
 // get INVALID_CONFIG (no topic config here is a list). A key listed twice
 // in one resource gets INVALID_REQUEST, as in Kafka. On DIS, retention.ms
 // is data_duration (24-168 hours; others INVALID_CONFIG). BROKER

@@ -90,6 +90,19 @@ func TestAlterConfigs(t *testing.T) {
 			value(cs["retention.ms"]), cs["retention.ms"].Source, defRetention, value(cs["message.timestamp.type"]))
 	}
 
+	// DELETE of a key disgw does not know (Kafka 4.4's own, or none at
+	// all) succeeds and changes nothing, as in Kafka 4.4: MirrorMaker 2
+	// DELETEs every config its source cluster reports at the default.
+	if err := alter(false, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: "errors.deadletterqueue.group.enable"},
+		kadm.AlterConfig{Op: kadm.DeleteConfig, Name: "no.such.config"},
+		kadm.AlterConfig{Name: "retention.ms", Value: str("7200000")}); err != nil {
+		t.Fatalf("DELETE of unknown keys with a SET: %v", err)
+	}
+	if cs := describe(); value(cs["retention.ms"]) != "7200000" || value(cs["message.timestamp.type"]) != "LogAppendTime" {
+		t.Fatalf("after DELETE of unknown keys with a SET: retention.ms %s, message.timestamp.type %s",
+			value(cs["retention.ms"]), value(cs["message.timestamp.type"]))
+	}
+
 	for _, tc := range []struct {
 		name string
 		op   kadm.AlterConfig

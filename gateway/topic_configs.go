@@ -209,7 +209,13 @@ func applyTopicConfig(cfg *disbackend.StreamConfig, key string, value *string) e
 }
 
 // resetTopicConfig puts key back to its default in cfg (a DELETE of
-// IncrementalAlterConfigs). Errors wrap ErrInvalidConfig for unknown keys.
+// IncrementalAlterConfigs). A key the gateway does not know is left alone
+// without an error, as Apache Kafka 4.4 does (it answers NONE to a DELETE
+// of any name, known or not): MirrorMaker 2's topic config sync DELETEs
+// every config the source cluster reports at its default, among them
+// Kafka 4.4's errors.deadletterqueue.group.enable, compression.*.level and
+// remote.* that disgw has no row for, and one refused DELETE failed the
+// whole resource.
 func (s *Server) resetTopicConfig(cfg *disbackend.StreamConfig, def disbackend.StreamConfig, key string) error {
 	if key == cfgRecordFormat {
 		resetRecordFormat(cfg, &def)
@@ -217,9 +223,6 @@ func (s *Server) resetTopicConfig(cfg *disbackend.StreamConfig, def disbackend.S
 	}
 	if tc := findTopicConfig(key); tc != nil {
 		return tc.apply(cfg, tc.show(s, &def))
-	}
-	if _, ok := ignoredTopicConfigs[key]; !ok {
-		return fmt.Errorf("%w: unknown topic config %q", disbackend.ErrInvalidConfig, key)
 	}
 	return nil
 }

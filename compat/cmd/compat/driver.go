@@ -85,6 +85,8 @@ var clients = []clientSpec{
 		argv: goScenario("kafka-connect"), ownsDisgw: true},
 	{name: "kafka-streams", about: "Apache Kafka Streams 4.4.0 word count with a state store, at-least-once", extra: streamsExtra,
 		argv: goScenario("kafka-streams")},
+	{name: "kafka-mirrormaker2", about: "MirrorMaker 2 (connect-mirror 4.3.1, dedicated) from an Apache Kafka 4.4.0 broker into disgw, group offsets synced",
+		extra: mirrorExtra, argv: goScenario("kafka-mirrormaker2"), ownsDisgw: true},
 }
 
 // stepResult is one cell of the matrix.

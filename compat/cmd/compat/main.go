@@ -50,9 +50,10 @@ func scenarioMain(args []string) int {
 	topic := fs.String("topic", "", "topic")
 	group := fs.String("group", "", "consumer group")
 	jars := fs.String("jars", "", "directory of the Kafka 4.4.0 jars (kafka-java)")
-	tools := fs.String("tools", defaultTools(), "directory compat/setup filled (kafka-connect, kafka-streams)")
+	tools := fs.String("tools", defaultTools(), "directory compat/setup filled (kafka-connect, kafka-streams, kafka-mirrormaker2)")
 	disgwBin := fs.String("disgw", "", "the disgw binary (kafka-connect runs its own)")
 	backend := fs.String("backend", "local", "disgw's backend (kafka-connect)")
+	mirrorTarget := fs.String("mirror-target", "disgw", "kafka-mirrormaker2: mirror into disgw, or into a second Apache Kafka broker (kafka) to compare")
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
 	}
@@ -78,6 +79,8 @@ func scenarioMain(args []string) int {
 		runConnect(*disgwBin, *backend, *tools, *topic)
 	case "kafka-streams":
 		runStreams(*broker, *topic, *tools)
+	case "kafka-mirrormaker2":
+		runMirror(*disgwBin, *backend, *tools, *topic, *group, *mirrorTarget == "kafka")
 	default:
 		fmt.Fprintf(os.Stderr, "unknown Go scenario %q\n", name)
 		return 2
