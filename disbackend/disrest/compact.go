@@ -35,15 +35,20 @@ import (
 // When to copy is decided from what DIS shows: the partition's retention
 // (data_duration) and how old its oldest record is. DIS does not say when a
 // record arrived (a record's timestamp is the producer's), so the compactor
-// keeps samples of the partition's next sequence number over time (a
-// record at offset o arrived after the last sample whose next was <= o).
-// The partition holds records of the last S = now - arrival(first) at
-// most, and DIS keeps a record for R, its data_duration, at most; with
-// H = min(R, S)/2 a record is copied once it may be older than H, so a
-// copy is made before the record has lived half of the time DIS keeps it
-// (also under dislocal's --retention-unit, where an "hour" is shorter).
-// Sweeps of a partition run every min(R, S)/8, at least every 5 minutes
-// and at most every 2 seconds.
+// keeps samples of the partition's next sequence number over time: a
+// record at offset o arrived after the last sample whose next was <= o,
+// and by the first sample whose next was > o. The partition's oldest
+// record (its first sequence number) has been there at least
+// S = now - (when it had arrived at the latest), so DIS keeps records at
+// least S; it keeps them at most R, the stream's data_duration. With
+// H = min(R, S)/2, a record is copied once it may be older than H (by the
+// earliest time it can have arrived), so a copy is made before the record
+// has lived half of what DIS keeps, also under dislocal's
+// --retention-unit, where an "hour" is shorter. Sweeps of a partition run
+// every min(R, S)/8, at least every 5 minutes and at most every 2 seconds.
+// Until a partition's records first expire, S is only how long it has
+// been watched, so in its first retention period a live key is copied
+// about log2(R / 2 s) times (about 18 for 168 hours), then every H.
 //
 // Writes are serialized per partition: every append goes through the
 // partition's writer, which sends one PutRecords at a time in the order
@@ -342,6 +347,17 @@ func (cp *cpart) arrivedAfter(off int64) (int64, bool) {
 	return cp.samples[i-1].at, true
 }
 
+// arrivedBy returns a time (unix ms) by which the record at off had
+// arrived: the first sample that counts it (next > off), else now.
+func (cp *cpart) arrivedBy(off, now int64) int64 {
+	i, _ := slices.BinarySearchFunc(cp.samples, off+1, func(s sample, t int64) int { return cmp.Compare(s.next, t) })
+	// samples[i:] have next > off.
+	if i == len(cp.samples) {
+		return now
+	}
+	return cp.samples[i].at
+}
+
 func (cp *cpart) addSample(next, at int64) {
 	if n := len(cp.samples); n > 0 && cp.samples[n-1].next >= next {
 		if cp.samples[n-1].next == next && n > 1 {
@@ -513,11 +529,11 @@ func (c *compactor) sweepOnce(ctx context.Context, cp *cpart) error {
 		h   keyHash
 	}
 	var cands []cand
-	firstAt, ok := cp.arrivedAfter(r.First)
-	if !ok {
-		firstAt = cp.samples[0].at
-	}
-	span := time.Duration(nowMs-firstAt) * time.Millisecond
+	// The span of the partition's records, at least: now minus when its
+	// oldest record had arrived at the latest. (A lower bound on that
+	// arrival would make the span, and the horizon, too long: a topic
+	// made compact long after it was created lost its keys that way.)
+	span := time.Duration(nowMs-cp.arrivedBy(r.First, nowMs)) * time.Millisecond
 	h := min(retention, span) / 2
 	cutoff := nowMs - h.Milliseconds()
 	delRet := si.st.Config.DeleteRetention.Milliseconds()
