@@ -195,7 +195,7 @@ func runDislocal(listen, data, readyFile, credsFrom string, opts dislocal.Option
 	go func() { served <- hs.Serve(ln) }()
 	log.Info("dislocal started", zap.String("version", version), zap.String("listen", ln.Addr().String()),
 		zap.String("data", data), zap.Bool("signatures", opts.AK != ""), zap.String("credentials", credsFrom),
-		zap.Bool("token", opts.Token != ""), zap.Bool("flow_control", opts.FlowControl))
+		zap.Bool("token", opts.Token != ""), zap.Bool("flow_control", opts.FlowControl), zap.Duration("retention_unit", opts.RetentionUnit))
 	if readyFile != "" {
 		if err := writeFileAtomic(readyFile, ln.Addr().String()+"\n"); err != nil {
 			_ = hs.Close()
