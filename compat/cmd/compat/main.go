@@ -52,7 +52,7 @@ func scenarioMain(args []string) int {
 	jars := fs.String("jars", "", "directory of the Kafka 4.4.0 jars (kafka-java)")
 	tools := fs.String("tools", defaultTools(), "directory compat/setup filled (kafka-connect, kafka-streams)")
 	disgwBin := fs.String("disgw", "", "the disgw binary (kafka-connect runs its own)")
-	backend := fs.String("backend", "local", "disgw's backend (kafka-connect)")
+	backend := fs.String("backend", "local", "disgw's backend (kafka-connect, kafka-streams)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
 	}
@@ -77,7 +77,7 @@ func scenarioMain(args []string) int {
 	case "kafka-connect":
 		runConnect(*disgwBin, *backend, *tools, *topic)
 	case "kafka-streams":
-		runStreams(*broker, *topic, *tools)
+		runStreams(*broker, *backend, *topic, *tools)
 	default:
 		fmt.Fprintf(os.Stderr, "unknown Go scenario %q\n", name)
 		return 2
