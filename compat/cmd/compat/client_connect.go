@@ -40,18 +40,50 @@ import (
 //     topic's end offsets.
 //   - kill -9 disgw: disgw is killed under the worker and started again on
 //     the same data and port; 1,000 more lines: exactly 7,000.
-//   - after the cleaner: the internal topics are made cleanable (segment.ms
-//     500, min.cleanable.dirty.ratio 0.01) and cleaned; the worker is
-//     restarted and 1,000 more lines appended: exactly 8,000, so the
-//     connector configs, the source offsets and the sink offsets survived.
+//   - after the cleaner (backend local): the internal topics are made
+//     cleanable (segment.ms 500, min.cleanable.dirty.ratio 0.01) and
+//     cleaned; the worker is restarted and 1,000 more lines appended:
+//     exactly 8,000, so the connector configs, the source offsets and the
+//     sink offsets survived.
+//   - after expiry (backend dis, where there is no log cleaner: the
+//     gateway's compactor re-appends each live key's latest record before
+//     DIS expires it): dislocal runs with --retention-unit 500ms, so a
+//     168-hour stream (the compacted internal topics) keeps records 84 s.
+//     The step waits until every record the internal topics had when it
+//     began has expired in DIS (each partition's log start offset at or
+//     past the end offset it had), restarts the worker, which then reads
+//     only the compactor's copies, and appends 1,000 more lines: exactly
+//     8,000, as after the cleaner.
+//
+// On the DIS backend, kill -9 disgw also waits for the worker and the
+// sink's consumer to have rejoined their groups before it appends: that
+// backend keeps no group membership across a restart (no
+// disbackend.GroupStateStore), so a sink that went on fetching with its old
+// generation would have its next commit refused (UNKNOWN_MEMBER_ID), lose
+// its partition and deliver again what it had not committed.
 const (
 	connectJarsDir     = "connect-4.3.1"
 	connectWorkerClass = "org.apache.kafka.connect.cli.ConnectDistributed"
 	connectLines       = 5000
 	connectMore        = 1000
+	// connectRetentionUnit is dislocal's --retention-unit on backend dis:
+	// the 168 hours of a compacted topic are 84 s.
+	connectRetentionUnit = 500 * time.Millisecond
+	// connectTimeout is the scenario's time limit (the driver's
+	// -client-timeout when that is longer): after expiry waits about
+	// 168 × connectRetentionUnit.
+	connectTimeout = 9 * time.Minute
 )
 
-var connectExtra = []string{"kill -9 disgw", "after the cleaner"}
+var connectInternalTopics = []string{"connect-configs", "connect-offsets", "connect-status"}
+
+// connectExtraFor is the scenario's steps beyond the core ones on backend.
+func connectExtraFor(backend string) []string {
+	if backend == "dis" {
+		return []string{"kill -9 disgw", "after expiry"}
+	}
+	return []string{"kill -9 disgw", "after the cleaner"}
+}
 
 // connectRun is one worker and the disgw it talks to.
 type connectRun struct {
@@ -68,7 +100,7 @@ type connectRun struct {
 
 func runConnect(bin, backend, tools, topic string) {
 	jars := filepath.Join(tools, connectJarsDir)
-	steps := append(append([]string{}, scen.CoreSteps...), connectExtra...)
+	steps := append(append([]string{}, scen.CoreSteps...), connectExtraFor(backend)...)
 	if _, err := os.Stat(filepath.Join(jars, "connect-runtime-4.3.1.jar")); err != nil {
 		for _, s := range steps {
 			scen.Report(s, "fail", fmt.Sprintf("Kafka Connect 4.3.1 jars missing under %s (run compat/setup)", jars))
@@ -136,7 +168,9 @@ func runConnectFlow(c *connectRun, steps []string, fail func(int, string, string
 	scen.Report(scen.StepConsume, "pass", fmt.Sprintf("FileStreamSink: the sink file equals the source file, %d lines", connectLines))
 
 	total := connectLines
-	more := func(step int, name, how string, before func() error) bool {
+	// more runs before, appends connectMore lines and checks the sink;
+	// how() describes what before did.
+	more := func(step int, name string, how func() string, before func() error) bool {
 		if err := before(); err != nil {
 			fail(step, name, err.Error())
 			return false
@@ -150,10 +184,11 @@ func runConnectFlow(c *connectRun, steps []string, fail func(int, string, string
 			fail(step, name, err.Error())
 			return false
 		}
-		scen.Report(name, "pass", fmt.Sprintf("%s, %d more lines: the sink has exactly %d, none twice", how, connectMore, total))
+		scen.Report(name, "pass", fmt.Sprintf("%s, %d more lines: the sink has exactly %d, none twice", how(), connectMore, total))
 		return true
 	}
-	if !more(3, scen.StepResume, "worker restarted", c.restartWorker) {
+	say := func(s string) func() string { return func() string { return s } }
+	if !more(3, scen.StepResume, say("worker restarted"), c.restartWorker) {
 		return
 	}
 	if d, err := c.describe(); err != nil {
@@ -162,11 +197,29 @@ func runConnectFlow(c *connectRun, steps []string, fail func(int, string, string
 	} else {
 		scen.Report(scen.StepDescribe, "pass", d)
 	}
-	if !more(5, "kill -9 disgw", "disgw killed (SIGKILL) under the worker and started again", c.restartDisgw) {
+	killHow := "disgw killed (SIGKILL) under the worker and started again"
+	if c.backend == "dis" {
+		killHow += " (the DIS backend keeps no group membership: the worker and the sink rejoined first)"
+	}
+	if !more(5, "kill -9 disgw", say(killHow), c.restartDisgw) {
 		return
 	}
-	more(6, "after the cleaner", "the internal topics compacted by disgw's log cleaner, then the worker restarted", func() error {
-		if err := c.cleanInternalTopics(); err != nil {
+	if c.backend != "dis" {
+		more(6, "after the cleaner", say("the internal topics compacted by disgw's log cleaner, then the worker restarted"), func() error {
+			if err := c.cleanInternalTopics(); err != nil {
+				return err
+			}
+			return c.restartWorker()
+		})
+		return
+	}
+	var expired string
+	more(6, "after expiry", func() string {
+		return fmt.Sprintf("every record the internal topics had expired in DIS (dislocal --retention-unit %v: %s), "+
+			"the worker restarted on the compactor's copies", connectRetentionUnit, expired)
+	}, func() error {
+		var err error
+		if expired, err = c.expireInternalTopics(); err != nil {
 			return err
 		}
 		return c.restartWorker()
@@ -190,7 +243,11 @@ func newConnectRun(bin, backend, jars, topic, rf string) (*connectRun, error) {
 	fmt.Fprintf(os.Stderr, "logs of the run with replication factor %s: %s\n", cmpOr(rf, "default"), c.dir)
 	c.src, c.sink = filepath.Join(c.dir, "source.txt"), filepath.Join(c.dir, "sink.txt")
 	c.disgwLog = filepath.Join(c.dir, "disgw.log")
-	c.disgw, c.dataDir, err = startDisgwWith(bin, backend, c.disgwLog, "DISGW_CLEANER_CHECK_INTERVAL=200ms")
+	var disArgs []string
+	if backend == "dis" {
+		disArgs = []string{"--retention-unit", connectRetentionUnit.String()}
+	}
+	c.disgw, c.dataDir, err = startDisgwWith(bin, backend, c.disgwLog, disArgs, "DISGW_CLEANER_CHECK_INTERVAL=200ms")
 	return c, err
 }
 
@@ -327,7 +384,51 @@ func (c *connectRun) restartDisgw() error {
 		return err
 	}
 	c.disgw = p
+	if c.backend == "dis" {
+		return c.waitRejoined(60 * time.Second)
+	}
 	return nil
+}
+
+// waitRejoined waits until the worker's group and the sink's consumer
+// group are Stable with members in the disgw running (after a restart on
+// the DIS backend, which keeps no membership: so they have rejoined).
+func (c *connectRun) waitRejoined(limit time.Duration) error {
+	adm, cl, err := c.admin()
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	deadline := time.Now().Add(limit)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		gs, err := adm.DescribeGroups(ctx, "compat-connect", "connect-compat-sink")
+		cancel()
+		var got []string
+		ok := err == nil && len(gs) == 2
+		for _, g := range gs.Sorted() {
+			ok = ok && g.Err == nil && g.State == "Stable" && len(g.Members) > 0
+			got = append(got, fmt.Sprintf("%s %s with %d members", g.Group, g.State, len(g.Members)))
+		}
+		if ok {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("after the restart the groups did not rejoin within %v: %s (%v); %s", limit, strings.Join(got, ", "), err, c.workerLogTail())
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+}
+
+// expireInternalTopics waits until every record the internal topics hold
+// now has expired in DIS (waitExpired).
+func (c *connectRun) expireInternalTopics() (string, error) {
+	adm, cl, err := c.admin()
+	if err != nil {
+		return "", err
+	}
+	defer cl.Close()
+	return waitExpired(adm, 168*connectRetentionUnit+2*time.Minute, connectInternalTopics...)
 }
 
 func (c *connectRun) admin() (*kadm.Client, *kgo.Client, error) {
@@ -348,7 +449,7 @@ func (c *connectRun) checkInternalTopics() (string, error) {
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	names := []string{"connect-configs", "connect-offsets", "connect-status"}
+	names := connectInternalTopics
 	for {
 		rc, err := adm.DescribeTopicConfigs(ctx, names...)
 		if err == nil {
@@ -554,7 +655,7 @@ func (c *connectRun) cleanInternalTopics() error {
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	names := []string{"connect-configs", "connect-offsets", "connect-status"}
+	names := connectInternalTopics
 	seg, ratio := "500", "0.01"
 	rs, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "segment.ms", Value: &seg}, {Name: "min.cleanable.dirty.ratio", Value: &ratio}}, names...)
 	if err == nil {

@@ -30,26 +30,39 @@ import (
 //     committed), its local state deleted, the changelog compacted by
 //     disgw's log cleaner, 1,000 more lines produced, and the application
 //     started again: it restores the store from the changelog, and every
-//     word's last count is the expected total.
+//     word's last count is the expected total. On the DIS backend, which
+//     has no log cleaner, the changelog's records are left to expire
+//     instead: dislocal runs with --retention-unit 500ms (a 168-hour
+//     stream keeps records 84 s), and the application is restarted once
+//     every record the changelog had at the kill has expired, so that it
+//     restores from the compactor's copies of the live keys alone.
 //   - describe: the application's group committed the input's end offsets;
 //     its changelog topic says cleanup.policy=compact.
 const (
 	streamsAppDir = "streams-app"
 	streamsLines  = 1000
+	// streamsRetentionUnit is dislocal's --retention-unit on backend dis:
+	// the 168 hours of the compacted changelog (and of every other topic
+	// of the scenario: none keeps longer on DIS) are 84 s.
+	streamsRetentionUnit = 500 * time.Millisecond
+	// streamsTimeout is the scenario's time limit (the driver's
+	// -client-timeout when that is longer).
+	streamsTimeout = 8 * time.Minute
 )
 
 var streamsExtra []string
 
 type streamsRun struct {
-	broker, jars, classes, dir string
-	app, in, out               string
-	proc                       *exec.Cmd
-	procDone                   chan error
-	want                       map[string]int
+	broker, backend    string
+	jars, classes, dir string
+	app, in, out       string
+	proc               *exec.Cmd
+	procDone           chan error
+	want               map[string]int
 }
 
-func runStreams(broker, topic, tools string) {
-	r := &streamsRun{broker: broker, jars: filepath.Join(tools, "kafka-4.4.0"), classes: filepath.Join(tools, streamsAppDir),
+func runStreams(broker, backend, topic, tools string) {
+	r := &streamsRun{broker: broker, backend: backend, jars: filepath.Join(tools, "kafka-4.4.0"), classes: filepath.Join(tools, streamsAppDir),
 		app: topic + "-wordcount", in: topic + "-lines", out: topic + "-counts", want: map[string]int{}}
 	steps := scen.CoreSteps
 	fail := func(from int, why string) {
@@ -79,7 +92,7 @@ func runStreams(broker, topic, tools string) {
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), streamsTimeout-time.Minute)
 	defer cancel()
 
 	for _, t := range []string{r.in, r.out} {
@@ -107,10 +120,20 @@ func runStreams(broker, topic, tools string) {
 	scen.Report(scen.StepConsume, "pass", fmt.Sprintf("the last count of each of %d words is right", len(r.want)))
 
 	// resume: offsets committed, then killed; no local state; the changelog
-	// compacted; more lines; a restore from the changelog.
+	// compacted (DIS: its records expired); more lines; a restore from the
+	// changelog.
 	if err := r.waitCommitted(ctx, adm); err != nil {
 		fail(3, err.Error())
 		return
+	}
+	repartition := r.app + "-counts-repartition"
+	if r.backend == "dis" {
+		// Every record of the repartition topic processed and committed
+		// too: they expire with the changelog's.
+		if err := r.waitCommittedTopic(ctx, adm, repartition); err != nil {
+			fail(3, err.Error())
+			return
+		}
 	}
 	r.stop(true)
 	if err := os.RemoveAll(filepath.Join(r.dir, "state")); err != nil {
@@ -118,7 +141,16 @@ func runStreams(broker, topic, tools string) {
 		return
 	}
 	changelog := r.app + "-counts-changelog"
-	if err := compactNow(ctx, r.broker, adm, changelog); err != nil {
+	what := "changelog compacted"
+	if r.backend == "dis" {
+		expired, err := waitExpired(adm, 168*streamsRetentionUnit+2*time.Minute, changelog)
+		if err != nil {
+			fail(3, err.Error())
+			return
+		}
+		what = fmt.Sprintf("every record of the changelog expired in DIS (dislocal --retention-unit %v: %s), so the restore reads only the compactor's copies",
+			streamsRetentionUnit, expired)
+	} else if err := compactNow(ctx, r.broker, adm, changelog); err != nil {
 		fail(3, err.Error())
 		return
 	}
@@ -134,8 +166,8 @@ func runStreams(broker, topic, tools string) {
 		fail(3, err.Error())
 		return
 	}
-	scen.Report(scen.StepResume, "pass", fmt.Sprintf("killed (SIGKILL) after its commit, local state deleted, changelog compacted; "+
-		"restarted, it restored the store from the changelog: after %d more lines every count is right", streamsLines))
+	scen.Report(scen.StepResume, "pass", fmt.Sprintf("killed (SIGKILL) after its commit, local state deleted, %s; "+
+		"restarted, it restored the store from the changelog: after %d more lines every count is right", what, streamsLines))
 
 	if err := r.waitCommitted(ctx, adm); err != nil {
 		fail(4, err.Error())
@@ -254,9 +286,15 @@ func (r *streamsRun) waitCounts(ctx context.Context, cl *kgo.Client) error {
 // waitCommitted waits until the application's group committed the input's
 // end offsets.
 func (r *streamsRun) waitCommitted(ctx context.Context, adm *kadm.Client) error {
+	return r.waitCommittedTopic(ctx, adm, r.in)
+}
+
+// waitCommittedTopic waits until the application's group committed the
+// end offsets of topic.
+func (r *streamsRun) waitCommittedTopic(ctx context.Context, adm *kadm.Client, topic string) error {
 	deadline := time.Now().Add(time.Minute)
 	for {
-		ends, err1 := adm.ListEndOffsets(ctx, r.in)
+		ends, err1 := adm.ListEndOffsets(ctx, topic)
 		committed, err2 := adm.FetchOffsets(ctx, r.app)
 		if err := firstErr(err1, err2); err != nil {
 			return err
@@ -264,7 +302,7 @@ func (r *streamsRun) waitCommitted(ctx context.Context, adm *kadm.Client) error 
 		same := true
 		var got []string
 		ends.Each(func(o kadm.ListedOffset) {
-			cm, _ := committed.Lookup(r.in, o.Partition)
+			cm, _ := committed.Lookup(topic, o.Partition)
 			same = same && cm.At == o.Offset
 			got = append(got, fmt.Sprintf("p%d=%d/%d", o.Partition, cm.At, o.Offset))
 		})
@@ -272,7 +310,7 @@ func (r *streamsRun) waitCommitted(ctx context.Context, adm *kadm.Client) error 
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("group %s committed/end: %s", r.app, strings.Join(got, " "))
+			return fmt.Errorf("group %s committed/end of %s: %s", r.app, topic, strings.Join(got, " "))
 		}
 		time.Sleep(300 * time.Millisecond)
 	}

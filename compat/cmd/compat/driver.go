@@ -30,7 +30,15 @@ type clientSpec struct {
 	name  string
 	about string
 	extra []string // steps beyond the core ones, in order
-	argv  func(e env) ([]string, error)
+	// extraBy replaces extra on the backends it names (a step that differs
+	// by backend, such as kafka-connect's after the cleaner / after expiry).
+	extraBy map[string][]string
+	// timeout, when longer, replaces -client-timeout for this client.
+	timeout time.Duration
+	// disArgs are added to the command line of the dislocal the driver
+	// starts for the client (backend dis), e.g. a shorter --retention-unit.
+	disArgs []string
+	argv    func(e env) ([]string, error)
 	// ownsDisgw: the scenario runs its own disgw (it kills and restarts
 	// it), so the driver starts none.
 	ownsDisgw bool
@@ -81,10 +89,11 @@ var clients = []clientSpec{
 			"--broker", e.broker, "--topic", e.topic, "--group", e.group}, nil
 	}},
 	{name: "kafka-java", about: "Apache Kafka 4.4.0 command-line tools (Java client)", extra: javaExtra, argv: goScenario("kafka-java")},
-	{name: "kafka-connect", about: "Apache Kafka Connect 4.3.1, distributed worker, FileStreamSource and FileStreamSink", extra: connectExtra,
-		argv: goScenario("kafka-connect"), ownsDisgw: true},
+	{name: "kafka-connect", about: "Apache Kafka Connect 4.3.1, distributed worker, FileStreamSource and FileStreamSink",
+		extra: connectExtraFor("local"), extraBy: map[string][]string{"dis": connectExtraFor("dis")},
+		argv: goScenario("kafka-connect"), ownsDisgw: true, timeout: connectTimeout},
 	{name: "kafka-streams", about: "Apache Kafka Streams 4.4.0 word count with a state store, at-least-once", extra: streamsExtra,
-		argv: goScenario("kafka-streams")},
+		argv: goScenario("kafka-streams"), disArgs: []string{"--retention-unit", streamsRetentionUnit.String()}, timeout: streamsTimeout},
 	{name: "kafka-mirrormaker2", about: "MirrorMaker 2 (connect-mirror 4.3.1, dedicated) from an Apache Kafka 4.4.0 broker into disgw, group offsets synced",
 		extra: mirrorExtra, argv: goScenario("kafka-mirrormaker2"), ownsDisgw: true},
 }
@@ -97,6 +106,7 @@ type stepResult struct {
 
 type clientResult struct {
 	spec     clientSpec
+	backend  string
 	steps    map[string]*stepResult
 	info     []string
 	note     string // the scenario process's own failure, if any
@@ -105,7 +115,15 @@ type clientResult struct {
 }
 
 func (r *clientResult) stepNames() []string {
-	return append(append([]string{}, scen.CoreSteps...), r.spec.extra...)
+	return append(append([]string{}, scen.CoreSteps...), r.spec.extraSteps(r.backend)...)
+}
+
+// extraSteps are the client's steps beyond the core ones on backend.
+func (c clientSpec) extraSteps(backend string) []string {
+	if e, ok := c.extraBy[backend]; ok {
+		return e
+	}
+	return c.extra
 }
 
 func driverMain(args []string) int {
@@ -345,12 +363,17 @@ func spawn(bin string, args, env []string, ready, logPath string) (*disgwProc, e
 // dislocal` (free port, its own fresh data directory, AK/SK signatures
 // checked) and points disgw serve at it; its log is next to disgw's.
 func startDisgw(bin, backend, logPath string) (*disgwProc, string, error) {
-	// The log cleaner looks often (compacted topics of kafka-streams).
-	return startDisgwWith(bin, backend, logPath, "DISGW_CLEANER_CHECK_INTERVAL=500ms")
+	return startDisgwWith(bin, backend, logPath, nil, cleanerEnv)
 }
 
-// startDisgwWith is startDisgw with extraEnv in disgw serve's environment.
-func startDisgwWith(bin, backend, logPath string, extraEnv ...string) (*disgwProc, string, error) {
+// cleanerEnv makes the log cleaner look often (compacted topics of
+// kafka-streams).
+const cleanerEnv = "DISGW_CLEANER_CHECK_INTERVAL=500ms"
+
+// startDisgwWith is startDisgw with disArgs appended to dislocal's command
+// line (backend dis; e.g. --retention-unit 1s) and extraEnv in disgw
+// serve's environment.
+func startDisgwWith(bin, backend, logPath string, disArgs []string, extraEnv ...string) (*disgwProc, string, error) {
 	dir, err := os.MkdirTemp("", "disgw-compat-data-")
 	if err != nil {
 		return nil, "", err
@@ -360,8 +383,8 @@ func startDisgwWith(bin, backend, logPath string, extraEnv ...string) (*disgwPro
 	env := extraEnv
 	var dis *disgwProc
 	if backend == "dis" {
-		dis, err = spawn(bin, []string{"dislocal", "--listen", "127.0.0.1:0", "--data", filepath.Join(dir, "dislocal"),
-			"--ak", compatDISAK, "--project-id", compatDISProject, "--ready-file", filepath.Join(dir, "dis-ready")},
+		dis, err = spawn(bin, append([]string{"dislocal", "--listen", "127.0.0.1:0", "--data", filepath.Join(dir, "dislocal"),
+			"--ak", compatDISAK, "--project-id", compatDISProject, "--ready-file", filepath.Join(dir, "dis-ready")}, disArgs...),
 			[]string{"DISGW_DISLOCAL_SK=" + compatDISSK}, filepath.Join(dir, "dis-ready"),
 			strings.TrimSuffix(logPath, ".disgw.log")+".dislocal.log")
 		if err != nil {
@@ -440,7 +463,8 @@ func (p *disgwProc) stop1() string {
 }
 
 func runClient(c clientSpec, e env, bin, backend string, timeout time.Duration, logDir string) *clientResult {
-	r := &clientResult{spec: c, steps: map[string]*stepResult{}, log: filepath.Join(logDir, c.name+".log")}
+	r := &clientResult{spec: c, backend: backend, steps: map[string]*stepResult{}, log: filepath.Join(logDir, c.name+".log")}
+	timeout = max(timeout, c.timeout)
 	start := time.Now()
 	defer func() {
 		r.duration = time.Since(start)
@@ -456,7 +480,7 @@ func runClient(c clientSpec, e env, bin, backend string, timeout time.Duration, 
 	}()
 	e.bin, e.backend = bin, backend
 	if !c.ownsDisgw {
-		p, dataDir, err := startDisgw(bin, backend, filepath.Join(logDir, c.name+".disgw.log"))
+		p, dataDir, err := startDisgwWith(bin, backend, filepath.Join(logDir, c.name+".disgw.log"), c.disArgs, cleanerEnv)
 		if dataDir != "" {
 			defer os.RemoveAll(dataDir)
 		}

@@ -52,7 +52,7 @@ func scenarioMain(args []string) int {
 	jars := fs.String("jars", "", "directory of the Kafka 4.4.0 jars (kafka-java)")
 	tools := fs.String("tools", defaultTools(), "directory compat/setup filled (kafka-connect, kafka-streams, kafka-mirrormaker2)")
 	disgwBin := fs.String("disgw", "", "the disgw binary (kafka-connect runs its own)")
-	backend := fs.String("backend", "local", "disgw's backend (kafka-connect)")
+	backend := fs.String("backend", "local", "disgw's backend (kafka-connect, kafka-streams)")
 	mirrorTarget := fs.String("mirror-target", "disgw", "kafka-mirrormaker2: mirror into disgw, or into a second Apache Kafka broker (kafka) to compare")
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
@@ -78,7 +78,7 @@ func scenarioMain(args []string) int {
 	case "kafka-connect":
 		runConnect(*disgwBin, *backend, *tools, *topic)
 	case "kafka-streams":
-		runStreams(*broker, *topic, *tools)
+		runStreams(*broker, *backend, *topic, *tools)
 	case "kafka-mirrormaker2":
 		runMirror(*disgwBin, *backend, *tools, *topic, *group, *mirrorTarget == "kafka")
 	default:

@@ -71,7 +71,7 @@ func renderMarkdown(results []*clientResult, suite *kgoSuiteResult, backend, roo
 				row = append(row, cell(r.steps[s]))
 			}
 			var extra []string
-			for _, s := range r.spec.extra {
+			for _, s := range r.spec.extraSteps(r.backend) {
 				extra = append(extra, fmt.Sprintf("`%s`: %s", s, cell(r.steps[s])))
 			}
 			row = append(row, strings.Join(extra, "<br>"))
