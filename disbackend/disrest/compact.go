@@ -445,7 +445,7 @@ func (c *compactor) list(ctx context.Context) {
 	}
 	c.mu.Lock()
 	for name := range c.streams {
-		if !seen[name] {
+		if !seen[name] && !gatewayStream(name) { // the gateway's own are not listed
 			c.forgetLocked(name)
 		}
 	}

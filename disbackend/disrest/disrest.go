@@ -229,6 +229,8 @@ type Store struct {
 	idem     idemState
 	metaOnce metaOnce
 	compact  compactor
+	// groupsOnce creates GroupStream (groups.go).
+	groupsOnce groupsOnce
 
 	// globalBackoff is when requests may go again after DIS.4305/DIS.4309
 	// (unix nanoseconds).

@@ -20,7 +20,9 @@ import (
 
 // gatewayStream reports whether name is one of the gateway's own streams,
 // which are not topics.
-func gatewayStream(name string) bool { return name == MetaStream || name == SnapshotStream }
+func gatewayStream(name string) bool {
+	return name == MetaStream || name == SnapshotStream || name == GroupStream
+}
 
 // MetaStream is the gateway-owned stream whose partition 0 carries, as
 // checkpoint metadata of gateway apps, what DIS has no field for (group ids

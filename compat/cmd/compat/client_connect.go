@@ -55,12 +55,10 @@ import (
 //     only the compactor's copies, and appends 1,000 more lines: exactly
 //     8,000, as after the cleaner.
 //
-// On the DIS backend, kill -9 disgw also waits for the worker and the
-// sink's consumer to have rejoined their groups before it appends: that
-// backend keeps no group membership across a restart (no
-// disbackend.GroupStateStore), so a sink that went on fetching with its old
-// generation would have its next commit refused (UNKNOWN_MEMBER_ID), lose
-// its partition and deliver again what it had not committed.
+// kill -9 disgw is the same on both backends: each keeps the groups'
+// membership across a restart (the DIS backend in its compacted stream
+// __disgw_groups), so the worker and the sink go on with the generation
+// they had and nothing is delivered twice.
 const (
 	connectJarsDir     = "connect-4.3.1"
 	connectWorkerClass = "org.apache.kafka.connect.cli.ConnectDistributed"
@@ -198,9 +196,6 @@ func runConnectFlow(c *connectRun, steps []string, fail func(int, string, string
 		scen.Report(scen.StepDescribe, "pass", d)
 	}
 	killHow := "disgw killed (SIGKILL) under the worker and started again"
-	if c.backend == "dis" {
-		killHow += " (the DIS backend keeps no group membership: the worker and the sink rejoined first)"
-	}
 	if !more(5, "kill -9 disgw", say(killHow), c.restartDisgw) {
 		return
 	}
@@ -384,40 +379,7 @@ func (c *connectRun) restartDisgw() error {
 		return err
 	}
 	c.disgw = p
-	if c.backend == "dis" {
-		return c.waitRejoined(60 * time.Second)
-	}
 	return nil
-}
-
-// waitRejoined waits until the worker's group and the sink's consumer
-// group are Stable with members in the disgw running (after a restart on
-// the DIS backend, which keeps no membership: so they have rejoined).
-func (c *connectRun) waitRejoined(limit time.Duration) error {
-	adm, cl, err := c.admin()
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	deadline := time.Now().Add(limit)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		gs, err := adm.DescribeGroups(ctx, "compat-connect", "connect-compat-sink")
-		cancel()
-		var got []string
-		ok := err == nil && len(gs) == 2
-		for _, g := range gs.Sorted() {
-			ok = ok && g.Err == nil && g.State == "Stable" && len(g.Members) > 0
-			got = append(got, fmt.Sprintf("%s %s with %d members", g.Group, g.State, len(g.Members)))
-		}
-		if ok {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("after the restart the groups did not rejoin within %v: %s (%v); %s", limit, strings.Join(got, ", "), err, c.workerLogTail())
-		}
-		time.Sleep(300 * time.Millisecond)
-	}
 }
 
 // expireInternalTopics waits until every record the internal topics hold
