@@ -43,6 +43,8 @@
 //   - cleanup.policy=compact: the compactor re-appends each live key's
 //     latest record before DIS expires it, with a key index per partition
 //     snapshotted in SnapshotStream (compact.go).
+//   - Consumer groups' membership (disbackend.GroupStateStore) is a
+//     record per save in the compacted GroupStream (groups.go).
 //   - Group ids that AppNameForGroup cannot reverse, and the producer-id
 //     allocator, are checkpoint metadata on a gateway-owned stream
 //     (MetaStream, one partition, never listed as a topic).
