@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -693,7 +692,7 @@ func (s *Store) appendCopies(k partKey, recs []disbackend.Record, src []int64) *
 	return s.appendJob(k, b, src)
 }
 
-// snapshotKey is the checkpoint metadata pointing at a snapshot:
+// snapshotPointer is the checkpoint metadata pointing at a snapshot:
 // "snap=<sn>;n=<records>;id=<hex>;sid=<stream_id>".
 func snapshotPointer(sn int64, n int, id uint64, sid string) string {
 	return "snap=" + strconv.FormatInt(sn, 10) + ";n=" + strconv.Itoa(n) + ";id=" + strconv.FormatUint(id, 16) + ";sid=" + sid
@@ -942,11 +941,9 @@ func (c *compactor) restore(ctx context.Context, cp *cpart) error {
 	cp.mu.Unlock()
 	c.restored.Add(1)
 	c.s.log.Info("compactor: key index restored from its snapshot", zap.String("stream", cp.k.stream),
-		zap.Int32("partition", cp.k.part), zap.Int("keys", keys), zap.Int64("indexed", indexed), zap.String("snapshot", hex.EncodeToString(idb8(id))))
+		zap.Int32("partition", cp.k.part), zap.Int("keys", keys), zap.Int64("indexed", indexed), zap.String("snapshot", strconv.FormatUint(id, 16)))
 	return nil
 }
-
-func idb8(id uint64) []byte { return binary.BigEndian.AppendUint64(nil, id) }
 
 // CompactionLost is how many live keys of compacted partitions this Store
 // found expired in DIS before it copied them (no gateway ran long enough
