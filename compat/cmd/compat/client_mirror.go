@@ -42,6 +42,15 @@ import (
 //     writes them to the target group while it is empty); in every
 //     partition the translated offset is at or before the one committed on
 //     Kafka, never after.
+//   - stop MM2: MirrorMaker stops on SIGTERM within 60s and logs that it
+//     stopped. It is stopped before the consumers move, as the README's
+//     recipe says: while its group offset sync runs, it may write the
+//     translated offsets into the group again whenever the group is empty
+//     (a restarted MirrorCheckpointTask has no view of the target group
+//     yet and writes them unconditionally), rewinding a group that
+//     consumed on disgw meanwhile. Seen once on the DIS backend, whose
+//     compactor's copies of mm2-configs make MirrorMaker restart its
+//     tasks.
 //   - resume: a consumer in the group on disgw starts in every partition
 //     exactly at the translated offset and reads every record from there
 //     to the end: none of those the Kafka consumer had not processed is
@@ -50,8 +59,6 @@ import (
 //   - describe: on disgw the group is Empty with committed = end offsets of
 //     kafka.T; MirrorMaker's internal topics on disgw and their
 //     cleanup.policy.
-//   - stop MM2: MirrorMaker stops on SIGTERM within 60s and logs that it
-//     stopped.
 const (
 	mirrorJarsDir = "mirror-4.3.1"
 	mirrorClass   = "org.apache.kafka.connect.mirror.MirrorMaker"
@@ -67,7 +74,7 @@ var mirrorExtra = []string{"mirror", "mirror more", "offsets translated", "stop 
 
 // The order the steps run in (the matrix shows the core ones first).
 var mirrorOrder = []string{scen.StepCreate, scen.StepProduce, scen.StepConsume, "mirror", "mirror more",
-	"offsets translated", scen.StepResume, scen.StepDescribe, "stop MM2"}
+	"offsets translated", "stop MM2", scen.StepResume, scen.StepDescribe}
 
 type mirrorRun struct {
 	bin, backend, tools, dir string
@@ -126,7 +133,7 @@ func runMirror(bin, backend, tools, topic, group string, targetKafka bool) {
 	defer cancel()
 
 	steps := []func() (string, error){
-		r.create, r.produceFirst, r.consumeOnKafka, r.mirror, r.mirrorMore, r.offsetsTranslated, r.resume, r.describe, r.stopMirror,
+		r.create, r.produceFirst, r.consumeOnKafka, r.mirror, r.mirrorMore, r.offsetsTranslated, r.stopMirror, r.resume, r.describe,
 	}
 	for _, f := range steps {
 		if ctx.Err() != nil {
