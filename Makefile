@@ -31,8 +31,12 @@ run: build
 vet:
 	$(GO) vet ./...
 
+# hostile runs after the others, alone: its probe wants ApiVersions answered
+# within 1 s by a real gateway process under attack, which two cores shared
+# with every other package's race-instrumented tests starved once.
 test: vet
-	$(GO) test -race -count=1 -timeout $(TESTTIMEOUT) ./...
+	$(GO) test -race -count=1 -timeout $(TESTTIMEOUT) $$($(GO) list ./... | grep -v '/hostile$$')
+	$(GO) test -race -count=1 -timeout $(TESTTIMEOUT) ./hostile
 
 bench:
 	$(GO) test -run '^$$' -bench . ./bench/...
