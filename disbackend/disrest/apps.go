@@ -32,24 +32,35 @@ const compactApp = "__disgw-compact"
 // not consumer groups.
 func ownApp(name string) bool { return name == gatewayApp || name == compactApp }
 
-// metaOnce creates MetaStream once per process (it may already exist).
-type metaOnce struct {
+// onceOK runs a setup step until it succeeds once (a failed one is tried
+// again by the next caller), holding off concurrent callers meanwhile.
+type onceOK struct {
 	mu   sync.Mutex
 	done bool
 }
 
-func (s *Store) ensureMeta(ctx context.Context) error {
-	s.metaOnce.mu.Lock()
-	defer s.metaOnce.mu.Unlock()
-	if s.metaOnce.done {
+func (o *onceOK) do(f func() error) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.done {
 		return nil
 	}
-	err := s.createStream(ctx, MetaStream, 1, disapi.MinRetentionHours, nil)
-	if err != nil && !errors.Is(err, disbackend.ErrStreamExists) {
+	if err := f(); err != nil {
 		return err
 	}
-	s.metaOnce.done = true
+	o.done = true
 	return nil
+}
+
+// ensureMeta creates MetaStream once per process (it may already exist).
+func (s *Store) ensureMeta(ctx context.Context) error {
+	return s.metaOnce.do(func() error {
+		err := s.createStream(ctx, MetaStream, 1, disapi.MinRetentionHours, nil)
+		if err != nil && !errors.Is(err, disbackend.ErrStreamExists) {
+			return err
+		}
+		return nil
+	})
 }
 
 func validAppName(name string) bool {

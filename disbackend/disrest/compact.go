@@ -144,7 +144,7 @@ type compactor struct {
 	parts    map[partKey]*cpart
 	streams  map[string]disbackend.Stream
 	listedAt time.Time
-	snapOnce bool
+	snapOnce onceOK // SnapshotStream and compactApp created
 }
 
 func (c *compactor) init(s *Store, maxKeys int64) {
@@ -599,26 +599,19 @@ func (c *compactor) sweepOnce(ctx context.Context, cp *cpart) error {
 func (c *compactor) tail(ctx context.Context, cp *cpart, from, next int64, logAppend bool) (int, error) {
 	n := 0
 	now := time.Now().UnixMilli()
-	for from < next {
-		recs, err := c.s.fetchAt(ctx, cp.k, from, copyReadBytes, logAppend)
-		if err != nil {
-			return n, err
-		}
-		if len(recs) == 0 {
-			break
-		}
+	err := c.s.scan(ctx, cp.k, from, next, copyReadBytes, logAppend, func(recs []fetched) bool {
 		cp.mu.Lock()
 		for i := range recs {
 			if recs[i].rec.Key != nil {
 				c.apply(cp, hashKey(recs[i].rec.Key), recs[i].sn, recs[i].rec.Value == nil, now)
 			}
 		}
-		from = recs[len(recs)-1].sn + 1
-		cp.indexed = max(cp.indexed, from)
+		cp.indexed = max(cp.indexed, recs[len(recs)-1].sn+1)
 		cp.mu.Unlock()
 		n += len(recs)
-	}
-	return n, nil
+		return true
+	})
+	return n, err
 }
 
 // copyRecords re-appends the records at offs (ascending) and waits until
@@ -680,6 +673,13 @@ func (c *compactor) copyRecords(ctx context.Context, cp *cpart, offs []int64, lo
 // src are the offsets they copy. The writer drops copies that are stale
 // by the time it sends them (compactor.begin).
 func (s *Store) appendCopies(k partKey, recs []disbackend.Record, src []int64) *disbackend.Pending {
+	return s.appendJob(k, recordsBatch(recs), src)
+}
+
+// recordsBatch is the gateway's own batch of recs (no Raw: the Store
+// sends Records; no producer), with the header fields the writer reads.
+// The records' OffsetDelta must be 0, 1, 2, ...
+func recordsBatch(recs []disbackend.Record) disbackend.Batch {
 	b := disbackend.Batch{Header: batch.NewHeader(0), Records: recs}
 	b.NumRecords = int32(len(recs))
 	b.LastOffsetDelta = int32(len(recs) - 1)
@@ -689,7 +689,24 @@ func (s *Store) appendCopies(k partKey, recs []disbackend.Record, src []int64) *
 		}
 		b.MaxTimestamp = max(b.MaxTimestamp, recs[i].Timestamp)
 	}
-	return s.appendJob(k, b, src)
+	return b
+}
+
+// scan reads partition k from sequence number from up to next with
+// GetRecords of ask bytes, handing each answer's records to f until f
+// returns false or an answer is empty.
+func (s *Store) scan(ctx context.Context, k partKey, from, next int64, ask int, logAppend bool, f func([]fetched) bool) error {
+	for from < next {
+		recs, err := s.fetchAt(ctx, k, from, ask, logAppend)
+		if err != nil {
+			return err
+		}
+		if len(recs) == 0 || !f(recs) {
+			return nil
+		}
+		from = recs[len(recs)-1].sn + 1
+	}
+	return nil
 }
 
 // snapshotPointer is the checkpoint metadata pointing at a snapshot:
@@ -838,23 +855,13 @@ func decodeSnapshotChunk(b []byte, sid string, part int32, id uint64, cp *cpart,
 
 // ensureSnapshots creates SnapshotStream and compactApp once.
 func (c *compactor) ensureSnapshots(ctx context.Context) error {
-	c.mu.Lock()
-	done := c.snapOnce
-	c.mu.Unlock()
-	if done {
-		return nil
-	}
-	err := c.s.createStream(ctx, SnapshotStream, 1, disapi.MaxRetentionHours, nil)
-	if err != nil && !errors.Is(err, disbackend.ErrStreamExists) {
-		return err
-	}
-	if err := c.s.ensureApp(ctx, compactApp); err != nil {
-		return err
-	}
-	c.mu.Lock()
-	c.snapOnce = true
-	c.mu.Unlock()
-	return nil
+	return c.snapOnce.do(func() error {
+		err := c.s.createStream(ctx, SnapshotStream, 1, disapi.MaxRetentionHours, nil)
+		if err != nil && !errors.Is(err, disbackend.ErrStreamExists) {
+			return err
+		}
+		return c.s.ensureApp(ctx, compactApp)
+	})
 }
 
 // snapshot writes cp's index to SnapshotStream and points compactApp's
@@ -875,9 +882,7 @@ func (c *compactor) snapshot(ctx context.Context, cp *cpart, r disbackend.Partit
 	for i, ch := range chunks {
 		recs[i] = disbackend.Record{Value: ch, Timestamp: now, OffsetDelta: int32(i)}
 	}
-	b := disbackend.Batch{Header: batch.NewHeader(0), Records: recs}
-	b.NumRecords, b.LastOffsetDelta, b.FirstTimestamp, b.MaxTimestamp = int32(len(recs)), int32(len(recs)-1), now, now
-	res, err := c.s.appendJob(partKey{SnapshotStream, 0}, b, nil).Wait(ctx)
+	res, err := c.s.appendJob(partKey{SnapshotStream, 0}, recordsBatch(recs), nil).Wait(ctx)
 	if err != nil {
 		return err
 	}
@@ -908,16 +913,10 @@ func (c *compactor) restore(ctx context.Context, cp *cpart) error {
 	}
 	got := map[int]bool{}
 	var indexed int64
-	at := sn
-	for scanned := 0; len(got) < n && scanned < n+1000; {
-		recs, err := c.s.fetchAt(ctx, partKey{SnapshotStream, 0}, at, 4<<20, false)
-		if err != nil {
-			return err
-		}
-		if len(recs) == 0 {
-			break
-		}
+	// Its records follow sn, others' snapshots maybe between them.
+	err = c.s.scan(ctx, partKey{SnapshotStream, 0}, sn, sn+int64(n)+1000, 4<<20, false, func(recs []fetched) bool {
 		cp.mu.Lock()
+		defer cp.mu.Unlock()
 		for i := range recs {
 			if chunk, _, idx, ok := decodeSnapshotChunk(recs[i].rec.Value, sid, cp.k.part, id, cp, c); ok {
 				got[chunk] = true
@@ -926,9 +925,10 @@ func (c *compactor) restore(ctx context.Context, cp *cpart) error {
 				}
 			}
 		}
-		cp.mu.Unlock()
-		scanned += len(recs)
-		at = recs[len(recs)-1].sn + 1
+		return len(got) < n
+	})
+	if err != nil {
+		return err
 	}
 	if len(got) < n {
 		return fmt.Errorf("snapshot at %d of %s has %d of its %d records", sn, SnapshotStream, len(got), n)

@@ -224,15 +224,14 @@ type Store struct {
 	ticks     atomic.Int64
 	readEpoch atomic.Int64
 	// bg is the context of shared reads; Close ends it.
-	bg       context.Context
-	stopBG   context.CancelFunc
-	ranges   rangeCache
-	pids     pidAllocator
-	idem     idemState
-	metaOnce metaOnce
-	compact  compactor
-	// groupsOnce creates GroupStream (groups.go).
-	groupsOnce groupsOnce
+	bg         context.Context
+	stopBG     context.CancelFunc
+	ranges     rangeCache
+	pids       pidAllocator
+	idem       idemState
+	metaOnce   onceOK // MetaStream created
+	groupsOnce onceOK // GroupStream created (groups.go)
+	compact    compactor
 
 	// globalBackoff is when requests may go again after DIS.4305/DIS.4309
 	// (unix nanoseconds).

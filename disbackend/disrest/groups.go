@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/disgw/disgw/disbackend"
 	"github.com/disgw/disgw/disbackend/disapi"
-	"github.com/disgw/disgw/kafkawire/batch"
 )
 
 // GroupStream is the gateway-owned compacted stream (one partition, never
@@ -21,31 +19,23 @@ const GroupStream = "__disgw_groups"
 
 var _ disbackend.GroupStateStore = (*Store)(nil)
 
-// groupsOnce creates GroupStream once per process.
-type groupsOnce struct {
-	mu   sync.Mutex
-	done bool
-}
-
+// ensureGroups creates GroupStream once per process (it may already
+// exist) and has the compactor keep it.
 func (s *Store) ensureGroups(ctx context.Context) error {
-	s.groupsOnce.mu.Lock()
-	defer s.groupsOnce.mu.Unlock()
-	if s.groupsOnce.done {
+	return s.groupsOnce.do(func() error {
+		cfg := disbackend.StreamConfig{CleanupPolicy: disbackend.CleanupCompact, MaxMessageBytes: maxRecordBytes,
+			DeleteRetention: disbackend.DefaultDeleteRetention}
+		err := s.createStream(ctx, GroupStream, 1, disapi.MaxRetentionHours, configTags(GroupStream, GroupStream, cfg))
+		if err != nil && !errors.Is(err, disbackend.ErrStreamExists) {
+			return err
+		}
+		st, err := s.DescribeStream(ctx, GroupStream)
+		if err != nil {
+			return err
+		}
+		s.compact.watch(st)
 		return nil
-	}
-	cfg := disbackend.StreamConfig{CleanupPolicy: disbackend.CleanupCompact, MaxMessageBytes: maxRecordBytes,
-		DeleteRetention: disbackend.DefaultDeleteRetention}
-	err := s.createStream(ctx, GroupStream, 1, disapi.MaxRetentionHours, configTags(GroupStream, GroupStream, cfg))
-	if err != nil && !errors.Is(err, disbackend.ErrStreamExists) {
-		return err
-	}
-	st, err := s.DescribeStream(ctx, GroupStream)
-	if err != nil {
-		return err
-	}
-	s.compact.watch(st)
-	s.groupsOnce.done = true
-	return nil
+	})
 }
 
 // SaveGroupState appends the group's state to GroupStream (a tombstone for
@@ -56,11 +46,8 @@ func (s *Store) SaveGroupState(ctx context.Context, group string, state []byte) 
 	if err := s.ensureGroups(ctx); err != nil {
 		return fmt.Errorf("disrest: save group %q: %w", group, err)
 	}
-	now := time.Now().UnixMilli()
-	recs := []disbackend.Record{{Key: []byte(group), Value: state, Timestamp: now}}
-	b := disbackend.Batch{Header: batch.NewHeader(0), Records: recs}
-	b.NumRecords, b.FirstTimestamp, b.MaxTimestamp = 1, now, now
-	if _, err := s.appendJob(partKey{GroupStream, 0}, b, nil).Wait(ctx); err != nil {
+	recs := []disbackend.Record{{Key: []byte(group), Value: state, Timestamp: time.Now().UnixMilli()}}
+	if _, err := s.appendJob(partKey{GroupStream, 0}, recordsBatch(recs), nil).Wait(ctx); err != nil {
 		return fmt.Errorf("disrest: save group %q: %w", group, err)
 	}
 	return nil
@@ -80,15 +67,7 @@ func (s *Store) GroupStates(ctx context.Context) (map[string][]byte, error) {
 			return nil, fmt.Errorf("disrest: group states: %w", err)
 		}
 		out := map[string][]byte{}
-		for sn := r.First; sn < r.Next; {
-			recs, ferr := s.fetchAt(ctx, k, sn, copyReadBytes, false)
-			if ferr != nil {
-				err = ferr
-				break
-			}
-			if len(recs) == 0 {
-				break
-			}
+		err = s.scan(ctx, k, r.First, r.Next, copyReadBytes, false, func(recs []fetched) bool {
 			for i := range recs {
 				if recs[i].rec.Value == nil {
 					delete(out, string(recs[i].rec.Key))
@@ -96,8 +75,8 @@ func (s *Store) GroupStates(ctx context.Context) (map[string][]byte, error) {
 					out[string(recs[i].rec.Key)] = recs[i].rec.Value
 				}
 			}
-			sn = recs[len(recs)-1].sn + 1
-		}
+			return true
+		})
 		if err == nil {
 			return out, nil
 		}
