@@ -50,6 +50,10 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if addr := os.Getenv(probeEnv); addr != "" {
+		runProbe(addr)
+		return
+	}
 	code := m.Run()
 	if binPath != "" {
 		os.RemoveAll(filepath.Dir(binPath))
@@ -168,38 +172,83 @@ func (g *gateway) hwm() int64 {
 
 // probe asks for ApiVersions every 100 ms from 127.0.0.2 (so that limits
 // per client address do not apply to it) until stop; each must be answered
-// within 1 s.
+// within 1 s. It runs in a child process (this test binary, re-executed
+// with probeEnv set) so that what it measures is the gateway: the attack's
+// own load in the test process (frames of up to 300 MiB, the race
+// detector, their garbage collection) once delayed an in-process probe's
+// dial past its deadline while the gateway answered at once.
 type probe struct {
-	stop   chan struct{}
+	cmd    *exec.Cmd
+	stdin  interface{ Close() error }
 	done   chan struct{}
 	ok     atomic.Int64
 	failed atomic.Int64
 	mu     sync.Mutex
-	first  error
+	first  string
+}
+
+// probeEnv names the gateway address a re-executed test binary probes.
+const probeEnv = "DISGW_HOSTILE_PROBE_ADDR"
+
+// runProbe is the child process: one line per probe on stdout ("ok" or
+// "fail <error>") until its stdin closes.
+func runProbe(addr string) {
+	stop := make(chan struct{})
+	go func() { _, _ = bufio.NewReader(os.Stdin).ReadByte(); close(stop) }()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	w := bufio.NewWriter(os.Stdout)
+	for {
+		if err := apiVersions(addr, time.Second); err != nil {
+			fmt.Fprintf(w, "fail %v\n", strings.ReplaceAll(err.Error(), "\n", " "))
+		} else {
+			fmt.Fprintln(w, "ok")
+		}
+		_ = w.Flush()
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 func (g *gateway) probe() *probe {
-	p := &probe{stop: make(chan struct{}), done: make(chan struct{})}
+	g.t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	p := &probe{cmd: exec.Command(exe), done: make(chan struct{})}
+	p.cmd.Env = append(os.Environ(), probeEnv+"="+g.addr)
+	p.cmd.Stderr = os.Stderr
+	in, err := p.cmd.StdinPipe()
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	out, err := p.cmd.StdoutPipe()
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		g.t.Fatal(err)
+	}
+	p.stdin = in
 	go func() {
 		defer close(p.done)
-		tick := time.NewTicker(100 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			if err := apiVersions(g.addr, time.Second); err != nil {
-				p.failed.Add(1)
-				p.mu.Lock()
-				if p.first == nil {
-					p.first = err
-				}
-				p.mu.Unlock()
-			} else {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			line := sc.Text()
+			if line == "ok" {
 				p.ok.Add(1)
+				continue
 			}
-			select {
-			case <-p.stop:
-				return
-			case <-tick.C:
+			p.failed.Add(1)
+			p.mu.Lock()
+			if p.first == "" {
+				p.first = strings.TrimPrefix(line, "fail ")
 			}
+			p.mu.Unlock()
 		}
 	}()
 	return p
@@ -208,8 +257,14 @@ func (g *gateway) probe() *probe {
 // finish stops the probe and checks its answers.
 func (p *probe) finish(t *testing.T) {
 	t.Helper()
-	close(p.stop)
+	_ = p.stdin.Close()
 	<-p.done
+	if err := p.cmd.Wait(); err != nil {
+		t.Errorf("probe process: %v", err)
+	}
+	if p.ok.Load()+p.failed.Load() == 0 {
+		t.Errorf("the probe process sent no ApiVersions")
+	}
 	if n := p.failed.Load(); n > 0 {
 		t.Errorf("%d of %d ApiVersions probes not answered within 1 s; first: %v", n, n+p.ok.Load(), p.first)
 	}
@@ -690,11 +745,12 @@ func TestLongNames(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := start(t)
+			fr := fixSize(tc.frame)
 			p := g.probe()
 			var wg sync.WaitGroup
 			for range 4 {
 				wg.Add(1)
-				go func() { defer wg.Done(); sendAndRead(t, g.addr, fixSize(tc.frame), 120*time.Second) }()
+				go func() { defer wg.Done(); sendAndRead(t, g.addr, fr, 120*time.Second) }()
 			}
 			wg.Wait()
 			g.check(t, p)
