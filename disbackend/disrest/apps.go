@@ -30,7 +30,7 @@ const compactApp = "__disgw-compact"
 
 // ownApp reports whether name is one of the gateway's own apps, which are
 // not consumer groups.
-func ownApp(name string) bool { return name == gatewayApp || name == compactApp }
+func ownApp(name string) bool { return name == gatewayApp || name == compactApp || name == logStartApp }
 
 // onceOK runs a setup step until it succeeds once (a failed one is tried
 // again by the next caller), holding off concurrent callers meanwhile.
