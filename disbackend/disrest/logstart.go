@@ -56,8 +56,9 @@ type floor struct {
 
 // logStartState paces the reading of other nodes' floors.
 type logStartState struct {
-	mu sync.Mutex   // held by the one refresh running (TryLock)
-	at atomic.Int64 // unix nanoseconds of the last refresh's start
+	mu      sync.Mutex   // held by the one refresh running (TryLock)
+	at      atomic.Int64 // unix nanoseconds of the last refresh's start
+	appOnce onceOK       // logStartApp created
 }
 
 // setFloor records f as k's floor unless a higher one of the same stream
@@ -135,7 +136,7 @@ func (s *Store) DeleteRecords(ctx context.Context, stream string, part int32, of
 	if offset <= r.First {
 		return r.First, nil
 	}
-	if err := s.ensureApp(ctx, logStartApp); err != nil {
+	if err := s.logStarts.appOnce.do(func() error { return s.ensureApp(ctx, logStartApp) }); err != nil {
 		return 0, err
 	}
 	if err := s.commit(ctx, logStartApp, stream, part, offset, sidMeta(si.id)); err != nil {
