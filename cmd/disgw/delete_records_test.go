@@ -125,6 +125,15 @@ func TestDeleteRecordsRestart(t *testing.T) {
 				if o, _ := starts.Lookup(topic, 0); o.Err != nil || o.Offset != 4 {
 					t.Fatalf("ListOffsets earliest = %d, %v; want 4", o.Offset, o.Err)
 				}
+				// By timestamp: never below the log start offset (the 10
+				// records are one batch: 4 is inside it).
+				byTime, err := kadm.NewClient(cl).ListOffsetsAfterMilli(ctx, 0, topic)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if o, _ := byTime.Lookup(topic, 0); o.Err != nil || o.Offset != 4 {
+					t.Fatalf("ListOffsets by timestamp 0 = %d, %v; want the log start offset 4", o.Offset, o.Err)
+				}
 				ccl, err := kgo.NewClient(kgo.SeedBrokers(addr),
 					kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(0)}}),
 					kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
