@@ -56,8 +56,9 @@ type floor struct {
 
 // logStartState paces the reading of other nodes' floors.
 type logStartState struct {
-	mu      sync.Mutex   // held by the one refresh running (TryLock)
+	mu      sync.Mutex   // held by the one refresh running
 	at      atomic.Int64 // unix nanoseconds of the last refresh's start
+	loaded  atomic.Bool  // a refresh has succeeded
 	appOnce onceOK       // logStartApp created
 }
 
@@ -152,25 +153,31 @@ func (s *Store) DeleteRecords(ctx context.Context, stream string, part int32, of
 func sidMeta(streamID string) string { return "sid=" + streamID }
 
 // refreshLogStarts reads the floors kept in DIS when the last refresh
-// started Options.LogStartRefresh ago or more (or force), unless another
-// refresh is running. A failed refresh is logged and tried again after
-// the interval.
+// started Options.LogStartRefresh ago or more (or force). Until a first
+// read succeeds every caller waits for it (a range handed out before it
+// could lie below a floor); afterwards a caller that finds a refresh
+// running goes on with the floors known. A failed read is logged and tried
+// again after the interval. Nothing it calls reads a range (no recursion).
 func (s *Store) refreshLogStarts(ctx context.Context, force bool) {
 	ls := &s.logStarts
-	if !force && time.Since(time.Unix(0, ls.at.Load())) < s.opts.LogStartRefresh {
-		return
-	}
-	if !ls.mu.TryLock() {
-		return
+	due := func() bool { return force || time.Since(time.Unix(0, ls.at.Load())) >= s.opts.LogStartRefresh }
+	if ls.loaded.Load() {
+		if !due() || !ls.mu.TryLock() {
+			return
+		}
+	} else {
+		ls.mu.Lock()
 	}
 	defer ls.mu.Unlock()
-	if !force && time.Since(time.Unix(0, ls.at.Load())) < s.opts.LogStartRefresh {
-		return
+	if !due() && (ls.loaded.Load() || ls.at.Load() != 0) {
+		return // refreshed while this caller waited, or a first read failed just now
 	}
 	ls.at.Store(time.Now().UnixNano())
 	if err := s.loadLogStarts(ctx); err != nil {
 		s.log.Warn("read log start offsets failed", zap.Error(err))
+		return
 	}
+	ls.loaded.Store(true)
 }
 
 // loadLogStarts reads logStartApp's checkpoints into the range cache's
