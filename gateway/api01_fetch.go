@@ -22,10 +22,10 @@ package gateway
 // synced data is returned. KIP-74: only the first non-empty partition may
 // exceed the size limits, and then by whole batches; a batch is never cut.
 // An offset inside a stored batch returns the whole batch. Offsets below
-// the log start or above the high watermark get OFFSET_OUT_OF_RANGE.
+// the log start or above the high watermark get OFFSET_OUT_OF_RANGE, with
+// the high watermark, last stable and log start offsets -1 (as Kafka 4.4).
 
 import (
-	"errors"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -181,14 +181,13 @@ func (c *conn) fillFetch(r *kmsg.FetchRequest, resp *kmsg.FetchResponse, maxByte
 			} else {
 				res, err = s.backend.Read(c.ctx, st.Name, rp.Partition, rp.FetchOffset, max(limit, 1))
 			}
-			p.HighWatermark, p.LastStableOffset, p.LogStartOffset = res.Range.Next, res.Range.Next, res.Range.First
 			if err != nil {
+				// -1 for the offsets with any error, OFFSET_OUT_OF_RANGE
+				// included, as Kafka 4.4 answers (compat kafka-diff).
 				p.ErrorCode, done = kafkaError(c.log, err), true
-				if !errors.Is(err, disbackend.ErrOffsetOutOfRange) {
-					p.HighWatermark, p.LastStableOffset, p.LogStartOffset = -1, -1, -1
-				}
 				continue
 			}
+			p.HighWatermark, p.LastStableOffset, p.LogStartOffset = res.Range.Next, res.Range.Next, res.Range.First
 			// Take the batches that fit; check codecs before copying.
 			keep, n := 0, 0
 			for k, b := range res.Batches {

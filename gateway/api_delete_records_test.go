@@ -97,8 +97,9 @@ func TestDeleteRecordsKadm(t *testing.T) {
 	ft.Partitions = []kmsg.FetchRequestTopicPartition{fp}
 	f.Topics = []kmsg.FetchRequestTopic{ft}
 	fr := g.raw(t).roundTrip(12, f).(*kmsg.FetchResponse)
-	if c := fr.Topics[0].Partitions[0].ErrorCode; c != kerr.OffsetOutOfRange.Code {
-		t.Fatalf("Fetch at 2 below log start offset 4: error %d, want OFFSET_OUT_OF_RANGE", c)
+	if p := fr.Topics[0].Partitions[0]; p.ErrorCode != kerr.OffsetOutOfRange.Code || p.HighWatermark != -1 || p.LogStartOffset != -1 {
+		t.Fatalf("Fetch at 2 below log start offset 4: error %d, high watermark %d, log start %d; want OFFSET_OUT_OF_RANGE, -1, -1 (as Kafka 4.4)",
+			p.ErrorCode, p.HighWatermark, p.LogStartOffset)
 	}
 
 	dirs, err := adm.DescribeAllLogDirs(ctx, nil)
