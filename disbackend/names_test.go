@@ -85,6 +85,10 @@ func TestStreamNameForTopicLong(t *testing.T) {
 			t.Errorf("PlainStreamNameForTopic(%q) = %q, %v", topic, plain, err)
 		}
 	}
+	// The README's example.
+	if got, _ := StreamNameForTopic("com.example.payments.eu-west-1.settlement-batches.reconciliation-reports"); got != "com_example_payments_eu-west-1_settlement-batch-b0e660ee41dcfddb" {
+		t.Errorf("README example maps to %q", got)
+	}
 	if got, _ := StreamNameFor(struct{}{}, base[:65]); got != HashedStreamName(base[:65]) {
 		t.Errorf("StreamNameFor(non-namer) = %q, want the DIS mapping", got)
 	}
