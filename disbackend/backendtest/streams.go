@@ -2,6 +2,7 @@ package backendtest
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -279,11 +280,19 @@ func testLongTopicNames(t *testing.T, b disbackend.Backend) {
 	// An update keeps the topic name.
 	cfg := spec(t, long2, 2).Config
 	cfg.MaxMessageBytes = 4096
+	cfg.SegmentBytes = 1 << 20
 	if err := b.UpdateStreamConfig(ctx, streams[long2], cfg); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := b.DescribeStream(ctx, streams[long2]); err != nil || got.TopicName != long2 || got.Config.MaxMessageBytes != 4096 {
-		t.Fatalf("after UpdateStreamConfig: topic %q max.message.bytes %d, %v", got.TopicName, got.Config.MaxMessageBytes, err)
+	if got, err := b.DescribeStream(ctx, streams[long2]); err != nil || got.TopicName != long2 || got.Config.MaxMessageBytes != 4096 || got.Config.SegmentBytes != 1<<20 {
+		t.Fatalf("after UpdateStreamConfig: topic %q max.message.bytes %d segment.bytes %d, %v", got.TopicName, got.Config.MaxMessageBytes, got.Config.SegmentBytes, err)
+	}
+	cfg.SegmentBytes = 0 // back to the default: nothing but the name left to keep
+	if err := b.UpdateStreamConfig(ctx, streams[long2], cfg); err != nil {
+		t.Fatal(err)
+	}
+	if list, err := b.ListStreams(ctx); err != nil || !slices.ContainsFunc(list, func(st disbackend.Stream) bool { return st.TopicName == long2 }) {
+		t.Fatalf("after UpdateStreamConfig to defaults ListStreams lacks %q: %v", long2, err)
 	}
 
 	if err := b.DeleteStream(ctx, streams[long1]); err != nil {
