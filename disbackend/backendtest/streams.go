@@ -294,6 +294,9 @@ func testLongTopicNames(t *testing.T, b disbackend.Backend) {
 	if list, err := b.ListStreams(ctx); err != nil || !slices.ContainsFunc(list, func(st disbackend.Stream) bool { return st.TopicName == long2 }) {
 		t.Fatalf("after UpdateStreamConfig to defaults ListStreams lacks %q: %v", long2, err)
 	}
+	if got, err := b.DescribeStream(ctx, streams[long2]); err != nil || got.TopicName != long2 || got.Config.SegmentBytes == 1<<20 {
+		t.Fatalf("after UpdateStreamConfig to defaults: topic %q segment.bytes %d, %v", got.TopicName, got.Config.SegmentBytes, err)
+	}
 
 	if err := b.DeleteStream(ctx, streams[long1]); err != nil {
 		t.Fatal(err)
