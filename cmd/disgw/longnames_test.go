@@ -83,9 +83,10 @@ func runTool(t *testing.T, timeout time.Duration, stdin, name string, args ...st
 // TopicCommand and by franz-go, produced by kcat, Kafka's ConsoleProducer
 // and franz-go, consumed by kcat, Kafka's ConsoleConsumer and a franz-go
 // group that commits (franz-go stands in for the Java tools where their
-// jars are missing, see javaJars); after a gateway restart both are listed under their
-// names, the records and the group's committed offset are read back, and
-// deleting one leaves the other.
+// jars are missing, see javaJars); on DIS a second gateway node lists them;
+// after a gateway restart both are listed under their names, the records
+// and the group's committed offset are read back, and deleting one leaves
+// the other.
 func TestLongTopicNames(t *testing.T) {
 	t.Parallel()
 	kcat := needTool(t, "/usr/bin/kcat", "-V")
@@ -136,6 +137,21 @@ func testLongTopicNames(t *testing.T, backend, kcat, jars string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
+	listedOn := func(c *kgo.Client) []string { // Metadata v12 of all topics, uncached
+		t.Helper()
+		req := kmsg.NewPtrMetadataRequest()
+		resp, err := req.RequestWith(ctx, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, tp := range resp.Topics {
+			if tp.ErrorCode == 0 && tp.Topic != nil {
+				names = append(names, *tp.Topic)
+			}
+		}
+		return names
+	}
 	java := func(stdin, class string, args ...string) string {
 		t.Helper()
 		a := append([]string{"-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", filepath.Join(jars, "*"), class,
@@ -239,6 +255,23 @@ func testLongTopicNames(t *testing.T, backend, kcat, jars string) {
 		}
 	}
 	readLong2(cl)
+	if backend == "dis" {
+		// Another gateway node in front of the same DIS lists them too.
+		ready2 := filepath.Join(dir, "gw2-ready")
+		args2 := append(slices.Clone(args), "--ready-file", ready2) // the last --ready-file wins
+		gw2 := start(t, env, args2...)
+		cl2, err := kgo.NewClient(kgo.SeedBrokers(gw2.waitReady(t, ready2)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if names := listedOn(cl2); !slices.Contains(names, long1) || !slices.Contains(names, long2) {
+			t.Fatalf("a second gateway lists %q, want both long names", names)
+		}
+		cl2.Close()
+		if code := gw2.stop(t, syscall.SIGTERM); code != 0 {
+			t.Fatalf("second gateway's exit code after SIGTERM = %d", code)
+		}
+	}
 	cl.Close()
 
 	// After a restart: listed under their names, records and offsets kept.
@@ -253,21 +286,7 @@ func testLongTopicNames(t *testing.T, backend, kcat, jars string) {
 	}
 	defer cl.Close()
 	adm = kadm.NewClient(cl)
-	listed := func() []string { // Metadata v12 of all topics, uncached
-		t.Helper()
-		req := kmsg.NewPtrMetadataRequest()
-		resp, err := req.RequestWith(ctx, cl)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var names []string
-		for _, tp := range resp.Topics {
-			if tp.ErrorCode == 0 && tp.Topic != nil {
-				names = append(names, *tp.Topic)
-			}
-		}
-		return names
-	}
+	listed := func() []string { return listedOn(cl) }
 	if names := listed(); !slices.Contains(names, long1) || !slices.Contains(names, long2) {
 		t.Fatalf("after restart topics %q, want both long names", names)
 	}
