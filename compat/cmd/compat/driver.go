@@ -66,7 +66,7 @@ func debianPython(env) string { return "/usr/bin/python3" }
 func venvPython(e env) string { return filepath.Join(e.tools, "venv", "bin", "python") }
 
 var kcatExtra = []string{"kcat -L", "kcat -C -e", "kcat -o -1", "kcat -o s@TS"}
-var javaExtra = []string{"kafka-topics --describe", "kafka-topics --alter --partitions", "producer-perf-test", "consumer-perf-test"}
+var javaExtra = []string{"kafka-topics --describe", "kafka-topics --alter --partitions", stepJavaLongName, "producer-perf-test", "consumer-perf-test"}
 
 var clients = []clientSpec{
 	{name: "franz-go", about: "kgo with default options, kadm", argv: goScenario("franz-go")},
