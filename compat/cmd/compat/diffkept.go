@@ -49,10 +49,15 @@ var keptRules = []*keptRule{
 	{Category: catNodeIDs, API: "DescribeConfigs", Path: "Resources[4/*]", Reason: "the broker resource is named by its node id"},
 	{Category: catHosts, Path: "**Host", Reason: "each server listens on its own free port"},
 	{Category: catHosts, Path: "**Port", Reason: "each server listens on its own free port"},
+	{Category: catHosts, API: "DescribeConfigs", Path: "**Value", Shape: sameModuloAddr, Reason: "broker configs naming the listeners' addresses (listeners, advertised.listeners, ...)"},
+	{Category: catHosts, API: "DescribeConfigs", Path: `**Configs["log.dirs"]**Value`, Reason: "the server's own log directory"},
+	{Category: catHosts, Path: "**UsableBytes", Shape: sameSign, Reason: "the host's file system, which anything may write to"},
+	{Category: catHosts, Path: "**TotalBytes", Shape: sameSign, Reason: "the host's file system"},
 	{Category: catTopicIDs, Path: "**TopicID", Shape: sameZero, Reason: "random per topic"},
 	{Category: catTime, Path: "**ThrottleMillis", Reason: "quota throttling depends on timing"},
 	{Category: catTime, Path: "**Timestamp", Shape: sameSign, Reason: "the server's clock"},
 	{Category: catTime, Path: "**LogAppendTime", Shape: sameSign, Reason: "the server's clock"},
+	{Category: catTime, API: "ApiVersions", Path: "FinalizedFeaturesEpoch", Shape: sameSign, Reason: "the metadata log's offset of the last feature change"},
 	{Category: catTime, Path: "**ClusterID", Shape: sameZero, Reason: "random per Kafka cluster; disgw's is derived from its data directory or DIS project"},
 	{Category: catGenerated, Path: "**MemberID", Shape: sameZero, Reason: "the coordinator generates member ids"},
 	{Category: catGenerated, API: "JoinGroup", Path: "LeaderID", Shape: sameZero, Reason: "the leader's generated member id"},
@@ -151,6 +156,27 @@ func sameZero(a, b reflect.Value) bool {
 		zb = b.Elem().IsZero()
 	}
 	return za == zb
+}
+
+var addrRE = regexp.MustCompile(`[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+:[0-9]+|localhost:[0-9]+`)
+
+// sameModuloAddr: two strings equal once every HOST:PORT is masked.
+func sameModuloAddr(a, b reflect.Value) bool {
+	str := func(v reflect.Value) (string, bool) {
+		if v.Kind() == reflect.Pointer {
+			if v.IsNil() {
+				return "", false
+			}
+			v = v.Elem()
+		}
+		if v.Kind() != reflect.String {
+			return "", false
+		}
+		return addrRE.ReplaceAllString(v.String(), "HOST:PORT"), true
+	}
+	x, ok1 := str(a)
+	y, ok2 := str(b)
+	return ok1 && ok2 && x == y && x != ""
 }
 
 func disgwLower(a, b reflect.Value) bool {

@@ -15,14 +15,29 @@ import (
 
 func ptr[T any](v T) *T { return &v }
 
-func nodeID(t *diffTarget) int32 {
+// waitMetadata is the Metadata request of the sequences' waits (not
+// compared): v12, which both servers serve, with no auto-creation (a v0-3
+// Metadata auto-creates the topics it names, and a wait for a deletion
+// would recreate the topic).
+func waitMetadata(t *diffTarget, topics ...string) (*kmsg.MetadataResponse, error) {
 	req := kmsg.NewPtrMetadataRequest()
+	req.SetVersion(12)
 	req.Topics = []kmsg.MetadataRequestTopic{}
-	resp, _, err := t.send(req)
+	for _, tp := range topics {
+		req.Topics = append(req.Topics, kmsg.MetadataRequestTopic{Topic: ptr(tp)})
+	}
+	resp, err := t.w.do(req)
+	if err != nil {
+		return nil, err
+	}
+	return resp.(*kmsg.MetadataResponse), nil
+}
+
+func nodeID(t *diffTarget) int32 {
+	m, err := waitMetadata(t)
 	if err != nil {
 		return -1
 	}
-	m := resp.(*kmsg.MetadataResponse)
 	if len(m.Brokers) == 0 {
 		return -1
 	}
@@ -47,9 +62,8 @@ func metadataReq(t *diffTarget, topics ...string) *kmsg.MetadataRequest {
 func waitTopic(t *diffTarget, topic string, n int) {
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		resp, _, err := t.send(metadataReq(t, topic))
+		m, err := waitMetadata(t, topic)
 		if err == nil {
-			m := resp.(*kmsg.MetadataResponse)
 			if len(m.Topics) == 1 {
 				tp := m.Topics[0]
 				if n == 0 && tp.ErrorCode == 3 {
@@ -246,21 +260,15 @@ func recordBatch(n int, pid int64, epoch int16, seq int32) []byte {
 	return b.AppendTo(nil)
 }
 
-func produceErr(r kmsg.Response) int16 {
-	for _, t := range r.(*kmsg.ProduceResponse).Topics {
-		for _, p := range t.Partitions {
-			if p.ErrorCode != 0 {
-				return p.ErrorCode
-			}
-		}
-	}
-	return 0
-}
-
 // produce records a Produce, retried while the new partition has no
 // leader yet.
 func produce(t *diffTarget, label string, req *kmsg.ProduceRequest) {
-	t.doRetry(label, req, produceErr)
+	if t.v(0) >= 13 { // Produce v13 names topics by id (KIP-516)
+		for i := range req.Topics {
+			req.Topics[i].TopicID = topicID(t, req.Topics[i].Topic)
+		}
+	}
+	t.do(label, req)
 }
 
 func produceReq(topic string, partition int32, batch []byte) *kmsg.ProduceRequest {
@@ -272,12 +280,8 @@ func produceReq(topic string, partition int32, batch []byte) *kmsg.ProduceReques
 }
 
 func topicID(t *diffTarget, topic string) [16]byte {
-	resp, _, err := t.send(metadataReq(t, topic))
-	if err != nil {
-		return [16]byte{}
-	}
-	m := resp.(*kmsg.MetadataResponse)
-	if len(m.Topics) != 1 {
+	m, err := waitMetadata(t, topic)
+	if err != nil || len(m.Topics) != 1 {
 		return [16]byte{}
 	}
 	return m.Topics[0].TopicID
@@ -319,7 +323,7 @@ func seqRecords(t *diffTarget, p string) {
 	ip := kmsg.NewPtrInitProducerIDRequest()
 	ip.TransactionTimeoutMillis = 60000
 	ip.ProducerID, ip.ProducerEpoch = -1, -1
-	resp := t.doRetry("InitProducerId (idempotent)", ip, func(r kmsg.Response) int16 { return r.(*kmsg.InitProducerIDResponse).ErrorCode })
+	resp := t.do("InitProducerId (idempotent)", ip)
 	pid, epoch := int64(-1), int16(-1)
 	if resp != nil {
 		pid, epoch = resp.(*kmsg.InitProducerIDResponse).ProducerID, resp.(*kmsg.InitProducerIDResponse).ProducerEpoch
