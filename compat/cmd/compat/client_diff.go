@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"reflect"
@@ -314,6 +315,7 @@ func runDiff(broker, tools, backend string) {
 			}
 			wg.Wait()
 			rep.compareRun(s.step, run.name, kt.ex, dt.ex, used)
+			dumpExchanges(s.step, run.name, kt.ex, dt.ex)
 		}
 		scen.Report(s.step, rep.status(s.step), rep.detail(s.step))
 	}
@@ -543,6 +545,29 @@ func (r *diffReport) printAll() {
 		}
 		for _, f := range r.fails[s] {
 			fmt.Printf("   DIFF %s\n", f)
+		}
+	}
+}
+
+// dumpExchanges appends both servers' answers, as JSON, to the file
+// $DISGW_DIFF_DUMP names (for reading a difference in full).
+func dumpExchanges(step, run string, kex, dex []*exchange) {
+	path := os.Getenv("DISGW_DIFF_DUMP")
+	if path == "" {
+		return
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	enc := json.NewEncoder(f)
+	for _, side := range []struct {
+		name string
+		ex   []*exchange
+	}{{"Kafka", kex}, {"disgw", dex}} {
+		for _, e := range side.ex {
+			_ = enc.Encode(map[string]any{"step": step, "run": run, "server": side.name, "label": e.label, "version": e.ver, "response": e.resp, "error": fmt.Sprint(e.err)})
 		}
 	}
 }

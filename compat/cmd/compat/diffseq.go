@@ -420,10 +420,11 @@ func seqGroups(t *diffTarget, p string) {
 	hb2.Group, hb2.Generation, hb2.MemberID = g, gen, "no-such-member"
 	t.do("Heartbeat g, unknown member", hb2)
 
+	gtID := topicID(t, gt) // OffsetCommit and OffsetFetch v10 name topics by id
 	oc := kmsg.NewPtrOffsetCommitRequest()
 	oc.Group, oc.Generation, oc.MemberID = g, gen, member
 	oc.RetentionTimeMillis = -1
-	oc.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: gt, Partitions: []kmsg.OffsetCommitRequestTopicPartition{
+	oc.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: gt, TopicID: gtID, Partitions: []kmsg.OffsetCommitRequestTopicPartition{
 		{Partition: 0, Offset: 5, LeaderEpoch: 0, Metadata: ptr("m")}, {Partition: 1, Offset: 0, LeaderEpoch: -1}, {Partition: 9, Offset: 1, LeaderEpoch: -1}}}}
 	t.do("OffsetCommit g gt[0]=5 epoch 0, gt[1]=0, gt[9]", oc)
 
@@ -434,7 +435,7 @@ func seqGroups(t *diffTarget, p string) {
 		var gts []kmsg.OffsetFetchRequestGroupTopic
 		if topics || t.v(9) < 2 {
 			ts = []kmsg.OffsetFetchRequestTopic{{Topic: gt, Partitions: []int32{0, 1, 2}}}
-			gts = []kmsg.OffsetFetchRequestGroupTopic{{Topic: gt, Partitions: []int32{0, 1, 2}}}
+			gts = []kmsg.OffsetFetchRequestGroupTopic{{Topic: gt, TopicID: gtID, Partitions: []int32{0, 1, 2}}}
 		}
 		r.Topics = ts
 		r.Groups = []kmsg.OffsetFetchRequestGroup{{Group: group, Topics: gts, MemberEpoch: -1}}
@@ -469,12 +470,66 @@ func seqGroups(t *diffTarget, p string) {
 	oc2 := kmsg.NewPtrOffsetCommitRequest()
 	oc2.Group, oc2.Generation, oc2.MemberID = g2, -1, ""
 	oc2.RetentionTimeMillis = -1
-	oc2.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: gt, Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 3, LeaderEpoch: -1}}}}
+	oc2.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: gt, TopicID: gtID, Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 3, LeaderEpoch: -1}}}}
 	t.do("OffsetCommit g2 (simple, no generation)", oc2)
 	dl := kmsg.NewPtrDeleteGroupsRequest()
 	dl.Groups = []string{g2, p + "nogroup"}
 	t.do("DeleteGroups g2 and an unknown group", dl)
 	t.do("ListGroups after DeleteGroups", kmsg.NewPtrListGroupsRequest())
+	seqGroupDetails(t, p, gt)
+}
+
+// seqGroupDetails: a JoinGroup with a rebalance timeout of 0, and a static
+// member (KIP-345, JoinGroup v5+) that rejoins with changed subscription
+// bytes but the same protocol.
+func seqGroupDetails(t *diffTarget, p, gt string) {
+	joinSync := func(what, group string, instance *string, rebalance int32, meta []byte, member string) (string, int32) {
+		jr := kmsg.NewPtrJoinGroupRequest()
+		jr.Group, jr.MemberID, jr.ProtocolType, jr.InstanceID = group, member, "consumer", instance
+		jr.SessionTimeoutMillis, jr.RebalanceTimeoutMillis = 10000, rebalance
+		jr.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: meta}}
+		resp := t.do("JoinGroup "+what, jr)
+		if resp != nil && resp.(*kmsg.JoinGroupResponse).ErrorCode == 79 {
+			jr.MemberID = resp.(*kmsg.JoinGroupResponse).MemberID
+			resp = t.do("JoinGroup "+what+" with the member id", jr)
+		}
+		if resp == nil {
+			return "", -1
+		}
+		j := resp.(*kmsg.JoinGroupResponse)
+		sg := kmsg.NewPtrSyncGroupRequest()
+		sg.Group, sg.Generation, sg.MemberID, sg.InstanceID = group, j.Generation, j.MemberID, instance
+		sg.ProtocolType, sg.Protocol = ptr("consumer"), ptr("range")
+		if j.LeaderID == j.MemberID && !j.SkipAssignment {
+			sg.GroupAssignment = []kmsg.SyncGroupRequestGroupAssignment{{MemberID: j.MemberID, MemberAssignment: consumerAssignment(gt, 0, 1)}}
+		}
+		t.do("SyncGroup "+what, sg)
+		return j.MemberID, j.Generation
+	}
+	leave := func(what, group, member string, instance *string) {
+		lv := kmsg.NewPtrLeaveGroupRequest()
+		lv.Group, lv.MemberID = group, member
+		lv.Members = []kmsg.LeaveGroupRequestMember{{MemberID: member, InstanceID: instance}}
+		t.do("LeaveGroup "+what, lv)
+	}
+	if t.v(11) >= 1 {
+		g0 := p + "g-rebalance0"
+		m, _ := joinSync("rebalance timeout 0", g0, nil, 0, consumerMeta(gt), "")
+		leave("rebalance timeout 0", g0, m, nil)
+	}
+	if t.v(11) >= 5 {
+		gs := p + "g-static"
+		inst := ptr("static-1")
+		m, _ := joinSync("static member", gs, inst, 10000, consumerMeta(gt), "")
+		other := kmsg.NewConsumerMemberMetadata()
+		other.Topics = []string{gt}
+		other.UserData = []byte("changed")
+		joinSync("static member rejoins, changed subscription bytes", gs, inst, 10000, other.AppendTo(nil), "")
+		lg := kmsg.NewPtrListGroupsRequest()
+		t.do("ListGroups with the static group", lg)
+		leave("static member", gs, m, inst)
+		t.do("ListGroups after the static member left", lg)
+	}
 }
 
 // seqAdmin drives the APIs issue 13 adds (each is recorded as not served
