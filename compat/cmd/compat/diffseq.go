@@ -478,6 +478,8 @@ func seqGroups(t *diffTarget, p string) {
 	t.do("DeleteGroups g2 and an unknown group", dl)
 	t.do("ListGroups after DeleteGroups", kmsg.NewPtrListGroupsRequest())
 	seqGroupDetails(t, p, gt)
+	// Kafka lists __consumer_offsets, internal, once a group used it.
+	t.do("Metadata all topics after the groups", metadataReq(t))
 }
 
 // seqGroupDetails: a JoinGroup with a rebalance timeout of 0, and a static
