@@ -96,6 +96,8 @@ var clients = []clientSpec{
 		argv: goScenario("kafka-streams"), disArgs: []string{"--retention-unit", streamsRetentionUnit.String()}, timeout: streamsTimeout},
 	{name: "kafka-mirrormaker2", about: "MirrorMaker 2 (connect-mirror 4.3.1, dedicated) from an Apache Kafka 4.4.0 broker into disgw, group offsets synced",
 		extra: mirrorExtra, argv: goScenario("kafka-mirrormaker2"), ownsDisgw: true},
+	{name: "kafka-diff", about: "differential harness: the same kmsg requests to an Apache Kafka 4.4.0 broker and to disgw, answers compared field by field; Kafka's tools' output compared",
+		extra: diffSteps, argv: goScenario("kafka-diff")},
 }
 
 // stepResult is one cell of the matrix.
