@@ -1,0 +1,88 @@
+package gateway
+
+// ElectLeaders: v0-2 (KIP-183, KIP-460).
+//
+// Version notes: v1 adds ElectionType (0 preferred, 1 unclean) and a
+// top-level ErrorCode; v2 is flexible.
+//
+// One node leads every partition and is its only replica, so no election
+// is ever needed, as on a one-node Kafka 4.4:
+//   - a listed partition that exists: ELECTION_NOT_NEEDED ("Leader
+//     election not needed for topic partition."), for either type;
+//   - a partition or topic that does not exist: UNKNOWN_TOPIC_OR_PARTITION
+//     ("No such partition as T-P", "No such topic as T");
+//   - null topics (every partition, kafka-leader-election
+//     --all-topic-partitions): every topic with no partition results
+//     (Kafka leaves out the partitions whose leader is already the
+//     preferred one); an empty list: no topics;
+//   - an election type other than 0 or 1: INVALID_REQUEST, no topics.
+//
+// Topics are answered in request order, a repeated one again, as Kafka
+// does. Limits (limits.go): partitions past Limits.MaxTopics or
+// Limits.MaxPartitions get INVALID_REQUEST.
+
+import (
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/kafkawire"
+)
+
+func init() { registerAPI(43, 0, 2, (*conn).handleElectLeaders) }
+
+func (c *conn) handleElectLeaders(req *kafkawire.Request) reply {
+	r := req.Body.(*kmsg.ElectLeadersRequest)
+	resp := r.ResponseKind().(*kmsg.ElectLeadersResponse)
+	s := c.s
+	if r.ElectionType != 0 && r.ElectionType != 1 {
+		resp.ErrorCode = kerr.InvalidRequest.Code
+		return ready(req, resp)
+	}
+	if r.Topics == nil {
+		for _, st := range s.topics.all() {
+			t := kmsg.NewElectLeadersResponseTopic()
+			t.Topic = st.TopicName
+			t.Partitions = []kmsg.ElectLeadersResponseTopicPartition{}
+			resp.Topics = append(resp.Topics, t)
+		}
+		return ready(req, resp)
+	}
+	ctx, cancel := c.requestContext(r.TimeoutMillis)
+	defer cancel()
+	q := s.newPartitionQuota()
+	defer q.report(c, "ElectLeaders")
+	resp.Topics = make([]kmsg.ElectLeadersResponseTopic, 0, len(r.Topics))
+	for _, rt := range r.Topics {
+		t := kmsg.NewElectLeadersResponseTopic()
+		t.Topic = rt.Topic
+		t.Partitions = make([]kmsg.ElectLeadersResponseTopicPartition, 0, len(rt.Partitions))
+		served := q.topic()
+		st := s.topics.get(rt.Topic)
+		if st == nil && served && len(rt.Partitions) > 0 {
+			st = s.lookupTopic(ctx, rt.Topic)
+		}
+		for _, part := range rt.Partitions {
+			p := kmsg.NewElectLeadersResponseTopicPartition()
+			p.Partition = part
+			var msg string
+			switch {
+			case !q.partition():
+				p.ErrorCode = errCodeOverCap
+			case st == nil:
+				p.ErrorCode, msg = kerr.UnknownTopicOrPartition.Code, "No such topic as "+rt.Topic
+			case part < 0 || part >= st.PartitionCount:
+				p.ErrorCode, msg = kerr.UnknownTopicOrPartition.Code, fmt.Sprintf("No such partition as %s-%d", rt.Topic, part)
+			default:
+				p.ErrorCode, msg = kerr.ElectionNotNeeded.Code, "Leader election not needed for topic partition."
+			}
+			if msg != "" {
+				p.ErrorMessage = &msg
+			}
+			t.Partitions = append(t.Partitions, p)
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
+	return ready(req, resp)
+}
