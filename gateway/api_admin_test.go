@@ -538,3 +538,42 @@ func TestDescribeProducers(t *testing.T) {
 		t.Errorf("kadm: %+v", got)
 	}
 }
+
+func TestDescribeGroupsAuthorizedOperations(t *testing.T) {
+	g := startGateway(t)
+	_, t3, _ := adminTopics(t, g)
+	adm := kadm.NewClient(g.client(t))
+	ctx := context.Background()
+	var offs kadm.Offsets
+	offs.Add(kadm.Offset{Topic: t3, Partition: 0, At: 0, LeaderEpoch: -1})
+	if err := adm.CommitAllOffsets(ctx, "admin-grp", offs); err != nil {
+		t.Fatal(err)
+	}
+	raw := g.raw(t)
+	// Kafka 4.4: 3400 for a group answered without an error (an unknown
+	// group is Dead with no error before v6), "not requested" otherwise.
+	for _, v := range []int16{3, 5, 6} {
+		for _, asked := range []bool{true, false} {
+			req := kmsg.NewDescribeGroupsRequest()
+			req.Groups = []string{"admin-grp", "admin-nogroup"}
+			req.IncludeAuthorizedOperations = asked
+			resp := raw.roundTrip(v, &req).(*kmsg.DescribeGroupsResponse)
+			if len(resp.Groups) != 2 {
+				t.Fatalf("v%d: %+v", v, resp)
+			}
+			wantKnown, wantUnknown := int32(notRequested), int32(notRequested)
+			if asked {
+				wantKnown = 3400
+				if v < 6 {
+					wantUnknown = 3400
+				}
+			}
+			if got := resp.Groups[0]; got.State != "Empty" || got.AuthorizedOperations != wantKnown {
+				t.Errorf("v%d asked=%v group: %s ops %d, want %d", v, asked, got.State, got.AuthorizedOperations, wantKnown)
+			}
+			if got := resp.Groups[1]; got.State != "Dead" || got.AuthorizedOperations != wantUnknown {
+				t.Errorf("v%d asked=%v unknown group: %s error %d ops %d, want %d", v, asked, got.State, got.ErrorCode, got.AuthorizedOperations, wantUnknown)
+			}
+		}
+	}
+}
