@@ -32,6 +32,10 @@ import (
 
 func init() { registerAPI(43, 0, 2, (*conn).handleElectLeaders) }
 
+// electionNotNeededMessage is Kafka's message with ELECTION_NOT_NEEDED;
+// every such answer points at it (encoding only reads it).
+var electionNotNeededMessage = "Leader election not needed for topic partition."
+
 func (c *conn) handleElectLeaders(req *kafkawire.Request) reply {
 	r := req.Body.(*kmsg.ElectLeadersRequest)
 	resp := r.ResponseKind().(*kmsg.ElectLeadersResponse)
@@ -63,22 +67,23 @@ func (c *conn) handleElectLeaders(req *kafkawire.Request) reply {
 		if st == nil && served && len(rt.Partitions) > 0 {
 			st = s.lookupTopic(ctx, rt.Topic)
 		}
+		var noTopic *string // one message for every partition of an unknown topic
+		if st == nil && len(rt.Partitions) > 0 {
+			noTopic = kmsg.StringPtr("No such topic as " + rt.Topic)
+		}
 		for _, part := range rt.Partitions {
 			p := kmsg.NewElectLeadersResponseTopicPartition()
 			p.Partition = part
-			var msg string
 			switch {
 			case !q.partition():
 				p.ErrorCode = errCodeOverCap
 			case st == nil:
-				p.ErrorCode, msg = kerr.UnknownTopicOrPartition.Code, "No such topic as "+rt.Topic
+				p.ErrorCode, p.ErrorMessage = kerr.UnknownTopicOrPartition.Code, noTopic
 			case part < 0 || part >= st.PartitionCount:
-				p.ErrorCode, msg = kerr.UnknownTopicOrPartition.Code, fmt.Sprintf("No such partition as %s-%d", rt.Topic, part)
+				p.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				p.ErrorMessage = kmsg.StringPtr(fmt.Sprintf("No such partition as %s-%d", rt.Topic, part))
 			default:
-				p.ErrorCode, msg = kerr.ElectionNotNeeded.Code, "Leader election not needed for topic partition."
-			}
-			if msg != "" {
-				p.ErrorMessage = &msg
+				p.ErrorCode, p.ErrorMessage = kerr.ElectionNotNeeded.Code, &electionNotNeededMessage
 			}
 			t.Partitions = append(t.Partitions, p)
 		}

@@ -27,6 +27,10 @@ import (
 
 func init() { registerAPI(61, 0, 0, (*conn).handleDescribeProducers) }
 
+// notHostedMessage is Kafka's message for a partition of an unknown topic;
+// every such answer points at it (encoding only reads it).
+var notHostedMessage = "This server does not host this topic-partition."
+
 func (c *conn) handleDescribeProducers(req *kafkawire.Request) reply {
 	r := req.Body.(*kmsg.DescribeProducersRequest)
 	resp := r.ResponseKind().(*kmsg.DescribeProducersResponse)
@@ -52,8 +56,7 @@ func (c *conn) handleDescribeProducers(req *kafkawire.Request) reply {
 			case !q.partition():
 				p.ErrorCode = errCodeOverCap
 			case st == nil:
-				msg := "This server does not host this topic-partition."
-				p.ErrorCode, p.ErrorMessage = kerr.UnknownTopicOrPartition.Code, &msg
+				p.ErrorCode, p.ErrorMessage = kerr.UnknownTopicOrPartition.Code, &notHostedMessage
 			case part < 0 || part >= st.PartitionCount:
 				p.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case pd != nil:
