@@ -497,7 +497,7 @@ func (g *group) replySyncError(m *member, code int16) {
 func (g *group) becameEmpty() {
 	g.state = Empty
 	g.protocol = ""
-	g.forgetState()
+	g.saveEmpty()
 	if !g.hadMembers {
 		return
 	}
