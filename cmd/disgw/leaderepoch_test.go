@@ -21,6 +21,8 @@ import (
 // reads them again: the epoch is kept as given (7), -1 where the commit had
 // none, as Kafka 4.4 answers. On DIS, a DIS application reading the group's
 // checkpoint still sees the committed sequence number and metadata.
+// ListGroups shows an emptied consumer group with its protocol type
+// ("consumer") before and after the restart, as Kafka does.
 func TestCommittedLeaderEpoch(t *testing.T) {
 	t.Parallel()
 	const topic, group = "epoch.t", "epoch.group"
@@ -84,6 +86,34 @@ func TestCommittedLeaderEpoch(t *testing.T) {
 					}
 				}
 			}
+			// A consumer group whose member left: Empty, protocol type
+			// "consumer" (the offsets-only group has none), as Kafka lists them.
+			cons, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumerGroup("epoch.members"), kgo.ConsumeTopics(topic),
+				kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for n := 0; n < 6; {
+				fs := cons.PollFetches(ctx)
+				if ctx.Err() != nil {
+					t.Fatalf("consumed %d of 6", n)
+				}
+				n += fs.NumRecords()
+			}
+			cons.Close() // leaves the group
+			listed := func(what string, adm *kadm.Client) {
+				t.Helper()
+				ls, err := adm.ListGroups(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for g, want := range map[string]string{group: "", "epoch.members": "consumer"} {
+					if l, ok := ls[g]; !ok || l.State != "Empty" || l.ProtocolType != want {
+						t.Fatalf("%s: ListGroups %s: %+v (found %v), want Empty with protocol type %q", what, g, l, ok, want)
+					}
+				}
+			}
+			listed("before the restart", adm)
 			check("before the restart", adm)
 			cl.Close()
 			if code := gw.stop(t, syscall.SIGTERM); code != 0 {
@@ -98,6 +128,7 @@ func TestCommittedLeaderEpoch(t *testing.T) {
 			}
 			defer cl.Close()
 			check("after the restart", kadm.NewClient(cl))
+			listed("after the restart", kadm.NewClient(cl))
 
 			if backend != "dis" {
 				return
