@@ -245,11 +245,12 @@ func (c *Coordinator) background() {
 	}
 	close(c.loaded)
 	c.log.Debug("group coordinator loaded")
-	if c.apps == nil || c.cfg.OffsetsRetention < 0 {
+	if c.apps == nil {
 		<-c.quit
 		return
 	}
-	for {
+	for { // the sweep also runs with offsets kept forever: it forgets Empty groups without offsets
+
 		t := c.clock.AfterFunc(c.cfg.RetentionCheckInterval, func() {
 			select {
 			case c.sweep <- struct{}{}:

@@ -21,7 +21,7 @@ import (
 // Empty groups that have no offsets (their protocol type), as Kafka's
 // cleanup removes such groups.
 func (c *Coordinator) ExpireOffsets(ctx context.Context) ([]string, error) {
-	if c.apps == nil || c.cfg.OffsetsRetention < 0 {
+	if c.apps == nil {
 		return nil, nil
 	}
 	apps, err := c.apps.ListApps(ctx)
@@ -51,6 +51,9 @@ func (c *Coordinator) ExpireOffsets(ctx context.Context) ([]string, error) {
 		}, nil); err != nil {
 			return deleted, err
 		}
+	}
+	if c.cfg.OffsetsRetention < 0 {
+		return nil, nil // offsets are kept forever
 	}
 	for _, a := range apps {
 		if a.GroupID == "" {
