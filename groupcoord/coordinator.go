@@ -250,7 +250,6 @@ func (c *Coordinator) background() {
 		return
 	}
 	for { // the sweep also runs with offsets kept forever: it forgets Empty groups without offsets
-
 		t := c.clock.AfterFunc(c.cfg.RetentionCheckInterval, func() {
 			select {
 			case c.sweep <- struct{}{}:
