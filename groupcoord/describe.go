@@ -222,10 +222,16 @@ func (c *Coordinator) ListGroups(ctx context.Context, req *kmsg.ListGroupsReques
 
 // DeleteGroups deletes groups without members, with their offsets (the DIS
 // app). A group with members gets NON_EMPTY_GROUP, an unknown one
-// GROUP_ID_NOT_FOUND.
+// GROUP_ID_NOT_FOUND; a group named twice is answered once, as Kafka 4.4
+// answers.
 func (c *Coordinator) DeleteGroups(ctx context.Context, req *kmsg.DeleteGroupsRequest) *kmsg.DeleteGroupsResponse {
 	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
+	seen := make(map[string]bool, len(req.Groups))
 	for _, id := range req.Groups {
+		if seen[id] {
+			continue // Kafka answers a group named twice once
+		}
+		seen[id] = true
 		dg := kmsg.NewDeleteGroupsResponseGroup()
 		dg.Group = id
 		dg.ErrorCode = c.deleteGroup(ctx, id)
