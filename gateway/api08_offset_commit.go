@@ -3,6 +3,9 @@ package gateway
 // OffsetCommit: v0-10 (groupcoord; DIS CommitCheckpoint, LAST_READ).
 //
 // Version notes:
+//   - v0: no generation or member id; stored whatever the group's state,
+//     as Kafka 3.x stored v0 commits in ZooKeeper without checking the
+//     group (Kafka 4 removed v0-1, KIP-896).
 //   - v1: Generation, MemberID, per-partition Timestamp (ignored).
 //   - v2-4: RetentionTimeMillis (ignored: retention is the group's, Kafka
 //     offsets.retention.minutes). v3: ThrottleMillis.

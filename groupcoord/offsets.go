@@ -153,8 +153,13 @@ func (c *Coordinator) CommitOffsets(ctx context.Context, req *kmsg.OffsetCommitR
 // ClassicGroup.validateOffsetCommit) and picks the partitions whose offset
 // or metadata changed.
 func (g *group) planCommit(req *kmsg.OffsetCommitRequest, cands []commitCandidate) commitPlan {
-	if code := g.validateCommit(req.Generation, req.MemberID, req.InstanceID); code != 0 {
-		return commitPlan{code: code}
+	// v0 has no generation or member id: Kafka 3.x stored v0 commits in
+	// ZooKeeper without looking at the group (KafkaApis
+	// commitOffsetsToZookeeper), so they are not checked here either.
+	if req.Version > 0 {
+		if code := g.validateCommit(req.Generation, req.MemberID, req.InstanceID); code != 0 {
+			return commitPlan{code: code}
+		}
 	}
 	if m := g.members[req.MemberID]; m != nil && m.join == nil {
 		g.armHeartbeat(m, m.session) // a commit shows the member is alive, as in Kafka

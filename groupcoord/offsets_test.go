@@ -163,6 +163,16 @@ func TestCommitValidation(t *testing.T) {
 			}
 		})
 	}
+	// v0 carries no generation or member id: Kafka 3.x stored it in
+	// ZooKeeper without checking the group, so a live group takes it.
+	v0 := commitReq("g", "", -1, offset{"t1", 0, 4, nil})
+	v0.Version = 0
+	if r := h.c.CommitOffsets(h.ctx, v0); r.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("v0 commit into a live group: %+v", r)
+	}
+	if got := fetched(h.fetch("g", map[string][]int32{"t1": {0}})); got["t1/0"] != 4 {
+		t.Fatalf("after the v0 commit: %v", got)
+	}
 	if code := commitCode(h, "other", "m", 3); code != kerr.UnknownMemberID.Code {
 		t.Fatalf("member commit to unknown group: %d", code)
 	}
