@@ -36,6 +36,16 @@ import (
 
 func init() { registerAPI(3, 0, 13, (*conn).handleMetadata) }
 
+// offsetsTopic is Kafka's internal topic of committed offsets and group
+// metadata, listed in Metadata as Kafka lists it (is_internal) with
+// offsetsTopicPartitions partitions (Kafka's offsets.topic.num.partitions
+// default). disgw keeps offsets in its backend, not in a topic: the
+// topic has no records, and clients cannot write to it (api00_produce.go).
+const (
+	offsetsTopic           = "__consumer_offsets"
+	offsetsTopicPartitions = 50
+)
+
 // leaderEpoch is the leader epoch of every partition: one node leads
 // everything and leadership never moves.
 const leaderEpoch = 0

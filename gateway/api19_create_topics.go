@@ -79,13 +79,9 @@ func (c *conn) handleCreateTopics(req *kafkawire.Request) reply {
 		t.ReplicationFactor = 1
 		for _, e := range s.describeTopicConfig(st) {
 			cfg := kmsg.NewCreateTopicsResponseTopicConfig()
-			cfg.Name = e.name
-			v := e.value
-			cfg.Value = &v
-			cfg.Source = int8(kmsg.ConfigSourceDynamicTopicConfig)
-			if e.isDefault {
-				cfg.Source = int8(kmsg.ConfigSourceDefaultConfig)
-			}
+			cfg.Name, cfg.Value = e.def.name, e.value
+			cfg.Source = int8(e.source)
+			cfg.ReadOnly, cfg.IsSensitive = e.readOnly, e.def.sensitive
 			t.Configs = append(t.Configs, cfg)
 		}
 		resp.Topics = append(resp.Topics, t)

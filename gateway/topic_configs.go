@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -156,27 +155,37 @@ var topicConfigs = []topicConfig{
 		})},
 }
 
-// ignoredTopicConfigs are Kafka's storage and replication configs, accepted
-// with any value and shown at Kafka's defaults: DIS and the embedded store
-// replace what they tune.
+// ignoredTopicConfigs are Kafka's storage, replication and tiered-storage
+// configs, accepted with any value and ignored: DIS and the embedded store
+// replace what they tune. DescribeConfigs shows them at Kafka's default,
+// or at the value given here where the gateway really behaves otherwise.
+// message.downconversion.enable and message.timestamp.difference.max.ms
+// (removed in Kafka 4.0) are still accepted for older clients, not listed.
 var ignoredTopicConfigs = map[string]string{
-	"min.insync.replicas":                     "1",
-	"segment.index.bytes":                     "10485760",
-	"segment.jitter.ms":                       "0",
-	"index.interval.bytes":                    "4096",
-	"flush.messages":                          "9223372036854775807",
-	"flush.ms":                                "9223372036854775807",
-	"file.delete.delay.ms":                    "60000",
-	"preallocate":                             "false",
-	"unclean.leader.election.enable":          "false",
-	"message.downconversion.enable":           "true",
-	"message.timestamp.difference.max.ms":     "9223372036854775807",
-	"message.timestamp.before.max.ms":         "9223372036854775807",
+	"min.insync.replicas":                 "",
+	"segment.index.bytes":                 "",
+	"segment.jitter.ms":                   "",
+	"index.interval.bytes":                "",
+	"flush.messages":                      "",
+	"flush.ms":                            "",
+	"file.delete.delay.ms":                "",
+	"preallocate":                         "",
+	"unclean.leader.election.enable":      "",
+	"message.downconversion.enable":       "",
+	"message.timestamp.difference.max.ms": "",
+	"message.timestamp.before.max.ms":     "",
+	// Kafka 4's default is 1 hour (3600000): a batch whose timestamp is
+	// further in the future is refused. disgw does not check it.
 	"message.timestamp.after.max.ms":          "9223372036854775807",
 	"follower.replication.throttled.replicas": "",
 	"leader.replication.throttled.replicas":   "",
-	"local.retention.ms":                      "-2",
-	"local.retention.bytes":                   "-2",
+	"local.retention.ms":                      "",
+	"local.retention.bytes":                   "",
+	"remote.copy.lag.bytes":                   "",
+	"remote.copy.lag.ms":                      "",
+	"remote.log.copy.disable":                 "",
+	"remote.log.delete.on.disable":            "",
+	"errors.deadletterqueue.group.enable":     "",
 }
 
 func findTopicConfig(key string) *topicConfig {
@@ -225,27 +234,6 @@ func (s *Server) resetTopicConfig(cfg *disbackend.StreamConfig, def disbackend.S
 		return tc.apply(cfg, tc.show(s, &def))
 	}
 	return nil
-}
-
-// topicConfigEntry is one row of DescribeConfigs for a topic.
-type topicConfigEntry struct {
-	name, value string
-	isDefault   bool
-}
-
-// describeTopicConfig lists the topic's configs as DescribeConfigs shows them.
-func (s *Server) describeTopicConfig(st *disbackend.Stream) []topicConfigEntry {
-	def := s.defaultStreamConfig()
-	out := make([]topicConfigEntry, 0, len(topicConfigs)+len(ignoredTopicConfigs))
-	for _, tc := range topicConfigs {
-		v := tc.show(s, &st.Config)
-		out = append(out, topicConfigEntry{tc.name, v, v == tc.show(s, &def)})
-	}
-	for k, v := range ignoredTopicConfigs {
-		out = append(out, topicConfigEntry{k, v, true})
-	}
-	slices.SortFunc(out, func(a, b topicConfigEntry) int { return strings.Compare(a.name, b.name) })
-	return out
 }
 
 // applyCleanupPolicy takes "delete", "compact" or both, comma-separated in

@@ -1,0 +1,203 @@
+package gateway_test
+
+import (
+	"encoding/json"
+	"os"
+	"strconv"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/gateway"
+)
+
+// kafkaCapture is testdata/kafka44_describe_configs.json: Apache Kafka
+// 4.4's DescribeConfigs v4 (one node, KRaft) for the topic configs-ref
+// (retention.ms=3600000) and broker 1, made by gen_kafka_configs.go.
+type kafkaCapture struct {
+	WithSynonyms, Plain *kmsg.DescribeConfigsResponse
+}
+
+func loadKafkaCapture(t *testing.T) *kafkaCapture {
+	t.Helper()
+	b, err := os.ReadFile("testdata/kafka44_describe_configs.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c kafkaCapture
+	if err := json.Unmarshal(b, &c); err != nil {
+		t.Fatal(err)
+	}
+	return &c
+}
+
+func captured(resp *kmsg.DescribeConfigsResponse, typ kmsg.ConfigResourceType) map[string]kmsg.DescribeConfigsResponseResourceConfig {
+	m := make(map[string]kmsg.DescribeConfigsResponseResourceConfig)
+	for _, r := range resp.Resources {
+		if r.ResourceType == typ {
+			for _, c := range r.Configs {
+				m[c.Name] = c
+			}
+		}
+	}
+	return m
+}
+
+func strp(p *string) string {
+	if p == nil {
+		return "<null>"
+	}
+	return strconv.Quote(*p)
+}
+
+func synonyms(c kmsg.DescribeConfigsResponseResourceConfig) []string {
+	var out []string
+	for _, s := range c.ConfigSynonyms {
+		out = append(out, s.Name+"="+strp(s.Value)+"/"+s.Source.String())
+	}
+	return out
+}
+
+// describeConfigs sends DescribeConfigs at version for the topic configs-ref
+// and broker 1 over a raw connection.
+func describeConfigs(t *testing.T, r *rawConn, version int16, syn bool) *kmsg.DescribeConfigsResponse {
+	t.Helper()
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	req.IncludeSynonyms, req.IncludeDocumentation = syn, syn
+	for _, rr := range []struct {
+		typ  kmsg.ConfigResourceType
+		name string
+	}{{kmsg.ConfigResourceTypeTopic, "configs-ref"}, {kmsg.ConfigResourceTypeBroker, "1"}} {
+		res := kmsg.NewDescribeConfigsRequestResource()
+		res.ResourceType, res.ResourceName = rr.typ, rr.name
+		req.Resources = append(req.Resources, res)
+	}
+	resp := r.roundTrip(version, req).(*kmsg.DescribeConfigsResponse)
+	for _, res := range resp.Resources {
+		if res.ErrorCode != 0 {
+			t.Fatalf("%s %s: error %d", res.ResourceType, res.ResourceName, res.ErrorCode)
+		}
+	}
+	return resp
+}
+
+func createConfigsRef(t *testing.T, r *rawConn) {
+	t.Helper()
+	ct := kmsg.NewPtrCreateTopicsRequest()
+	tp := kmsg.NewCreateTopicsRequestTopic()
+	tp.Topic, tp.NumPartitions, tp.ReplicationFactor = "configs-ref", 1, 1
+	c := kmsg.NewCreateTopicsRequestTopicConfig()
+	c.Name, c.Value = "retention.ms", kmsg.StringPtr("3600000")
+	tp.Configs = append(tp.Configs, c)
+	ct.Topics = append(ct.Topics, tp)
+	ct.TimeoutMillis = 10000
+	if resp := r.roundTrip(4, ct).(*kmsg.CreateTopicsResponse); resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("create: %d", resp.Topics[0].ErrorCode)
+	}
+}
+
+// topicValueDiffs are the topic keys whose value (and so source and
+// synonyms) differs from a default Kafka 4.4 broker's on purpose: the
+// gateway's real value. Values are the gateway's in the test config.
+var topicValueDiffs = map[string]string{
+	// disgw does not refuse batches from the future.
+	"message.timestamp.after.max.ms": "9223372036854775807",
+	// The gateway's max_decompressed_message_bytes (100 MiB by default),
+	// which it enforces per batch; Kafka's is near 2 GiB.
+	"max.decompressed.message.bytes": "104857600",
+}
+
+// TestDescribeConfigsMatchesKafka compares the gateway's DescribeConfigs
+// v4 (with synonyms and documentation) for a topic with retention.ms set
+// and for the broker with Kafka 4.4's captured answer, field by field.
+func TestDescribeConfigsMatchesKafka(t *testing.T) {
+	c := loadKafkaCapture(t)
+	g := startGateway(t, func(c *gateway.Config) { c.NodeID = 1 })
+	r := g.raw(t)
+	createConfigsRef(t, r)
+	resp := describeConfigs(t, r, 4, true)
+	want, got := captured(c.WithSynonyms, kmsg.ConfigResourceTypeTopic), captured(resp, kmsg.ConfigResourceTypeTopic)
+	// Kafka's keys and disgw's own dis.record.format.
+	if len(got) != len(want)+1 || got["dis.record.format"].Value == nil {
+		t.Errorf("topic: %d keys, Kafka has %d and disgw's dis.record.format", len(got), len(want))
+	}
+	for name, w := range want {
+		gc, ok := got[name]
+		if !ok {
+			t.Errorf("topic key %s missing", name)
+			continue
+		}
+		if name == "min.insync.replicas" {
+			// The reference broker has a dynamic cluster default of 1
+			// (DYNAMIC_DEFAULT_BROKER_CONFIG); Kafka's default is 1.
+			w.Source = kmsg.ConfigSourceDefaultConfig
+			w.ConfigSynonyms = w.ConfigSynonyms[1:]
+		}
+		if v, ok := topicValueDiffs[name]; ok {
+			if strp(gc.Value) != strconv.Quote(v) || gc.Source != kmsg.ConfigSourceStaticBrokerConfig {
+				t.Errorf("topic %s = %s (%s), want the gateway's %s (STATIC_BROKER_CONFIG)", name, strp(gc.Value), gc.Source, v)
+			}
+		} else {
+			if strp(gc.Value) != strp(w.Value) || gc.Source != w.Source {
+				t.Errorf("topic %s = %s (%s), Kafka %s (%s)", name, strp(gc.Value), gc.Source, strp(w.Value), w.Source)
+			}
+			if g, w := synonyms(gc), synonyms(w); !slicesEqual(g, w) {
+				t.Errorf("topic %s synonyms %q, Kafka %q", name, g, w)
+			}
+		}
+		if gc.ReadOnly != w.ReadOnly || gc.IsSensitive != w.IsSensitive || gc.ConfigType != w.ConfigType {
+			t.Errorf("topic %s ro %v sensitive %v type %s, Kafka %v %v %s", name, gc.ReadOnly, gc.IsSensitive, gc.ConfigType, w.ReadOnly, w.IsSensitive, w.ConfigType)
+		}
+		if strp(gc.Documentation) != strp(w.Documentation) {
+			t.Errorf("topic %s documentation %s, Kafka %s", name, strp(gc.Documentation), strp(w.Documentation))
+		}
+	}
+
+	want, got = captured(c.WithSynonyms, kmsg.ConfigResourceTypeBroker), captured(resp, kmsg.ConfigResourceTypeBroker)
+	if len(got) != len(want) {
+		t.Errorf("broker: %d keys, Kafka has %d", len(got), len(want))
+	}
+	for name, w := range want {
+		gc, ok := got[name]
+		if !ok {
+			t.Errorf("broker key %s missing", name)
+			continue
+		}
+		if gc.IsSensitive != w.IsSensitive || gc.ConfigType != w.ConfigType || strp(gc.Documentation) != strp(w.Documentation) {
+			t.Errorf("broker %s sensitive %v type %s doc %.30s, Kafka %v %s %.30s", name, gc.IsSensitive, gc.ConfigType, strp(gc.Documentation), w.IsSensitive, w.ConfigType, strp(w.Documentation))
+		}
+		if !gc.ReadOnly {
+			t.Errorf("broker %s not read-only", name)
+		}
+		if gc.Source == kmsg.ConfigSourceDefaultConfig && w.Source == kmsg.ConfigSourceDefaultConfig {
+			if strp(gc.Value) != strp(w.Value) || !slicesEqual(synonyms(gc), synonyms(w)) {
+				t.Errorf("broker %s = %s %q, Kafka %s %q", name, strp(gc.Value), synonyms(gc), strp(w.Value), synonyms(w))
+			}
+		}
+	}
+	// The keys clients read, with the gateway's values.
+	for name, v := range map[string]string{
+		"advertised.listeners":             "PLAINTEXT://" + g.addr,
+		"broker.id":                        "1",
+		"node.id":                          "1",
+		"auto.create.topics.enable":        "true",
+		"offsets.topic.num.partitions":     "50",
+		"offsets.topic.replication.factor": "1",
+	} {
+		if gv := strp(got[name].Value); gv != strconv.Quote(v) {
+			t.Errorf("broker %s = %s, want %q", name, gv, v)
+		}
+	}
+}
+
+func slicesEqual(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
