@@ -82,7 +82,12 @@ func (c *conn) handleProduce(req *kafkawire.Request) reply {
 		if r.Version >= 13 {
 			if st = s.topics.getByID(rt.TopicID); st == nil {
 				topicErr = kerr.UnknownTopicID
+				if rt.TopicID == s.offsetsTopicStream().TopicID {
+					topicErr = kerr.InvalidTopicException
+				}
 			}
+		} else if rt.Topic == offsetsTopic {
+			topicErr = kerr.InvalidTopicException // as Kafka: clients cannot write to it
 		} else if st = s.topics.get(rt.Topic); st == nil {
 			topicErr = kerr.UnknownTopicOrPartition
 		}

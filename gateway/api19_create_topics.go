@@ -96,7 +96,7 @@ func (s *Server) createTopicFromRequest(ctx context.Context, r *kmsg.CreateTopic
 	// As Kafka: an existing topic is TOPIC_ALREADY_EXISTS whatever the
 	// request's partitions and configs (Kafka Connect pre-checks its
 	// internal topics this way).
-	if s.topics.get(rt.Topic) != nil || s.lookupTopic(ctx, rt.Topic) != nil {
+	if rt.Topic == offsetsTopic || s.topics.get(rt.Topic) != nil || s.lookupTopic(ctx, rt.Topic) != nil {
 		return nil, kerrWrap(kerr.TopicAlreadyExists, fmt.Sprintf("topic %q already exists", rt.Topic))
 	}
 	partitions := rt.NumPartitions

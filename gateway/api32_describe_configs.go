@@ -60,6 +60,9 @@ func (c *conn) handleDescribeConfigs(req *kafkawire.Request) reply {
 		switch rr.ResourceType {
 		case kmsg.ConfigResourceTypeTopic:
 			st := s.topics.get(rr.ResourceName)
+			if rr.ResourceName == offsetsTopic {
+				st = s.offsetsTopicStream()
+			}
 			if st == nil {
 				res.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				msg := "unknown topic " + strconv.Quote(rr.ResourceName)
