@@ -201,3 +201,59 @@ func slicesEqual(a, b []string) bool {
 	}
 	return true
 }
+
+// TestDescribeConfigsVersions: what each version carries, as in Kafka's
+// capture without synonyms and documentation (v4 plain) and by the
+// version's fields: v0 IsDefault (Kafka 3.x: source DEFAULT_CONFIG) and
+// no synonyms; v1+ synonyms only when asked; v3+ documentation only when
+// asked.
+func TestDescribeConfigsVersions(t *testing.T) {
+	c := loadKafkaCapture(t)
+	g := startGateway(t, func(c *gateway.Config) { c.NodeID = 1 })
+	r := g.raw(t)
+	createConfigsRef(t, r)
+	plain := captured(c.Plain, kmsg.ConfigResourceTypeTopic)
+	for _, tc := range []struct {
+		version  int16
+		syn      bool
+		wantSyn  bool
+		wantDocs bool
+	}{
+		{0, false, false, false}, {0, true, false, false},
+		{1, false, false, false}, {1, true, true, false},
+		{3, false, false, false}, {3, true, true, true},
+		{4, false, false, false}, {4, true, true, true},
+	} {
+		resp := describeConfigs(t, r, tc.version, tc.syn)
+		got := captured(resp, kmsg.ConfigResourceTypeTopic)
+		ret, mib := got["retention.ms"], got["max.message.bytes"]
+		if strp(ret.Value) != `"3600000"` || strp(mib.Value) != `"1048588"` {
+			t.Fatalf("v%d: retention.ms %s max.message.bytes %s", tc.version, strp(ret.Value), strp(mib.Value))
+		}
+		if tc.version == 0 && (ret.IsDefault || !mib.IsDefault) {
+			t.Errorf("v0: IsDefault of a set retention.ms %v, of max.message.bytes %v", ret.IsDefault, mib.IsDefault)
+		}
+		if tc.version >= 1 && (ret.Source != kmsg.ConfigSourceDynamicTopicConfig || mib.Source != kmsg.ConfigSourceDefaultConfig) {
+			t.Errorf("v%d: sources %s %s", tc.version, ret.Source, mib.Source)
+		}
+		if hasSyn := len(mib.ConfigSynonyms) > 0; hasSyn != tc.wantSyn {
+			t.Errorf("v%d synonyms=%v: max.message.bytes synonyms %q", tc.version, tc.syn, synonyms(mib))
+		}
+		if hasDoc := mib.Documentation != nil; hasDoc != tc.wantDocs {
+			t.Errorf("v%d documentation=%v: documentation %s", tc.version, tc.syn, strp(mib.Documentation))
+		}
+		if tc.version == 4 && !tc.syn {
+			for name, w := range plain {
+				gc := got[name]
+				if _, diff := topicValueDiffs[name]; diff || name == "min.insync.replicas" {
+					continue
+				}
+				if strp(gc.Value) != strp(w.Value) || gc.Source != w.Source || gc.ConfigType != w.ConfigType ||
+					len(gc.ConfigSynonyms) != len(w.ConfigSynonyms) || strp(gc.Documentation) != strp(w.Documentation) {
+					t.Errorf("v4 plain %s: %s %s %s %d syn %s; Kafka %s %s %s %d syn %s", name, strp(gc.Value), gc.Source, gc.ConfigType, len(gc.ConfigSynonyms), strp(gc.Documentation),
+						strp(w.Value), w.Source, w.ConfigType, len(w.ConfigSynonyms), strp(w.Documentation))
+				}
+			}
+		}
+	}
+}
