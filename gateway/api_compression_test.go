@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -148,5 +149,82 @@ func TestCompressionConfigsRefused(t *testing.T) {
 		if resp := r.roundTrip(7, createTopicsReq(fmt.Sprint("ok-", i), 1, map[string]string{k: v})).(*kmsg.CreateTopicsResponse); resp.Topics[0].ErrorCode != 0 {
 			t.Errorf("%s: error %d", kv, resp.Topics[0].ErrorCode)
 		}
+	}
+}
+
+// TestCompressionTypeAltered: kadm's AlterTopicConfigs (IncrementalAlterConfigs)
+// SETs compression.type and a level and DELETEs them back to the defaults,
+// and produced batches follow the current value.
+func TestCompressionTypeAltered(t *testing.T) {
+	g := startGateway(t)
+	r := g.raw(t)
+	if resp := r.roundTrip(7, createTopicsReq("alter-comp", 1, nil)).(*kmsg.CreateTopicsResponse); resp.Topics[0].ErrorCode != 0 {
+		t.Fatal(resp.Topics[0].ErrorCode)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl := g.client(t, kgo.ProducerBatchCompression(kgo.GzipCompression()), kgo.DefaultProduceTopic("alter-comp"))
+	adm := kadm.NewClient(cl)
+	describe := func() string {
+		t.Helper()
+		rcs, err := adm.DescribeTopicConfigs(ctx, "alter-comp")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, err := rcs.On("alter-comp", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, c := range rc.Configs {
+			if c.Key == "compression.type" || c.Key == "compression.lz4.level" {
+				out = append(out, c.Key+"="+c.MaybeValue()+"/"+c.Source.String())
+			}
+		}
+		return strings.Join(out, " ")
+	}
+	lastCodec := func() int8 {
+		t.Helper()
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(strings.Repeat("z", 300))}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		f := kmsg.NewPtrFetchRequest()
+		f.MaxWaitMillis, f.MaxBytes, f.ReplicaID = 100, 1<<20, -1
+		ft := kmsg.NewFetchRequestTopic()
+		ft.Topic = "alter-comp"
+		fp := kmsg.NewFetchRequestTopicPartition()
+		fp.PartitionMaxBytes = 1 << 20
+		ft.Partitions = append(ft.Partitions, fp)
+		f.Topics = append(f.Topics, ft)
+		raw := r.roundTrip(11, f).(*kmsg.FetchResponse).Topics[0].Partitions[0].RecordBatches
+		var codec int8
+		for len(raw) > 0 {
+			var kb kmsg.RecordBatch
+			if err := kb.ReadFrom(raw); err != nil {
+				t.Fatal(err)
+			}
+			codec = int8(kb.Attributes & 7)
+			raw = raw[12+kb.Length:]
+		}
+		return codec
+	}
+	lz4, level := "lz4", "3"
+	if rs, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "compression.type", Value: &lz4}, {Name: "compression.lz4.level", Value: &level}}, "alter-comp"); err != nil || rs[0].Err != nil {
+		t.Fatalf("alter: %v %v", err, rs)
+	}
+	if got := describe(); got != "compression.lz4.level=3/DYNAMIC_TOPIC_CONFIG compression.type=lz4/DYNAMIC_TOPIC_CONFIG" {
+		t.Errorf("after SET: %s", got)
+	}
+	if c := lastCodec(); c != 3 {
+		t.Errorf("after SET lz4: stored codec %d", c)
+	}
+	if rs, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.DeleteConfig, Name: "compression.type"}, {Op: kadm.DeleteConfig, Name: "compression.lz4.level"}}, "alter-comp"); err != nil || rs[0].Err != nil {
+		t.Fatalf("delete: %v %v", err, rs)
+	}
+	if got := describe(); got != "compression.lz4.level=9/DEFAULT_CONFIG compression.type=producer/DEFAULT_CONFIG" {
+		t.Errorf("after DELETE: %s", got)
+	}
+	if c := lastCodec(); c != 1 {
+		t.Errorf("after DELETE: stored codec %d, want the producer's gzip", c)
 	}
 }

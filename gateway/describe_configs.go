@@ -1,5 +1,7 @@
 package gateway
 
+//go:generate go run gen_kafka_configs.go
+
 import (
 	"slices"
 	"strconv"
