@@ -96,15 +96,24 @@ func createConfigsRef(t *testing.T, r *rawConn) {
 	}
 }
 
-// topicValueDiffs are the topic keys whose value (and so source and
-// synonyms) differs from a default Kafka 4.4 broker's on purpose: the
-// gateway's real value. Values are the gateway's in the test config.
+// topicValueDiffs are the topic keys whose value differs from a default
+// Kafka 4.4 broker's on purpose: the gateway's real value, at disgw's own
+// default (DEFAULT_CONFIG). Values are the gateway's in the test config.
 var topicValueDiffs = map[string]string{
 	// disgw does not refuse batches from the future.
 	"message.timestamp.after.max.ms": "9223372036854775807",
 	// The gateway's max_decompressed_message_bytes (100 MiB by default),
 	// which it enforces per batch; Kafka's is near 2 GiB.
 	"max.decompressed.message.bytes": "104857600",
+}
+
+// brokerValueDiffs are the broker keys whose default differs from Kafka's
+// on purpose: disgw's own default (DEFAULT_CONFIG).
+var brokerValueDiffs = map[string]string{
+	"log.message.timestamp.after.max.ms": "9223372036854775807",
+	"max.decompressed.message.bytes":     "104857600",
+	"max.connections":                    "4096", // max_connections
+	"max.connections.per.ip":             "1024", // max_connections_per_ip
 }
 
 // TestDescribeConfigsMatchesKafka compares the gateway's DescribeConfigs
@@ -127,15 +136,10 @@ func TestDescribeConfigsMatchesKafka(t *testing.T) {
 			t.Errorf("topic key %s missing", name)
 			continue
 		}
-		if name == "min.insync.replicas" {
-			// The reference broker has a dynamic cluster default of 1
-			// (DYNAMIC_DEFAULT_BROKER_CONFIG); Kafka's default is 1.
-			w.Source = kmsg.ConfigSourceDefaultConfig
-			w.ConfigSynonyms = w.ConfigSynonyms[1:]
-		}
 		if v, ok := topicValueDiffs[name]; ok {
-			if strp(gc.Value) != strconv.Quote(v) || gc.Source != kmsg.ConfigSourceStaticBrokerConfig {
-				t.Errorf("topic %s = %s (%s), want the gateway's %s (STATIC_BROKER_CONFIG)", name, strp(gc.Value), gc.Source, v)
+			if strp(gc.Value) != strconv.Quote(v) || gc.Source != kmsg.ConfigSourceDefaultConfig || len(gc.ConfigSynonyms) != 1 ||
+				strp(gc.ConfigSynonyms[0].Value) != strconv.Quote(v) || gc.ConfigSynonyms[0].Source != kmsg.ConfigSourceDefaultConfig {
+				t.Errorf("topic %s = %s (%s) %q, want the gateway's %s (DEFAULT_CONFIG, and as its synonym's)", name, strp(gc.Value), gc.Source, synonyms(gc), v)
 			}
 		} else {
 			if strp(gc.Value) != strp(w.Value) || gc.Source != w.Source {
@@ -169,7 +173,11 @@ func TestDescribeConfigsMatchesKafka(t *testing.T) {
 		if !gc.ReadOnly {
 			t.Errorf("broker %s not read-only", name)
 		}
-		if gc.Source == kmsg.ConfigSourceDefaultConfig && w.Source == kmsg.ConfigSourceDefaultConfig {
+		if v, ok := brokerValueDiffs[name]; ok {
+			if strp(gc.Value) != strconv.Quote(v) || gc.Source != kmsg.ConfigSourceDefaultConfig {
+				t.Errorf("broker %s = %s (%s), want disgw's default %s", name, strp(gc.Value), gc.Source, v)
+			}
+		} else if gc.Source == kmsg.ConfigSourceDefaultConfig && w.Source == kmsg.ConfigSourceDefaultConfig {
 			if strp(gc.Value) != strp(w.Value) || !slicesEqual(synonyms(gc), synonyms(w)) {
 				t.Errorf("broker %s = %s %q, Kafka %s %q", name, strp(gc.Value), synonyms(gc), strp(w.Value), synonyms(w))
 			}
@@ -183,6 +191,7 @@ func TestDescribeConfigsMatchesKafka(t *testing.T) {
 		"auto.create.topics.enable":        "true",
 		"offsets.topic.num.partitions":     "50",
 		"offsets.topic.replication.factor": "1",
+		"min.insync.replicas":              "1",
 	} {
 		if gv := strp(got[name].Value); gv != strconv.Quote(v) {
 			t.Errorf("broker %s = %s, want %q", name, gv, v)
@@ -245,7 +254,7 @@ func TestDescribeConfigsVersions(t *testing.T) {
 		if tc.version == 4 && !tc.syn {
 			for name, w := range plain {
 				gc := got[name]
-				if _, diff := topicValueDiffs[name]; diff || name == "min.insync.replicas" {
+				if _, diff := topicValueDiffs[name]; diff {
 					continue
 				}
 				if strp(gc.Value) != strp(w.Value) || gc.Source != w.Source || gc.ConfigType != w.ConfigType ||
@@ -255,5 +264,25 @@ func TestDescribeConfigsVersions(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestDescribeConfigsOperatorSet: a broker value the operator set (here
+// max_message_bytes) is STATIC_BROKER_CONFIG with Kafka's default as its
+// second synonym, and a topic at its default reports it from there, as
+// Kafka does for a value in server.properties.
+func TestDescribeConfigsOperatorSet(t *testing.T) {
+	g := startGateway(t, func(c *gateway.Config) { c.NodeID, c.MaxMessageBytes = 1, 2000000 })
+	r := g.raw(t)
+	createConfigsRef(t, r)
+	resp := describeConfigs(t, r, 4, true)
+	b := captured(resp, kmsg.ConfigResourceTypeBroker)["message.max.bytes"]
+	tp := captured(resp, kmsg.ConfigResourceTypeTopic)["max.message.bytes"]
+	want := []string{`message.max.bytes="2000000"/STATIC_BROKER_CONFIG`, `message.max.bytes="1048588"/DEFAULT_CONFIG`}
+	if strp(b.Value) != `"2000000"` || b.Source != kmsg.ConfigSourceStaticBrokerConfig || !slicesEqual(synonyms(b), want) {
+		t.Errorf("broker message.max.bytes %s %s %q", strp(b.Value), b.Source, synonyms(b))
+	}
+	if strp(tp.Value) != `"2000000"` || tp.Source != kmsg.ConfigSourceStaticBrokerConfig || !slicesEqual(synonyms(tp), want) {
+		t.Errorf("topic max.message.bytes %s %s %q", strp(tp.Value), tp.Source, synonyms(tp))
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -85,51 +86,85 @@ var kafkaBrokerConfigIndex = func() map[string]*kafkaConfigDef {
 	return m
 }()
 
+// brokerValue is a broker key's value from the gateway's configuration.
+type brokerValue struct {
+	value  string
+	source kmsg.ConfigSource
+}
+
+// alwaysStaticBrokerKeys are set by every gateway as a Kafka broker's
+// server.properties sets them (Kafka lists them as STATIC_BROKER_CONFIG).
+var alwaysStaticBrokerKeys = map[string]bool{
+	"advertised.listeners": true, "listeners": true, "listener.security.protocol.map": true,
+	"inter.broker.listener.name": true, "broker.id": true, "node.id": true, "process.roles": true,
+}
+
 // brokerValues are the broker keys whose values come from the gateway's
 // configuration rather than Kafka's defaults: the listener, node id,
 // limits, and, for each topic key with a broker synonym, the default a
 // new topic gets (so a topic's default and its broker synonym agree).
-func (s *Server) brokerValues() map[string]string {
-	addr := "PLAINTEXT://" + s.AdvertisedAddr()
-	listen := addr
+// A value at disgw's own default (DefaultConfig) is DEFAULT_CONFIG, one
+// set by the operator (or a backend's limit: DIS's retention)
+// STATIC_BROKER_CONFIG, as Kafka's server.properties would make it.
+// min.insync.replicas is DYNAMIC_DEFAULT_BROKER_CONFIG 1, as a Kafka 4
+// cluster's formatting makes it.
+func (s *Server) brokerValues() map[string]brokerValue {
+	adv := "PLAINTEXT://" + s.AdvertisedAddr()
+	listen := adv
 	if s.ln != nil {
 		listen = "PLAINTEXT://" + s.ln.Addr().String()
 	}
-	id := strconv.Itoa(int(s.cfg.NodeID))
+	cur := brokerValuesOf(s.cfg, adv, listen)
+	def := brokerValuesOf(DefaultConfig(), adv, listen)
+	out := make(map[string]brokerValue, len(cur)+1)
+	for k, v := range cur {
+		src := kmsg.ConfigSourceDefaultConfig
+		if dv, ok := def[k]; alwaysStaticBrokerKeys[k] || !ok || dv != v {
+			src = kmsg.ConfigSourceStaticBrokerConfig
+		}
+		out[k] = brokerValue{v, src}
+	}
+	out["min.insync.replicas"] = brokerValue{"1", kmsg.ConfigSourceDynamicDefaultBrokerConfig}
+	return out
+}
+
+func brokerValuesOf(cfg Config, adv, listen string) map[string]string {
+	id := strconv.Itoa(int(cfg.NodeID))
 	m := map[string]string{
-		"advertised.listeners":                     addr,
+		"advertised.listeners":                     adv,
 		"listeners":                                listen,
 		"listener.security.protocol.map":           "PLAINTEXT:PLAINTEXT",
 		"inter.broker.listener.name":               "PLAINTEXT",
 		"broker.id":                                id,
 		"node.id":                                  id,
 		"process.roles":                            "broker,controller",
-		"auto.create.topics.enable":                strconv.FormatBool(s.cfg.AutoCreateTopics),
-		"num.partitions":                           strconv.Itoa(int(s.cfg.DefaultPartitions)),
+		"auto.create.topics.enable":                strconv.FormatBool(cfg.AutoCreateTopics),
+		"num.partitions":                           strconv.Itoa(int(cfg.DefaultPartitions)),
 		"default.replication.factor":               "1",
 		"offsets.topic.replication.factor":         "1",
 		"offsets.topic.num.partitions":             strconv.Itoa(offsetsTopicPartitions),
 		"transaction.state.log.replication.factor": "1",
 		"transaction.state.log.min.isr":            "1",
-		"socket.request.max.bytes":                 strconv.Itoa(int(s.cfg.MaxFrameBytes)),
-		"group.initial.rebalance.delay.ms":         strconv.FormatInt(s.cfg.GroupInitialRebalanceDelay.Milliseconds(), 10),
-		"group.min.session.timeout.ms":             strconv.FormatInt(s.cfg.GroupMinSessionTimeout.Milliseconds(), 10),
-		"group.max.session.timeout.ms":             strconv.FormatInt(s.cfg.GroupMaxSessionTimeout.Milliseconds(), 10),
-		"offsets.retention.minutes":                strconv.FormatInt(int64(s.cfg.OffsetsRetention/60e9), 10),
+		"socket.request.max.bytes":                 strconv.Itoa(int(cfg.MaxFrameBytes)),
+		"group.initial.rebalance.delay.ms":         strconv.FormatInt(cfg.GroupInitialRebalanceDelay.Milliseconds(), 10),
+		"group.min.session.timeout.ms":             strconv.FormatInt(cfg.GroupMinSessionTimeout.Milliseconds(), 10),
+		"group.max.session.timeout.ms":             strconv.FormatInt(cfg.GroupMaxSessionTimeout.Milliseconds(), 10),
+		"offsets.retention.minutes":                strconv.FormatInt(int64(cfg.OffsetsRetention/time.Minute), 10),
 	}
-	if s.cfg.MaxConnections > 0 {
-		m["max.connections"] = strconv.Itoa(s.cfg.MaxConnections)
+	if cfg.MaxConnections > 0 {
+		m["max.connections"] = strconv.Itoa(cfg.MaxConnections)
 	}
-	if s.cfg.MaxConnectionsPerIP > 0 {
-		m["max.connections.per.ip"] = strconv.Itoa(s.cfg.MaxConnectionsPerIP)
+	if cfg.MaxConnectionsPerIP > 0 {
+		m["max.connections.per.ip"] = strconv.Itoa(cfg.MaxConnectionsPerIP)
 	}
-	def := s.defaultStreamConfig()
+	tmp := &Server{cfg: cfg}
+	def := tmp.defaultStreamConfig()
 	for i := range kafkaTopicConfigs {
 		d := &kafkaTopicConfigs[i]
 		if d.synonym == "" {
 			continue
 		}
-		if v, ok := s.topicValue(d, &def); ok {
+		if v, ok := tmp.topicValue(d, &def); ok {
 			if kd := kafkaTopicDefault(d); kd == nil || *kd != v {
 				m[d.synonym] = v
 			}
@@ -152,8 +187,7 @@ func (s *Server) topicValue(d *kafkaConfigDef, cfg *disbackend.StreamConfig) (st
 }
 
 // describeBrokerConfig lists Kafka 4.4's broker keys: the gateway's own
-// values (brokerValues) as STATIC_BROKER_CONFIG where they differ from
-// Kafka's default, the rest at Kafka's default (DEFAULT_CONFIG). Every key
+// values (brokerValues), the rest at Kafka's default (DEFAULT_CONFIG). Every key
 // is read-only: broker configs come from disgw's configuration file
 // (AlterConfigs on a broker answers INVALID_REQUEST).
 func (s *Server) describeBrokerConfig() []configEntry {
@@ -165,14 +199,20 @@ func (s *Server) describeBrokerConfig() []configEntry {
 	return out
 }
 
-func brokerEntry(d *kafkaConfigDef, vals map[string]string) configEntry {
+func brokerEntry(d *kafkaConfigDef, vals map[string]brokerValue) configEntry {
 	e := configEntry{def: d, value: d.def, source: kmsg.ConfigSourceDefaultConfig, readOnly: true}
-	if v, ok := vals[d.name]; ok && (d.def == nil || *d.def != v) {
-		e.value, e.source = &v, kmsg.ConfigSourceStaticBrokerConfig
-		e.synonyms = append(e.synonyms, configSynonym{d.name, &v, kmsg.ConfigSourceStaticBrokerConfig})
+	def := d.def
+	if bv, ok := vals[d.name]; ok && (d.def == nil || *d.def != bv.value || bv.source != kmsg.ConfigSourceDefaultConfig) {
+		v := bv.value
+		e.value, e.source = &v, bv.source
+		if bv.source == kmsg.ConfigSourceDefaultConfig {
+			def = &v // disgw's own default
+		} else {
+			e.synonyms = append(e.synonyms, configSynonym{d.name, &v, bv.source})
+		}
 	}
-	if d.def != nil {
-		e.synonyms = append(e.synonyms, configSynonym{d.name, d.def, kmsg.ConfigSourceDefaultConfig})
+	if def != nil {
+		e.synonyms = append(e.synonyms, configSynonym{d.name, def, kmsg.ConfigSourceDefaultConfig})
 	}
 	if d.sensitive {
 		e.value = nil
