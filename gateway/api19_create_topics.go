@@ -41,6 +41,7 @@ func (c *conn) handleCreateTopics(req *kafkawire.Request) reply {
 	for _, rt := range r.Topics {
 		t := kmsg.NewCreateTopicsResponseTopic()
 		t.Topic = rt.Topic
+		t.Configs = []kmsg.CreateTopicsResponseTopicConfig{} // as Kafka: empty, not null, for a topic refused
 		if !q.take() {
 			// As a create policy refusing it (Kafka's answer for a topic
 			// the broker's rules do not allow).

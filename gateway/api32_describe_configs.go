@@ -64,9 +64,9 @@ func (c *conn) handleDescribeConfigs(req *kafkawire.Request) reply {
 				st = s.offsetsTopicStream()
 			}
 			if st == nil {
+				// As Kafka 4.4: the code, and an empty message.
 				res.ErrorCode = kerr.UnknownTopicOrPartition.Code
-				msg := "unknown topic " + strconv.Quote(rr.ResourceName)
-				res.ErrorMessage = &msg
+				res.ErrorMessage = kmsg.StringPtr("")
 				resp.Resources = append(resp.Resources, res)
 				continue
 			}

@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -226,5 +227,53 @@ func TestCompressionTypeAltered(t *testing.T) {
 	}
 	if c := lastCodec(); c != 1 {
 		t.Errorf("after DELETE: stored codec %d, want the producer's gzip", c)
+	}
+}
+
+// TestCleanupPolicyAppend: IncrementalAlterConfigs APPEND and SUBTRACT on
+// cleanup.policy, a list in Kafka (asked of Kafka 4.4: APPEND compact to
+// delete gives "delete,compact"; disgw keeps it as compact,delete); a
+// replication throttle (an ignored list) accepts APPEND; a key that is not
+// a list refuses it with INVALID_CONFIG.
+func TestCleanupPolicyAppend(t *testing.T) {
+	g := startGateway(t)
+	r := g.raw(t)
+	if resp := r.roundTrip(7, createTopicsReq("append-cp", 1, nil)).(*kmsg.CreateTopicsResponse); resp.Topics[0].ErrorCode != 0 {
+		t.Fatal(resp.Topics[0].ErrorCode)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(g.client(t))
+	value := func() string {
+		rcs, err := adm.DescribeTopicConfigs(ctx, "append-cp")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, _ := rcs.On("append-cp", nil)
+		for _, c := range rc.Configs {
+			if c.Key == "cleanup.policy" {
+				return c.MaybeValue()
+			}
+		}
+		return ""
+	}
+	alter := func(op kadm.IncrementalOp, key, v string) error {
+		rs, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: op, Name: key, Value: &v}}, "append-cp")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rs[0].Err
+	}
+	if err := alter(kadm.AppendConfig, "cleanup.policy", "compact"); err != nil || value() != "compact,delete" {
+		t.Errorf("APPEND compact: %v, %q", err, value())
+	}
+	if err := alter(kadm.SubtractConfig, "cleanup.policy", "delete"); err != nil || value() != "compact" {
+		t.Errorf("SUBTRACT delete: %v, %q", err, value())
+	}
+	if err := alter(kadm.AppendConfig, "leader.replication.throttled.replicas", "0:0"); err != nil {
+		t.Errorf("APPEND to a throttle list: %v", err)
+	}
+	if err := alter(kadm.AppendConfig, "segment.ms", "1"); !errors.Is(err, kerr.InvalidConfig) {
+		t.Errorf("APPEND to segment.ms: %v, want INVALID_CONFIG", err)
 	}
 }

@@ -92,11 +92,17 @@ type brokerValue struct {
 	source kmsg.ConfigSource
 }
 
-// alwaysStaticBrokerKeys are set by every gateway as a Kafka broker's
-// server.properties sets them (Kafka lists them as STATIC_BROKER_CONFIG).
+// alwaysStaticBrokerKeys are set by every gateway as a one-node Kafka
+// broker's server.properties sets them (Kafka's quickstart config: the
+// listeners, the node id, one replica for the internal topics), so Kafka
+// lists them as STATIC_BROKER_CONFIG.
 var alwaysStaticBrokerKeys = map[string]bool{
 	"advertised.listeners": true, "listeners": true, "listener.security.protocol.map": true,
 	"inter.broker.listener.name": true, "broker.id": true, "node.id": true, "process.roles": true,
+	"num.partitions": true, "offsets.topic.num.partitions": true, "offsets.topic.replication.factor": true,
+	"transaction.state.log.replication.factor": true, "transaction.state.log.min.isr": true,
+	"share.coordinator.state.topic.replication.factor": true, "share.coordinator.state.topic.min.isr": true,
+	"group.initial.rebalance.delay.ms": true,
 }
 
 // brokerValues are the broker keys whose values come from the gateway's
@@ -131,25 +137,27 @@ func (s *Server) brokerValues() map[string]brokerValue {
 func brokerValuesOf(cfg Config, adv, listen string) map[string]string {
 	id := strconv.Itoa(int(cfg.NodeID))
 	m := map[string]string{
-		"advertised.listeners":                     adv,
-		"listeners":                                listen,
-		"listener.security.protocol.map":           "PLAINTEXT:PLAINTEXT",
-		"inter.broker.listener.name":               "PLAINTEXT",
-		"broker.id":                                id,
-		"node.id":                                  id,
-		"process.roles":                            "broker,controller",
-		"auto.create.topics.enable":                strconv.FormatBool(cfg.AutoCreateTopics),
-		"num.partitions":                           strconv.Itoa(int(cfg.DefaultPartitions)),
-		"default.replication.factor":               "1",
-		"offsets.topic.replication.factor":         "1",
-		"offsets.topic.num.partitions":             strconv.Itoa(offsetsTopicPartitions),
-		"transaction.state.log.replication.factor": "1",
-		"transaction.state.log.min.isr":            "1",
-		"socket.request.max.bytes":                 strconv.Itoa(int(cfg.MaxFrameBytes)),
-		"group.initial.rebalance.delay.ms":         strconv.FormatInt(cfg.GroupInitialRebalanceDelay.Milliseconds(), 10),
-		"group.min.session.timeout.ms":             strconv.FormatInt(cfg.GroupMinSessionTimeout.Milliseconds(), 10),
-		"group.max.session.timeout.ms":             strconv.FormatInt(cfg.GroupMaxSessionTimeout.Milliseconds(), 10),
-		"offsets.retention.minutes":                strconv.FormatInt(int64(cfg.OffsetsRetention/time.Minute), 10),
+		"advertised.listeners":                             adv,
+		"listeners":                                        listen,
+		"listener.security.protocol.map":                   "PLAINTEXT:PLAINTEXT",
+		"inter.broker.listener.name":                       "PLAINTEXT",
+		"broker.id":                                        id,
+		"node.id":                                          id,
+		"process.roles":                                    "broker,controller",
+		"auto.create.topics.enable":                        strconv.FormatBool(cfg.AutoCreateTopics),
+		"num.partitions":                                   strconv.Itoa(int(cfg.DefaultPartitions)),
+		"default.replication.factor":                       "1",
+		"offsets.topic.replication.factor":                 "1",
+		"offsets.topic.num.partitions":                     strconv.Itoa(offsetsTopicPartitions),
+		"transaction.state.log.replication.factor":         "1",
+		"transaction.state.log.min.isr":                    "1",
+		"share.coordinator.state.topic.replication.factor": "1",
+		"share.coordinator.state.topic.min.isr":            "1",
+		"socket.request.max.bytes":                         strconv.Itoa(int(cfg.MaxFrameBytes)),
+		"group.initial.rebalance.delay.ms":                 strconv.FormatInt(cfg.GroupInitialRebalanceDelay.Milliseconds(), 10),
+		"group.min.session.timeout.ms":                     strconv.FormatInt(cfg.GroupMinSessionTimeout.Milliseconds(), 10),
+		"group.max.session.timeout.ms":                     strconv.FormatInt(cfg.GroupMaxSessionTimeout.Milliseconds(), 10),
+		"offsets.retention.minutes":                        strconv.FormatInt(int64(cfg.OffsetsRetention/time.Minute), 10),
 	}
 	if cfg.MaxConnections > 0 {
 		m["max.connections"] = strconv.Itoa(cfg.MaxConnections)
