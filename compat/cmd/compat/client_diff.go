@@ -161,12 +161,6 @@ type diffRun struct {
 	kafka, disgw func(int16) int16
 }
 
-// diffBrokerProps: the harness's Kafka runs with disgw's defaults where
-// they show in answers: a 3 s initial rebalance delay, and Kafka's default
-// 50 partitions of __consumer_offsets (kafkabroker.go sets 3 for the other
-// scenarios), which disgw lists.
-var diffBrokerProps = []string{"group.initial.rebalance.delay.ms=3000", "offsets.topic.num.partitions=50"}
-
 func runDiff(broker, tools, backend string) {
 	steps := append([]string{}, diffSteps...)
 	for _, s := range scen.CoreSteps {
@@ -180,7 +174,7 @@ func runDiff(broker, tools, backend string) {
 	fmt.Println("kept differences (compat/cmd/compat/diffkept.go):")
 	fmt.Print(printKept())
 	start := time.Now()
-	kb, err := startKafkaBroker(tools, diffBrokerProps...)
+	kb, err := startKafkaBroker(tools, "group.initial.rebalance.delay.ms=3000")
 	if err != nil {
 		fail("starting Apache Kafka 4.4.0: " + err.Error())
 		return
@@ -191,7 +185,7 @@ func runDiff(broker, tools, backend string) {
 		// compat scenario kafka-diff -broker kafka: a second Kafka broker in
 		// disgw's place, the harness's own check (every difference it then
 		// reports is one the kept list misses or a harness fault).
-		kb2, err := startKafkaBroker(tools, diffBrokerProps...)
+		kb2, err := startKafkaBroker(tools, "group.initial.rebalance.delay.ms=3000")
 		if err != nil {
 			fail("starting the second Apache Kafka 4.4.0: " + err.Error())
 			return
