@@ -19,21 +19,72 @@ const MaxTopicNameLen = 249
 
 // StreamNameForTopic maps a Kafka topic name to its DIS stream name: '.'
 // becomes '_' (Kafka names allow [A-Za-z0-9._-], DIS names [A-Za-z0-9_-]).
-// Two topics that map to one stream (a.b and a_b) collide; the backend refuses
-// the second with ErrNameCollision, as Kafka refuses a.b beside a_b.
+// A topic name longer than MaxStreamNameLen (64) characters, which no DIS
+// stream name can hold, maps to a hashed name (HashedStreamName): its first
+// 47 mapped characters, '-', and 16 hex digits of the SHA-256 of the topic
+// name, 64 characters in all. A hashed name does not give the topic name
+// back, so the DIS backend keeps the topic name in DIS beside the stream.
+//
+// Two topics that map to one stream (a.b and a_b, or a 64-character topic
+// named like another's hashed stream) collide; the backend refuses the
+// second with ErrNameCollision, as Kafka refuses a.b beside a_b.
 //
 // Errors wrap ErrInvalidName (Kafka INVALID_TOPIC_EXCEPTION) and name the
-// rule: empty, "." or "..", a character outside [A-Za-z0-9._-], or longer
-// than MaxStreamNameLen characters.
+// rule ValidateTopicName found broken.
 func StreamNameForTopic(topic string) (string, error) {
+	name, err := PlainStreamNameForTopic(topic)
+	if err != nil {
+		return "", err
+	}
+	if len(name) > MaxStreamNameLen {
+		return HashedStreamName(topic), nil
+	}
+	return name, nil
+}
+
+// HashedStreamNamePrefixLen is how many mapped characters of a long topic
+// name its hashed stream name keeps (StreamNameForTopic): 64 less '-' and
+// 16 hex digits.
+const HashedStreamNamePrefixLen = MaxStreamNameLen - 1 - 16
+
+// HashedStreamName returns the hashed stream name of topic (a valid topic
+// name longer than MaxStreamNameLen): the first HashedStreamNamePrefixLen
+// characters of topic with '.' as '_', '-', and the first 8 bytes of
+// SHA-256(topic) as 16 lower-case hex digits.
+func HashedStreamName(topic string) string {
+	sum := sha256.Sum256([]byte(topic))
+	prefix := topic
+	if len(prefix) > HashedStreamNamePrefixLen {
+		prefix = prefix[:HashedStreamNamePrefixLen]
+	}
+	return strings.ReplaceAll(prefix, ".", "_") + "-" + hex.EncodeToString(sum[:8])
+}
+
+// PlainStreamNameForTopic maps a topic name to a stream name by '.' -> '_'
+// alone, at any length up to MaxTopicNameLen: the embedded store's stream
+// names (it has no 64-character limit), and DIS's for names of at most 64
+// characters. Errors: those of ValidateTopicName (ErrInvalidName).
+func PlainStreamNameForTopic(topic string) (string, error) {
 	if err := ValidateTopicName(topic); err != nil {
 		return "", err
 	}
-	if len(topic) > MaxStreamNameLen {
-		return "", fmt.Errorf("%w: topic name %q is %d characters, longer than the %d that a DIS stream name allows",
-			ErrInvalidName, topic, len(topic), MaxStreamNameLen)
-	}
 	return strings.ReplaceAll(topic, ".", "_"), nil
+}
+
+// StreamNamer is implemented by backends whose stream names are not DIS's
+// (StreamNameForTopic); the embedded store's are PlainStreamNameForTopic's.
+type StreamNamer interface {
+	StreamNameForTopic(topic string) (string, error)
+}
+
+// StreamNameFor returns backend b's stream name for topic: b's own mapping
+// when b is a StreamNamer, else StreamNameForTopic. Errors wrap
+// ErrInvalidName (Kafka INVALID_TOPIC_EXCEPTION).
+func StreamNameFor(b any, topic string) (string, error) {
+	if n, ok := b.(StreamNamer); ok {
+		return n.StreamNameForTopic(topic)
+	}
+	return StreamNameForTopic(topic)
 }
 
 // ValidateTopicName applies Kafka's own topic name rules (Topic.validate in

@@ -1,6 +1,8 @@
 package disbackend
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"strings"
 	"testing"
@@ -15,7 +17,8 @@ func TestStreamNameForTopic(t *testing.T) {
 		{"a_b", "a_b", false},
 		{"A-z.0", "A-z_0", false},
 		{strings.Repeat("x", 64), strings.Repeat("x", 64), false},
-		{strings.Repeat("x", 65), "", true},
+		{strings.Repeat("x", 65), strings.Repeat("x", 47) + "-" + hash16(strings.Repeat("x", 65)), false},
+		{"a." + strings.Repeat("x", 247), "a_" + strings.Repeat("x", 45) + "-" + hash16("a."+strings.Repeat("x", 247)), false},
 		{"", "", true},
 		{".", "", true},
 		{"..", "", true},
@@ -35,12 +38,69 @@ func TestStreamNameForTopic(t *testing.T) {
 			t.Errorf("%q: %q %v, want %q", tc.topic, got, err, tc.stream)
 		}
 	}
-	if _, err := StreamNameForTopic(strings.Repeat("x", 65)); err == nil || !strings.Contains(err.Error(), "64") {
+	if _, err := StreamNameForTopic(strings.Repeat("y", 250)); err == nil || !strings.Contains(err.Error(), "249") {
 		t.Errorf("long name error does not name the limit: %v", err)
 	}
 	if PartitionID(7) != "shardId-0000000007" {
 		t.Errorf("PartitionID(7) = %s", PartitionID(7))
 	}
+}
+
+func hash16(topic string) string {
+	sum := sha256.Sum256([]byte(topic))
+	return hex.EncodeToString(sum[:8])
+}
+
+// TestStreamNameForTopicLong: names longer than 64 characters map to
+// distinct valid DIS stream names of 64 characters, also when they share
+// their first 64 characters; names of at most 64 keep '.' -> '_'.
+func TestStreamNameForTopicLong(t *testing.T) {
+	base := strings.Repeat("org.example.", 6) // 72 characters
+	seen := map[string]string{}
+	for _, topic := range []string{
+		base[:65], base[:65] + "a", base[:65] + "b", base + strings.Repeat("z", 249-len(base)),
+		base + strings.Repeat("z", 248-len(base)) + "y", strings.Repeat("q", 249), strings.Repeat(".", 249),
+	} {
+		name, err := StreamNameForTopic(topic)
+		if err != nil {
+			t.Fatalf("%d characters: %v", len(topic), err)
+		}
+		if len(name) != MaxStreamNameLen {
+			t.Errorf("%q: stream name %q has %d characters, want %d", topic, name, len(name), MaxStreamNameLen)
+		}
+		for i := 0; i < len(name); i++ {
+			if c := name[i]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+				t.Fatalf("%q: stream name %q has %q", topic, name, c)
+			}
+		}
+		if !strings.HasPrefix(name, strings.ReplaceAll(topic[:HashedStreamNamePrefixLen], ".", "_")+"-") {
+			t.Errorf("%q: stream name %q lacks the readable prefix", topic, name)
+		}
+		if other, dup := seen[name]; dup {
+			t.Errorf("%q and %q both map to %q", topic, other, name)
+		}
+		seen[name] = topic
+		plain, err := PlainStreamNameForTopic(topic)
+		if err != nil || plain != strings.ReplaceAll(topic, ".", "_") {
+			t.Errorf("PlainStreamNameForTopic(%q) = %q, %v", topic, plain, err)
+		}
+	}
+	// The README's example.
+	if got, _ := StreamNameForTopic("com.example.payments.eu-west-1.settlement-batches.reconciliation-reports"); got != "com_example_payments_eu-west-1_settlement-batch-b0e660ee41dcfddb" {
+		t.Errorf("README example maps to %q", got)
+	}
+	if got, _ := StreamNameFor(struct{}{}, base[:65]); got != HashedStreamName(base[:65]) {
+		t.Errorf("StreamNameFor(non-namer) = %q, want the DIS mapping", got)
+	}
+	if got, _ := StreamNameFor(plainNamer{}, base[:65]); got != strings.ReplaceAll(base[:65], ".", "_") {
+		t.Errorf("StreamNameFor(namer) = %q, want the namer's", got)
+	}
+}
+
+type plainNamer struct{}
+
+func (plainNamer) StreamNameForTopic(topic string) (string, error) {
+	return PlainStreamNameForTopic(topic)
 }
 
 func TestAppNameForGroup(t *testing.T) {

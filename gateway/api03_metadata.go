@@ -8,9 +8,13 @@ package gateway
 //   - v0-v3 have no allow_auto_topic_creation field (kmsg decodes it as
 //     false): unknown requested topics are auto-created when the gateway
 //     allows it, as Kafka does for those versions. v4+ follow the flag.
-//   - v1: ControllerID, IsInternal, Rack. v2: ClusterID. v5:
+//   - v1: ControllerID, IsInternal (true for __consumer_offsets only,
+//     offsets_topic.go), Rack. v2: ClusterID. v5:
 //     OfflineReplicas. v7: LeaderEpoch (always 0 here). v8: authorized
-//     operations (not computed: left at kmsg's "not requested" default).
+//     operations when asked (include_cluster_authorized_operations, v8-10;
+//     include_topic_authorized_operations): with no authorizer, every
+//     operation of the resource type (authops.go), else Kafka's "not
+//     requested" -2147483648.
 //   - v9: flexible. v10: topic ids, and lookup by id (UNKNOWN_TOPIC_ID).
 //   - v13: top-level ErrorCode (KIP-1102), always 0.
 //   - v3: ThrottleMillis: the wait for auto-creations refused by the
@@ -50,12 +54,22 @@ func (c *conn) handleMetadata(req *kafkawire.Request) reply {
 	resp.Brokers = []kmsg.MetadataResponseBroker{b}
 	resp.ClusterID = &s.cfg.ClusterID
 	resp.ControllerID = s.cfg.NodeID
+	if r.Version <= 10 {
+		resp.AuthorizedOperations = authorizedOps(r.IncludeClusterAuthorizedOperations, clusterAuthorizedOps)
+	}
+	// Set on every topic answered, unknown ones included, as Kafka does.
+	defer func() {
+		for i := range resp.Topics {
+			resp.Topics[i].AuthorizedOperations = authorizedOps(r.IncludeTopicAuthorizedOperations, topicAuthorizedOps)
+		}
+	}()
 
 	all := r.Topics == nil || r.Version == 0 && len(r.Topics) == 0
 	if all {
 		for _, st := range s.topics.all() {
 			resp.Topics = append(resp.Topics, s.metadataTopic(r.Version, st))
 		}
+		resp.Topics = append(resp.Topics, s.metadataTopic(r.Version, s.offsetsTopicStream()))
 		return ready(req, resp)
 	}
 	ac := autoCreateBudget{on: s.cfg.AutoCreateTopics && (r.Version <= 3 || r.AllowAutoTopicCreation),
@@ -130,11 +144,17 @@ func (s *Server) metadataRequestedTopic(ctx context.Context, version int16, rt k
 		if st := s.topics.getByID(rt.TopicID); st != nil {
 			return s.metadataTopic(version, st)
 		}
+		if ot := s.offsetsTopicStream(); rt.TopicID == ot.TopicID {
+			return s.metadataTopic(version, ot)
+		}
 		t.ErrorCode = kerr.UnknownTopicID.Code
 		return t
 	}
 	name := *rt.Topic
 	t.Topic = rt.Topic
+	if name == offsetsTopic {
+		return s.metadataTopic(version, s.offsetsTopicStream())
+	}
 	if st := s.topics.get(name); st != nil {
 		return s.metadataTopic(version, st)
 	}
@@ -167,6 +187,7 @@ func (s *Server) metadataTopic(version int16, st *disbackend.Stream) kmsg.Metada
 	if version >= 10 {
 		t.TopicID = st.TopicID
 	}
+	t.IsInternal = name == offsetsTopic
 	t.Partitions = make([]kmsg.MetadataResponseTopicPartition, st.PartitionCount)
 	node := []int32{s.cfg.NodeID}
 	for i := range t.Partitions {

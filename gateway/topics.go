@@ -86,7 +86,7 @@ func (tc *topicCache) remove(topic string) {
 // the backend has no stream for it (or one that belongs to another topic
 // name).
 func (s *Server) lookupTopic(ctx context.Context, topic string) *disbackend.Stream {
-	name, err := disbackend.StreamNameForTopic(topic)
+	name, err := disbackend.StreamNameFor(s.backend, topic)
 	if err != nil {
 		return nil
 	}
@@ -112,7 +112,7 @@ func (s *Server) validateStreamConfig(cfg disbackend.StreamConfig) error {
 // partitions <= 0 means the configured default. Errors: the backend's
 // (ErrStreamExists, ErrNameCollision, ErrInvalidName, ...).
 func (s *Server) createTopic(ctx context.Context, topic string, partitions int32, cfg disbackend.StreamConfig, validateOnly bool) (*disbackend.Stream, error) {
-	name, err := disbackend.StreamNameForTopic(topic)
+	name, err := disbackend.StreamNameFor(s.backend, topic)
 	if err != nil {
 		return nil, err
 	}

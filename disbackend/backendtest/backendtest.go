@@ -89,6 +89,11 @@ func (b *suiteBackend) UpdateStreamConfig(ctx context.Context, name string, cfg 
 	return b.Backend.UpdateStreamConfig(ctx, name, cfg)
 }
 
+// StreamNameForTopic is the wrapped backend's (disbackend.StreamNameFor).
+func (b *suiteBackend) StreamNameForTopic(topic string) (string, error) {
+	return disbackend.StreamNameFor(b.Backend, topic)
+}
+
 // RunWith is Run with Options.
 func RunWith(t *testing.T, newBackend func(t *testing.T) disbackend.Backend, opts Options) {
 	open := func(t *testing.T) disbackend.Backend {
@@ -104,6 +109,7 @@ func RunWith(t *testing.T, newBackend func(t *testing.T) disbackend.Backend, opt
 		{"CreateDescribeList", testCreateDescribeList},
 		{"CreateErrors", testCreateErrors},
 		{"NameCollision", testNameCollision},
+		{"LongTopicNames", testLongTopicNames},
 		{"DeleteStream", testDeleteStream},
 		{"NotFound", testNotFound},
 		{"AppendRead", testAppendRead},
@@ -126,6 +132,7 @@ func RunWith(t *testing.T, newBackend func(t *testing.T) disbackend.Backend, opt
 		{"Apps", testApps},
 		{"Checkpoints", testCheckpoints},
 		{"CheckpointTime", testCheckpointTime},
+		{"CheckpointLeaderEpoch", testCheckpointLeaderEpoch},
 		{"DeleteRecords", testDeleteRecords},
 		{"Close", testClose},
 	}

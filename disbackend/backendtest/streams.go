@@ -1,6 +1,9 @@
 package backendtest
 
 import (
+	"errors"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -208,5 +211,106 @@ func testUpdateStreamConfig(t *testing.T, b disbackend.Backend) {
 	cfg.Retention = disbackend.UnlimitedRetention
 	if err := b.UpdateStreamConfig(ctx, "cfg", cfg); err != nil {
 		t.Fatalf("UpdateStreamConfig unlimited: %v", err)
+	}
+}
+
+// testLongTopicNames: topics of up to 249 characters (Kafka's limit) live
+// under the backend's own stream names (disbackend.StreamNameFor: hashed
+// on DIS, '.' as '_' on the embedded store), are listed and described under
+// their topic names, keep records, and stay apart when their first 64
+// characters are equal; a topic named like another's stream collides;
+// deleting one leaves the other.
+func testLongTopicNames(t *testing.T, b disbackend.Backend) {
+	ctx := ctxT(t)
+	base := strings.Repeat("long.topic-", 6) // 66 characters
+	long1 := base + strings.Repeat("a", 249-len(base))
+	long2 := base + strings.Repeat("a", 248-len(base)) + "b"
+	streams := map[string]string{}
+	for _, topic := range []string{long1, long2} {
+		name, err := disbackend.StreamNameFor(b, topic)
+		if err != nil {
+			t.Fatalf("StreamNameFor(%d characters): %v", len(topic), err)
+		}
+		s := spec(t, topic, 2)
+		s.Name = name
+		st := mustCreate(t, b, s)
+		if st.Name != name || st.TopicName != topic {
+			t.Fatalf("CreateStream = stream %q topic %q, want %q %q", st.Name, st.TopicName, name, topic)
+		}
+		streams[topic] = name
+	}
+	if streams[long1] == streams[long2] {
+		t.Fatalf("two topics with the same first 248 characters share stream %q", streams[long1])
+	}
+	list, err := b.ListStreams(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]string{}
+	for _, st := range list {
+		found[st.TopicName] = st.Name
+	}
+	for topic, name := range streams {
+		if found[topic] != name {
+			t.Fatalf("ListStreams: topic %q under stream %q, want %q (listed: %v)", topic, found[topic], name, found)
+		}
+		got, err := b.DescribeStream(ctx, name)
+		if err != nil || got.TopicName != topic {
+			t.Fatalf("DescribeStream(%q) = topic %q, %v; want %q", name, got.TopicName, err, topic)
+		}
+	}
+	// A topic whose name is long1's stream name maps to that stream.
+	clash := streams[long1]
+	if name, err := disbackend.StreamNameFor(b, clash); err != nil || name != clash {
+		t.Fatalf("StreamNameFor(%q) = %q, %v; want itself", clash, name, err)
+	}
+	cs := spec(t, clash, 1)
+	cs.Name = clash
+	_, err = b.CreateStream(ctx, cs)
+	wantErr(t, "create a topic named like a long topic's stream", err, disbackend.ErrNameCollision)
+
+	mustAppend(t, b, streams[long1], 1, MakeBatch(BatchOptions{NumRecords: 3, Seed: 1}))
+	mustAppend(t, b, streams[long2], 0, MakeBatch(BatchOptions{NumRecords: 2, Seed: 2}))
+	if recs := flatten(t, readAll(t, b, streams[long1], 1, 0, 1<<20)); len(recs) != 3 {
+		t.Fatalf("read %d records of %q, want 3", len(recs), long1)
+	}
+	wantRange(t, b, streams[long2], 0, 0, 2)
+	wantRange(t, b, streams[long2], 1, 0, 0)
+
+	// An update keeps the topic name.
+	cfg := spec(t, long2, 2).Config
+	cfg.MaxMessageBytes = 4096
+	cfg.SegmentBytes = 1 << 20
+	if err := b.UpdateStreamConfig(ctx, streams[long2], cfg); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.DescribeStream(ctx, streams[long2]); err != nil || got.TopicName != long2 || got.Config.MaxMessageBytes != 4096 || got.Config.SegmentBytes != 1<<20 {
+		t.Fatalf("after UpdateStreamConfig: topic %q max.message.bytes %d segment.bytes %d, %v", got.TopicName, got.Config.MaxMessageBytes, got.Config.SegmentBytes, err)
+	}
+	cfg.SegmentBytes = 0 // back to the default: nothing but the name left to keep
+	if err := b.UpdateStreamConfig(ctx, streams[long2], cfg); err != nil {
+		t.Fatal(err)
+	}
+	if list, err := b.ListStreams(ctx); err != nil || !slices.ContainsFunc(list, func(st disbackend.Stream) bool { return st.TopicName == long2 }) {
+		t.Fatalf("after UpdateStreamConfig to defaults ListStreams lacks %q: %v", long2, err)
+	}
+	if got, err := b.DescribeStream(ctx, streams[long2]); err != nil || got.TopicName != long2 || got.Config.SegmentBytes == 1<<20 {
+		t.Fatalf("after UpdateStreamConfig to defaults: topic %q segment.bytes %d, %v", got.TopicName, got.Config.SegmentBytes, err)
+	}
+
+	if err := b.DeleteStream(ctx, streams[long1]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.DescribeStream(ctx, streams[long1]); !errors.Is(err, disbackend.ErrStreamNotFound) {
+		t.Fatalf("DescribeStream after delete: %v, want ErrStreamNotFound", err)
+	}
+	if got, err := b.DescribeStream(ctx, streams[long2]); err != nil || got.TopicName != long2 {
+		t.Fatalf("the other long topic after delete: %q, %v", got.TopicName, err)
+	}
+	// Created again, it is a new topic of the same name.
+	s := spec(t, long1, 1)
+	s.Name = streams[long1]
+	if st := mustCreate(t, b, s); st.TopicName != long1 {
+		t.Fatalf("recreated: topic %q", st.TopicName)
 	}
 }

@@ -37,7 +37,9 @@
 //   - The Kafka topic name (where it differs from the stream name), the
 //     timestamp type, max.message.bytes, dis.record.format and
 //     cleanup.policy are stream tags, so every gateway node lists the same
-//     topics; topic configs no tag holds are checkpoint metadata of
+//     topics; topic configs no tag holds, and the topic name of a stream
+//     whose name is hashed (topics of 65-249 characters,
+//     disbackend.StreamNameForTopic), are checkpoint metadata of
 //     gatewayApp on the stream (extconfig.go). Retention is data_duration,
 //     24-168 hours; retention.ms=-1 and cleanup.policy=compact are 168.
 //   - cleanup.policy=compact: the compactor re-appends each live key's

@@ -22,11 +22,20 @@ import (
 // other than Kafka's defaults are kept; the tag tagExtConfig says there
 // is one to read, so listing streams reads checkpoints only for those.
 //
-// The keys are Kafka's topic config names: delete.retention.ms,
+// A topic whose name is longer than a stream name can be (65-249
+// characters: its stream has a hashed name, disbackend.StreamNameForTopic)
+// keeps its name there too, as "topic=<name>" after the stream_id; such a
+// stream always has an ext config, so every node and a restarted gateway
+// list it under its topic name. A name is taken only if it maps to the
+// stream's name.
+//
+// The other keys are Kafka's topic config names: delete.retention.ms,
 // min.compaction.lag.ms, max.compaction.lag.ms, min.cleanable.dirty.ratio,
-// segment.bytes, segment.ms. Of these only delete.retention.ms acts on
-// DIS (how long the compactor keeps re-appending a tombstone); the others
-// are kept and reported as set.
+// segment.bytes, segment.ms, compression.type, compression.gzip.level,
+// compression.lz4.level, compression.zstd.level. Of these only
+// delete.retention.ms acts on DIS (how long the compactor keeps
+// re-appending a tombstone); the others are kept and reported as set (DIS
+// stores records, and fetches build their batches uncompressed).
 
 // encodeExtConfig returns the key=value list of cfg's non-default values
 // that no tag holds, "" when there are none.
@@ -52,16 +61,48 @@ func encodeExtConfig(cfg disbackend.StreamConfig) string {
 	if cfg.SegmentTime > 0 && cfg.SegmentTime != disbackend.DefaultSegmentTime {
 		add("segment.ms", ms(cfg.SegmentTime))
 	}
+	if cfg.CompressionType != "" && cfg.CompressionType != "producer" {
+		add("compression.type", cfg.CompressionType)
+	}
+	for _, l := range []struct {
+		k string
+		v int32
+	}{{"compression.gzip.level", cfg.GzipLevel}, {"compression.lz4.level", cfg.LZ4Level}, {"compression.zstd.level", cfg.ZstdLevel}} {
+		if l.v != 0 {
+			add(l.k, strconv.Itoa(int(l.v)))
+		}
+	}
 	return strings.Join(kv, ";")
 }
 
-// decodeExtConfig applies meta (from saveExtConfig) to cfg when it names
-// streamID; it reports whether it did.
-func decodeExtConfig(meta, streamID string, cfg *disbackend.StreamConfig) bool {
+// hashedTopic reports whether stream is topic's hashed stream name, which
+// does not give the topic name back (the ext config keeps it).
+func hashedTopic(topic, stream string) bool {
+	return stream != strings.ReplaceAll(topic, ".", "_")
+}
+
+// extRecord is the ext config of topic's stream (DIS name stream) with
+// cfg, without the stream_id: the topic name when the stream name is
+// hashed, then encodeExtConfig(cfg); "" when there is nothing to keep.
+func extRecord(topic, stream string, cfg disbackend.StreamConfig) string {
+	ext := encodeExtConfig(cfg)
+	if !hashedTopic(topic, stream) {
+		return ext
+	}
+	if ext == "" {
+		return "topic=" + topic
+	}
+	return "topic=" + topic + ";" + ext
+}
+
+// decodeExtConfig applies meta (from saveExtConfig) to st (DIS stream
+// st.Name) when it names streamID; it reports whether it did.
+func decodeExtConfig(meta, streamID string, st *disbackend.Stream) bool {
 	fields := strings.Split(meta, ";")
 	if len(fields) == 0 || fields[0] != "sid="+streamID {
 		return false
 	}
+	cfg := &st.Config
 	for _, f := range fields[1:] {
 		k, v, ok := strings.Cut(f, "=")
 		if !ok {
@@ -70,6 +111,10 @@ func decodeExtConfig(meta, streamID string, cfg *disbackend.StreamConfig) bool {
 		n, err := strconv.ParseInt(v, 10, 64)
 		d := time.Duration(n) * time.Millisecond
 		switch k {
+		case "topic":
+			if name, err := disbackend.StreamNameForTopic(v); err == nil && name == st.Name {
+				st.TopicName = v
+			}
 		case "delete.retention.ms":
 			if err == nil {
 				cfg.DeleteRetention = d
@@ -94,6 +139,20 @@ func decodeExtConfig(meta, streamID string, cfg *disbackend.StreamConfig) bool {
 			if err == nil {
 				cfg.SegmentTime = d
 			}
+		case "compression.type":
+			cfg.CompressionType = v
+		case "compression.gzip.level":
+			if err == nil {
+				cfg.GzipLevel = int32(n)
+			}
+		case "compression.lz4.level":
+			if err == nil {
+				cfg.LZ4Level = int32(n)
+			}
+		case "compression.zstd.level":
+			if err == nil {
+				cfg.ZstdLevel = int32(n)
+			}
 		}
 	}
 	return true
@@ -110,12 +169,12 @@ func (s *Store) ensureApp(ctx context.Context, app string) error {
 	return nil
 }
 
-// saveExtConfig writes cfg's ext config of stream name (DIS stream_id
-// streamID) as gatewayApp's checkpoint on its partition 0, at the
-// partition's first sequence number (a checkpoint must lie in the
-// partition's range). DIS CreateApp, DescribeStream, CommitCheckpoint.
-func (s *Store) saveExtConfig(ctx context.Context, name, streamID string, cfg disbackend.StreamConfig) error {
-	ext := encodeExtConfig(cfg)
+// saveExtConfig writes the ext config of topic's stream name (DIS
+// stream_id streamID) with cfg as gatewayApp's checkpoint on its partition
+// 0, at the partition's first sequence number (a checkpoint must lie in
+// the partition's range). DIS CreateApp, DescribeStream, CommitCheckpoint.
+func (s *Store) saveExtConfig(ctx context.Context, name, streamID, topic string, cfg disbackend.StreamConfig) error {
+	ext := extRecord(topic, name, cfg)
 	if ext == "" {
 		return nil
 	}
@@ -127,14 +186,15 @@ func (s *Store) saveExtConfig(ctx context.Context, name, streamID string, cfg di
 		return err
 	}
 	if err := s.commit(ctx, gatewayApp, name, 0, r.First, "sid="+streamID+";"+ext); err != nil {
-		return fmt.Errorf("disrest: keep the topic configs of %s: %w", name, err)
+		return fmt.Errorf("disrest: keep the topic name and configs of %s: %w", name, err)
 	}
 	return nil
 }
 
-// loadExtConfig reads the ext config of stream name into cfg. A missing
-// checkpoint leaves cfg as it is. DIS GetCheckpoint.
-func (s *Store) loadExtConfig(ctx context.Context, name, streamID string, cfg *disbackend.StreamConfig) error {
+// loadExtConfig reads the ext config of stream name into st (its configs
+// and, for a hashed stream name, its topic name). A missing checkpoint
+// leaves st as it is. DIS GetCheckpoint.
+func (s *Store) loadExtConfig(ctx context.Context, name, streamID string, st *disbackend.Stream) error {
 	_, meta, err := s.checkpointOf(ctx, gatewayApp, name, 0)
 	if err != nil {
 		if errors.Is(err, disbackend.ErrAppNotFound) || errors.Is(err, disbackend.ErrStreamNotFound) {
@@ -142,6 +202,6 @@ func (s *Store) loadExtConfig(ctx context.Context, name, streamID string, cfg *d
 		}
 		return err
 	}
-	decodeExtConfig(meta, streamID, cfg)
+	decodeExtConfig(meta, streamID, st)
 	return nil
 }

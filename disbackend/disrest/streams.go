@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/huaweicloud/huaweicloud-sdk-go-v3/services/dis/v2/model"
+	"go.uber.org/zap"
 
 	"github.com/disgw/disgw/disbackend"
 	"github.com/disgw/disgw/disbackend/disapi"
@@ -177,12 +178,13 @@ func retentionHours(r time.Duration) (int32, error) {
 	return int32(h), nil
 }
 
-// configTags are the tags that keep cfg and the topic name.
+// configTags are the tags that keep cfg and the topic name (a hashed
+// stream name keeps its topic name in the ext config instead).
 func configTags(topic, stream string, cfg disbackend.StreamConfig) []model.Tag {
 	tag := func(k, v string) model.Tag { return model.Tag{Key: &k, Value: &v} }
 	var tags []model.Tag
 	var mask uint64
-	for i := 0; i < len(topic) && i < 64; i++ {
+	for i := 0; i < len(topic) && i < 64 && !hashedTopic(topic, stream); i++ {
 		if topic[i] == '.' {
 			mask |= 1 << i
 		}
@@ -203,7 +205,7 @@ func configTags(topic, stream string, cfg disbackend.StreamConfig) []model.Tag {
 	if cfg.Compacted() {
 		tags = append(tags, tag(tagCleanupPolicy, strings.ReplaceAll(cfg.CleanupPolicy, ",", "-")))
 	}
-	if encodeExtConfig(cfg) != "" {
+	if extRecord(topic, stream, cfg) != "" {
 		tags = append(tags, tag(tagExtConfig, "1"))
 	}
 	return tags
@@ -290,12 +292,17 @@ func (s *Store) CreateStream(ctx context.Context, spec disbackend.StreamSpec) (d
 		}
 		return disbackend.Stream{}, err
 	}
-	if encodeExtConfig(spec.Config) != "" {
+	if extRecord(spec.TopicName, spec.Name, spec.Config) != "" {
 		si, err := s.streamInfo(ctx, spec.Name, true)
-		if err != nil {
-			return disbackend.Stream{}, err
+		if err == nil {
+			err = s.saveExtConfig(ctx, spec.Name, si.id, spec.TopicName, spec.Config)
 		}
-		if err := s.saveExtConfig(ctx, spec.Name, si.id, spec.Config); err != nil {
+		if err != nil {
+			// Without its ext config the stream would list under its
+			// stream name or with default configs: take it back.
+			if derr := s.DeleteStream(context.WithoutCancel(ctx), spec.Name); derr != nil {
+				s.log.Warn("stream without its ext config left behind", zap.String("stream", spec.Name), zap.Error(derr))
+			}
 			return disbackend.Stream{}, err
 		}
 		s.streams.drop(spec.Name)
@@ -393,7 +400,7 @@ func (s *Store) ListStreams(ctx context.Context) ([]disbackend.Stream, error) {
 			var ext bool
 			st := streamFromDIS(name, id, created, ret, parts, si.Tags, &ext)
 			if ext {
-				if err := s.loadExtConfig(ctx, name, id, &st.Config); err != nil {
+				if err := s.loadExtConfig(ctx, name, id, &st); err != nil {
 					return nil, err
 				}
 			}
@@ -435,7 +442,7 @@ func (s *Store) streamInfo(ctx context.Context, name string, fresh bool) (stream
 	}
 	si, ext := s.fromDescribe(name, resp)
 	if ext {
-		if err := s.loadExtConfig(ctx, name, si.id, &si.st.Config); err != nil {
+		if err := s.loadExtConfig(ctx, name, si.id, &si.st); err != nil {
 			return streamInfo{}, err
 		}
 	}
@@ -454,6 +461,7 @@ func (s *Store) remember(name string, resp *model.ShowStreamResponse) streamInfo
 			return si // not cached: streamInfo reads the ext config
 		}
 		si.st.Config = old.st.Config
+		si.st.TopicName = old.st.TopicName
 		si.st.Config.Retention = time.Duration(retentionOf(resp)) * time.Hour
 	}
 	s.streams.put(si)
@@ -544,13 +552,13 @@ func (s *Store) UpdateStreamConfig(ctx context.Context, name string, cfg disback
 		k := tagCleanupPolicy
 		drop = append(drop, model.Tag{Key: &k})
 	}
-	ext, hadExt := encodeExtConfig(cfg), encodeExtConfig(si.st.Config)
+	ext, hadExt := extRecord(si.st.TopicName, name, cfg), extRecord(si.st.TopicName, name, si.st.Config)
 	if ext == "" && hadExt != "" {
 		k := tagExtConfig
 		drop = append(drop, model.Tag{Key: &k})
 	}
 	if ext != "" && ext != hadExt {
-		if err := s.saveExtConfig(ctx, name, si.id, cfg); err != nil {
+		if err := s.saveExtConfig(ctx, name, si.id, si.st.TopicName, cfg); err != nil {
 			return err
 		}
 	}

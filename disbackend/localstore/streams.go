@@ -265,9 +265,21 @@ func newPartitions(st *stream, from, to int32) []*partition {
 	return ps
 }
 
+// StreamNameForTopic is the embedded store's stream name for a topic
+// (disbackend.StreamNamer): '.' as '_' at any length up to 249
+// characters (disbackend.PlainStreamNameForTopic); unlike DIS, the store
+// has no 64-character limit, so no name is hashed. Errors wrap
+// disbackend.ErrInvalidName.
+func (s *Store) StreamNameForTopic(topic string) (string, error) {
+	return disbackend.PlainStreamNameForTopic(topic)
+}
+
+// validateStreamName allows 1-249 (disbackend.MaxTopicNameLen) characters
+// of [A-Za-z0-9_-]: every name PlainStreamNameForTopic gives, and DIS's
+// (dislocal, in front of the store, keeps DIS's 64).
 func validateStreamName(name string) error {
-	if name == "" || len(name) > disbackend.MaxStreamNameLen {
-		return fmt.Errorf("%w: stream name must be 1-%d characters", disbackend.ErrInvalidName, disbackend.MaxStreamNameLen)
+	if name == "" || len(name) > disbackend.MaxTopicNameLen {
+		return fmt.Errorf("%w: stream name must be 1-%d characters", disbackend.ErrInvalidName, disbackend.MaxTopicNameLen)
 	}
 	for i := 0; i < len(name); i++ {
 		c := name[i]
@@ -298,6 +310,11 @@ func validateConfig(cfg disbackend.StreamConfig) error {
 	}
 	if !disbackend.ValidRecordFormat(cfg.RecordFormat) {
 		return fmt.Errorf("%w: unknown record format %q", disbackend.ErrInvalidConfig, cfg.RecordFormat)
+	}
+	switch cfg.CompressionType {
+	case "", "producer", "uncompressed", "gzip", "snappy", "lz4", "zstd":
+	default:
+		return fmt.Errorf("%w: unknown compression type %q", disbackend.ErrInvalidConfig, cfg.CompressionType)
 	}
 	switch cfg.CleanupPolicy {
 	case disbackend.CleanupDelete, disbackend.CleanupCompact, disbackend.CleanupCompactDelete:

@@ -30,7 +30,7 @@ const (
 func runJava(broker, topic, group, jars string) {
 	ctx := context.Background()
 	if _, err := os.Stat(filepath.Join(jars, "kafka-tools-4.4.0.jar")); err != nil {
-		for _, s := range append(scen.CoreSteps, "kafka-topics --describe", "kafka-topics --alter --partitions", "producer-perf-test", "consumer-perf-test") {
+		for _, s := range append(scen.CoreSteps, javaExtra...) {
 			scen.Report(s, "fail", fmt.Sprintf("Kafka 4.4.0 jars missing under %s (run compat/setup)", jars))
 		}
 		return
@@ -174,6 +174,9 @@ func runJava(broker, topic, group, jars string) {
 			return "", fmt.Errorf("after --alter --partitions %d: PartitionCount: %d", scen.Partitions+1, n)
 		}
 		return fmt.Sprintf("PartitionCount %d -> %d", scen.Partitions, n), nil
+	})
+	runJavaLongName(topic, func(timeout time.Duration, stdin, class string, args ...string) (string, error) {
+		return java(timeout, stdin, class, append([]string{"--bootstrap-server", broker}, args...)...)
 	})
 	perfTopic := topic + "-perf"
 	perfProduced := scen.Run("producer-perf-test", func() (string, error) {

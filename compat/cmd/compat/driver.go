@@ -66,7 +66,7 @@ func debianPython(env) string { return "/usr/bin/python3" }
 func venvPython(e env) string { return filepath.Join(e.tools, "venv", "bin", "python") }
 
 var kcatExtra = []string{"kcat -L", "kcat -C -e", "kcat -o -1", "kcat -o s@TS"}
-var javaExtra = []string{"kafka-topics --describe", "kafka-topics --alter --partitions", "producer-perf-test", "consumer-perf-test"}
+var javaExtra = []string{"kafka-topics --describe", "kafka-topics --alter --partitions", stepJavaLongName, "producer-perf-test", "consumer-perf-test"}
 
 var clients = []clientSpec{
 	{name: "franz-go", about: "kgo with default options, kadm", argv: goScenario("franz-go")},
@@ -96,6 +96,8 @@ var clients = []clientSpec{
 		argv: goScenario("kafka-streams"), disArgs: []string{"--retention-unit", streamsRetentionUnit.String()}, timeout: streamsTimeout},
 	{name: "kafka-mirrormaker2", about: "MirrorMaker 2 (connect-mirror 4.3.1, dedicated) from an Apache Kafka 4.4.0 broker into disgw, group offsets synced",
 		extra: mirrorExtra, argv: goScenario("kafka-mirrormaker2"), ownsDisgw: true},
+	{name: "kafka-diff", about: "differential harness: the same kmsg requests to an Apache Kafka 4.4.0 broker and to disgw, answers compared field by field; Kafka's tools' output compared",
+		extra: diffSteps, argv: goScenario("kafka-diff")},
 }
 
 // stepResult is one cell of the matrix.

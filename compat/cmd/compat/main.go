@@ -81,6 +81,8 @@ func scenarioMain(args []string) int {
 		runStreams(*broker, *backend, *topic, *tools)
 	case "kafka-mirrormaker2":
 		runMirror(*disgwBin, *backend, *tools, *topic, *group, *mirrorTarget == "kafka")
+	case "kafka-diff":
+		runDiff(*broker, *tools, *backend)
 	default:
 		fmt.Fprintf(os.Stderr, "unknown Go scenario %q\n", name)
 		return 2
