@@ -1,6 +1,7 @@
 package disbackend
 
 import (
+	"context"
 	"fmt"
 	"math"
 )
@@ -182,4 +183,36 @@ func (s *ProducerStates[K]) DropIf(drop func(K) bool) {
 			delete(s.m, k)
 		}
 	}
+}
+
+// ActiveProducer is one idempotent producer's state on one partition, as
+// DescribeProducers (Kafka API 61) shows it.
+type ActiveProducer struct {
+	ProducerID   int64
+	Epoch        int16
+	LastSequence int32 // the last sequence number of its last batch
+	// LastAppendMS is when its last batch was appended, in ms since the
+	// Unix epoch (Kafka shows the batch's max timestamp, which is this
+	// time for LogAppendTime topics and the producer's clock otherwise).
+	LastAppendMS int64
+}
+
+// ProducerDescriber is implemented by the backends that keep idempotent
+// producer states (both do), for DescribeProducers.
+type ProducerDescriber interface {
+	// ActiveProducers returns the producer states kept for partition of
+	// stream, by producer id ascending; none is an empty list. Errors:
+	// ErrClosed; ErrStreamNotFound or ErrPartitionNotFound where the
+	// backend knows the stream without asking DIS (localstore; disrest
+	// answers an empty list, the gateway checks the topic first).
+	ActiveProducers(ctx context.Context, stream string, partition int32) ([]ActiveProducer, error)
+}
+
+// Active returns the state as an ActiveProducer of producer id pid.
+func (ps *ProducerState) Active(pid int64) ActiveProducer {
+	a := ActiveProducer{ProducerID: pid, Epoch: ps.Epoch, LastSequence: -1, LastAppendMS: ps.LastAppendMS}
+	if n := len(ps.Batches); n > 0 {
+		a.LastSequence = ps.Batches[n-1].LastSeq
+	}
+	return a
 }

@@ -10,7 +10,10 @@ package gateway
 //     allows it, as Kafka does for those versions. v4+ follow the flag.
 //   - v1: ControllerID, IsInternal, Rack. v2: ClusterID. v5:
 //     OfflineReplicas. v7: LeaderEpoch (always 0 here). v8: authorized
-//     operations (not computed: left at kmsg's "not requested" default).
+//     operations when asked (include_cluster_authorized_operations, v8-10;
+//     include_topic_authorized_operations): with no authorizer, every
+//     operation of the resource type (authops.go), else Kafka's "not
+//     requested" -2147483648.
 //   - v9: flexible. v10: topic ids, and lookup by id (UNKNOWN_TOPIC_ID).
 //   - v13: top-level ErrorCode (KIP-1102), always 0.
 //   - v3: ThrottleMillis: the wait for auto-creations refused by the
@@ -50,6 +53,15 @@ func (c *conn) handleMetadata(req *kafkawire.Request) reply {
 	resp.Brokers = []kmsg.MetadataResponseBroker{b}
 	resp.ClusterID = &s.cfg.ClusterID
 	resp.ControllerID = s.cfg.NodeID
+	if r.Version <= 10 {
+		resp.AuthorizedOperations = authorizedOps(r.IncludeClusterAuthorizedOperations, clusterAuthorizedOps)
+	}
+	// Set on every topic answered, unknown ones included, as Kafka does.
+	defer func() {
+		for i := range resp.Topics {
+			resp.Topics[i].AuthorizedOperations = authorizedOps(r.IncludeTopicAuthorizedOperations, topicAuthorizedOps)
+		}
+	}()
 
 	all := r.Topics == nil || r.Version == 0 && len(r.Topics) == 0
 	if all {

@@ -4,7 +4,9 @@ package gateway
 //
 // Version notes:
 //   - v1: ThrottleMillis. v3: IncludeAuthorizedOperations (there is no
-//     authorizer: READ, DELETE and DESCRIBE are reported).
+//     authorizer: READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS and
+//     ALTER_CONFIGS are reported, 3400 as Kafka 4.4 gives, on groups
+//     answered without an error).
 //   - v4: member InstanceID. v5: flexible.
 //   - v6: ErrorMessage; an unknown group is Dead with GROUP_ID_NOT_FOUND.
 //

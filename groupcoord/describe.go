@@ -18,9 +18,11 @@ import (
 const groupType = "classic"
 
 // groupOps is what DescribeGroups reports as authorized with
-// IncludeAuthorizedOperations: there is no authorizer, so READ, DELETE and
-// DESCRIBE, the operations Kafka defines on groups.
-const groupOps = int32(1<<kmsg.ACLOperationRead | 1<<kmsg.ACLOperationDelete | 1<<kmsg.ACLOperationDescribe)
+// IncludeAuthorizedOperations: there is no authorizer, so every operation
+// Kafka 4.4 defines on groups: READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS and
+// ALTER_CONFIGS (3400, as Kafka 4.4 answers).
+const groupOps = int32(1<<kmsg.ACLOperationRead | 1<<kmsg.ACLOperationDelete | 1<<kmsg.ACLOperationDescribe |
+	1<<kmsg.ACLOperationDescribeConfigs | 1<<kmsg.ACLOperationAlterConfigs)
 
 // appExists reports whether the group has an app (committed offsets) in
 // the backend.
@@ -66,7 +68,9 @@ func (c *Coordinator) DescribeGroups(ctx context.Context, req *kmsg.DescribeGrou
 	for _, id := range req.Groups {
 		dg := c.describe(ctx, id, req.Version)
 		dg.AuthorizedOperations = math.MinInt32
-		if req.IncludeAuthorizedOperations {
+		// Kafka leaves a group answered with an error (GROUP_ID_NOT_FOUND
+		// from v6) at "not requested".
+		if req.IncludeAuthorizedOperations && dg.ErrorCode == 0 {
 			dg.AuthorizedOperations = groupOps
 		}
 		resp.Groups = append(resp.Groups, dg)

@@ -72,8 +72,14 @@ var keyCosts = map[int16]keyCost{
 	33: {104, 54 << 20},  // AlterConfigs: 83x; 43 MB
 	37: {69, 71 << 20},   // CreatePartitions: 55x; 56 MB
 	42: {219, 37 << 20},  // DeleteGroups: 175x; 29 MB
+	43: {45, 38 << 20},   // ElectLeaders: 36x; 30 MB
 	44: {104, 54 << 20},  // IncrementalAlterConfigs: 83x; 43 MB
+	45: {81, 127 << 20},  // AlterPartitionAssignments: 64x; 101 MB
+	46: {23, 18 << 20},   // ListPartitionReassignments: 18x; 14 MB
 	47: {12, 17 << 20},   // OffsetDelete: 9x; 14 MB
+	60: {32, 0},          // DescribeCluster: no arrays
+	61: {174, 183 << 20}, // DescribeProducers: 139x; 146 MB
+	75: {72, 38 << 20},   // DescribeTopicPartitions: 57x (distinct unknown names: a backend lookup each); 30 MB
 }
 
 // RequestCost returns an upper bound, in bytes, of the memory decoding and

@@ -1,6 +1,10 @@
 package disrest
 
 import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -49,3 +53,29 @@ func (s *idemState) dropStream(name string) {
 	s.st.DropIf(func(k idemKey) bool { return k.stream == name })
 	s.mu.Unlock()
 }
+
+// ActiveProducers returns the idempotent producer states this process
+// keeps for partition part of stream name, by producer id (DescribeProducers;
+// the state lives in this process only, see above). A stream or partition
+// without state, known to DIS or not, has none. Errors: ErrClosed.
+func (s *Store) ActiveProducers(ctx context.Context, name string, part int32) ([]disbackend.ActiveProducer, error) {
+	s.closeMu.Lock()
+	closed := s.closed
+	s.closeMu.Unlock()
+	if closed {
+		return nil, fmt.Errorf("disrest: active producers: %w", disbackend.ErrClosed)
+	}
+	k := partKey{stream: name, part: part}
+	out := []disbackend.ActiveProducer{}
+	s.idem.mu.Lock()
+	s.idem.st.Each(func(ik idemKey, ps *disbackend.ProducerState) {
+		if ik.partKey == k {
+			out = append(out, ps.Active(ik.pid))
+		}
+	})
+	s.idem.mu.Unlock()
+	slices.SortFunc(out, func(a, b disbackend.ActiveProducer) int { return cmp.Compare(a.ProducerID, b.ProducerID) })
+	return out, nil
+}
+
+var _ disbackend.ProducerDescriber = (*Store)(nil)

@@ -1,8 +1,10 @@
 package localstore
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -75,3 +77,28 @@ func (s *Store) InitProducerID(ctx context.Context) (int64, int16, error) {
 	s.pidNext++
 	return id, 0, nil
 }
+
+// ActiveProducers returns the idempotent producer states of partition part
+// of stream name, by producer id (DescribeProducers). Errors:
+// ErrStreamNotFound, ErrPartitionNotFound, ErrClosed.
+func (s *Store) ActiveProducers(ctx context.Context, name string, part int32) ([]disbackend.ActiveProducer, error) {
+	if s.closed.Load() {
+		return nil, fmt.Errorf("localstore: active producers: %w", disbackend.ErrClosed)
+	}
+	p, err := s.lookup("active producers", name, part)
+	if err != nil {
+		return nil, err
+	}
+	out := []disbackend.ActiveProducer{}
+	s.wmu.Lock()
+	s.producers.Each(func(k producerKey, ps *disbackend.ProducerState) {
+		if k.sid == p.sid && k.part == p.id {
+			out = append(out, ps.Active(k.pid))
+		}
+	})
+	s.wmu.Unlock()
+	slices.SortFunc(out, func(a, b disbackend.ActiveProducer) int { return cmp.Compare(a.ProducerID, b.ProducerID) })
+	return out, nil
+}
+
+var _ disbackend.ProducerDescriber = (*Store)(nil)

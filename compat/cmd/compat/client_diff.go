@@ -229,6 +229,7 @@ func runDiff(broker, tools, backend string) {
 		ranges[k] = r
 	}
 	rep := newDiffReport()
+	rep.backend = backend
 
 	// ApiVersions itself, at v3 (as fetched): ranges and features.
 	rep.compare("ApiVersions", &exchange{label: "ApiVersions v3", key: 18, ver: 3, resp: kresp}, &exchange{label: "ApiVersions v3", key: 18, ver: 3, resp: dresp})
@@ -387,6 +388,9 @@ type diffReport struct {
 	kept  map[string]map[string]int // step -> category -> count
 	notes map[string][]string
 	count map[string]int // exchanges compared
+	// backend is disgw's backend, "local" or "dis" (or "kafka" in the
+	// self-check), for the kept differences of one backend only.
+	backend string
 }
 
 func newDiffReport() *diffReport {
@@ -475,7 +479,7 @@ func (r *diffReport) compareTagged(step, run string, a, b *exchange) {
 		where += fmt.Sprintf(" (against Kafka's v%d answer as 3.x gave it at v%d)", a.ver, b.ver)
 	}
 	for _, d := range compareResponses(ka, b.resp) {
-		if k := keep(api, &d); k != nil {
+		if k := keep(api, r.backend, &d); k != nil {
 			r.mu.Lock()
 			if r.kept[step] == nil {
 				r.kept[step] = map[string]int{}

@@ -23,6 +23,7 @@ import (
 type keptRule struct {
 	Category string
 	API      string
+	Backend  string // "dis": kept only on the DIS backend; "" on both
 	Path     string
 	Reason   string
 	Shape    func(kafka, disgw reflect.Value) bool
@@ -72,6 +73,21 @@ var keptRules = []*keptRule{
 		Reason: "free text in each server's own words; the error code is compared, and whether a message is given"},
 	{Category: catDeliberate, API: "ApiVersions", Path: "ApiKeys[*].MinVersion", Shape: disgwLower,
 		Reason: "disgw still serves the versions Kafka 4 removed (KIP-896) for old clients; they are checked against Kafka 3.x's answers instead"},
+	{Category: catDeliberate, API: "ApiVersions", Path: "ApiKeys[0].MinVersion",
+		Reason: "Produce v0-2 carry message format v0 and v1 (magic 0 and 1), which disgw does not store; every client since Kafka 0.11 (2017) sends v3+ with magic 2, and a v0-2 request is refused with UNSUPPORTED_VERSION"},
+	{Category: catDeliberate, API: "ApiVersions", Path: "SupportedFeatures**",
+		Reason: "disgw advertises no KRaft feature levels: group.version 1 would tell clients the KIP-848 consumer protocol is served, transaction.version 2 transactions v2, share.version and streams.version the share and streams groups, none of which disgw serves; metadata.version and kraft.version describe a controller quorum it does not have"},
+	{Category: catDeliberate, API: "ApiVersions", Path: "FinalizedFeatures**", Reason: "as SupportedFeatures"},
+	{Category: catDeliberate, API: "ApiVersions", Path: "FinalizedFeaturesEpoch", Reason: "as SupportedFeatures: no finalized features, so -1"},
+	{Category: catDeliberate, API: "CreateTopics", Path: `Topics["badrf"]**`,
+		Reason: "a replication factor above 1 is accepted: the data lives in the backend (DIS keeps three copies of every stream; the embedded store is one node's disk, as the README says), and refusing 3 would break clients configured for a production cluster (Kafka Connect's internal topics and Kafka Streams' topics ask for 3 when so configured); Metadata reports the one replica"},
+	{Category: catDeliberate, API: "Metadata", Path: `Topics["badrf"]**`, Reason: "the topic of replication factor 3 exists on disgw (see CreateTopics)"},
+	{Category: catDeliberate, API: "Metadata", Path: `Topics["t2"]**`,
+		Reason: "auto-creation (Metadata v0-3 naming an unknown topic): disgw creates the topic before answering, so the first answer already lists it; Kafka's controller creates it asynchronously and answers UNKNOWN_TOPIC_OR_PARTITION first; clients retry either way and then see the same topic"},
+	{Category: catDeliberate, API: "Fetch", Backend: "dis", Path: "**RecordBatches[*].ProducerID",
+		Reason: "DIS backend, native record format: each Kafka record is one DIS record, readable by DIS applications; the batch's producer id, epoch and sequence are the gateway's idempotence state (kept in DIS apart from the records) and are not rebuilt in fetched batches, which consumers do not read (transactions are not served)"},
+	{Category: catDeliberate, API: "Fetch", Backend: "dis", Path: "**RecordBatches[*].ProducerEpoch", Reason: "as ProducerID"},
+	{Category: catDeliberate, API: "Fetch", Backend: "dis", Path: "**RecordBatches[*].FirstSequence", Reason: "as ProducerID"},
 	{Category: catDeliberate, API: "ApiVersions", Path: "ApiKeys[*]", Shape: unservedOutsideIssue,
 		Reason: "an API outside the README's table of served APIs (KIP-848 groups, transactions, ACLs, SASL, quotas, share groups, ...: the README's \"Not yet\"); the harness covers every API disgw serves"},
 }
@@ -103,11 +119,11 @@ func globRE(g string) *regexp.Regexp {
 }
 
 // keep returns the rule that keeps d in a response of api, or nil.
-func keep(api string, d *fieldDiff) *keptRule {
+func keep(api, backend string, d *fieldDiff) *keptRule {
 	p := strings.TrimSuffix(d.Path, ".len")
 	bare := trailingIndex.ReplaceAllString(p, "") // Replicas[0] is in Replicas
 	for _, r := range keptRules {
-		if r.API != "" && r.API != api {
+		if r.API != "" && r.API != api || r.Backend != "" && r.Backend != backend {
 			continue
 		}
 		if !r.re.MatchString(p) && !r.re.MatchString(bare) {

@@ -374,6 +374,9 @@ func consumerAssignment(topic string, parts ...int32) []byte {
 func seqGroups(t *diffTarget, p string) {
 	gt, g, g2 := p+"gt", p+"g", p+"g2"
 	createTopic(t, "", gt, 2, nil)
+	// The group commits gt[0]=5 as a consumer that read 5 records would
+	// (no consumer commits past the high watermark).
+	produce(t, "Produce 5 records to gt[0]", produceReq(gt, 0, recordBatch(5, -1, -1, -1)))
 
 	fc := kmsg.NewPtrFindCoordinatorRequest()
 	fc.CoordinatorKey = g

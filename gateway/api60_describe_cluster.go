@@ -1,0 +1,52 @@
+package gateway
+
+// DescribeCluster: v0-2 (KIP-700), flexible.
+//
+// Version notes: v1 adds EndpointType (KIP-919); v2 adds
+// IncludeFencedBrokers and the brokers' IsFenced (KIP-1073).
+//
+// The answer is this node alone (Config.NodeID, the advertised host and
+// port), the cluster id Metadata gives (Config.ClusterID, stable for the
+// data), and this node as the controller id (a Kafka broker reports a
+// live broker there, and a one-node Kafka reports itself). It is never
+// fenced. ClusterAuthorizedOperations when asked: every cluster operation
+// (no authorizer, authops.go), else -2147483648.
+//
+// EndpointType 2 (controller) gets MISMATCHED_ENDPOINT_TYPE and any type
+// but 1 and 2 UNSUPPORTED_ENDPOINT_TYPE, with Kafka 4.4's messages: this
+// is a broker endpoint.
+
+import (
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/kafkawire"
+)
+
+func init() { registerAPI(60, 0, 2, (*conn).handleDescribeCluster) }
+
+func (c *conn) handleDescribeCluster(req *kafkawire.Request) reply {
+	r := req.Body.(*kmsg.DescribeClusterRequest)
+	resp := r.ResponseKind().(*kmsg.DescribeClusterResponse)
+	s := c.s
+	switch r.EndpointType {
+	case 1:
+	case 2:
+		msg := "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER"
+		resp.ErrorCode, resp.ErrorMessage = kerr.MismatchedEndpointType.Code, &msg
+		return ready(req, resp)
+	default:
+		msg := fmt.Sprintf("Unsupported endpoint type %d", r.EndpointType)
+		resp.ErrorCode, resp.ErrorMessage = kerr.UnsupportedEndpointType.Code, &msg
+		return ready(req, resp)
+	}
+	resp.ClusterID = s.cfg.ClusterID
+	resp.ControllerID = s.cfg.NodeID
+	b := kmsg.NewDescribeClusterResponseBroker()
+	b.NodeID, b.Host, b.Port = s.cfg.NodeID, s.advHost, s.advPort
+	resp.Brokers = []kmsg.DescribeClusterResponseBroker{b}
+	resp.ClusterAuthorizedOperations = authorizedOps(r.IncludeClusterAuthorizedOperations, clusterAuthorizedOps)
+	return ready(req, resp)
+}

@@ -1,0 +1,81 @@
+package gateway
+
+// DescribeProducers: v0 (KIP-664), flexible.
+//
+// Each listed partition gets the idempotent producer states its backend
+// keeps (disbackend.ProducerDescriber): producer id, epoch, the last
+// sequence of its last batch and the time of its last append (ms; Kafka
+// gives the batch's max timestamp), by producer id. There are no
+// transactions: CoordinatorEpoch and CurrentTxnStartOffset are -1, as
+// Kafka gives for an idempotent producer. The embedded store's states
+// are those its log implies (rebuilt at start); the DIS backend's are this
+// process's (see the README's DIS backend section).
+//
+// As a one-node Kafka 4.4: an unknown topic gets
+// UNKNOWN_TOPIC_OR_PARTITION with "This server does not host this
+// topic-partition.", a partition the topic lacks the same code with no
+// message. Limits (limits.go): partitions past Limits.MaxTopics or
+// Limits.MaxPartitions get INVALID_REQUEST.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/kafkawire"
+)
+
+func init() { registerAPI(61, 0, 0, (*conn).handleDescribeProducers) }
+
+// notHostedMessage is Kafka's message for a partition of an unknown topic;
+// every such answer points at it (encoding only reads it).
+var notHostedMessage = "This server does not host this topic-partition."
+
+func (c *conn) handleDescribeProducers(req *kafkawire.Request) reply {
+	r := req.Body.(*kmsg.DescribeProducersRequest)
+	resp := r.ResponseKind().(*kmsg.DescribeProducersResponse)
+	s := c.s
+	ctx, cancel := c.requestContext(0)
+	defer cancel()
+	q := s.newPartitionQuota()
+	defer q.report(c, "DescribeProducers")
+	pd, _ := s.backend.(disbackend.ProducerDescriber)
+	for _, rt := range r.Topics {
+		t := kmsg.NewDescribeProducersResponseTopic()
+		t.Topic = rt.Topic
+		served := q.topic()
+		st := s.topics.get(rt.Topic)
+		if st == nil && served && len(rt.Partitions) > 0 {
+			st = s.lookupTopic(ctx, rt.Topic)
+		}
+		for _, part := range rt.Partitions {
+			p := kmsg.NewDescribeProducersResponseTopicPartition()
+			p.Partition = part
+			p.ActiveProducers = []kmsg.DescribeProducersResponseTopicPartitionActiveProducer{}
+			switch {
+			case !q.partition():
+				p.ErrorCode = errCodeOverCap
+			case st == nil:
+				p.ErrorCode, p.ErrorMessage = kerr.UnknownTopicOrPartition.Code, &notHostedMessage
+			case part < 0 || part >= st.PartitionCount:
+				p.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case pd != nil:
+				states, err := pd.ActiveProducers(ctx, st.Name, part)
+				if err != nil {
+					p.ErrorCode, p.ErrorMessage = kafkaError(s.log, err), errMessage(err)
+					break
+				}
+				for _, a := range states {
+					ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
+					ap.ProducerID, ap.ProducerEpoch = a.ProducerID, int32(a.Epoch)
+					ap.LastSequence, ap.LastTimestamp = a.LastSequence, a.LastAppendMS
+					ap.CoordinatorEpoch, ap.CurrentTxnStartOffset = -1, -1
+					p.ActiveProducers = append(p.ActiveProducers, ap)
+				}
+			}
+			t.Partitions = append(t.Partitions, p)
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
+	return ready(req, resp)
+}
