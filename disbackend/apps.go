@@ -33,6 +33,14 @@ type Checkpoint struct {
 	// Metadata is the Kafka commit metadata, at most
 	// MaxCheckpointMetadataLen characters.
 	Metadata string
+	// LeaderEpoch is the committed leader epoch (OffsetCommit v6+
+	// committed_leader_epoch, returned by OffsetFetch v5+), -1 when the
+	// commit had none; any other value is kept as given, as Kafka keeps it. The embedded store keeps it in the checkpoint; DIS
+	// checkpoints have no such field, so the DIS backend keeps it beside
+	// the checkpoint, where DIS applications reading the checkpoint do not
+	// see it (disrest: the app's epoch app), and answers -1 when the
+	// checkpoint was moved since (by a DIS client).
+	LeaderEpoch int32
 	// CommittedAt is when the checkpoint was written.
 	CommittedAt time.Time
 }

@@ -110,6 +110,18 @@ type StreamConfig struct {
 	// segment is rolled even if not full; 0 means 7 days (Kafka's
 	// default).
 	SegmentTime time.Duration
+
+	// CompressionType is compression.type: "" or "producer" keeps batches
+	// compressed as the producer sent them; "uncompressed", "gzip",
+	// "snappy", "lz4" or "zstd" has the gateway recompress each produced
+	// batch to that codec (the embedded store; the DIS backend keeps
+	// records, not batches, and only keeps the value).
+	CompressionType string
+	// GzipLevel, LZ4Level and ZstdLevel are compression.gzip.level (-1 or
+	// 1-9), compression.lz4.level (1-17) and compression.zstd.level
+	// (-131072 to 22) of batches the gateway recompresses; 0 means
+	// Kafka's default (-1, 9, 3; zstd's level 0 is its default, 3).
+	GzipLevel, LZ4Level, ZstdLevel int32
 }
 
 // Values of StreamConfig.CleanupPolicy (Kafka cleanup.policy).

@@ -84,7 +84,12 @@ func (c *conn) handleProduce(req *kafkawire.Request) reply {
 		if r.Version >= 13 {
 			if st = s.topics.getByID(rt.TopicID); st == nil {
 				topicErr = kerr.UnknownTopicID
+				if rt.TopicID == s.offsetsTopicStream().TopicID {
+					topicErr = kerr.InvalidTopicException
+				}
 			}
+		} else if rt.Topic == offsetsTopic {
+			topicErr = kerr.InvalidTopicException // as Kafka: clients cannot write to it
 		} else if st = s.topics.get(rt.Topic); st == nil {
 			topicErr = kerr.UnknownTopicOrPartition
 		}
@@ -217,6 +222,9 @@ func (c *conn) appendBatch(ctx context.Context, version int16, frameBytes int, s
 		return nil, fmt.Errorf("%w: compacted topic cannot accept a record without a key (%d of %d records have none)",
 			batch.ErrInvalidRecord, checked.Keyless, h.NumRecords)
 	}
+	if raw, h, err = c.s.recompress(ctx, st, raw, h, lim); err != nil {
+		return nil, err
+	}
 	// As Kafka's broker: the max timestamp is the records' (ListOffsets by
 	// timestamp relies on it), not what the producer wrote.
 	if checked.MaxTimestamp != h.MaxTimestamp {
@@ -249,6 +257,38 @@ func (c *conn) logStartOffset(st *disbackend.Stream, partition int32) int64 {
 		return -1
 	}
 	return rg.First
+}
+
+// recompress rewrites a batch bound for the embedded store whose codec is
+// not its topic's compression.type (other than producer), as Kafka's
+// LogValidator does, at the topic's compression.<codec>.level. The DIS
+// backend stores records, not batches (its fetches build uncompressed
+// batches), so it is left alone. A batch that grows past max.message.bytes
+// is MESSAGE_TOO_LARGE, as in Kafka.
+func (s *Server) recompress(ctx context.Context, st *disbackend.Stream, raw []byte, h batch.Header, lim batch.Limits) ([]byte, batch.Header, error) {
+	to, ok := compressionCodecs[st.Config.CompressionType]
+	if s.storesRecords || !ok || to < 0 || to == h.Codec() {
+		return raw, h, nil
+	}
+	var level int32
+	switch to {
+	case batch.CodecGzip:
+		level = st.Config.GzipLevel
+	case batch.CodecLZ4:
+		level = st.Config.LZ4Level
+	case batch.CodecZstd:
+		level = st.Config.ZstdLevel
+	}
+	out, err := batch.Recompress(ctx, raw, h, lim, to, int(level))
+	if err != nil {
+		return nil, h, err
+	}
+	if len(out) > int(st.Config.MaxMessageBytes) {
+		return nil, h, kerrWrap(kerr.MessageTooLarge, fmt.Sprintf("record batch of %d bytes recompressed to %s is larger than max.message.bytes %d",
+			len(out), st.Config.CompressionType, st.Config.MaxMessageBytes))
+	}
+	h, err = batch.Parse(out)
+	return out, h, err
 }
 
 // kerrWrap returns an error that maps to the Kafka error ke with a message.

@@ -8,7 +8,8 @@ package gateway
 //   - v0-v3 have no allow_auto_topic_creation field (kmsg decodes it as
 //     false): unknown requested topics are auto-created when the gateway
 //     allows it, as Kafka does for those versions. v4+ follow the flag.
-//   - v1: ControllerID, IsInternal, Rack. v2: ClusterID. v5:
+//   - v1: ControllerID, IsInternal (true for __consumer_offsets only,
+//     offsets_topic.go), Rack. v2: ClusterID. v5:
 //     OfflineReplicas. v7: LeaderEpoch (always 0 here). v8: authorized
 //     operations when asked (include_cluster_authorized_operations, v8-10;
 //     include_topic_authorized_operations): with no authorizer, every
@@ -68,6 +69,7 @@ func (c *conn) handleMetadata(req *kafkawire.Request) reply {
 		for _, st := range s.topics.all() {
 			resp.Topics = append(resp.Topics, s.metadataTopic(r.Version, st))
 		}
+		resp.Topics = append(resp.Topics, s.metadataTopic(r.Version, s.offsetsTopicStream()))
 		return ready(req, resp)
 	}
 	ac := autoCreateBudget{on: s.cfg.AutoCreateTopics && (r.Version <= 3 || r.AllowAutoTopicCreation),
@@ -142,11 +144,17 @@ func (s *Server) metadataRequestedTopic(ctx context.Context, version int16, rt k
 		if st := s.topics.getByID(rt.TopicID); st != nil {
 			return s.metadataTopic(version, st)
 		}
+		if ot := s.offsetsTopicStream(); rt.TopicID == ot.TopicID {
+			return s.metadataTopic(version, ot)
+		}
 		t.ErrorCode = kerr.UnknownTopicID.Code
 		return t
 	}
 	name := *rt.Topic
 	t.Topic = rt.Topic
+	if name == offsetsTopic {
+		return s.metadataTopic(version, s.offsetsTopicStream())
+	}
 	if st := s.topics.get(name); st != nil {
 		return s.metadataTopic(version, st)
 	}
@@ -179,6 +187,7 @@ func (s *Server) metadataTopic(version int16, st *disbackend.Stream) kmsg.Metada
 	if version >= 10 {
 		t.TopicID = st.TopicID
 	}
+	t.IsInternal = name == offsetsTopic
 	t.Partitions = make([]kmsg.MetadataResponseTopicPartition, st.PartitionCount)
 	node := []int32{s.cfg.NodeID}
 	for i := range t.Partitions {

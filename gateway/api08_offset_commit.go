@@ -3,10 +3,15 @@ package gateway
 // OffsetCommit: v0-10 (groupcoord; DIS CommitCheckpoint, LAST_READ).
 //
 // Version notes:
+//   - v0: no generation or member id; stored whatever the group's state,
+//     as Kafka 3.x stored v0 commits in ZooKeeper without checking the
+//     group (Kafka 4 removed v0-1, KIP-896).
 //   - v1: Generation, MemberID, per-partition Timestamp (ignored).
 //   - v2-4: RetentionTimeMillis (ignored: retention is the group's, Kafka
 //     offsets.retention.minutes). v3: ThrottleMillis.
-//   - v6: LeaderEpoch (not kept; OffsetFetch answers -1).
+//   - v6: LeaderEpoch, kept with the checkpoint as given (the embedded
+//     store in the checkpoint, DIS in the app's epoch app, out of sight of
+//     DIS applications) and returned by OffsetFetch v5+; -1 before v6.
 //   - v7: InstanceID (KIP-345: FENCED_INSTANCE_ID for a replaced static
 //     member). v8: flexible.
 //   - v9: no change for classic groups (KIP-848 member epochs).

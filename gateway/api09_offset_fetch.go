@@ -7,7 +7,9 @@ package gateway
 //     ZooKeeper in old Kafka; here both read the checkpoints).
 //   - v2: null topics = every partition the group committed; top-level
 //     ErrorCode (v0-1 carry errors per partition only).
-//   - v3: ThrottleMillis. v5: LeaderEpoch (always -1: not kept).
+//   - v3: ThrottleMillis. v5: LeaderEpoch, the committed one (OffsetCommit
+//     v6+), -1 when the commit had none (or a DIS client moved the
+//     checkpoint since).
 //   - v6: flexible. v7: RequireStable (no transactions, so always stable).
 //   - v8: several groups in one request, each with its own error.
 //   - v9: MemberID, MemberEpoch (KIP-848; ignored for classic groups).

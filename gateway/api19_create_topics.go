@@ -45,9 +45,7 @@ func (c *conn) handleCreateTopics(req *kafkawire.Request) reply {
 	for _, rt := range r.Topics {
 		t := kmsg.NewCreateTopicsResponseTopic()
 		t.Topic = rt.Topic
-		// As Kafka, a topic answered with an error has partitions and
-		// replication factor -1 (the defaults) and configs [], not null.
-		t.Configs = []kmsg.CreateTopicsResponseTopicConfig{}
+		t.Configs = []kmsg.CreateTopicsResponseTopicConfig{} // as Kafka: empty, not null, for a topic refused
 		if !q.take() {
 			// As a create policy refusing it (Kafka's answer for a topic
 			// the broker's rules do not allow).
@@ -91,13 +89,9 @@ func (c *conn) handleCreateTopics(req *kafkawire.Request) reply {
 		t.ReplicationFactor = 1
 		for _, e := range s.describeTopicConfig(st) {
 			cfg := kmsg.NewCreateTopicsResponseTopicConfig()
-			cfg.Name = e.name
-			v := e.value
-			cfg.Value = &v
-			cfg.Source = int8(kmsg.ConfigSourceDynamicTopicConfig)
-			if e.isDefault {
-				cfg.Source = int8(kmsg.ConfigSourceDefaultConfig)
-			}
+			cfg.Name, cfg.Value = e.def.name, e.value
+			cfg.Source = int8(e.source)
+			cfg.ReadOnly, cfg.IsSensitive = e.readOnly, e.def.sensitive
 			t.Configs = append(t.Configs, cfg)
 		}
 		resp.Topics = append(resp.Topics, t)
@@ -122,7 +116,7 @@ func (s *Server) createTopicFromRequest(ctx context.Context, r *kmsg.CreateTopic
 	// As Kafka: an existing topic is TOPIC_ALREADY_EXISTS whatever the
 	// request's partitions and configs (Kafka Connect pre-checks its
 	// internal topics this way).
-	if s.topics.get(rt.Topic) != nil || s.lookupTopic(ctx, rt.Topic) != nil {
+	if rt.Topic == offsetsTopic || s.topics.get(rt.Topic) != nil || s.lookupTopic(ctx, rt.Topic) != nil {
 		return nil, kerrWrap(kerr.TopicAlreadyExists, fmt.Sprintf("topic %q already exists", rt.Topic))
 	}
 	partitions := rt.NumPartitions

@@ -53,7 +53,13 @@ func (c *conn) handleDeleteTopics(req *kafkawire.Request) reply {
 		var name string
 		if rt.Topic != nil && *rt.Topic != "" {
 			name = *rt.Topic
-			if st := s.topics.get(name); st == nil {
+			if name == offsetsTopic {
+				t.ErrorCode = kerr.TopicDeletionDisabled.Code
+				if r.Version >= 5 {
+					msg := offsetsTopic + " holds no records in disgw (group offsets are kept in the backend) and cannot be deleted"
+					t.ErrorMessage = &msg
+				}
+			} else if st := s.topics.get(name); st == nil {
 				t.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			} else {
 				t.TopicID = st.TopicID

@@ -2,14 +2,18 @@ package gateway
 
 // DescribeConfigs: v0-4 (DIS DescribeStream).
 //
-// Version notes: v1 sources and synonyms (no synonyms here); v2
-// ThrottleMillis; v3 config type and documentation (documentation null);
-// v4 flexible.
+// Version notes: v0 IsDefault (Kafka 4 serves v1+; v0 follows Kafka
+// 3.x: IsDefault is source DEFAULT_CONFIG); v1 sources and synonyms
+// (include_synonyms); v2 ThrottleMillis; v3 config type and documentation
+// (include_documentation: Kafka's own strings); v4 flexible.
 //
-// TOPIC resources list every config of topic_configs.go as the topic has
-// it (at Kafka's default unless set), and the storage-tuning keys Kafka
-// has and disgw ignores at their Kafka defaults. BROKER resources (this
-// node's id, or empty) list the broker defaults that clients read.
+// Both resource types list Apache Kafka 4.4's keys (kafka_configs_table.go,
+// captured from Kafka 4.4 by gen_kafka_configs.go), in name order; keys
+// Kafka 4.0 removed are not listed (describe_configs.go). TOPIC resources
+// give each key as the topic has it (topic_configs.go), at the default
+// unless set; BROKER resources (this node's id, or empty) give the
+// gateway's values (advertised.listeners, num.partitions, limits) where
+// it has them and Kafka's defaults for the rest, every key read-only.
 // Other resource types get INVALID_REQUEST, and so does a resource listed
 // again (described once: a request cannot repeat one large answer) and
 // resources past Limits.MaxTopics (limits.go).
@@ -52,14 +56,17 @@ func (c *conn) handleDescribeConfigs(req *kafkawire.Request) reply {
 			continue
 		}
 		seen[key] = true
-		var entries []topicConfigEntry
+		var entries []configEntry
 		switch rr.ResourceType {
 		case kmsg.ConfigResourceTypeTopic:
 			st := s.topics.get(rr.ResourceName)
+			if rr.ResourceName == offsetsTopic {
+				st = s.offsetsTopicStream()
+			}
 			if st == nil {
+				// As Kafka 4.4: the code, and an empty message.
 				res.ErrorCode = kerr.UnknownTopicOrPartition.Code
-				msg := "unknown topic " + strconv.Quote(rr.ResourceName)
-				res.ErrorMessage = &msg
+				res.ErrorMessage = kmsg.StringPtr("")
 				resp.Resources = append(resp.Resources, res)
 				continue
 			}
@@ -80,11 +87,11 @@ func (c *conn) handleDescribeConfigs(req *kafkawire.Request) reply {
 			resp.Resources = append(resp.Resources, res)
 			continue
 		}
-		// The wanted names, as a map of the entries (a few dozen), not of
-		// the names asked (a request may list many).
+		// The wanted names, as a map of the entries (a few hundred), not
+		// of the names asked (a request may list many).
 		want := make(map[string]bool, len(entries))
 		for _, e := range entries {
-			want[e.name] = false
+			want[e.def.name] = false
 		}
 		for _, n := range rr.ConfigNames {
 			if _, ok := want[n]; ok {
@@ -92,56 +99,39 @@ func (c *conn) handleDescribeConfigs(req *kafkawire.Request) reply {
 			}
 		}
 		for _, e := range entries {
-			if rr.ConfigNames != nil && !want[e.name] {
+			if rr.ConfigNames != nil && !want[e.def.name] {
 				continue
 			}
-			cfg := kmsg.NewDescribeConfigsResponseResourceConfig()
-			cfg.Name = e.name
-			v := e.value
-			cfg.Value = &v
-			cfg.IsDefault = e.isDefault
-			cfg.ReadOnly = rr.ResourceType == kmsg.ConfigResourceTypeBroker
-			switch {
-			case rr.ResourceType == kmsg.ConfigResourceTypeBroker:
-				cfg.Source = kmsg.ConfigSourceStaticBrokerConfig
-			case e.isDefault:
-				cfg.Source = kmsg.ConfigSourceDefaultConfig
-			default:
-				cfg.Source = kmsg.ConfigSourceDynamicTopicConfig
-			}
-			cfg.ConfigType = configType(e.value)
-			res.Configs = append(res.Configs, cfg)
+			res.Configs = append(res.Configs, describeConfigEntry(r, e))
 		}
 		resp.Resources = append(resp.Resources, res)
 	}
 	return ready(req, resp)
 }
 
-func configType(v string) kmsg.ConfigType {
-	if v == "true" || v == "false" {
-		return kmsg.ConfigTypeBoolean
+// describeConfigEntry is e as DescribeConfigs gives it at r's version:
+// IsDefault (v0, DEFAULT_CONFIG as Kafka 3.x sets it), synonyms (v1+,
+// when asked), documentation (v3+, when asked).
+func describeConfigEntry(r *kmsg.DescribeConfigsRequest, e configEntry) kmsg.DescribeConfigsResponseResourceConfig {
+	cfg := kmsg.NewDescribeConfigsResponseResourceConfig()
+	cfg.Name = e.def.name
+	cfg.Value = e.value
+	cfg.Source = e.source
+	cfg.IsDefault = e.source == kmsg.ConfigSourceDefaultConfig
+	cfg.ReadOnly = e.readOnly
+	cfg.IsSensitive = e.def.sensitive
+	cfg.ConfigType = e.def.typ
+	if r.IncludeSynonyms {
+		cfg.ConfigSynonyms = make([]kmsg.DescribeConfigsResponseResourceConfigConfigSynonym, 0, len(e.synonyms))
+		for _, sy := range e.synonyms {
+			cs := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+			cs.Name, cs.Value, cs.Source = sy.name, sy.value, sy.source
+			cfg.ConfigSynonyms = append(cfg.ConfigSynonyms, cs)
+		}
 	}
-	if _, err := strconv.ParseInt(v, 10, 64); err == nil {
-		return kmsg.ConfigTypeLong
+	if r.IncludeDocumentation && e.def.doc != "" {
+		doc := e.def.doc
+		cfg.Documentation = &doc
 	}
-	return kmsg.ConfigTypeString
-}
-
-// describeBrokerConfig lists the broker settings clients commonly read.
-func (s *Server) describeBrokerConfig() []topicConfigEntry {
-	ret := "-1"
-	if s.cfg.DefaultRetention > 0 {
-		ret = strconv.FormatInt(s.cfg.DefaultRetention.Milliseconds(), 10)
-	}
-	return []topicConfigEntry{
-		{"auto.create.topics.enable", strconv.FormatBool(s.cfg.AutoCreateTopics), false},
-		{"broker.id", strconv.Itoa(int(s.cfg.NodeID)), false},
-		{"default.replication.factor", "1", false},
-		{"log.retention.ms", ret, false},
-		{"message.max.bytes", strconv.Itoa(int(s.cfg.MaxMessageBytes)), false},
-		{"min.insync.replicas", "1", false},
-		{"num.partitions", strconv.Itoa(int(s.cfg.DefaultPartitions)), false},
-		{"offsets.topic.replication.factor", "1", false},
-		{"socket.request.max.bytes", strconv.Itoa(int(s.cfg.MaxFrameBytes)), false},
-	}
+	return cfg
 }

@@ -6,7 +6,8 @@ package gateway
 //
 // A group with members gets NON_EMPTY_GROUP; an unknown one
 // GROUP_ID_NOT_FOUND. Deleting removes the group's app and every committed
-// offset. Groups past Limits.MaxGroups get INVALID_REQUEST (limits.go).
+// offset. Groups past Limits.MaxGroups get INVALID_REQUEST (limits.go). A
+// group named twice is answered once, as Kafka 4.4 answers.
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -30,11 +31,26 @@ func (c *conn) handleDeleteGroups(req *kafkawire.Request) reply {
 		if len(served) == len(r.Groups) {
 			return resp, nil
 		}
-		resp.Groups = withRefused(resp.Groups, r.Groups, codes, func(id string, code int16) kmsg.DeleteGroupsResponseGroup {
-			dg := kmsg.NewDeleteGroupsResponseGroup()
-			dg.Group, dg.ErrorCode = id, code
-			return dg
-		})
+		// The coordinator answers a group named twice once: put its
+		// answers back by name, each once, among the refused ones.
+		byID := make(map[string]kmsg.DeleteGroupsResponseGroup, len(resp.Groups))
+		for _, dg := range resp.Groups {
+			byID[dg.Group] = dg
+		}
+		out := make([]kmsg.DeleteGroupsResponseGroup, 0, len(r.Groups))
+		for i, id := range r.Groups {
+			if codes[i] != 0 {
+				dg := kmsg.NewDeleteGroupsResponseGroup()
+				dg.Group, dg.ErrorCode = id, codes[i]
+				out = append(out, dg)
+				continue
+			}
+			if dg, ok := byID[id]; ok {
+				out = append(out, dg)
+				delete(byID, id)
+			}
+		}
+		resp.Groups = out
 		return resp, nil
 	}}
 }

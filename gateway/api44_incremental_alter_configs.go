@@ -20,7 +20,9 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -106,8 +108,7 @@ func (s *Server) alterConfigs(ctx context.Context, typ kmsg.ConfigResourceType, 
 		case kmsg.IncrementalAlterConfigOp(1): // DELETE
 			err = s.resetTopicConfig(&cfg, def, key)
 		case kmsg.IncrementalAlterConfigOp(2), kmsg.IncrementalAlterConfigOp(3): // APPEND, SUBTRACT
-			err = fmt.Errorf("%w: config value %s is not allowed for config key %s (not a list)", disbackend.ErrInvalidConfig,
-				map[kmsg.IncrementalAlterConfigOp]string{2: "append", 3: "subtract"}[o], key)
+			err = s.appendTopicConfig(&cfg, key, o == 2, value)
 		default:
 			err = kerrWrap(kerr.InvalidRequest, fmt.Sprintf("unknown config operation %d for %s", o, key))
 		}
@@ -131,4 +132,47 @@ func (s *Server) alterConfigs(ctx context.Context, typ kmsg.ConfigResourceType, 
 	s.topics.put(&updated)
 	s.log.Info("topic configs altered", zapTopic(name))
 	return nil
+}
+
+// appendTopicConfig applies IncrementalAlterConfigs APPEND (add) or
+// SUBTRACT to a list config, as Kafka does: cleanup.policy gains or loses
+// the comma-separated items of value; the ignored list configs (the
+// replication throttles) accept it; any other key is INVALID_CONFIG, as
+// Kafka refuses it for a key that is not a list.
+func (s *Server) appendTopicConfig(cfg *disbackend.StreamConfig, key string, add bool, value *string) error {
+	opName := map[bool]string{true: "append", false: "subtract"}[add]
+	if key != cfgCleanupPolicy {
+		if _, ok := ignoredTopicConfigs[key]; ok && kafkaTopicConfigType(key) == kmsg.ConfigTypeList {
+			return nil
+		}
+		return fmt.Errorf("%w: Config value %s is not allowed for config key %s", disbackend.ErrInvalidConfig, opName, key)
+	}
+	if value == nil {
+		return fmt.Errorf("%w: %s: a null value cannot be %sed", disbackend.ErrInvalidConfig, key, opName)
+	}
+	tc := findTopicConfig(key)
+	items := strings.Split(tc.show(s, cfg), ",")
+	for _, v := range strings.Split(*value, ",") {
+		v = strings.TrimSpace(v)
+		i := slices.Index(items, v)
+		switch {
+		case add && i < 0:
+			items = append(items, v)
+		case !add && i >= 0:
+			items = slices.Delete(items, i, i+1)
+		}
+	}
+	joined := strings.Join(items, ",")
+	return applyTopicConfig(cfg, key, &joined)
+}
+
+// kafkaTopicConfigType is topic key's Kafka config type, 0 when Kafka has
+// no such key.
+func kafkaTopicConfigType(key string) kmsg.ConfigType {
+	for i := range kafkaTopicConfigs {
+		if kafkaTopicConfigs[i].name == key {
+			return kafkaTopicConfigs[i].typ
+		}
+	}
+	return 0
 }

@@ -78,8 +78,9 @@ func TestMetadata(t *testing.T) {
 	nullReq := kmsg.NewPtrMetadataRequest()
 	nullReq.Topics = nil
 	all12 := r.roundTrip(12, nullReq).(*kmsg.MetadataResponse)
-	if len(all0.Topics) != 4 || len(all12.Topics) != 4 {
-		t.Fatalf("all topics: v0 %d, v12 %d, want 4", len(all0.Topics), len(all12.Topics))
+	// The 4 created and __consumer_offsets (offsets_topic.go).
+	if len(all0.Topics) != 5 || len(all12.Topics) != 5 {
+		t.Fatalf("all topics: v0 %d, v12 %d, want 5", len(all0.Topics), len(all12.Topics))
 	}
 	empty := kmsg.NewPtrMetadataRequest()
 	empty.Topics = []kmsg.MetadataRequestTopic{}

@@ -4,12 +4,12 @@ import (
 	"cmp"
 	"fmt"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/kafkawire/batch"
 )
 
 // Topic configs: one row per key the gateway honours, with how a value is
@@ -42,15 +42,76 @@ const (
 	cfgMaxDecompressed = "max.decompressed.message.bytes"
 	cfgTimestampType   = "message.timestamp.type"
 	cfgRecordFormat    = "dis.record.format" // disgw's own (DESIGN.md section 3)
+	cfgCompressionType = "compression.type"
 )
+
+// compressionCodecs are compression.type's values (Kafka's
+// BrokerCompressionType) and the batch codec each recompresses to;
+// producer keeps the producer's.
+var compressionCodecs = map[string]batch.Codec{
+	"uncompressed": batch.CodecNone,
+	"zstd":         batch.CodecZstd,
+	"lz4":          batch.CodecLZ4,
+	"snappy":       batch.CodecSnappy,
+	"gzip":         batch.CodecGzip,
+	"producer":     -1,
+}
+
+// compressionLevel applies a compression.*.level: an integer from lo to
+// hi, or also (when other is not 0) other, as Kafka validates it; def,
+// Kafka's default, is kept as 0.
+func compressionLevel(field func(*disbackend.StreamConfig) *int32, def, lo, hi, other int32) func(*disbackend.StreamConfig, string) error {
+	return func(c *disbackend.StreamConfig, v string) error {
+		n, err := strconv.ParseInt(v, 10, 32)
+		switch {
+		case err != nil:
+			return fmt.Errorf("Not a number of type INT")
+		case other != 0 && n == int64(other):
+		case other != 0 && (n < int64(lo) || n > int64(hi)):
+			return fmt.Errorf("Value must be between %d and %d or equal to %d", lo, hi, other)
+		case n < int64(lo):
+			return fmt.Errorf("Value must be at least %d", lo)
+		case n > int64(hi):
+			return fmt.Errorf("Value must be no more than %d", hi)
+		}
+		*field(c) = int32(n)
+		if n == int64(def) {
+			*field(c) = 0
+		}
+		return nil
+	}
+}
+
+func showLevel(field func(*disbackend.StreamConfig) int32, def int32) func(*Server, *disbackend.StreamConfig) string {
+	return func(_ *Server, c *disbackend.StreamConfig) string {
+		if l := field(c); l != 0 {
+			return strconv.Itoa(int(l))
+		}
+		return strconv.Itoa(int(def))
+	}
+}
 
 var topicConfigs = []topicConfig{
 	{cfgCleanupPolicy, applyCleanupPolicy,
 		func(_ *Server, c *disbackend.StreamConfig) string {
 			return cmp.Or(c.CleanupPolicy, disbackend.CleanupDelete)
 		}},
-	{"compression.type", only("producer", "only compression.type=producer is supported (batches are stored as the producer compressed them)"),
-		constant("producer")},
+	{cfgCompressionType, func(c *disbackend.StreamConfig, v string) error {
+		if _, ok := compressionCodecs[v]; !ok {
+			return fmt.Errorf("String must be one of: uncompressed, zstd, lz4, snappy, gzip, producer")
+		}
+		c.CompressionType = v
+		if v == "producer" {
+			c.CompressionType = ""
+		}
+		return nil
+	}, func(_ *Server, c *disbackend.StreamConfig) string { return cmp.Or(c.CompressionType, "producer") }},
+	{"compression.gzip.level", compressionLevel(func(c *disbackend.StreamConfig) *int32 { return &c.GzipLevel }, -1, 1, 9, -1),
+		showLevel(func(c *disbackend.StreamConfig) int32 { return c.GzipLevel }, -1)},
+	{"compression.lz4.level", compressionLevel(func(c *disbackend.StreamConfig) *int32 { return &c.LZ4Level }, 9, 1, 17, 0),
+		showLevel(func(c *disbackend.StreamConfig) int32 { return c.LZ4Level }, 9)},
+	{"compression.zstd.level", compressionLevel(func(c *disbackend.StreamConfig) *int32 { return &c.ZstdLevel }, 3, -131072, 22, 0),
+		showLevel(func(c *disbackend.StreamConfig) int32 { return c.ZstdLevel }, 3)},
 	{"delete.retention.ms", durationMs(func(c *disbackend.StreamConfig) *time.Duration { return &c.DeleteRetention }, 0),
 		showMs(func(c *disbackend.StreamConfig) time.Duration { return c.DeleteRetention })},
 	{cfgRecordFormat, func(c *disbackend.StreamConfig, v string) error {
@@ -156,27 +217,35 @@ var topicConfigs = []topicConfig{
 		})},
 }
 
-// ignoredTopicConfigs are Kafka's storage and replication configs, accepted
-// with any value and shown at Kafka's defaults: DIS and the embedded store
-// replace what they tune.
+// ignoredTopicConfigs are Kafka's storage, replication and tiered-storage
+// configs, accepted with any value and ignored: DIS and the embedded store
+// replace what they tune. DescribeConfigs shows them at Kafka's default,
+// or at the value given here where the gateway really behaves otherwise.
+// Keys Kafka 4.0 removed (message.downconversion.enable,
+// message.timestamp.difference.max.ms) are unknown, as in Kafka 4.
 var ignoredTopicConfigs = map[string]string{
-	"min.insync.replicas":                     "1",
-	"segment.index.bytes":                     "10485760",
-	"segment.jitter.ms":                       "0",
-	"index.interval.bytes":                    "4096",
-	"flush.messages":                          "9223372036854775807",
-	"flush.ms":                                "9223372036854775807",
-	"file.delete.delay.ms":                    "60000",
-	"preallocate":                             "false",
-	"unclean.leader.election.enable":          "false",
-	"message.downconversion.enable":           "true",
-	"message.timestamp.difference.max.ms":     "9223372036854775807",
-	"message.timestamp.before.max.ms":         "9223372036854775807",
+	"min.insync.replicas":             "",
+	"segment.index.bytes":             "",
+	"segment.jitter.ms":               "",
+	"index.interval.bytes":            "",
+	"flush.messages":                  "",
+	"flush.ms":                        "",
+	"file.delete.delay.ms":            "",
+	"preallocate":                     "",
+	"unclean.leader.election.enable":  "",
+	"message.timestamp.before.max.ms": "",
+	// Kafka 4's default is 1 hour (3600000): a batch whose timestamp is
+	// further in the future is refused. disgw does not check it.
 	"message.timestamp.after.max.ms":          "9223372036854775807",
 	"follower.replication.throttled.replicas": "",
 	"leader.replication.throttled.replicas":   "",
-	"local.retention.ms":                      "-2",
-	"local.retention.bytes":                   "-2",
+	"local.retention.ms":                      "",
+	"local.retention.bytes":                   "",
+	"remote.copy.lag.bytes":                   "",
+	"remote.copy.lag.ms":                      "",
+	"remote.log.copy.disable":                 "",
+	"remote.log.delete.on.disable":            "",
+	"errors.deadletterqueue.group.enable":     "",
 }
 
 func findTopicConfig(key string) *topicConfig {
@@ -200,7 +269,7 @@ func applyTopicConfig(cfg *disbackend.StreamConfig, key string, value *string) e
 		if _, ok := ignoredTopicConfigs[key]; ok {
 			return nil
 		}
-		return fmt.Errorf("%w: unknown topic config %q", disbackend.ErrInvalidConfig, key)
+		return fmt.Errorf("%w: Unknown topic config name: %s", disbackend.ErrInvalidConfig, key)
 	}
 	if err := tc.apply(cfg, *value); err != nil {
 		return fmt.Errorf("%w: %s=%q: %v", disbackend.ErrInvalidConfig, key, *value, err)
@@ -225,27 +294,6 @@ func (s *Server) resetTopicConfig(cfg *disbackend.StreamConfig, def disbackend.S
 		return tc.apply(cfg, tc.show(s, &def))
 	}
 	return nil
-}
-
-// topicConfigEntry is one row of DescribeConfigs for a topic.
-type topicConfigEntry struct {
-	name, value string
-	isDefault   bool
-}
-
-// describeTopicConfig lists the topic's configs as DescribeConfigs shows them.
-func (s *Server) describeTopicConfig(st *disbackend.Stream) []topicConfigEntry {
-	def := s.defaultStreamConfig()
-	out := make([]topicConfigEntry, 0, len(topicConfigs)+len(ignoredTopicConfigs))
-	for _, tc := range topicConfigs {
-		v := tc.show(s, &st.Config)
-		out = append(out, topicConfigEntry{tc.name, v, v == tc.show(s, &def)})
-	}
-	for k, v := range ignoredTopicConfigs {
-		out = append(out, topicConfigEntry{k, v, true})
-	}
-	slices.SortFunc(out, func(a, b topicConfigEntry) int { return strings.Compare(a.name, b.name) })
-	return out
 }
 
 // applyCleanupPolicy takes "delete", "compact" or both, comma-separated in

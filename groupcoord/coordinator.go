@@ -148,6 +148,11 @@ type Coordinator struct {
 	closed     bool                   // guarded by mu
 	emptySince map[string]time.Time   // group id → when it last became empty in memory; guarded by mu
 	offsets    map[string]offsetState // what groups not in memory committed last; guarded by mu
+	// emptyTypes: group id → protocol type of an Empty group that had
+	// members, which ListGroups and DescribeGroups show as Kafka does (it
+	// keeps the type in the group's metadata); guarded by mu. Saved with
+	// the group's state (persist.go), so it survives a restart.
+	emptyTypes map[string]string
 }
 
 // takeOffsets hands a group coming into memory what it committed before.
@@ -184,6 +189,7 @@ func New(cfg Config, apps disbackend.Apps, topics Topics) *Coordinator {
 		groups:     make(map[string]*group),
 		emptySince: make(map[string]time.Time),
 		offsets:    make(map[string]offsetState),
+		emptyTypes: make(map[string]string),
 	}
 	c.base, c.cancelBase = context.WithCancel(context.Background())
 	c.start = c.clock.Now()
@@ -239,11 +245,11 @@ func (c *Coordinator) background() {
 	}
 	close(c.loaded)
 	c.log.Debug("group coordinator loaded")
-	if c.apps == nil || c.cfg.OffsetsRetention < 0 {
+	if c.apps == nil {
 		<-c.quit
 		return
 	}
-	for {
+	for { // the sweep also runs with offsets kept forever: it forgets Empty groups without offsets
 		t := c.clock.AfterFunc(c.cfg.RetentionCheckInterval, func() {
 			select {
 			case c.sweep <- struct{}{}:

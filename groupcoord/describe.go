@@ -3,6 +3,7 @@ package groupcoord
 import (
 	"context"
 	"errors"
+	"maps"
 	"math"
 	"sort"
 	"strings"
@@ -106,10 +107,14 @@ func (c *Coordinator) describe(ctx context.Context, id string, version int16) km
 		protocolType = r.dg.ProtocolType
 	}
 	exists, err := c.appExists(ctx, id)
+	pt, known := c.emptyType(id)
+	if protocolType == "" {
+		protocolType = pt
+	}
 	switch {
 	case err != nil:
 		dg.ErrorCode = c.backendCode(err)
-	case exists:
+	case exists || known:
 		dg.State = Empty.String()
 		dg.ProtocolType = protocolType
 	default:
@@ -146,9 +151,12 @@ func (g *group) describe() kmsg.DescribeGroupsResponseGroup {
 	return dg
 }
 
-// ListGroups lists the groups with members in memory and every group the
+// ListGroups lists the groups with members in memory, every group the
 // backend keeps offsets for (from its apps, not from gateway memory), the
-// latter as Empty. StatesFilter (v4+) and TypesFilter (v5+) match
+// latter as Empty, and the Empty groups that had members and have no
+// offsets (as Kafka lists them until its cleanup). An Empty group shows the
+// protocol type it had, as Kafka answers ("" for a group that only ever
+// committed offsets). StatesFilter (v4+) and TypesFilter (v5+) match
 // case-insensitively; every group here is "classic".
 func (c *Coordinator) ListGroups(ctx context.Context, req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
@@ -176,11 +184,21 @@ func (c *Coordinator) ListGroups(ctx context.Context, req *kmsg.ListGroupsReques
 		resp.ErrorCode = c.backendCode(err)
 		return resp
 	}
+	c.mu.Lock()
+	empty := maps.Clone(c.emptyTypes)
+	c.mu.Unlock()
 	for _, a := range apps {
 		if id := groupOfApp(a); id != "" {
 			if _, ok := listed[id]; !ok {
-				listed[id] = summary{state: Empty}
+				listed[id] = summary{state: Empty, protocolType: empty[id]}
 			}
+		}
+	}
+	// Empty groups that had members and have no offsets, listed as Kafka
+	// lists them until its cleanup removes them (ExpireOffsets here).
+	for id, pt := range empty {
+		if _, ok := listed[id]; !ok {
+			listed[id] = summary{state: Empty, protocolType: pt}
 		}
 	}
 	match := func(filter []string, v string) bool {
@@ -208,10 +226,16 @@ func (c *Coordinator) ListGroups(ctx context.Context, req *kmsg.ListGroupsReques
 
 // DeleteGroups deletes groups without members, with their offsets (the DIS
 // app). A group with members gets NON_EMPTY_GROUP, an unknown one
-// GROUP_ID_NOT_FOUND.
+// GROUP_ID_NOT_FOUND; a group named twice is answered once, as Kafka 4.4
+// answers.
 func (c *Coordinator) DeleteGroups(ctx context.Context, req *kmsg.DeleteGroupsRequest) *kmsg.DeleteGroupsResponse {
 	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
+	seen := make(map[string]bool, len(req.Groups))
 	for _, id := range req.Groups {
+		if seen[id] {
+			continue // Kafka answers a group named twice once
+		}
+		seen[id] = true
 		dg := kmsg.NewDeleteGroupsResponseGroup()
 		dg.Group = id
 		dg.ErrorCode = c.deleteGroup(ctx, id)
@@ -249,18 +273,21 @@ func (c *Coordinator) deleteGroup(ctx context.Context, id string) int16 {
 func (g *group) deleteApp(ctx context.Context, why string) int16 {
 	c := g.c
 	exists, err := c.appExists(ctx, g.id)
-	if err == nil && !exists {
+	_, known := c.emptyType(g.id) // an Empty group without offsets is deleted too, as in Kafka
+	if err == nil && !exists && !known {
 		return kerr.GroupIDNotFound.Code
 	}
-	if err == nil {
+	if err == nil && exists {
 		err = c.apps.DeleteApp(ctx, g.app)
 	}
 	switch {
-	case errors.Is(err, disbackend.ErrAppNotFound):
+	case errors.Is(err, disbackend.ErrAppNotFound) && !known:
 		return kerr.GroupIDNotFound.Code
+	case errors.Is(err, disbackend.ErrAppNotFound):
 	case err != nil:
 		return c.backendCode(err)
 	}
+	g.forgetEmpty()
 	clear(g.cache)
 	clear(g.latest)
 	c.mu.Lock()

@@ -71,10 +71,11 @@ type tp struct {
 // committed is a checkpoint this group instance wrote (or skipped as
 // unchanged), used to skip writing an unchanged offset again.
 type committed struct {
-	offset   int64
-	metadata string
-	topicID  [16]byte // a topic deleted and created again has a new id (and no checkpoints)
-	seq      uint64   // the commit that wrote it
+	offset      int64
+	metadata    string
+	leaderEpoch int32
+	topicID     [16]byte // a topic deleted and created again has a new id (and no checkpoints)
+	seq         uint64   // the commit that wrote it
 }
 
 // summary is what ListGroups reads without visiting the group's goroutine.
@@ -496,7 +497,7 @@ func (g *group) replySyncError(m *member, code int16) {
 func (g *group) becameEmpty() {
 	g.state = Empty
 	g.protocol = ""
-	g.forgetState()
+	g.saveEmpty()
 	if !g.hadMembers {
 		return
 	}

@@ -364,6 +364,14 @@ func (h *harness) state(id string) State {
 	return s
 }
 
+// describe is the group as DescribeGroups shows it.
+func (h *harness) describe(id string) kmsg.DescribeGroupsResponseGroup {
+	h.t.Helper()
+	var dg kmsg.DescribeGroupsResponseGroup
+	h.inspect(id, func(g *group) { dg = g.describe() })
+	return dg
+}
+
 func (h *harness) generation(id string) int32 {
 	h.t.Helper()
 	var gen int32 = -1

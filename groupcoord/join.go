@@ -208,10 +208,13 @@ func (g *group) removePending(id string) {
 // replaceStatic handles a static member that joins with an unknown member id
 // while its group.instance.id is known (KIP-345): the new member id takes the
 // old member's place and assignment, and the old one is fenced. In a Stable
-// group with unchanged metadata there is no rebalance; a leader gets
-// SkipAssignment at JoinGroup v9 (KIP-814) and is told at older versions
-// that the old id leads, so it does not compute an assignment nobody would
-// receive.
+// group there is no rebalance unless the protocol the group would select
+// changes (Kafka updateStaticMemberThenRebalanceOrCompleteJoin): the
+// member's protocols, metadata bytes included, are replaced, but changed
+// metadata of the same protocol does not rebalance, as in Kafka. A leader
+// gets SkipAssignment and the member list at JoinGroup v9 (KIP-814) and is
+// told at older versions that the old id leads, so it does not compute an
+// assignment nobody would receive.
 func (g *group) replaceStatic(oldID, newID string, client Client, req *kmsg.JoinGroupRequest, reply func(*kmsg.JoinGroupResponse)) {
 	old := g.members[oldID]
 	currentLeader := g.leader
@@ -244,11 +247,10 @@ func (g *group) replaceStatic(oldID, newID string, client Client, req *kmsg.Join
 	g.log.Info("static member replaced", zap.String("instance_id", *req.InstanceID),
 		zap.String("member_id", newID), zap.String("old_member_id", oldID))
 	g.armHeartbeat(m, time.Duration(req.SessionTimeoutMillis)*time.Millisecond)
-	oldProtocols := m.protocols
 	g.updateMember(m, req, reply)
 	switch g.state {
 	case Stable:
-		if sameProtocols(oldProtocols, req.Protocols) && g.selectProtocol() == g.protocol {
+		if g.selectProtocol() == g.protocol {
 			m.join = nil
 			g.awaiting--
 			g.saveState() // the new member id holds the old one's place
@@ -262,8 +264,8 @@ func (g *group) replaceStatic(oldID, newID string, client Client, req *kmsg.Join
 			reply(r)
 			return
 		}
-		// A changed subscription needs a new assignment.
-		g.maybePrepareRebalanceOrCompleteJoin("static member rejoins with changed metadata")
+		// The group's protocol would change: a new assignment is needed.
+		g.maybePrepareRebalanceOrCompleteJoin("static member rejoins with a change of protocol")
 	case CompletingRebalance:
 		// The leader may already be assigning to the old member id.
 		g.prepareRebalance("static member rejoins during CompletingRebalance")

@@ -18,7 +18,9 @@ import (
 // each committed offset is a LAST_READ checkpoint of that app for the
 // topic's stream and partition, holding the offset unchanged (the next
 // offset to read, as the DIS Kafka Adapter, Flink and Logstash commit) and
-// the commit metadata. Reads go to the backend every time, so the answer is
+// the commit metadata; the committed leader epoch (OffsetCommit v6+) is kept
+// with it (disbackend.Checkpoint.LeaderEpoch) and returned by OffsetFetch
+// v5+, -1 when the commit had none. Reads go to the backend every time, so the answer is
 // what DIS holds even if another DIS client shares the app.
 
 var (
@@ -102,8 +104,13 @@ func (c *Coordinator) CommitOffsets(ctx context.Context, req *kmsg.OffsetCommitR
 			case utf8.RuneCountInString(meta) > disbackend.MaxCheckpointMetadataLen:
 				rp.ErrorCode = kerr.OffsetMetadataTooLarge.Code
 			default:
+				epoch := p.LeaderEpoch // kept as given, as Kafka keeps it (even below -1)
+				if req.Version < 6 {
+					epoch = -1
+				}
 				cands = append(cands, commitCandidate{
-					cp:      disbackend.Checkpoint{Stream: info.Stream, Partition: p.Partition, SequenceNumber: p.Offset, Metadata: meta},
+					cp: disbackend.Checkpoint{Stream: info.Stream, Partition: p.Partition, SequenceNumber: p.Offset,
+						Metadata: meta, LeaderEpoch: epoch},
 					topicID: info.ID,
 					resp:    rp,
 				})
@@ -146,8 +153,13 @@ func (c *Coordinator) CommitOffsets(ctx context.Context, req *kmsg.OffsetCommitR
 // ClassicGroup.validateOffsetCommit) and picks the partitions whose offset
 // or metadata changed.
 func (g *group) planCommit(req *kmsg.OffsetCommitRequest, cands []commitCandidate) commitPlan {
-	if code := g.validateCommit(req.Generation, req.MemberID, req.InstanceID); code != 0 {
-		return commitPlan{code: code}
+	// v0 has no generation or member id: Kafka 3.x stored v0 commits in
+	// ZooKeeper without looking at the group (KafkaApis
+	// commitOffsetsToZookeeper), so they are not checked here either.
+	if req.Version > 0 {
+		if code := g.validateCommit(req.Generation, req.MemberID, req.InstanceID); code != 0 {
+			return commitPlan{code: code}
+		}
 	}
 	if m := g.members[req.MemberID]; m != nil && m.join == nil {
 		g.armHeartbeat(m, m.session) // a commit shows the member is alive, as in Kafka
@@ -157,7 +169,8 @@ func (g *group) planCommit(req *kmsg.OffsetCommitRequest, cands []commitCandidat
 	for i, cd := range cands {
 		k := tp{cd.cp.Stream, cd.cp.Partition}
 		if prev, ok := g.cache[k]; ok && g.latest[k] == prev.seq &&
-			prev.offset == cd.cp.SequenceNumber && prev.metadata == cd.cp.Metadata && prev.topicID == cd.topicID {
+			prev.offset == cd.cp.SequenceNumber && prev.metadata == cd.cp.Metadata && prev.leaderEpoch == cd.cp.LeaderEpoch &&
+			prev.topicID == cd.topicID {
 			continue
 		}
 		g.latest[k] = plan.seq
@@ -202,7 +215,8 @@ func (c *Coordinator) applyCommit(groupID string, cands []commitCandidate, plan 
 				continue // a later commit of this partition is under way
 			}
 			if ok {
-				g.cache[k] = committed{offset: cp.SequenceNumber, metadata: cp.Metadata, topicID: cands[i].topicID, seq: plan.seq}
+				g.cache[k] = committed{offset: cp.SequenceNumber, metadata: cp.Metadata, leaderEpoch: cp.LeaderEpoch,
+					topicID: cands[i].topicID, seq: plan.seq}
 			} else {
 				delete(g.cache, k)
 			}
@@ -319,6 +333,7 @@ func (c *Coordinator) FetchOffsets(ctx context.Context, rg kmsg.OffsetFetchReque
 		meta := ""
 		if cp, ok := byTP[tp{stream, p}]; ok && stream != "" {
 			sp.Offset = cp.SequenceNumber
+			sp.LeaderEpoch = cp.LeaderEpoch
 			meta = cp.Metadata
 		}
 		sp.Metadata = &meta

@@ -163,6 +163,16 @@ func TestCommitValidation(t *testing.T) {
 			}
 		})
 	}
+	// v0 carries no generation or member id: Kafka 3.x stored it in
+	// ZooKeeper without checking the group, so a live group takes it.
+	v0 := commitReq("g", "", -1, offset{"t1", 0, 4, nil})
+	v0.Version = 0
+	if r := h.c.CommitOffsets(h.ctx, v0); r.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("v0 commit into a live group: %+v", r)
+	}
+	if got := fetched(h.fetch("g", map[string][]int32{"t1": {0}})); got["t1/0"] != 4 {
+		t.Fatalf("after the v0 commit: %v", got)
+	}
 	if code := commitCode(h, "other", "m", 3); code != kerr.UnknownMemberID.Code {
 		t.Fatalf("member commit to unknown group: %d", code)
 	}
@@ -369,4 +379,46 @@ func TestRetentionSweepRunsOnTimer(t *testing.T) {
 		h.clock.Advance(time.Minute)
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// TestCommittedLeaderEpoch: the committed leader epoch (OffsetCommit v6+)
+// is kept with the offset and returned, as Kafka 4.4 answers (checked
+// against it): -1 when the commit had none or was below v6 (whose requests
+// have no epoch), any other value as given; the same offset with another
+// epoch is written again.
+func TestCommittedLeaderEpoch(t *testing.T) {
+	h := newHarness(t)
+	commit := func(version int16, epoch int32, o int64) {
+		t.Helper()
+		req := commitReq("g", "", -1, offset{"t1", 0, o, nil})
+		req.Version = version
+		req.Topics[0].Partitions[0].LeaderEpoch = epoch
+		if r := h.c.CommitOffsets(h.ctx, req); r.Topics[0].Partitions[0].ErrorCode != 0 {
+			t.Fatalf("commit v%d: %+v", version, r)
+		}
+	}
+	epoch := func(what string, want int32, writes int) {
+		t.Helper()
+		for _, topics := range []map[string][]int32{{"t1": {0}}, nil} {
+			sg := h.fetch("g", topics)
+			if len(sg.Topics) != 1 || sg.Topics[0].Partitions[0].LeaderEpoch != want {
+				t.Fatalf("%s: fetched %+v, want leader epoch %d", what, sg.Topics, want)
+			}
+		}
+		if got := h.apps.commitCalls(); got != writes {
+			t.Fatalf("%s: %d backend writes, want %d", what, got, writes)
+		}
+	}
+	commit(8, 7, 1)
+	epoch("v8 with epoch 7", 7, 1)
+	commit(8, 7, 1)
+	epoch("the same again", 7, 1)
+	commit(8, -1, 1)
+	epoch("the same offset without an epoch", -1, 2)
+	commit(8, 3, 1)
+	epoch("the same offset with epoch 3", 3, 3)
+	commit(5, 9, 1) // v5 has no epoch: the field is not sent
+	epoch("v5", -1, 4)
+	commit(9, -5, 2)
+	epoch("epoch -5 (Kafka keeps it)", -5, 5)
 }

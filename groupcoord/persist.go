@@ -19,9 +19,13 @@ import (
 // with the generation they have. With a backend that keeps such state
 // (disbackend.GroupStateStore: the embedded store), the coordinator does
 // the same: it saves a group when it becomes Stable (and when a static
-// member is replaced without a rebalance), deletes it when the group
-// becomes empty, and restores the Stable groups at start, each member's
-// session counted from then. Without one, members rejoin after a restart.
+// member is replaced without a rebalance), saves it with no members and
+// its protocol type when the group becomes empty (deleted with the group
+// or when an empty group has no offsets left), and restores the Stable
+// groups at start, each member's session counted from then, and the
+// protocol types of the Empty ones. Without one, members rejoin after a
+// restart. Another gateway node learns an Empty group's protocol type only
+// at its start.
 
 // savedGroup is a Stable group's membership as it is saved.
 type savedGroup struct {
@@ -82,7 +86,60 @@ func (g *group) saveState() {
 	g.saved = true
 }
 
-// forgetState deletes the saved membership of a group that became empty.
+// saveEmpty records that the group is Empty with its protocol type, in
+// memory and, when the backend keeps group states, saved with no members
+// in place of its membership (Kafka writes the like record when a group
+// becomes empty), so ListGroups and DescribeGroups show the type after a
+// restart too.
+func (g *group) saveEmpty() {
+	if g.protocolType == "" {
+		g.forgetState()
+		return
+	}
+	c := g.c
+	c.mu.Lock()
+	c.emptyTypes[g.id] = g.protocolType
+	c.mu.Unlock()
+	if c.states == nil {
+		return
+	}
+	b, err := json.Marshal(savedGroup{Generation: g.generation, ProtocolType: g.protocolType})
+	if err == nil {
+		ctx, cancel := c.opContext()
+		err = c.states.SaveGroupState(ctx, g.id, b)
+		cancel()
+	}
+	if err != nil {
+		g.log.Warn("saving the empty group failed; after a restart it shows no protocol type", zap.Error(err))
+		return
+	}
+	g.saved = true
+}
+
+// forgetEmpty forgets an Empty group (deleted, or no offsets left): its
+// protocol type and its saved state.
+func (g *group) forgetEmpty() {
+	c := g.c
+	c.mu.Lock()
+	_, known := c.emptyTypes[g.id]
+	delete(c.emptyTypes, g.id)
+	c.mu.Unlock()
+	if known {
+		g.saved = true // saved by saveEmpty, maybe by an earlier instance of the group
+	}
+	g.forgetState()
+}
+
+// emptyType is the protocol type of an Empty group that had members; ok is
+// false when there is none.
+func (c *Coordinator) emptyType(id string) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	pt, ok := c.emptyTypes[id]
+	return pt, ok
+}
+
+// forgetState deletes the saved state of a group.
 func (g *group) forgetState() {
 	if g.c.states == nil || !g.saved {
 		return
@@ -111,8 +168,14 @@ func (c *Coordinator) restoreGroups(ctx context.Context) error {
 	defer c.mu.Unlock()
 	for id, b := range states {
 		var sg savedGroup
-		if err := json.Unmarshal(b, &sg); err != nil || len(sg.Members) == 0 || id == "" {
+		if err := json.Unmarshal(b, &sg); err != nil || id == "" {
 			c.log.Warn("ignoring a saved group that does not decode", zap.String("group", id), zap.Error(err))
+			continue
+		}
+		if len(sg.Members) == 0 {
+			if sg.ProtocolType != "" {
+				c.emptyTypes[id] = sg.ProtocolType // an Empty group (saveEmpty)
+			}
 			continue
 		}
 		g := newGroup(c, id)

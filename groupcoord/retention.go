@@ -17,9 +17,11 @@ import (
 // start (membership before a restart is unknown, so never earlier), its
 // app's creation and its last commit. Only apps the gateway created (with a
 // GroupID) expire; apps of other DIS clients are left alone. It runs every
-// RetentionCheckInterval; it returns the groups deleted.
+// RetentionCheckInterval; it returns the groups deleted. It also forgets
+// Empty groups that have no offsets (their protocol type), as Kafka's
+// cleanup removes such groups.
 func (c *Coordinator) ExpireOffsets(ctx context.Context) ([]string, error) {
-	if c.apps == nil || c.cfg.OffsetsRetention < 0 {
+	if c.apps == nil {
 		return nil, nil
 	}
 	apps, err := c.apps.ListApps(ctx)
@@ -27,6 +29,32 @@ func (c *Coordinator) ExpireOffsets(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	var deleted []string
+	withApp := make(map[string]bool, len(apps))
+	for _, a := range apps {
+		withApp[groupOfApp(a)] = true
+	}
+	// Kafka's cleanup removes an Empty group that has no offsets: forget
+	// its protocol type (and saved state).
+	c.mu.Lock()
+	var bare []string
+	for id := range c.emptyTypes {
+		if !withApp[id] {
+			bare = append(bare, id)
+		}
+	}
+	c.mu.Unlock()
+	for _, id := range bare {
+		if _, err := c.send(id, true, func(g *group) {
+			if len(g.members) == 0 && len(g.pending) == 0 && g.inflight == 0 {
+				g.forgetEmpty()
+			}
+		}, nil); err != nil {
+			return deleted, err
+		}
+	}
+	if c.cfg.OffsetsRetention < 0 {
+		return nil, nil // offsets are kept forever
+	}
 	for _, a := range apps {
 		if a.GroupID == "" {
 			continue

@@ -138,7 +138,7 @@ func TestInitialDelayCappedByRebalanceTimeout(t *testing.T) {
 func TestSyncErrors(t *testing.T) {
 	h := newHarness(t)
 	ids, gen := h.stableGroup("g", 2)
-	pt := "connect"
+	pt, consumer, rng := "connect", "consumer", "range"
 	tests := []struct {
 		name   string
 		member string
@@ -146,14 +146,21 @@ func TestSyncErrors(t *testing.T) {
 		ptype  *string
 		want   int16
 	}{
-		{"unknown member", "nobody", gen, nil, kerr.UnknownMemberID.Code},
-		{"old generation", ids[0], gen - 1, nil, kerr.IllegalGeneration.Code},
+		{"unknown member", "nobody", gen, &consumer, kerr.UnknownMemberID.Code},
+		{"old generation", ids[0], gen - 1, &consumer, kerr.IllegalGeneration.Code},
 		{"other protocol type", ids[0], gen, &pt, kerr.InconsistentGroupProtocol.Code},
+		// From v5 the protocol type and name are mandatory: Kafka answers
+		// INCONSISTENT_GROUP_PROTOCOL before it looks at the group.
+		{"v5 without protocol type", ids[0], gen, nil, kerr.InconsistentGroupProtocol.Code},
+		{"v5 unknown member without protocol type", "nobody", gen, nil, kerr.InconsistentGroupProtocol.Code},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			req := kmsg.NewPtrSyncGroupRequest()
 			req.Version, req.Group, req.MemberID, req.Generation, req.ProtocolType = 5, "g", tc.member, tc.gen, tc.ptype
+			if tc.ptype != nil {
+				req.Protocol = &rng
+			}
 			if r := h.c.SyncGroup(h.ctx, req); r.ErrorCode != tc.want {
 				t.Fatalf("error %d, want %d", r.ErrorCode, tc.want)
 			}

@@ -112,17 +112,52 @@ func TestStaticLeaderSkipAssignment(t *testing.T) {
 	}
 }
 
-// TestStaticRejoinChangedMetadata: a static member whose subscription
-// changed triggers a rebalance.
+// TestStaticRejoinChangedMetadata: a static member that rejoins with an
+// unknown member id and changed metadata of the same protocol does not
+// rebalance, as in Kafka (updateStaticMemberThenRebalanceOrCompleteJoin
+// compares only the protocol the group would select; Kafka 4.4 answers
+// the same generation, group Stable): its new metadata replaces the old
+// and it keeps its assignment. A rejoin that changes the selected protocol
+// rebalances.
 func TestStaticRejoinChangedMetadata(t *testing.T) {
 	h := newHarness(t)
-	_, gen, _ := h.staticGroup("g", 2)
-	ch := h.joinAsync(joinReq{group: "g", instance: ptr("i1"), protocols: protos("range", "changed")})
-	h.parked(ch)
-	if s := h.state("g"); s != PreparingRebalance {
-		t.Fatalf("state %v, want PreparingRebalance", s)
+	ids, gen, leader := h.staticGroup("g", 2)
+	follower, inst := ids[1], ptr("i1")
+	if leader == ids[1] {
+		follower, inst = ids[0], ptr("i0")
 	}
-	_ = gen
+	r := h.recvJoin(h.joinAsync(joinReq{group: "g", instance: inst, protocols: protos("range", "changed")}))
+	if r.ErrorCode != 0 || r.Generation != gen || r.LeaderID != leader || len(r.Members) != 0 {
+		t.Fatalf("static rejoin with changed metadata: %+v", r)
+	}
+	if s := h.state("g"); s != Stable {
+		t.Fatalf("state %v, want Stable (no rebalance)", s)
+	}
+	var meta string
+	for _, m := range h.describe("g").Members {
+		if m.MemberID == r.MemberID {
+			meta = string(m.ProtocolMetadata)
+		}
+	}
+	if meta != "changed" {
+		t.Fatalf("described metadata %q, want the rejoin's", meta)
+	}
+	if s := h.recvSync(h.syncAsync("g", r.MemberID, gen, nil)); s.ErrorCode != 0 || string(s.MemberAssignment) != "assignment-"+follower {
+		t.Fatalf("sync after rejoin: %d %q", s.ErrorCode, s.MemberAssignment)
+	}
+
+	// One static member that now prefers another protocol: the group's
+	// selected protocol changes, so it rebalances.
+	h2 := newHarness(t)
+	h2.staticGroup("p", 1)
+	ch := h2.joinAsync(joinReq{group: "p", instance: ptr("i0"), protocols: protos("roundrobin", "x", "range", "y")})
+	r = h2.recvJoin(ch)
+	if r.ErrorCode != 0 || r.Generation != 2 || r.Protocol == nil || *r.Protocol != "roundrobin" {
+		t.Fatalf("rejoin with a change of protocol: %+v", r)
+	}
+	if s := h2.state("p"); s != CompletingRebalance {
+		t.Fatalf("state %v, want CompletingRebalance", s)
+	}
 }
 
 // TestStaticMemberKeptUntilSession: a static member that does not rejoin

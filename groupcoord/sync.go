@@ -12,12 +12,18 @@ import (
 // CompletingRebalance is parked until the leader's arrives; the leader's
 // (whose assignments are opaque bytes, returned byte for byte) makes the
 // group Stable and answers every parked one. From v5 the protocol type and
-// name are checked against the group's and returned.
+// name must be given (else INCONSISTENT_GROUP_PROTOCOL, as Kafka answers),
+// are checked against the group's and returned.
 func (c *Coordinator) SyncGroup(ctx context.Context, req *kmsg.SyncGroupRequest) *kmsg.SyncGroupResponse {
 	fail := func(code int16) *kmsg.SyncGroupResponse {
 		r := req.ResponseKind().(*kmsg.SyncGroupResponse)
 		r.ErrorCode = code
 		return r
+	}
+	if req.Version >= 5 && (req.ProtocolType == nil || req.Protocol == nil) {
+		// Kafka checks this first (KafkaApis.handleSyncGroupRequest,
+		// SyncGroupRequest.areMandatoryProtocolTypeAndNamePresent).
+		return fail(kerr.InconsistentGroupProtocol.Code)
 	}
 	if req.Group == "" {
 		return fail(kerr.InvalidGroupID.Code)

@@ -66,7 +66,7 @@ func wantCheckpoints(t *testing.T, what string, got []disbackend.Checkpoint, wan
 }
 
 func checkpoint(stream string, part int32, seq int64, meta string) disbackend.Checkpoint {
-	return disbackend.Checkpoint{Stream: stream, Partition: part, SequenceNumber: seq, Metadata: meta}
+	return disbackend.Checkpoint{Stream: stream, Partition: part, SequenceNumber: seq, Metadata: meta, LeaderEpoch: -1}
 }
 
 func testApps(t *testing.T, b disbackend.Backend) {
@@ -215,13 +215,62 @@ func testCheckpointTime(t *testing.T, b disbackend.Backend) {
 	}
 }
 
+// testCheckpointLeaderEpoch checks Checkpoint.LeaderEpoch: kept with the
+// checkpoint and read back (-1 when the commit had none, also over an
+// earlier epoch at the same offset), gone with the checkpoint, and no app
+// of its own in ListApps.
+func testCheckpointLeaderEpoch(t *testing.T, b disbackend.Backend) {
+	mustCreate(t, b, spec(t, "cpe", 2))
+	for p := range int32(2) { // DIS takes checkpoints only within the partition's range
+		mustAppend(t, b, "cpe", p, MakeBatch(BatchOptions{NumRecords: 3, Seed: uint64(p)}))
+	}
+	app := mustCreateApp(t, b, "epochs").Name
+	epochs := func(what string, want ...int32) {
+		t.Helper()
+		got := mustCheckpoints(t, b, app, "cpe")
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d checkpoints %+v, want %d", what, len(got), got, len(want))
+		}
+		for i, w := range want {
+			if got[i].LeaderEpoch != w {
+				t.Fatalf("%s: checkpoint %s/%d at %d has leader epoch %d, want %d", what,
+					got[i].Stream, got[i].Partition, got[i].SequenceNumber, got[i].LeaderEpoch, w)
+			}
+		}
+	}
+	c0, c1 := checkpoint("cpe", 0, 1, "m"), checkpoint("cpe", 1, 1, "")
+	c0.LeaderEpoch, c1.LeaderEpoch = 5, 0
+	mustCommit(t, b, app, c0, c1)
+	epochs("committed with epochs", 5, 0)
+	wantCheckpoints(t, "committed with epochs", mustCheckpoints(t, b, app, ""), cp{"cpe", 0, 1, "m"}, cp{"cpe", 1, 1, ""})
+	c0.LeaderEpoch = -1
+	mustCommit(t, b, app, c0)
+	epochs("same offset without an epoch", -1, 0)
+	c0.SequenceNumber, c0.LeaderEpoch = 2, 7
+	mustCommit(t, b, app, c0)
+	epochs("a new offset and epoch", 7, 0)
+	if err := b.DeleteCheckpoints(ctxT(t), app, "cpe", []int32{0}); err != nil {
+		t.Fatal(err)
+	}
+	epochs("after DeleteCheckpoints", 0)
+	c0.SequenceNumber, c0.LeaderEpoch = 1, -1
+	mustCommit(t, b, app, c0)
+	epochs("committed again without an epoch", -1, 0)
+	list, err := b.ListApps(ctxT(t))
+	if err != nil || len(list) != 1 || list[0].Name != app {
+		t.Fatalf("ListApps = %+v, %v; want only %q", list, err, app)
+	}
+}
+
 // testRestartApps checks that apps and checkpoints survive a restart.
 func testRestartApps(t *testing.T, h Harness) {
 	b := hopen(t, h, nil)
 	mustCreate(t, b, spec(t, "ra", 2))
 	app := mustCreateApp(t, b, "restart.group")
 	mustCreateApp(t, b, "gone")
-	mustCommit(t, b, app.Name, checkpoint("ra", 0, 42, "meta"), checkpoint("ra", 1, 7, ""))
+	withEpoch := checkpoint("ra", 0, 42, "meta")
+	withEpoch.LeaderEpoch = 3
+	mustCommit(t, b, app.Name, withEpoch, checkpoint("ra", 1, 7, ""))
 	mustCommit(t, b, "gone", checkpoint("ra", 0, 1, ""))
 	if err := b.DeleteApp(ctxT(t), "gone"); err != nil {
 		t.Fatal(err)
@@ -233,5 +282,9 @@ func testRestartApps(t *testing.T, h Harness) {
 	}
 	_, err = b.DescribeApp(ctxT(t), "gone")
 	wantErr(t, "deleted app after restart", err, disbackend.ErrAppNotFound)
-	wantCheckpoints(t, "after restart", mustCheckpoints(t, b, app.Name, ""), cp{"ra", 0, 42, "meta"}, cp{"ra", 1, 7, ""})
+	got2 := mustCheckpoints(t, b, app.Name, "")
+	wantCheckpoints(t, "after restart", got2, cp{"ra", 0, 42, "meta"}, cp{"ra", 1, 7, ""})
+	if got2[0].LeaderEpoch != 3 || got2[1].LeaderEpoch != -1 {
+		t.Fatalf("leader epochs after restart: %d, %d; want 3, -1", got2[0].LeaderEpoch, got2[1].LeaderEpoch)
+	}
 }

@@ -132,6 +132,7 @@ func RunWith(t *testing.T, newBackend func(t *testing.T) disbackend.Backend, opt
 		{"Apps", testApps},
 		{"Checkpoints", testCheckpoints},
 		{"CheckpointTime", testCheckpointTime},
+		{"CheckpointLeaderEpoch", testCheckpointLeaderEpoch},
 		{"Close", testClose},
 	}
 	for _, tc := range tests {

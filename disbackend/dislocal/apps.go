@@ -261,6 +261,7 @@ func (s *Server) commitCheckpoint(r *http.Request, _ map[string]string, body []b
 	}
 	err = s.b.CommitCheckpoints(ctx, req.AppName, []disbackend.Checkpoint{{
 		Stream: req.StreamName, Partition: p, SequenceNumber: sn, Metadata: meta, CommittedAt: s.now(),
+		LeaderEpoch: -1, // DIS checkpoints have none
 	}})
 	if err != nil {
 		return 0, nil, backendError(err, req.StreamName, req.PartitionID, req.AppName)

@@ -2,6 +2,8 @@ package disrest
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"sort"
@@ -28,9 +30,31 @@ const gatewayApp = "__disgw"
 // (compact.go).
 const compactApp = "__disgw-compact"
 
+// epochAppPrefix begins the name of a group app's epoch app: the
+// gateway-owned app whose checkpoints hold the Kafka committed leader
+// epochs of the group app's checkpoints (DIS checkpoints have no such
+// field, and their metadata is the Kafka commit metadata, which DIS
+// applications sharing the app read). No group app begins with "__"
+// (AppNameForGroup escapes '_').
+const epochAppPrefix = "__disgw-epoch-"
+
+// epochApp is the name of app's epoch app: epochAppPrefix and the app's
+// name, or, when that is longer than DIS allows, a prefix of it, '-' and
+// 16 hex digits of the name's SHA-256.
+func epochApp(app string) string {
+	name := epochAppPrefix + app
+	if len(name) <= disbackend.MaxAppNameLen {
+		return name
+	}
+	sum := sha256.Sum256([]byte(app))
+	return name[:disbackend.MaxAppNameLen-17] + "-" + hex.EncodeToString(sum[:8])
+}
+
 // ownApp reports whether name is one of the gateway's own apps, which are
 // not consumer groups.
-func ownApp(name string) bool { return name == gatewayApp || name == compactApp }
+func ownApp(name string) bool {
+	return name == gatewayApp || name == compactApp || strings.HasPrefix(name, epochAppPrefix)
+}
 
 // onceOK runs a setup step until it succeeds once (a failed one is tried
 // again by the next caller), holding off concurrent callers meanwhile.
@@ -156,7 +180,19 @@ func (s *Store) CreateApp(ctx context.Context, app disbackend.App) (disbackend.A
 	return s.DescribeApp(ctx, app.Name)
 }
 
+// DeleteApp deletes the app, then its epoch app if it has one. DIS
+// DeleteApp.
 func (s *Store) DeleteApp(ctx context.Context, name string) error {
+	if err := s.deleteApp(ctx, name); err != nil {
+		return err
+	}
+	if err := s.deleteApp(ctx, epochApp(name)); err != nil && !errors.Is(err, disbackend.ErrAppNotFound) {
+		return err
+	}
+	return nil
+}
+
+func (s *Store) deleteApp(ctx context.Context, name string) error {
 	_, err := call(ctx, s, "delete app "+name, func() (*model.DeleteAppResponse, error) {
 		return s.c.DeleteApp(&model.DeleteAppRequest{AppName: name})
 	})
@@ -288,9 +324,16 @@ func (s *Store) CommitCheckpoints(ctx context.Context, app string, cps []disback
 			return fmt.Errorf("disrest: commit %s/%d: %w", cp.Stream, cp.Partition, disbackend.ErrPartitionNotFound)
 		}
 	}
-	// One CommitCheckpoint per partition (DIS has no batch commit), at
-	// most commitParallelism at a time. Not atomic: after an error, some
-	// of the others may have been written.
+	epochs, err := s.epochsToWrite(ctx, app, cps)
+	if err != nil {
+		return err
+	}
+	// One CommitCheckpoint per partition (DIS has no batch commit), and
+	// one on the epoch app for each leader epoch, at most
+	// commitParallelism at a time. Not atomic: after an error, some of
+	// the others may have been written (an epoch is read back only when
+	// its checkpoint's sequence number matches, so a half-written pair
+	// reads as no epoch, never as a wrong one).
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(commitParallelism)
 	for _, cp := range cps {
@@ -298,7 +341,40 @@ func (s *Store) CommitCheckpoints(ctx context.Context, app string, cps []disback
 			return s.commit(gctx, app, cp.Stream, cp.Partition, cp.SequenceNumber, cp.Metadata)
 		})
 	}
+	if epochs {
+		for _, cp := range cps {
+			g.Go(func() error {
+				return s.commit(gctx, epochApp(app), cp.Stream, cp.Partition, cp.SequenceNumber, strconv.Itoa(int(cp.LeaderEpoch)))
+			})
+		}
+	}
 	return g.Wait()
+}
+
+// epochsToWrite reports whether cps' leader epochs are to be written to the
+// app's epoch app, creating it for the first commit with an epoch. A
+// commit without any epoch is written there only when the epoch app exists
+// (so that an earlier epoch at the same offset does not read back). DIS
+// ShowApp, CreateApp.
+func (s *Store) epochsToWrite(ctx context.Context, app string, cps []disbackend.Checkpoint) (bool, error) {
+	hasEpoch := false
+	for _, cp := range cps {
+		if cp.LeaderEpoch != -1 {
+			hasEpoch = true
+			break
+		}
+	}
+	if hasEpoch {
+		return true, s.ensureApp(ctx, epochApp(app))
+	}
+	_, err := s.showApp(ctx, epochApp(app))
+	switch {
+	case errors.Is(err, disbackend.ErrAppNotFound):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return true, nil
 }
 
 // commitParallelism bounds the CommitCheckpoint calls of one
@@ -308,7 +384,35 @@ const commitParallelism = 8
 // Checkpoints lists the app's checkpoints: the streams it committed on
 // (DescribeApp), the partitions with one (ShowConsumerState), their metadata
 // (GetCheckpoint). CommittedAt is now: DIS keeps no commit time.
+// The leader epochs come from the app's epoch app: its checkpoint of the
+// same partition at the same sequence number, else -1.
 func (s *Store) Checkpoints(ctx context.Context, app, stream string) ([]disbackend.Checkpoint, error) {
+	out, err := s.checkpoints(ctx, app, stream)
+	if err != nil || len(out) == 0 {
+		return out, err
+	}
+	eps, err := s.checkpoints(ctx, epochApp(app), stream)
+	if err != nil && !errors.Is(err, disbackend.ErrAppNotFound) {
+		return nil, err
+	}
+	byTP := make(map[partKey]disbackend.Checkpoint, len(eps))
+	for _, e := range eps {
+		byTP[partKey{e.Stream, e.Partition}] = e
+	}
+	for i := range out {
+		e, ok := byTP[partKey{out[i].Stream, out[i].Partition}]
+		if !ok || e.SequenceNumber != out[i].SequenceNumber {
+			continue
+		}
+		if n, err := strconv.ParseInt(e.Metadata, 10, 32); err == nil {
+			out[i].LeaderEpoch = int32(n)
+		}
+	}
+	return out, nil
+}
+
+// checkpoints lists one app's checkpoints (LeaderEpoch -1).
+func (s *Store) checkpoints(ctx context.Context, app, stream string) ([]disbackend.Checkpoint, error) {
 	resp, err := s.showApp(ctx, app)
 	if err != nil {
 		return nil, err
@@ -357,7 +461,8 @@ func (s *Store) Checkpoints(ctx context.Context, app, stream string) ([]disbacke
 				if sn < 0 {
 					continue
 				}
-				out = append(out, disbackend.Checkpoint{Stream: name, Partition: part, SequenceNumber: sn, Metadata: meta, CommittedAt: now})
+				out = append(out, disbackend.Checkpoint{Stream: name, Partition: part, SequenceNumber: sn, Metadata: meta,
+					CommittedAt: now, LeaderEpoch: -1})
 			}
 			if cs.HasMore == nil || !*cs.HasMore {
 				break
@@ -373,7 +478,20 @@ func (s *Store) Checkpoints(ctx context.Context, app, stream string) ([]disbacke
 	return out, nil
 }
 
+// DeleteCheckpoints deletes the checkpoints, then their leader epochs in
+// the app's epoch app if it has one. DIS DeleteCheckpoint.
 func (s *Store) DeleteCheckpoints(ctx context.Context, app, stream string, partitions []int32) error {
+	if err := s.deleteCheckpoints(ctx, app, stream, partitions); err != nil {
+		return err
+	}
+	err := s.deleteCheckpoints(ctx, epochApp(app), stream, partitions)
+	if err != nil && !errors.Is(err, disbackend.ErrAppNotFound) {
+		return err
+	}
+	return nil
+}
+
+func (s *Store) deleteCheckpoints(ctx context.Context, app, stream string, partitions []int32) error {
 	if _, err := s.showApp(ctx, app); err != nil {
 		return err
 	}

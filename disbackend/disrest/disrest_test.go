@@ -525,7 +525,7 @@ func TestCommitCheckpointsParallel(t *testing.T) {
 		if _, err := s.Append(stream, p, backendtest.MakeBatch(backendtest.BatchOptions{NumRecords: 5})).Wait(ctx); err != nil {
 			t.Fatal(err)
 		}
-		cps = append(cps, disbackend.Checkpoint{Stream: stream, Partition: p, SequenceNumber: int64(p % 6)})
+		cps = append(cps, disbackend.Checkpoint{Stream: stream, Partition: p, SequenceNumber: int64(p % 6), LeaderEpoch: -1})
 	}
 	if _, err := s.CreateApp(ctx, disbackend.App{Name: "par", GroupID: "par"}); err != nil {
 		t.Fatal(err)

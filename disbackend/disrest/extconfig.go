@@ -31,9 +31,11 @@ import (
 //
 // The other keys are Kafka's topic config names: delete.retention.ms,
 // min.compaction.lag.ms, max.compaction.lag.ms, min.cleanable.dirty.ratio,
-// segment.bytes, segment.ms. Of these only delete.retention.ms acts on
-// DIS (how long the compactor keeps re-appending a tombstone); the others
-// are kept and reported as set.
+// segment.bytes, segment.ms, compression.type, compression.gzip.level,
+// compression.lz4.level, compression.zstd.level. Of these only
+// delete.retention.ms acts on DIS (how long the compactor keeps
+// re-appending a tombstone); the others are kept and reported as set (DIS
+// stores records, and fetches build their batches uncompressed).
 
 // encodeExtConfig returns the key=value list of cfg's non-default values
 // that no tag holds, "" when there are none.
@@ -58,6 +60,17 @@ func encodeExtConfig(cfg disbackend.StreamConfig) string {
 	}
 	if cfg.SegmentTime > 0 && cfg.SegmentTime != disbackend.DefaultSegmentTime {
 		add("segment.ms", ms(cfg.SegmentTime))
+	}
+	if cfg.CompressionType != "" && cfg.CompressionType != "producer" {
+		add("compression.type", cfg.CompressionType)
+	}
+	for _, l := range []struct {
+		k string
+		v int32
+	}{{"compression.gzip.level", cfg.GzipLevel}, {"compression.lz4.level", cfg.LZ4Level}, {"compression.zstd.level", cfg.ZstdLevel}} {
+		if l.v != 0 {
+			add(l.k, strconv.Itoa(int(l.v)))
+		}
 	}
 	return strings.Join(kv, ";")
 }
@@ -125,6 +138,20 @@ func decodeExtConfig(meta, streamID string, st *disbackend.Stream) bool {
 		case "segment.ms":
 			if err == nil {
 				cfg.SegmentTime = d
+			}
+		case "compression.type":
+			cfg.CompressionType = v
+		case "compression.gzip.level":
+			if err == nil {
+				cfg.GzipLevel = int32(n)
+			}
+		case "compression.lz4.level":
+			if err == nil {
+				cfg.LZ4Level = int32(n)
+			}
+		case "compression.zstd.level":
+			if err == nil {
+				cfg.ZstdLevel = int32(n)
 			}
 		}
 	}

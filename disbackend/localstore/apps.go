@@ -24,7 +24,10 @@ import (
 // stream parts end where the 0x00 is, and key order is (app, stream,
 // partition) order. Every write is one synced Pebble batch, under appsMu.
 
-const checkpointVersion = 1
+const (
+	checkpointVersion      = 1 // no leader epoch (read as -1)
+	checkpointVersionEpoch = 2 // with the leader epoch after committed-at
+)
 
 func appKey(name string) []byte {
 	return append([]byte{prefixApp}, name...)
@@ -57,28 +60,38 @@ func prefixEnd(p []byte) []byte {
 }
 
 // encodeCheckpoint: version, sequence number, committed-at (ns since the
-// Unix epoch), metadata.
+// Unix epoch), leader epoch (int32), metadata. Version 1 (written before
+// the leader epoch was kept) has no leader epoch.
 func encodeCheckpoint(cp disbackend.Checkpoint) []byte {
-	v := make([]byte, 0, 17+len(cp.Metadata))
-	v = append(v, checkpointVersion)
+	v := make([]byte, 0, 21+len(cp.Metadata))
+	v = append(v, checkpointVersionEpoch)
 	v = binary.BigEndian.AppendUint64(v, uint64(cp.SequenceNumber))
 	v = binary.BigEndian.AppendUint64(v, uint64(cp.CommittedAt.UnixNano()))
+	v = binary.BigEndian.AppendUint32(v, uint32(cp.LeaderEpoch))
 	return append(v, cp.Metadata...)
 }
 
 func decodeCheckpoint(key, v []byte, appLen int) (disbackend.Checkpoint, error) {
 	rest := key[1+appLen+1:]
 	i := bytes.IndexByte(rest, 0)
-	if len(v) < 17 || v[0] != checkpointVersion || i < 0 || len(rest) != i+5 {
+	if len(v) < 17 || i < 0 || len(rest) != i+5 ||
+		v[0] != checkpointVersion && (v[0] != checkpointVersionEpoch || len(v) < 21) {
 		return disbackend.Checkpoint{}, fmt.Errorf("checkpoint %x: %w", key, errCorrupt)
 	}
-	return disbackend.Checkpoint{
+	cp := disbackend.Checkpoint{
 		Stream:         string(rest[:i]),
 		Partition:      int32(binary.BigEndian.Uint32(rest[i+1:])),
 		SequenceNumber: int64(binary.BigEndian.Uint64(v[1:])),
 		CommittedAt:    time.Unix(0, int64(binary.BigEndian.Uint64(v[9:]))).UTC(),
-		Metadata:       string(v[17:]),
-	}, nil
+		LeaderEpoch:    -1,
+	}
+	meta := v[17:]
+	if v[0] == checkpointVersionEpoch {
+		cp.LeaderEpoch = int32(binary.BigEndian.Uint32(v[17:]))
+		meta = v[21:]
+	}
+	cp.Metadata = string(meta)
+	return cp, nil
 }
 
 func validateAppName(name string) error {

@@ -311,6 +311,11 @@ func validateConfig(cfg disbackend.StreamConfig) error {
 	if !disbackend.ValidRecordFormat(cfg.RecordFormat) {
 		return fmt.Errorf("%w: unknown record format %q", disbackend.ErrInvalidConfig, cfg.RecordFormat)
 	}
+	switch cfg.CompressionType {
+	case "", "producer", "uncompressed", "gzip", "snappy", "lz4", "zstd":
+	default:
+		return fmt.Errorf("%w: unknown compression type %q", disbackend.ErrInvalidConfig, cfg.CompressionType)
+	}
 	switch cfg.CleanupPolicy {
 	case disbackend.CleanupDelete, disbackend.CleanupCompact, disbackend.CleanupCompactDelete:
 	default:

@@ -2,6 +2,7 @@ package batch
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -555,6 +556,72 @@ func TestRewrite(t *testing.T) {
 		}
 		if recs, err := DecodeRecords(empty); err != nil || len(recs) != 0 {
 			t.Fatalf("%s: empty decodes to %d, %v", codec, len(recs), err)
+		}
+	}
+}
+
+// TestRecompress rewrites a batch from each codec to each other at
+// Kafka's levels: the header keeps its offsets, timestamps and producer
+// fields, the records read back the same, and kgo's decompressor (as a
+// consumer) reads the new codec.
+func TestRecompress(t *testing.T) {
+	h := NewHeader(0)
+	h.ProducerID, h.ProducerEpoch, h.BaseSequence = 7, 2, 40
+	var recs []Record
+	for i := range 50 {
+		recs = append(recs, Record{OffsetDelta: int32(i), Timestamp: 1000 + int64(i), Key: []byte("k"),
+			Value: bytes.Repeat([]byte{byte(i)}, 100)})
+	}
+	plain := Encode(h, recs)
+	ph, err := Parse(plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	budget := NewBudget(64 << 20)
+	codecs := []Codec{CodecNone, CodecGzip, CodecSnappy, CodecLZ4, CodecZstd}
+	levels := map[Codec][]int{CodecGzip: {0, 1, 9}, CodecLZ4: {0, 1, 2, 9, 17}, CodecZstd: {0, -131072, 1, 22}}
+	for _, from := range codecs {
+		src, err := Recompress(context.Background(), plain, ph, Limits{}, from, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sh, err := Parse(src)
+		if err != nil || sh.Codec() != from {
+			t.Fatalf("%s: %+v %v", from, sh, err)
+		}
+		for _, to := range codecs {
+			for _, level := range append([]int{0}, levels[to]...) {
+				out, err := Recompress(context.Background(), src, sh, Limits{Budget: budget}, to, level)
+				if err != nil {
+					t.Fatalf("%s to %s/%d: %v", from, to, level, err)
+				}
+				if n := budget.InUse(); n != 0 {
+					t.Fatalf("%s to %s/%d: %d bytes of the budget still held", from, to, level, n)
+				}
+				oh, err := Parse(out)
+				if err != nil || !CheckCRC(out) || oh.Codec() != to || oh.BaseOffset != 0 || oh.LastOffsetDelta != 49 || oh.NumRecords != 50 ||
+					oh.FirstTimestamp != 1000 || oh.MaxTimestamp != 1049 || oh.ProducerID != 7 || oh.ProducerEpoch != 2 || oh.BaseSequence != 40 {
+					t.Fatalf("%s to %s/%d: header %+v, %v", from, to, level, oh, err)
+				}
+				back, err := DecodeRecords(out)
+				if err != nil || len(back) != 50 {
+					t.Fatalf("%s to %s/%d: %d records, %v", from, to, level, len(back), err)
+				}
+				for i := range back {
+					if back[i].Timestamp != recs[i].Timestamp || !bytes.Equal(back[i].Value, recs[i].Value) || back[i].OffsetDelta != recs[i].OffsetDelta {
+						t.Fatalf("%s to %s/%d: record %d differs", from, to, level, i)
+					}
+				}
+				var kb kmsg.RecordBatch
+				if err := kb.ReadFrom(out); err != nil {
+					t.Fatal(err)
+				}
+				if to != CodecNone {
+					if _, err := kgo.DefaultDecompressor().Decompress(kb.Records, kgo.CompressionCodecType(to)); err != nil {
+						t.Fatalf("%s to %s/%d: kgo cannot decompress: %v", from, to, level, err)
+					}
+				}
+			}
 		}
 	}
 }

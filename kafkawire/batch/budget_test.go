@@ -47,7 +47,7 @@ func bombRecordPrefix(valueLen int64) []byte {
 func zstdBatch(data []byte, records int32) []byte {
 	h := NewHeader(0)
 	h.Attributes = int16(CodecZstd)
-	raw, _ := encode(h, nil)
+	raw, _ := encode(h, nil, 0)
 	raw = append(raw, data...)
 	binary.BigEndian.PutUint32(raw[offLength:], uint32(len(raw)-logOverhead))
 	binary.BigEndian.PutUint32(raw[offLastOffsetDelta:], uint32(records-1))

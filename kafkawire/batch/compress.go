@@ -197,24 +197,39 @@ func snappyDecode(src []byte, limit int64, ch *charger) ([]byte, error) {
 	return out, nil
 }
 
-var zstdEncoders = sync.Pool{New: func() any {
-	e, _ := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithLowerEncoderMem(true))
+// zstdEncoders are pools of encoders by klauspost's level (zstd levels
+// map onto its four: EncoderLevelFromZstd).
+var zstdEncoders [zstd.SpeedBestCompression + 1]sync.Pool
+
+func zstdEncoder(level zstd.EncoderLevel) *zstd.Encoder {
+	if e, ok := zstdEncoders[level].Get().(*zstd.Encoder); ok {
+		return e
+	}
+	e, _ := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithLowerEncoderMem(true), zstd.WithEncoderLevel(level))
 	return e
-}}
+}
 
 // xerialBlockSize is the block size of the Java producer's xerial framing.
 const xerialBlockSize = 32 << 10
 
 // compress compresses data with codec as Kafka's Java client writes it:
 // gzip, snappy in the xerial framing, an LZ4 frame of independent blocks,
-// zstd. It is what a rewritten batch (compaction) keeps its codec with.
-func compress(data []byte, codec Codec) ([]byte, error) {
+// zstd, at level (Kafka's compression.<codec>.level; 0 is the codec's
+// default: gzip -1, lz4 9, zstd 3; snappy has none). It is what a
+// rewritten batch (compaction, recompression) is compressed with.
+func compress(data []byte, codec Codec, level int) ([]byte, error) {
 	switch codec {
 	case CodecNone:
 		return data, nil
 	case CodecGzip:
 		var buf bytes.Buffer
-		w := gzip.NewWriter(&buf)
+		if level == 0 {
+			level = gzip.DefaultCompression
+		}
+		w, err := gzip.NewWriterLevel(&buf, level)
+		if err != nil {
+			return nil, err
+		}
 		if _, err := w.Write(data); err != nil {
 			return nil, err
 		}
@@ -236,6 +251,9 @@ func compress(data []byte, codec Codec) ([]byte, error) {
 	case CodecLZ4:
 		var buf bytes.Buffer
 		w := lz4.NewWriter(&buf)
+		if err := w.Apply(lz4.CompressionLevelOption(lz4Level(level))); err != nil {
+			return nil, err
+		}
 		if _, err := w.Write(data); err != nil {
 			return nil, err
 		}
@@ -244,9 +262,28 @@ func compress(data []byte, codec Codec) ([]byte, error) {
 		}
 		return buf.Bytes(), nil
 	case CodecZstd:
-		e := zstdEncoders.Get().(*zstd.Encoder)
-		defer zstdEncoders.Put(e)
+		l := zstd.SpeedDefault
+		if level != 0 {
+			l = zstd.EncoderLevelFromZstd(level)
+		}
+		e := zstdEncoder(l)
+		defer zstdEncoders[l].Put(e)
 		return e.EncodeAll(data, nil), nil
 	}
 	return nil, fmt.Errorf("codec %d", codec)
+}
+
+// lz4Level maps Kafka's compression.lz4.level (1 fast, 2-17 the
+// high-compression levels; 0 Kafka's default, 9) onto pierrec/lz4's
+// levels (fast, 1-9).
+func lz4Level(level int) lz4.CompressionLevel {
+	switch {
+	case level == 0:
+		return lz4.Level9
+	case level <= 1:
+		return lz4.Fast
+	case level >= 9:
+		return lz4.Level9
+	}
+	return lz4.CompressionLevel(1 << (8 + level)) // Level2-Level8
 }

@@ -378,7 +378,7 @@ func Encode(h Header, recs []Record) []byte {
 	h.Attributes &^= AttrCodecMask
 	h.FirstTimestamp, h.MaxTimestamp = recs[0].Timestamp, maxTS
 	h.LastOffsetDelta = recs[len(recs)-1].OffsetDelta
-	raw, _ := encode(h, recs)
+	raw, _ := encode(h, recs, 0)
 	return raw
 }
 
@@ -400,7 +400,7 @@ func Rewrite(orig Header, keep []Record, deleteHorizon int64) ([]byte, error) {
 	if len(keep) == 0 {
 		h.Attributes &^= AttrCodecMask // as writeEmptyHeader: nothing to compress
 		h.FirstTimestamp = orig.MaxTimestamp
-		return encode(h, nil)
+		return encode(h, nil, 0)
 	}
 	if !orig.LogAppendTime() {
 		h.MaxTimestamp = keep[0].Timestamp
@@ -413,13 +413,32 @@ func Rewrite(orig Header, keep []Record, deleteHorizon int64) ([]byte, error) {
 		h.FirstTimestamp = deleteHorizon
 		h.Attributes |= AttrDeleteHorizon
 	}
-	return encode(h, keep)
+	return encode(h, keep, 0)
+}
+
+// Recompress returns the batch raw (h its parsed header) with its records
+// compressed with codec at level (see compress), as Kafka's broker
+// rewrites a produced batch whose codec is not its topic's
+// compression.type (LogValidator): the same base offset, offset deltas,
+// timestamps, producer fields and timestamp type; the new length and
+// CRC. The records are decompressed within lim (charged to lim.Budget
+// until the new batch is built), as ValidateLimited does. Errors: as
+// ValidateLimited (ErrCorruptMessage, ErrInvalidRecord,
+// ErrDecompressedTooLarge, ErrBudgetWait), the compressor's.
+func Recompress(ctx context.Context, raw []byte, h Header, lim Limits, codec Codec, level int) ([]byte, error) {
+	recs, _, hold, err := decodeWith(ctx, raw, &h, false, true, lim, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer hold.Release()
+	h.Attributes = h.Attributes&^AttrCodecMask | int16(codec)
+	return encode(h, recs, level)
 }
 
 // encode writes h (but its length, CRC and record count) and recs, whose
 // timestamps are encoded relative to h.FirstTimestamp, compressed with
 // h's codec.
-func encode(h Header, recs []Record) ([]byte, error) {
+func encode(h Header, recs []Record, level int) ([]byte, error) {
 	size := HeaderLen
 	for i := range recs {
 		size += RecordLen(&recs[i], recs[i].Timestamp-h.FirstTimestamp, int64(recs[i].OffsetDelta))
@@ -441,7 +460,7 @@ func encode(h Header, recs []Record) ([]byte, error) {
 		raw = appendRecord(raw, &recs[i], recs[i].Timestamp-h.FirstTimestamp)
 	}
 	if codec := h.Codec(); codec != CodecNone && len(recs) > 0 {
-		data, err := compress(raw[HeaderLen:], codec)
+		data, err := compress(raw[HeaderLen:], codec, level)
 		if err != nil {
 			return nil, fmt.Errorf("compress %s: %w", codec, err)
 		}

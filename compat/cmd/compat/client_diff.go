@@ -479,7 +479,7 @@ func (r *diffReport) compareTagged(step, run string, a, b *exchange) {
 		where += fmt.Sprintf(" (against Kafka's v%d answer as 3.x gave it at v%d)", a.ver, b.ver)
 	}
 	for _, d := range compareResponses(ka, b.resp) {
-		if k := keep(api, r.backend, &d); k != nil {
+		if k := keep(api, r.backend, b.ver, &d); k != nil {
 			r.mu.Lock()
 			if r.kept[step] == nil {
 				r.kept[step] = map[string]int{}

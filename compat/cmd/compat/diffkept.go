@@ -24,6 +24,7 @@ type keptRule struct {
 	Category string
 	API      string
 	Backend  string // "dis": kept only on the DIS backend; "" on both
+	MaxVer   int16  // kept only at versions up to this; 0: every version
 	Path     string
 	Reason   string
 	Shape    func(kafka, disgw reflect.Value) bool
@@ -51,7 +52,9 @@ var keptRules = []*keptRule{
 	{Category: catHosts, Path: "**Host", Reason: "each server listens on its own free port"},
 	{Category: catHosts, Path: "**Port", Reason: "each server listens on its own free port"},
 	{Category: catHosts, API: "DescribeConfigs", Path: "**Value", Shape: sameModuloAddr, Reason: "broker configs naming the listeners' addresses (listeners, advertised.listeners, ...)"},
-	{Category: catHosts, API: "DescribeConfigs", Path: `**Configs["log.dirs"]**Value`, Reason: "the server's own log directory"},
+	{Category: catHosts, API: "DescribeConfigs", Path: `**Configs["log.dirs"]**`, Reason: "the server's own log directory (disgw's data directory or DIS is not a Kafka log directory, and is not listed)"},
+	{Category: catNodeIDs, API: "DescribeConfigs", Path: `**Configs["broker.id"]**Value`, Reason: "Kafka's node is 1, disgw's 0"},
+	{Category: catNodeIDs, API: "DescribeConfigs", Path: `**Configs["node.id"]**Value`, Reason: "Kafka's node is 1, disgw's 0"},
 	{Category: catHosts, Path: "**UsableBytes", Shape: sameSign, Reason: "the host's file system, which anything may write to"},
 	{Category: catHosts, Path: "**TotalBytes", Shape: sameSign, Reason: "the host's file system"},
 	{Category: catTopicIDs, Path: "**TopicID", Shape: sameZero, Reason: "random per topic"},
@@ -71,6 +74,32 @@ var keptRules = []*keptRule{
 	{Category: catReplication, Path: "**LastKnownELR", Reason: "ELR of one node"},
 	{Category: catDeliberate, Path: "**ErrorMessage", Shape: sameZero,
 		Reason: "free text in each server's own words; the error code is compared, and whether a message is given"},
+	{Category: catDeliberate, API: "DescribeConfigs", Path: `Resources[BROKER/**ReadOnly`,
+		Reason: "every broker key is read-only: disgw's broker configs come from its configuration file (AlterConfigs on a broker is INVALID_REQUEST)"},
+	{Category: catDeliberate, API: "DescribeConfigs", Path: `**Configs["controller.**`,
+		Reason: "Kafka's KRaft controller listener and quorum: disgw has no controller (its one node answers for the cluster)"},
+	{Category: catDeliberate, API: "DescribeConfigs", Path: `**Configs["listeners"]**Value`,
+		Reason: "Kafka's listeners include its KRaft CONTROLLER listener; disgw has only its PLAINTEXT one"},
+	{Category: catDeliberate, API: "DescribeConfigs", Path: `**Configs["listener.security.protocol.map"]**Value`,
+		Reason: "Kafka's map includes its KRaft CONTROLLER listener; disgw has only PLAINTEXT"},
+	{Category: catDeliberate, Path: `**Configs["offsets.topic.num.partitions"]**Value`,
+		Reason: "the harness's Kafka runs with offsets.topic.num.partitions=3 (kafkabroker.go); disgw lists Kafka's default, 50"},
+	{Category: catDeliberate, API: "Metadata", Path: `Topics["__consumer_offsets"]`,
+		Reason: "Kafka creates __consumer_offsets at the first FindCoordinator and lists it from then on; disgw's group offsets (kept in its backend) always exist, so it always lists it"},
+	{Category: catDeliberate, API: "Metadata", Path: `Topics["__consumer_offsets"].Partitions**`,
+		Reason: "the harness's Kafka runs with offsets.topic.num.partitions=3 (kafkabroker.go); disgw lists Kafka's default, 50"},
+	{Category: catDeliberate, Path: `**Configs["dis.record.format"]**`,
+		Reason: "disgw's own topic config: how the DIS backend stores the topic's records"},
+	{Category: catDeliberate, Path: `**Configs["max.decompressed.message.bytes"]**Value`,
+		Reason: "disgw's default is its max_decompressed_message_bytes, 100 MiB, which it enforces per batch (Kafka's is near 2 GiB)"},
+	{Category: catDeliberate, Path: `**Configs["message.timestamp.after.max.ms"]**Value`,
+		Reason: "disgw does not refuse batches with future timestamps (Kafka 4 refuses more than 1 hour ahead): the real value is Long.MAX"},
+	{Category: catDeliberate, Path: `**Configs["log.message.timestamp.after.max.ms"]**Value`,
+		Reason: "disgw does not refuse batches with future timestamps (Kafka 4 refuses more than 1 hour ahead): the real value is Long.MAX"},
+	{Category: catDeliberate, API: "DescribeConfigs", Path: `**Configs["max.connections"]**Value`,
+		Reason: "disgw's max_connections (4096 by default); Kafka has no limit by default"},
+	{Category: catDeliberate, API: "DescribeConfigs", Path: `**Configs["max.connections.per.ip"]**Value`,
+		Reason: "disgw's max_connections_per_ip (1024 by default); Kafka has no limit by default"},
 	{Category: catDeliberate, API: "ApiVersions", Path: "ApiKeys[*].MinVersion", Shape: disgwLower,
 		Reason: "disgw still serves the versions Kafka 4 removed (KIP-896) for old clients; they are checked against Kafka 3.x's answers instead"},
 	{Category: catDeliberate, API: "ApiVersions", Path: "ApiKeys[0].MinVersion",
@@ -79,10 +108,10 @@ var keptRules = []*keptRule{
 		Reason: "disgw advertises no KRaft feature levels: group.version 1 would tell clients the KIP-848 consumer protocol is served, transaction.version 2 transactions v2, share.version and streams.version the share and streams groups, none of which disgw serves; metadata.version and kraft.version describe a controller quorum it does not have"},
 	{Category: catDeliberate, API: "ApiVersions", Path: "FinalizedFeatures**", Reason: "as SupportedFeatures"},
 	{Category: catDeliberate, API: "ApiVersions", Path: "FinalizedFeaturesEpoch", Reason: "as SupportedFeatures: no finalized features, so -1"},
-	{Category: catDeliberate, API: "CreateTopics", Path: `Topics["badrf"]**`,
+	{Category: catDeliberate, API: "CreateTopics", Path: `Topics["*badrf"]**`,
 		Reason: "a replication factor above 1 is accepted: the data lives in the backend (DIS keeps three copies of every stream; the embedded store is one node's disk, as the README says), and refusing 3 would break clients configured for a production cluster (Kafka Connect's internal topics and Kafka Streams' topics ask for 3 when so configured); Metadata reports the one replica"},
-	{Category: catDeliberate, API: "Metadata", Path: `Topics["badrf"]**`, Reason: "the topic of replication factor 3 exists on disgw (see CreateTopics)"},
-	{Category: catDeliberate, API: "Metadata", Path: `Topics["t2"]**`,
+	{Category: catDeliberate, Path: `Topics["*badrf"]**`, Reason: "the topic of replication factor 3 exists on disgw (see CreateTopics), so Metadata and ElectLeaders of every topic list it"},
+	{Category: catDeliberate, API: "Metadata", MaxVer: 3, Path: `Topics["*-t2"]**`,
 		Reason: "auto-creation (Metadata v0-3 naming an unknown topic): disgw creates the topic before answering, so the first answer already lists it; Kafka's controller creates it asynchronously and answers UNKNOWN_TOPIC_OR_PARTITION first; clients retry either way and then see the same topic"},
 	{Category: catDeliberate, API: "Fetch", Backend: "dis", Path: "**RecordBatches[*].ProducerID",
 		Reason: "DIS backend, native record format: each Kafka record is one DIS record, readable by DIS applications; the batch's producer id, epoch and sequence are the gateway's idempotence state (kept in DIS apart from the records) and are not rebuilt in fetched batches, which consumers do not read (transactions are not served)"},
@@ -119,11 +148,11 @@ func globRE(g string) *regexp.Regexp {
 }
 
 // keep returns the rule that keeps d in a response of api, or nil.
-func keep(api, backend string, d *fieldDiff) *keptRule {
+func keep(api, backend string, ver int16, d *fieldDiff) *keptRule {
 	p := strings.TrimSuffix(d.Path, ".len")
 	bare := trailingIndex.ReplaceAllString(p, "") // Replicas[0] is in Replicas
 	for _, r := range keptRules {
-		if r.API != "" && r.API != api || r.Backend != "" && r.Backend != backend {
+		if r.API != "" && r.API != api || r.Backend != "" && r.Backend != backend || r.MaxVer > 0 && ver > r.MaxVer {
 			continue
 		}
 		if !r.re.MatchString(p) && !r.re.MatchString(bare) {
@@ -232,6 +261,12 @@ func printKept() string {
 		api := r.API
 		if api == "" {
 			api = "every API"
+		}
+		if r.MaxVer > 0 {
+			api += fmt.Sprintf(" v0-%d", r.MaxVer)
+		}
+		if r.Backend != "" {
+			api += " (" + r.Backend + ")"
 		}
 		fmt.Fprintf(&b, "  %-48s %-16s %-24s %s\n", r.Category, api, r.Path, r.Reason)
 	}
