@@ -113,6 +113,14 @@ var keptRules = []*keptRule{
 	{Category: catDeliberate, Path: `Topics["*badrf"]**`, Reason: "the topic of replication factor 3 exists on disgw (see CreateTopics), so Metadata and ElectLeaders of every topic list it"},
 	{Category: catDeliberate, API: "Metadata", MaxVer: 3, Path: `Topics["*-t2"]**`,
 		Reason: "auto-creation (Metadata v0-3 naming an unknown topic): disgw creates the topic before answering, so the first answer already lists it; Kafka's controller creates it asynchronously and answers UNKNOWN_TOPIC_OR_PARTITION first; clients retry either way and then see the same topic"},
+	{Category: catDeliberate, Backend: "dis", Path: `**Configs["retention.ms"].Value`,
+		Reason: "DIS backend: a stream keeps data 24 to 168 hours (its data_duration); a topic that sets no retention.ms gets DIS's default, 24 h, and a compacted topic 168 h (README: Compacted topics on DIS), reported as what DIS keeps"},
+	{Category: catDeliberate, Backend: "dis", Path: `**Configs["retention.ms"].Source`, Shape: defaultVsStatic,
+		Reason: "DIS backend: the 24 h a topic gets without retention.ms is the backend's (STATIC_BROKER_CONFIG, synonym log.retention.ms), not Kafka's default"},
+	{Category: catDeliberate, Backend: "dis", Path: `**Configs["retention.ms"].ConfigSynonyms["log.retention.ms"]**`,
+		Reason: "DIS backend: the broker's log.retention.ms (DIS's 24 h) is a synonym of every topic's retention.ms, as a statically set log.retention.ms is in Kafka"},
+	{Category: catDeliberate, Backend: "dis", API: "DescribeConfigs", Path: `Resources[BROKER/*].Configs["log.retention.ms"]**`,
+		Reason: "DIS backend: the broker's log.retention.ms is DIS's default data_duration, 24 h"},
 	{Category: catDeliberate, API: "Fetch", Backend: "dis", Path: "**RecordBatches[*].ProducerID",
 		Reason: "DIS backend, native record format: each Kafka record is one DIS record, readable by DIS applications; the batch's producer id, epoch and sequence are the gateway's idempotence state (kept in DIS apart from the records) and are not rebuilt in fetched batches, which consumers do not read (transactions are not served)"},
 	{Category: catDeliberate, API: "Fetch", Backend: "dis", Path: "**RecordBatches[*].ProducerEpoch", Reason: "as ProducerID"},
@@ -222,6 +230,14 @@ func sameModuloAddr(a, b reflect.Value) bool {
 	x, ok1 := str(a)
 	y, ok2 := str(b)
 	return ok1 && ok2 && x == y && x != ""
+}
+
+// defaultVsStatic: Kafka's DEFAULT_CONFIG (5) against disgw's
+// STATIC_BROKER_CONFIG (4).
+func defaultVsStatic(a, b reflect.Value) bool {
+	x, ok1 := intOf(a)
+	y, ok2 := intOf(b)
+	return ok1 && ok2 && x == 5 && y == 4
 }
 
 func disgwLower(a, b reflect.Value) bool {
