@@ -230,6 +230,7 @@ func runDiff(broker, tools, backend string) {
 	}
 	rep := newDiffReport()
 	rep.backend = backend
+	flattenBatches = backend == "dis"
 
 	// ApiVersions itself, at v3 (as fetched): ranges and features.
 	rep.compare("ApiVersions", &exchange{label: "ApiVersions v3", key: 18, ver: 3, resp: kresp}, &exchange{label: "ApiVersions v3", key: 18, ver: 3, resp: dresp})

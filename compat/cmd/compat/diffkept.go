@@ -121,6 +121,8 @@ var keptRules = []*keptRule{
 		Reason: "DIS backend: the broker's log.retention.ms (DIS's 24 h) is a synonym of every topic's retention.ms, as a statically set log.retention.ms is in Kafka"},
 	{Category: catDeliberate, Backend: "dis", API: "DescribeConfigs", Path: `Resources[BROKER/*].Configs["log.retention.ms"]**`,
 		Reason: "DIS backend: the broker's log.retention.ms is DIS's default data_duration, 24 h"},
+	{Category: catDeliberate, API: "Fetch", Backend: "dis", Path: "**RecordBatches (records compared one by one)",
+		Reason: "DIS backend: each Kafka record is one DIS record, and a fetch rebuilds batches from consecutive records, so batch boundaries differ; the harness compares the records one by one (offset, timestamp, key, value, headers, and their batch's leader epoch, magic, attributes and CRC)"},
 	{Category: catDeliberate, API: "Fetch", Backend: "dis", Path: "**RecordBatches[*].ProducerID",
 		Reason: "DIS backend, native record format: each Kafka record is one DIS record, readable by DIS applications; the batch's producer id, epoch and sequence are the gateway's idempotence state (kept in DIS apart from the records) and are not rebuilt in fetched batches, which consumers do not read (transactions are not served)"},
 	{Category: catDeliberate, API: "Fetch", Backend: "dis", Path: "**RecordBatches[*].ProducerEpoch", Reason: "as ProducerID"},
