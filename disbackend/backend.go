@@ -314,7 +314,9 @@ type AppendResult struct {
 	// LogStartOffset is the partition's first sequence number after the append.
 	LogStartOffset int64
 	// LogAppendTime is the append time (ms) stamped on a LogAppendTime
-	// stream's batch, -1 otherwise (Kafka's Produce response field).
+	// stream's batch, -1 otherwise (Kafka's Produce response field). For a
+	// duplicate it is the original batch's stored max timestamp, whatever
+	// the stream's timestamp type, as Kafka answers a retry.
 	LogAppendTime int64
 	// Duplicate is true when the batch was an idempotent retry of a batch
 	// already in the log; nothing new was written.

@@ -20,11 +20,17 @@ import (
 const MaxProducerBatches = 5
 
 // ProducerBatch is one batch a producer appended to a partition (Kafka's
-// BatchMetadata): its producer sequence range and the offsets it got.
+// BatchMetadata): its producer sequence range, the offsets it got and its
+// stored max timestamp.
 type ProducerBatch struct {
 	FirstSeq, LastSeq int32
 	BaseOffset        int64 // offset of the batch's first record
 	LastOffset        int64 // offset of its last record
+	// MaxTimestamp is the stored batch's max timestamp (ms): the append
+	// time on a LogAppendTime stream. Kafka answers a retry of the batch
+	// with it as the Produce response's LogAppendTime, whatever the
+	// stream's timestamp type (UnifiedLog.append, duplicate path).
+	MaxTimestamp int64
 }
 
 // ProducerState is one producer's state on one partition (Kafka's
@@ -97,27 +103,29 @@ func (s *ProducerStates[K]) Check(k K, b *Batch) (*ProducerBatch, error) {
 }
 
 // Remember records the idempotent batch b, which Check accepted, as
-// written at offsets [base, last] at nowMS (ms): a newer epoch starts the
-// state over, and only the last MaxProducerBatches batches are kept.
-func (s *ProducerStates[K]) Remember(k K, b *Batch, base, last, nowMS int64) {
+// written at offsets [base, last] with max timestamp maxTS (ms, as
+// stored) at nowMS (ms): a newer epoch starts the state over, and only
+// the last MaxProducerBatches batches are kept.
+func (s *ProducerStates[K]) Remember(k K, b *Batch, base, last, maxTS, nowMS int64) {
 	s.put(k, b.ProducerEpoch, ProducerBatch{
 		FirstSeq: b.BaseSequence, LastSeq: IncSequence(b.BaseSequence, b.NumRecords-1),
-		BaseOffset: base, LastOffset: last,
+		BaseOffset: base, LastOffset: last, MaxTimestamp: maxTS,
 	}, nowMS)
 }
 
 // Rebuild replays a stored batch of producer epoch epoch, first sequence
-// baseSeq, at offsets [base, last] appended at appendMS, as Check accepted
+// baseSeq, at offsets [base, last] with max timestamp maxTS (ms) appended
+// at appendMS (ms), as Check accepted
 // it when it was written: a newer epoch starts the state over, an older
 // one (which Check would have refused) is ignored. The store replays a
 // partition's batches in offset order.
-func (s *ProducerStates[K]) Rebuild(k K, epoch int16, baseSeq int32, base, last, appendMS int64) {
+func (s *ProducerStates[K]) Rebuild(k K, epoch int16, baseSeq int32, base, last, maxTS, appendMS int64) {
 	if ps := s.m[k]; ps != nil && epoch < ps.Epoch {
 		return
 	}
 	s.put(k, epoch, ProducerBatch{
 		FirstSeq: baseSeq, LastSeq: IncSequence(baseSeq, int32(last-base)),
-		BaseOffset: base, LastOffset: last,
+		BaseOffset: base, LastOffset: last, MaxTimestamp: maxTS,
 	}, appendMS)
 }
 

@@ -88,7 +88,7 @@ func TestProducerStates(t *testing.T) {
 				case dup != nil:
 					t.Fatalf("step %d: Check = duplicate %+v, want a new batch", i, dup)
 				default:
-					s.Remember(7, b, next, next+int64(st.n)-1, int64(i))
+					s.Remember(7, b, next, next+int64(st.n)-1, int64(i), int64(i))
 					next += int64(st.n)
 				}
 			}
@@ -112,14 +112,14 @@ func TestProducerStatesRebuild(t *testing.T) {
 		if dup, err := live.Check("p", b); dup != nil || err != nil {
 			t.Fatalf("batch %d: %+v, %v", i, dup, err)
 		}
-		live.Remember("p", b, next, next+int64(b.NumRecords)-1, 100)
+		live.Remember("p", b, next, next+int64(b.NumRecords)-1, 100, 100)
 		log = append(log, stored{b.ProducerEpoch, b.BaseSequence, b.NumRecords, next, next + int64(b.NumRecords) - 1})
 		next += int64(b.NumRecords)
 	}
 	// A batch of the old epoch among the new epoch's is ignored.
 	log = append(log[:len(log)-1:len(log)-1], stored{0, 5, 1, 4, 4}, log[len(log)-1])
 	for _, st := range log {
-		rebuilt.Rebuild("p", st.epoch, st.seq, st.base, st.end, 100)
+		rebuilt.Rebuild("p", st.epoch, st.seq, st.base, st.end, 100, 100)
 	}
 	a, b := live.Get("p"), rebuilt.Get("p")
 	if a.Epoch != b.Epoch || len(a.Batches) != MaxProducerBatches || len(b.Batches) != len(a.Batches) {
@@ -138,7 +138,7 @@ func TestProducerStatesRebuild(t *testing.T) {
 func TestProducerStatesExpireAndDrop(t *testing.T) {
 	var s ProducerStates[[2]int]
 	for i := 0; i < 4; i++ {
-		s.Remember([2]int{i % 2, i}, idemBatch(0, 0, 1), 0, 0, int64(i*10))
+		s.Remember([2]int{i % 2, i}, idemBatch(0, 0, 1), 0, 0, int64(i*10), int64(i*10))
 	}
 	if n := s.Expire(15); n != 2 || s.Len() != 2 {
 		t.Fatalf("Expire(15) = %d, %d left; want 2 dropped, 2 left", n, s.Len())

@@ -31,6 +31,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap"
 
 	"github.com/disgw/disgw/disbackend"
 	"github.com/disgw/disgw/kafkawire"
@@ -43,6 +44,7 @@ func init() { registerAPI(0, 3, 13, (*conn).handleProduce) }
 // pending append.
 type producePart struct {
 	p       *kmsg.ProduceResponseTopicPartition
+	st      *disbackend.Stream
 	pending *disbackend.Pending
 }
 
@@ -114,7 +116,7 @@ func (c *conn) handleProduce(req *kafkawire.Request) reply {
 					setErr(p, kafkaError(c.log, err), err)
 					continue
 				}
-				parts = append(parts, producePart{p: p, pending: pending})
+				parts = append(parts, producePart{p: p, st: st, pending: pending})
 			}
 		}
 	}
@@ -144,6 +146,14 @@ func (c *conn) handleProduce(req *kafkawire.Request) reply {
 			throttle = max(throttle, res.Throttle)
 			if err != nil {
 				pp.p.ErrorCode = kafkaError(c.log, err)
+				if producerStateError(pp.p.ErrorCode) {
+					// As Kafka's ReplicaManager.appendToLocalLog: the
+					// log start offset, and no error message.
+					c.log.Debug("produce refused by the producer state", zap.String("topic", pp.st.Name),
+						zap.Int32("partition", pp.p.Partition), zapErr(err))
+					pp.p.LogStartOffset = c.logStartOffset(pp.st, pp.p.Partition)
+					continue
+				}
 				if r.Version >= 8 {
 					pp.p.ErrorMessage = errMessage(err)
 				}
@@ -228,6 +238,25 @@ func (c *conn) appendBatch(ctx context.Context, version int16, frameBytes int, s
 	pending := c.s.backend.Append(st.Name, rp.Partition, disbackend.Batch{Raw: raw, Header: h, Records: recs})
 	pending.AfterDone(hold.Release) // the backend no longer holds the records
 	return pending, nil
+}
+
+// producerStateError reports whether code is an idempotent producer's
+// refusal (OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH), which
+// Kafka answers with the partition's log start offset and no error message
+// (ReplicaManager.appendToLocalLog, the path of exceptions without a
+// custom message).
+func producerStateError(code int16) bool {
+	return code == kerr.OutOfOrderSequenceNumber.Code || code == kerr.InvalidProducerEpoch.Code
+}
+
+// logStartOffset is the partition's log start offset for a Produce error
+// answer (v5+), -1 when the backend cannot tell.
+func (c *conn) logStartOffset(st *disbackend.Stream, partition int32) int64 {
+	rg, err := c.s.backend.Range(st.Name, partition)
+	if err != nil {
+		return -1
+	}
+	return rg.First
 }
 
 // recompress rewrites a batch bound for the embedded store whose codec is

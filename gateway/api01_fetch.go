@@ -22,8 +22,10 @@ package gateway
 // synced data is returned. KIP-74: only the first non-empty partition may
 // exceed the size limits, and then by whole batches; a batch is never cut.
 // An offset inside a stored batch returns the whole batch. Offsets below
-// the log start or above the high watermark get OFFSET_OUT_OF_RANGE, with
-// the high watermark, last stable and log start offsets -1 (as Kafka 4.4).
+// the log start or above the high watermark get OFFSET_OUT_OF_RANGE. As
+// Kafka, a partition answered with an error has high watermark, last
+// stable offset and log start offset -1; its aborted transactions are []
+// for an unknown topic or partition, null for an error of the read.
 
 import (
 	"time"
@@ -45,6 +47,12 @@ func (c *conn) handleFetch(req *kafkawire.Request) reply {
 }
 
 var noRecords = []byte{}
+
+// noAborted is an empty AbortedTransactions (v4+), not null: what Kafka
+// sends on a read_committed fetch and on the partitions that KafkaApis
+// refuses before reading (unknown topic or partition,
+// FetchResponse.partitionResponse).
+var noAborted = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
 
 func (c *conn) fetch(r *kmsg.FetchRequest) *kmsg.FetchResponse {
 	resp := r.ResponseKind().(*kmsg.FetchResponse)
@@ -156,9 +164,11 @@ func (c *conn) fillFetch(r *kmsg.FetchRequest, resp *kmsg.FetchResponse, maxByte
 			switch {
 			case topicErr != 0:
 				p.ErrorCode, done = topicErr, true
+				p.AbortedTransactions = noAborted
 				continue
 			case rp.Partition < 0 || rp.Partition >= st.PartitionCount:
 				p.ErrorCode, done = kerr.UnknownTopicOrPartition.Code, true
+				p.AbortedTransactions = noAborted
 				continue
 			case r.Version >= 9 && rp.CurrentLeaderEpoch >= 0 && rp.CurrentLeaderEpoch < leaderEpoch:
 				p.ErrorCode, done = kerr.FencedLeaderEpoch.Code, true
@@ -182,12 +192,15 @@ func (c *conn) fillFetch(r *kmsg.FetchRequest, resp *kmsg.FetchResponse, maxByte
 				res, err = s.backend.Read(c.ctx, st.Name, rp.Partition, rp.FetchOffset, max(limit, 1))
 			}
 			if err != nil {
-				// -1 for the offsets with any error, OFFSET_OUT_OF_RANGE
-				// included, as Kafka 4.4 answers (compat kafka-diff).
+				// As Kafka's failed LogReadResult: offsets -1 (also on
+				// OFFSET_OUT_OF_RANGE), aborted transactions null.
 				p.ErrorCode, done = kafkaError(c.log, err), true
 				continue
 			}
 			p.HighWatermark, p.LastStableOffset, p.LogStartOffset = res.Range.Next, res.Range.Next, res.Range.First
+			if r.IsolationLevel == 1 {
+				p.AbortedTransactions = noAborted // none (no transactions), as Kafka: [] when read_committed
+			}
 			// Take the batches that fit; check codecs before copying.
 			keep, n := 0, 0
 			for k, b := range res.Batches {

@@ -42,7 +42,7 @@ func init() { registerAPI(3, 0, 13, (*conn).handleMetadata) }
 
 // leaderEpoch is the leader epoch of every partition: one node leads
 // everything and leadership never moves.
-const leaderEpoch = 0
+const leaderEpoch = disbackend.LeaderEpoch
 
 func (c *conn) handleMetadata(req *kafkawire.Request) reply {
 	r := req.Body.(*kmsg.MetadataRequest)

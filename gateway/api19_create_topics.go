@@ -11,12 +11,16 @@ package gateway
 // Replication factor is accepted and ignored (the store replicates; we
 // report 1). A manual replica assignment sets the partition count. An
 // existing topic is TOPIC_ALREADY_EXISTS before anything else is checked.
+// A topic answered with an error has, v5+, partitions and replication
+// factor -1 and configs [] (v7: topic id zero); validate_only answers,
+// v7, a random topic id, as Kafka.
 // Topics past Limits.MaxTopics get POLICY_VIOLATION (limits.go).
 // Configs: see topic_configs.go (what the backend refuses, such as
 // compaction on DIS, is INVALID_CONFIG).
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 
@@ -75,6 +79,11 @@ func (c *conn) handleCreateTopics(req *kafkawire.Request) reply {
 		}
 		if r.Version >= 7 {
 			t.TopicID = st.TopicID
+			if r.ValidateOnly && t.TopicID == ([16]byte{}) {
+				// As Kafka's controller: the id it would have given,
+				// random, though the topic is not created.
+				t.TopicID = randomTopicID()
+			}
 		}
 		t.NumPartitions = st.PartitionCount
 		t.ReplicationFactor = 1
@@ -88,6 +97,16 @@ func (c *conn) handleCreateTopics(req *kafkawire.Request) reply {
 		resp.Topics = append(resp.Topics, t)
 	}
 	return ready(req, resp)
+}
+
+// randomTopicID returns 16 random bytes, never all zero (Kafka's null
+// topic id).
+func randomTopicID() [16]byte {
+	var id [16]byte
+	for id == ([16]byte{}) {
+		_, _ = rand.Read(id[:]) // crypto/rand.Read never fails (Go 1.24+)
+	}
+	return id
 }
 
 func (s *Server) createTopicFromRequest(ctx context.Context, r *kmsg.CreateTopicsRequest, rt *kmsg.CreateTopicsRequestTopic, duplicate bool) (*disbackend.Stream, error) {

@@ -6,7 +6,9 @@ package gateway
 //   - v1: ThrottleMillis. v4: flexible. v5: ErrorMessage.
 //   - v6: topics by name or id (UNKNOWN_TOPIC_ID when the id is unknown).
 //
-// Topics past Limits.MaxTopics get INVALID_REQUEST (limits.go).
+// Topics past Limits.MaxTopics get INVALID_REQUEST (limits.go). An unknown
+// topic name or id (UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID) gets, v5+,
+// the error code's default message, as Kafka's controller sends it.
 //
 // Deleting removes the stream and all its data; a topic created again with
 // the same name gets a new topic id and starts at offset 0.
@@ -74,6 +76,16 @@ func (c *conn) handleDeleteTopics(req *kafkawire.Request) reply {
 				if r.Version >= 5 {
 					t.ErrorMessage = errMessage(err)
 				}
+			}
+		}
+		if r.Version >= 5 {
+			// As Kafka's controller: the error code's default message
+			// (an ApiError made without one).
+			switch t.ErrorCode {
+			case kerr.UnknownTopicOrPartition.Code:
+				t.ErrorMessage = kmsg.StringPtr(kerr.UnknownTopicOrPartition.Description)
+			case kerr.UnknownTopicID.Code:
+				t.ErrorMessage = kmsg.StringPtr(kerr.UnknownTopicID.Description)
 			}
 		}
 		resp.Topics = append(resp.Topics, t)

@@ -7,7 +7,8 @@ package gateway
 // Only increases: a count equal to or below the current one gets
 // INVALID_PARTITIONS, as Kafka. Assignments are accepted and ignored (one
 // node leads everything). New partitions start at offset 0. Topics past
-// Limits.MaxTopics get INVALID_REQUEST (limits.go).
+// Limits.MaxTopics get INVALID_REQUEST (limits.go). An unknown topic gets
+// UNKNOWN_TOPIC_OR_PARTITION without an error message, as from Kafka.
 
 import (
 	"context"
@@ -61,7 +62,9 @@ func (c *conn) handleCreatePartitions(req *kafkawire.Request) reply {
 		}
 		if err != nil {
 			t.ErrorCode = kafkaError(c.log, err)
-			t.ErrorMessage = errMessage(err)
+			if t.ErrorCode != kerr.UnknownTopicOrPartition.Code { // Kafka sends no message for an unknown topic
+				t.ErrorMessage = errMessage(err)
+			}
 		}
 		resp.Topics = append(resp.Topics, t)
 	}

@@ -248,6 +248,7 @@ func TestProduceFetchErrors(t *testing.T) {
 		t.Helper()
 		return r.roundTrip(version, req).(*kmsg.FetchResponse)
 	}
+	// As Kafka 4.4 answers it: offsets -1 on OFFSET_OUT_OF_RANGE.
 	if p := fcode(11, fetchReq("pf", 0, 11, 0, 1)).Topics[0].Partitions[0]; p.ErrorCode != kerr.OffsetOutOfRange.Code || p.HighWatermark != -1 || p.LogStartOffset != -1 {
 		t.Errorf("above next: %+v", p)
 	}

@@ -8,9 +8,12 @@ import (
 	"github.com/disgw/disgw/disbackend"
 )
 
-// idem returns an idempotent batch.
+// idem returns an idempotent batch; its timestamps (ms) follow from seed,
+// so that a retry has the original's.
 func idem(pid int64, epoch int16, seq, n int32, seed uint64) disbackend.Batch {
-	return MakeBatch(BatchOptions{NumRecords: n, Idempotent: true, ProducerID: pid, ProducerEpoch: epoch, BaseSequence: seq, Seed: seed})
+	ts := 1_700_000_000_000 + int64(seed)*1000
+	return MakeBatch(BatchOptions{NumRecords: n, Idempotent: true, ProducerID: pid, ProducerEpoch: epoch, BaseSequence: seq, Seed: seed,
+		FirstTimestamp: ts, MaxTimestamp: ts + int64(n) - 1})
 }
 
 func initProducer(t *testing.T, b disbackend.Backend) int64 {
@@ -25,7 +28,9 @@ func initProducer(t *testing.T, b disbackend.Backend) int64 {
 	return id
 }
 
-// wantDuplicate appends batch and expects a duplicate of the batch at base.
+// wantDuplicate appends batch, a retry of a create-time batch identical to
+// it, and expects a duplicate of the batch at base, answered as Kafka
+// answers a retry: LogAppendTime is the stored batch's max timestamp.
 func wantDuplicate(t *testing.T, b disbackend.Backend, stream string, part int32, batch disbackend.Batch, base int64) {
 	t.Helper()
 	before := mustRange(t, b, stream, part)
@@ -35,6 +40,10 @@ func wantDuplicate(t *testing.T, b disbackend.Backend, stream string, part int32
 	}
 	if !res.Duplicate || res.BaseOffset != base {
 		t.Fatalf("retry = offset %d, duplicate %v; want the original offset %d, duplicate", res.BaseOffset, res.Duplicate, base)
+	}
+	if res.LogAppendTime != batch.MaxTimestamp || res.LogStartOffset != before.First {
+		t.Fatalf("retry = log append time %d, log start offset %d; want the stored max timestamp %d, %d",
+			res.LogAppendTime, res.LogStartOffset, batch.MaxTimestamp, before.First)
 	}
 	if after := mustRange(t, b, stream, part); after != before {
 		t.Fatalf("a duplicate moved the range from %+v to %+v", before, after)

@@ -264,7 +264,9 @@ func (s *Store) sendGroup(k partKey, group []job, ps *putState) []job {
 					continue
 				}
 				if dup != nil {
-					s.complete(j, disbackend.AppendResult{BaseOffset: dup.BaseOffset, LogStartOffset: s.ranges.first(k), LogAppendTime: -1, Duplicate: true}, nil)
+					// As Kafka: a retry is answered with the stored
+					// batch's max timestamp as its LogAppendTime.
+					s.complete(j, disbackend.AppendResult{BaseOffset: dup.BaseOffset, LogStartOffset: s.ranges.first(k), LogAppendTime: dup.MaxTimestamp, Duplicate: true}, nil)
 					continue
 				}
 			}
@@ -362,15 +364,18 @@ func (s *Store) finish(k partKey, pr prepared, sns []int64, logAppend bool, thro
 		}
 	}
 	last := sns[pr.end-1]
+	res := disbackend.AppendResult{BaseOffset: base, LogAppendTime: -1, Throttle: throttle}
+	maxTS := pr.j.b.MaxTimestamp
+	if logAppend {
+		res.LogAppendTime = time.Now().UnixMilli() // DIS's own stamp is not returned by PutRecords
+		maxTS = res.LogAppendTime
+	}
 	if pr.j.b.ProducerID >= 0 {
-		s.idem.remember(k, &pr.j.b, base, last)
+		s.idem.remember(k, &pr.j.b, base, last, maxTS)
 	}
 	s.ranges.put(k, disbackend.PartitionRange{First: s.ranges.first(k), Next: last + 1})
 	s.notify()
-	res := disbackend.AppendResult{BaseOffset: base, LogStartOffset: s.ranges.first(k), LogAppendTime: -1, Throttle: throttle}
-	if logAppend {
-		res.LogAppendTime = time.Now().UnixMilli() // DIS's own stamp is not returned by PutRecords
-	}
+	res.LogStartOffset = s.ranges.first(k)
 	s.complete(pr.j, res, nil)
 }
 

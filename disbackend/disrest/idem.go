@@ -40,11 +40,12 @@ func (s *idemState) check(k partKey, b *disbackend.Batch) (*disbackend.ProducerB
 	return s.st.Check(idemKey{k, b.ProducerID}, b)
 }
 
-// remember records a written batch at offsets [base, last].
-func (s *idemState) remember(k partKey, b *disbackend.Batch, base, last int64) {
+// remember records a written batch at offsets [base, last] with max
+// timestamp maxTS (ms).
+func (s *idemState) remember(k partKey, b *disbackend.Batch, base, last, maxTS int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.st.Remember(idemKey{k, b.ProducerID}, b, base, last, time.Now().UnixMilli())
+	s.st.Remember(idemKey{k, b.ProducerID}, b, base, last, maxTS, time.Now().UnixMilli())
 }
 
 func (s *idemState) dropStream(name string) {

@@ -265,11 +265,13 @@ func fitting(recs []fetched, maxBytes int) int {
 }
 
 // buildBatch encodes records as one uncompressed Kafka record batch (magic
-// 2) whose base offset is the first record's sequence number; on a
+// 2) whose base offset is the first record's sequence number and whose
+// partition leader epoch is disbackend.LeaderEpoch (the gateway's); on a
 // LogAppendTime stream the batch says so and its max timestamp is the
 // latest DIS timestamp.
 func buildBatch(recs []fetched, logAppend bool) []byte {
 	h := batch.NewHeader(recs[0].sn)
+	h.PartitionLeaderEpoch = disbackend.LeaderEpoch
 	if logAppend {
 		h.Attributes |= batch.AttrLogAppendTime
 	}

@@ -31,22 +31,23 @@ func (s *Store) rebuildProducer(p *partition, f *frameInfo) {
 	if f.pid < 0 {
 		return
 	}
-	s.producers.Rebuild(producerKey{sid: p.sid, part: p.id, pid: f.pid}, f.epoch, f.seq, f.base, f.last, f.appendMS)
+	s.producers.Rebuild(producerKey{sid: p.sid, part: p.id, pid: f.pid}, f.epoch, f.seq, f.base, f.last, f.maxTS, f.appendMS)
 }
 
 // checkProducer applies Kafka's rules to an idempotent batch that would get
-// offsets [base, last] and records it, or returns the original batch when b
+// offsets [base, last] and be stored with max timestamp maxTS (ms), and
+// records it, or returns the original batch when b
 // is a retry of one of the last five (then nothing changes), or
 // ErrInvalidProducerEpoch / ErrOutOfOrderSequence (then nothing changes).
 // A producer without state (new, or expired) may start at any sequence.
 // Requires wmu.
-func (s *Store) checkProducer(p *partition, b *disbackend.Batch, base, last, nowMS int64) (*disbackend.ProducerBatch, error) {
+func (s *Store) checkProducer(p *partition, b *disbackend.Batch, base, last, maxTS, nowMS int64) (*disbackend.ProducerBatch, error) {
 	k := producerKey{sid: p.sid, part: p.id, pid: b.ProducerID}
 	dup, err := s.producers.Check(k, b)
 	if dup != nil || err != nil {
 		return dup, err
 	}
-	s.producers.Remember(k, b, base, last, nowMS)
+	s.producers.Remember(k, b, base, last, maxTS, nowMS)
 	return nil, nil
 }
 

@@ -300,22 +300,26 @@ func (s *Store) accept(r *appendReq, nowMS int64) (groupItem, error) {
 	}
 	base := p.assigned
 	last := base + int64(r.b.NumRecords) - 1
+	raw, maxTS, logAppend := r.b.Raw, r.b.MaxTimestamp, int64(-1)
+	if st.meta.Config.TimestampType == disbackend.LogAppendTime {
+		maxTS, logAppend = nowMS, nowMS
+	}
 	if r.b.ProducerID >= 0 {
-		dup, err := s.checkProducer(p, &r.b, base, last, nowMS)
+		dup, err := s.checkProducer(p, &r.b, base, last, maxTS, nowMS)
 		if err != nil {
 			return groupItem{}, fmt.Errorf("localstore: append stream %q partition %d producer %d epoch %d sequence %d: %w",
 				r.stream, r.part, r.b.ProducerID, r.b.ProducerEpoch, r.b.BaseSequence, err)
 		}
 		if dup != nil {
-			return groupItem{pend: r.p, p: p, base: dup.BaseOffset, last: dup.LastOffset, logAppend: -1, duplicate: true}, nil
+			// As Kafka: a retry is answered with the stored batch's max
+			// timestamp as its LogAppendTime.
+			return groupItem{pend: r.p, p: p, base: dup.BaseOffset, last: dup.LastOffset, logAppend: dup.MaxTimestamp, duplicate: true}, nil
 		}
 	}
 	p.assigned = last + 1
-	raw, maxTS, logAppend := r.b.Raw, r.b.MaxTimestamp, int64(-1)
 	batch.SetBaseOffset(raw, base)
-	if st.meta.Config.TimestampType == disbackend.LogAppendTime {
+	if logAppend >= 0 {
 		batch.SetLogAppendTime(raw, nowMS)
-		maxTS, logAppend = nowMS, nowMS
 	}
 	return groupItem{pend: r.p, p: p, base: base, last: last, raw: raw, maxTS: maxTS, logAppend: logAppend,
 		pid: r.b.ProducerID, epoch: r.b.ProducerEpoch, seq: r.b.BaseSequence}, nil

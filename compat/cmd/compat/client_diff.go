@@ -230,6 +230,7 @@ func runDiff(broker, tools, backend string) {
 	}
 	rep := newDiffReport()
 	rep.backend = backend
+	flattenBatches = backend == "dis"
 
 	// ApiVersions itself, at v3 (as fetched): ranges and features.
 	rep.compare("ApiVersions", &exchange{label: "ApiVersions v3", key: 18, ver: 3, resp: kresp}, &exchange{label: "ApiVersions v3", key: 18, ver: 3, resp: dresp})
@@ -479,7 +480,7 @@ func (r *diffReport) compareTagged(step, run string, a, b *exchange) {
 		where += fmt.Sprintf(" (against Kafka's v%d answer as 3.x gave it at v%d)", a.ver, b.ver)
 	}
 	for _, d := range compareResponses(ka, b.resp) {
-		if k := keep(api, r.backend, &d); k != nil {
+		if k := keep(api, r.backend, b.ver, &d); k != nil {
 			r.mu.Lock()
 			if r.kept[step] == nil {
 				r.kept[step] = map[string]int{}

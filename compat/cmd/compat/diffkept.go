@@ -24,6 +24,7 @@ type keptRule struct {
 	Category string
 	API      string
 	Backend  string // "dis": kept only on the DIS backend; "" on both
+	MaxVer   int16  // kept only at versions up to this; 0: every version
 	Path     string
 	Reason   string
 	Shape    func(kafka, disgw reflect.Value) bool
@@ -107,11 +108,21 @@ var keptRules = []*keptRule{
 		Reason: "disgw advertises no KRaft feature levels: group.version 1 would tell clients the KIP-848 consumer protocol is served, transaction.version 2 transactions v2, share.version and streams.version the share and streams groups, none of which disgw serves; metadata.version and kraft.version describe a controller quorum it does not have"},
 	{Category: catDeliberate, API: "ApiVersions", Path: "FinalizedFeatures**", Reason: "as SupportedFeatures"},
 	{Category: catDeliberate, API: "ApiVersions", Path: "FinalizedFeaturesEpoch", Reason: "as SupportedFeatures: no finalized features, so -1"},
-	{Category: catDeliberate, API: "CreateTopics", Path: `Topics["badrf"]**`,
+	{Category: catDeliberate, API: "CreateTopics", Path: `Topics["*badrf"]**`,
 		Reason: "a replication factor above 1 is accepted: the data lives in the backend (DIS keeps three copies of every stream; the embedded store is one node's disk, as the README says), and refusing 3 would break clients configured for a production cluster (Kafka Connect's internal topics and Kafka Streams' topics ask for 3 when so configured); Metadata reports the one replica"},
-	{Category: catDeliberate, API: "Metadata", Path: `Topics["badrf"]**`, Reason: "the topic of replication factor 3 exists on disgw (see CreateTopics)"},
-	{Category: catDeliberate, API: "Metadata", Path: `Topics["t2"]**`,
+	{Category: catDeliberate, Path: `Topics["*badrf"]**`, Reason: "the topic of replication factor 3 exists on disgw (see CreateTopics), so Metadata and ElectLeaders of every topic list it"},
+	{Category: catDeliberate, API: "Metadata", MaxVer: 3, Path: `Topics["*-t2"]**`,
 		Reason: "auto-creation (Metadata v0-3 naming an unknown topic): disgw creates the topic before answering, so the first answer already lists it; Kafka's controller creates it asynchronously and answers UNKNOWN_TOPIC_OR_PARTITION first; clients retry either way and then see the same topic"},
+	{Category: catDeliberate, Backend: "dis", Path: `**Configs["retention.ms"].Value`,
+		Reason: "DIS backend: a stream keeps data 24 to 168 hours (its data_duration); a topic that sets no retention.ms gets DIS's default, 24 h, and a compacted topic 168 h (README: Compacted topics on DIS), reported as what DIS keeps"},
+	{Category: catDeliberate, Backend: "dis", Path: `**Configs["retention.ms"].Source`, Shape: defaultVsStatic,
+		Reason: "DIS backend: the 24 h a topic gets without retention.ms is the backend's (STATIC_BROKER_CONFIG, synonym log.retention.ms), not Kafka's default"},
+	{Category: catDeliberate, Backend: "dis", Path: `**Configs["retention.ms"].ConfigSynonyms["log.retention.ms"]**`,
+		Reason: "DIS backend: the broker's log.retention.ms (DIS's 24 h) is a synonym of every topic's retention.ms, as a statically set log.retention.ms is in Kafka"},
+	{Category: catDeliberate, Backend: "dis", API: "DescribeConfigs", Path: `Resources[BROKER/*].Configs["log.retention.ms"]**`,
+		Reason: "DIS backend: the broker's log.retention.ms is DIS's default data_duration, 24 h"},
+	{Category: catDeliberate, API: "Fetch", Backend: "dis", Path: "**RecordBatches (records compared one by one)",
+		Reason: "DIS backend: each Kafka record is one DIS record, and a fetch rebuilds batches from consecutive records, so batch boundaries differ; the harness compares the records one by one (offset, timestamp, key, value, headers, and their batch's leader epoch, magic, attributes and CRC)"},
 	{Category: catDeliberate, API: "Fetch", Backend: "dis", Path: "**RecordBatches[*].ProducerID",
 		Reason: "DIS backend, native record format: each Kafka record is one DIS record, readable by DIS applications; the batch's producer id, epoch and sequence are the gateway's idempotence state (kept in DIS apart from the records) and are not rebuilt in fetched batches, which consumers do not read (transactions are not served)"},
 	{Category: catDeliberate, API: "Fetch", Backend: "dis", Path: "**RecordBatches[*].ProducerEpoch", Reason: "as ProducerID"},
@@ -151,11 +162,11 @@ func globRE(g string) *regexp.Regexp {
 }
 
 // keep returns the rule that keeps d in a response of api, or nil.
-func keep(api, backend string, d *fieldDiff) *keptRule {
+func keep(api, backend string, ver int16, d *fieldDiff) *keptRule {
 	p := strings.TrimSuffix(d.Path, ".len")
 	bare := trailingIndex.ReplaceAllString(p, "") // Replicas[0] is in Replicas
 	for _, r := range keptRules {
-		if r.API != "" && r.API != api || r.Backend != "" && r.Backend != backend {
+		if r.API != "" && r.API != api || r.Backend != "" && r.Backend != backend || r.MaxVer > 0 && ver > r.MaxVer {
 			continue
 		}
 		if !r.re.MatchString(p) && !r.re.MatchString(bare) {
@@ -227,6 +238,14 @@ func sameModuloAddr(a, b reflect.Value) bool {
 	return ok1 && ok2 && x == y && x != ""
 }
 
+// defaultVsStatic: Kafka's DEFAULT_CONFIG (5) against disgw's
+// STATIC_BROKER_CONFIG (4).
+func defaultVsStatic(a, b reflect.Value) bool {
+	x, ok1 := intOf(a)
+	y, ok2 := intOf(b)
+	return ok1 && ok2 && x == 5 && y == 4
+}
+
 func disgwLower(a, b reflect.Value) bool {
 	x, ok1 := intOf(a)
 	y, ok2 := intOf(b)
@@ -264,6 +283,12 @@ func printKept() string {
 		api := r.API
 		if api == "" {
 			api = "every API"
+		}
+		if r.MaxVer > 0 {
+			api += fmt.Sprintf(" v0-%d", r.MaxVer)
+		}
+		if r.Backend != "" {
+			api += " (" + r.Backend + ")"
 		}
 		fmt.Fprintf(&b, "  %-48s %-16s %-24s %s\n", r.Category, api, r.Path, r.Reason)
 	}

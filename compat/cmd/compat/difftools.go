@@ -59,7 +59,11 @@ func runTools(addr, tools, topic, group string) []toolRun {
 	add := func(label, out string, err error) { runs = append(runs, toolRun{label, normTool(out), err}) }
 	bs := []string{"--bootstrap-server", addr}
 
-	out, err := java(jars, javaTopicCommand, append(bs, "--create", "--topic", topic, "--partitions", "2", "--replication-factor", "1")...)
+	// retention.ms set to 24 h, which both servers keep on every backend
+	// (DIS's default retention differs from Kafka's: a kept difference of
+	// the wire steps), so --describe lists the same Configs.
+	out, err := java(jars, javaTopicCommand, append(bs, "--create", "--topic", topic, "--partitions", "2", "--replication-factor", "1",
+		"--config", "retention.ms=86400000")...)
 	add("kafka-topics --create", out, err)
 	pick := func(k int16) int16 {
 		switch k {

@@ -223,6 +223,10 @@ func compareValues(path string, a, b reflect.Value, out *[]fieldDiff) {
 		}
 	case reflect.Slice:
 		if strings.HasSuffix(path, "RecordBatches") && a.Type().Elem().Kind() == reflect.Uint8 {
+			if flattenBatches {
+				compareValues(path, reflect.ValueOf(flatten(decodeBatches(a.Bytes()))), reflect.ValueOf(flatten(decodeBatches(b.Bytes()))), out)
+				return
+			}
 			compareValues(path, reflect.ValueOf(decodeBatches(a.Bytes())), reflect.ValueOf(decodeBatches(b.Bytes())), out)
 			return
 		}
@@ -334,6 +338,42 @@ type batchView struct {
 	NumRecords           int32
 	Records              []kmsg.Record
 	Raw                  []byte // compressed records, or what did not decode
+}
+
+// flattenBatches: compare fetched records one by one, not batch by batch
+// (set for the DIS backend, which stores each Kafka record as one DIS
+// record and rebuilds batches from consecutive records when it reads: a
+// deliberate difference kept in diffkept.go).
+var flattenBatches bool
+
+// recordView is one fetched record with what its batch says of it.
+type recordView struct {
+	Offset               int64
+	Timestamp            int64
+	PartitionLeaderEpoch int32
+	Magic                int8
+	CRCValid             bool
+	Attributes           int16 // the batch's
+	Key, Value           []byte
+	Headers              []kmsg.Header
+	Raw                  []byte // a batch whose records did not decode
+}
+
+// flatten lists the records of bs in order.
+func flatten(bs []batchView) []recordView {
+	var out []recordView
+	for _, v := range bs {
+		if v.Raw != nil {
+			out = append(out, recordView{Offset: v.FirstOffset, Raw: v.Raw})
+			continue
+		}
+		for _, r := range v.Records {
+			out = append(out, recordView{Offset: v.FirstOffset + int64(r.OffsetDelta), Timestamp: v.FirstTimestamp + r.TimestampDelta64,
+				PartitionLeaderEpoch: v.PartitionLeaderEpoch, Magic: v.Magic, CRCValid: v.CRCValid, Attributes: v.Attributes,
+				Key: r.Key, Value: r.Value, Headers: r.Headers})
+		}
+	}
+	return out
 }
 
 func decodeBatches(b []byte) []batchView {

@@ -92,11 +92,17 @@ func startKafkaBroker(tools string, extra ...string) (*kafkaBroker, error) {
 		return append([]string{"-Xshare:auto", "-XX:TieredStopAtLevel=1", "-Xmx512m", "-Dlog4j.configuration=file:" + log4j,
 			"-cp", filepath.Join(jars, "*"), class}, args...)
 	}
-	var id [16]byte
-	if _, err := rand.Read(id[:]); err != nil {
-		return nil, err
+	// A random cluster id, never starting with '-' (StorageTool's argument
+	// parser would take it for an option, as Kafka's Uuid.randomUuid
+	// avoids too): 1 start in 64 failed before.
+	var clusterID string
+	for clusterID == "" || clusterID[0] == '-' {
+		var id [16]byte
+		if _, err := rand.Read(id[:]); err != nil {
+			return nil, err
+		}
+		clusterID = base64.RawURLEncoding.EncodeToString(id[:])
 	}
-	clusterID := base64.RawURLEncoding.EncodeToString(id[:])
 	if _, _, err := runCmd(context.Background(), 60*time.Second, "", "java",
 		javaArgs("kafka.tools.StorageTool", "format", "--standalone", "-t", clusterID, "-c", serverProps)...); err != nil {
 		return nil, fmt.Errorf("formatting the KRaft storage: %v", err)
