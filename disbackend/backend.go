@@ -445,3 +445,43 @@ type Producers interface {
 	// persisted allocator, with epoch 0.
 	InitProducerID(ctx context.Context) (id int64, epoch int16, err error)
 }
+
+// RecordDeleter is implemented by backends that serve Kafka DeleteRecords
+// (API 21): moving a partition's log start offset (PartitionRange.First)
+// forward. Both backends implement it.
+type RecordDeleter interface {
+	// DeleteRecords moves the partition's First up to offset, durably
+	// (synced, and on DIS kept in DIS so that every gateway node agrees),
+	// and returns the new First (Kafka's low watermark). An offset at or
+	// below First leaves it where it is (First never moves back); offset
+	// may equal Next. Afterwards Read below the new First fails with
+	// ErrOffsetOutOfRange and Range reports it. The embedded store may
+	// drop the storage below it, as retention does; DIS keeps the records
+	// until their data_duration and only hides them. The caller resolves
+	// Kafka's -1 (the high watermark) and checks the cleanup policy.
+	// Errors: ErrStreamNotFound, ErrPartitionNotFound, ErrOffsetOutOfRange
+	// (offset < 0 or offset > Next), ErrClosed, or a storage error.
+	DeleteRecords(ctx context.Context, stream string, partition int32, offset int64) (int64, error)
+}
+
+// LogDir describes the one log dir of a backend (Kafka DescribeLogDirs,
+// API 35).
+type LogDir struct {
+	// Dir is its name: the embedded store's data directory; on DIS a name
+	// that says the data is in DIS ("dis:<endpoint>/<project id>").
+	Dir string
+	// TotalBytes and UsableBytes are the volume's size and free space in
+	// bytes, -1 when unknown (DIS).
+	TotalBytes, UsableBytes int64
+}
+
+// LogDirDescriber is implemented by backends that can describe their log
+// dir and partition sizes (Kafka DescribeLogDirs, API 35).
+type LogDirDescriber interface {
+	// LogDir returns the backend's log dir. Errors: ErrClosed.
+	LogDir() (LogDir, error)
+	// PartitionBytes returns the bytes the partition's records take from
+	// its First on, -1 when the backend does not know (DIS). Errors:
+	// ErrStreamNotFound, ErrPartitionNotFound, ErrClosed.
+	PartitionBytes(stream string, partition int32) (int64, error)
+}

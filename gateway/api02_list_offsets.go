@@ -18,6 +18,10 @@ package gateway
 //   - A special timestamp below the version that defines it, or any other
 //     negative timestamp, gets UNSUPPORTED_VERSION for that partition; a
 //     partition listed twice gets INVALID_REQUEST for both (as Kafka).
+//   - By timestamp, the answer is never below the log start offset (Kafka
+//     searches from it): after a DeleteRecords inside a batch, or on DIS
+//     where the records below it are still stored, the first record from
+//     the log start offset on whose timestamp is late enough.
 //   - Partitions past Limits.MaxPartitions, and every partition of a
 //     topic past Limits.MaxTopics, get INVALID_REQUEST (limits.go).
 
@@ -129,7 +133,42 @@ func (s *Server) offsetFor(ctx context.Context, version int16, st *disbackend.St
 	if err != nil || raw == nil {
 		return -1, -1, err
 	}
-	return s.recordAtTimestamp(ctx, st, partition, raw, func(rec, _ int64) bool { return rec >= ts })
+	match := func(rec, _ int64) bool { return rec >= ts }
+	off, at, err := s.recordAtTimestamp(ctx, st, partition, raw, match)
+	if err != nil {
+		return off, at, err
+	}
+	pr, err := rng()
+	if err != nil || off < 0 || off >= pr.First {
+		return off, at, err
+	}
+	// The record found lies below the log start offset
+	// (DeleteRecords inside a batch; on DIS, records it hides): Kafka
+	// answers the first record from the log start offset on.
+	return s.recordFrom(ctx, st, partition, pr, match)
+}
+
+// recordFrom scans the partition from its log start offset for the first
+// record match accepts; (-1, -1) when none.
+func (s *Server) recordFrom(ctx context.Context, st *disbackend.Stream, partition int32, pr disbackend.PartitionRange, match func(rec, batchMax int64) bool) (int64, int64, error) {
+	for at := pr.First; at < pr.Next; {
+		res, err := s.backend.Read(ctx, st.Name, partition, at, 1<<20)
+		if err != nil || len(res.Batches) == 0 {
+			return -1, -1, err
+		}
+		for _, raw := range res.Batches {
+			off, ts, err := batch.FindRecordFrom(ctx, raw, s.decompressLimits(st), pr.First, match)
+			if err != nil {
+				s.logDecompressRefusal("list_offsets", st, partition, len(raw), err)
+				return off, ts, err
+			}
+			if off >= 0 {
+				return off, ts, nil
+			}
+			at = max(at, batch.LastOffset(raw)+1)
+		}
+	}
+	return -1, -1, nil
 }
 
 // recordAtTimestamp walks a stored batch and returns the offset and

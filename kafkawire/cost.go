@@ -66,10 +66,13 @@ var keyCosts = map[int16]keyCost{
 	18: {32, 0},          // ApiVersions: no arrays
 	19: {116, 294 << 20}, // CreateTopics: 93x; 235 MB
 	20: {262, 92 << 20},  // DeleteTopics: 210x; 74 MB
+	21: {78, 77 << 20},   // DeleteRecords: 62.5x (distinct unknown names: a backend lookup each); 61 MB
 	22: {32, 0},          // InitProducerID: no arrays
 	23: {135, 109 << 20}, // OffsetForLeaderEpoch: 108x; 87 MB
 	32: {46, 68 << 20},   // DescribeConfigs: 37x; 54 MB
 	33: {104, 54 << 20},  // AlterConfigs: 83x; 43 MB
+	34: {135, 109 << 20}, // AlterReplicaLogDirs: 107.5x; 87 MB
+	35: {24, 20 << 20},   // DescribeLogDirs: 18.5x; 16 MB
 	37: {69, 71 << 20},   // CreatePartitions: 55x; 56 MB
 	42: {219, 37 << 20},  // DeleteGroups: 175x; 29 MB
 	43: {45, 38 << 20},   // ElectLeaders: 36x; 30 MB

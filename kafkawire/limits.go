@@ -326,6 +326,16 @@ var peekers = map[int16]func(p *peek, v int16){
 			p.tags()
 		}
 	},
+	21: func(p *peek, _ int16) { // DeleteRecords
+		for range p.array() {
+			p.str()
+			for range p.array() {
+				p.skip(4 + 8) // partition, offset
+				p.tags()
+			}
+			p.tags()
+		}
+	},
 	23: func(p *peek, v int16) { // OffsetForLeaderEpoch
 		if v >= 3 {
 			p.skip(4) // replica id
@@ -360,6 +370,24 @@ var peekers = map[int16]func(p *peek, v int16){
 				p.str()
 				p.tags()
 			}
+			p.tags()
+		}
+	},
+	34: func(p *peek, _ int16) { // AlterReplicaLogDirs
+		for range p.array() {
+			p.str() // path
+			for range p.array() {
+				p.str()
+				p.int32s()
+				p.tags()
+			}
+			p.tags()
+		}
+	},
+	35: func(p *peek, _ int16) { // DescribeLogDirs
+		for range p.array() {
+			p.str()
+			p.int32s()
 			p.tags()
 		}
 	},

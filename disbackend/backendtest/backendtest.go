@@ -133,6 +133,7 @@ func RunWith(t *testing.T, newBackend func(t *testing.T) disbackend.Backend, opt
 		{"Checkpoints", testCheckpoints},
 		{"CheckpointTime", testCheckpointTime},
 		{"CheckpointLeaderEpoch", testCheckpointLeaderEpoch},
+		{"DeleteRecords", testDeleteRecords},
 		{"Close", testClose},
 	}
 	for _, tc := range tests {

@@ -46,6 +46,7 @@ func RunDurable(t *testing.T, h Harness) {
 		{"RestartKeepsProducerState", testRestartProducers, false},
 		{"InitProducerIDAcrossRestart", testInitProducerIDRestart, false},
 		{"RestartKeepsApps", testRestartApps, false},
+		{"RestartKeepsLogStart", testRestartKeepsLogStart, false},
 		{"Retention", testRetention, h.EnforceRetention == nil},
 		{"Crash", testCrash, h.Crash == nil},
 	}

@@ -173,6 +173,11 @@ type Options struct {
 	// with new keys beyond it is refused with ErrInvalidRecord (Kafka
 	// INVALID_RECORD). 0 means DefaultCompactionMaxKeys (compact.go).
 	CompactionMaxKeys int
+	// LogStartRefresh is how often a node reads the DeleteRecords log
+	// start offsets other nodes kept in DIS (logstart.go), at most: a
+	// DeleteRecords served by another node is seen within about this; the
+	// node that served it sees it at once. 0 means 5 s.
+	LogStartRefresh time.Duration
 	// NoCompactor turns the compactor off: compacted topics are then kept
 	// only as long as DIS keeps their records. For tests of other things.
 	NoCompactor bool
@@ -234,6 +239,7 @@ type Store struct {
 	metaOnce   onceOK // MetaStream created
 	groupsOnce onceOK // GroupStream created (groups.go)
 	compact    compactor
+	logStarts  logStartState
 
 	// globalBackoff is when requests may go again after DIS.4305/DIS.4309
 	// (unix nanoseconds).
@@ -298,6 +304,9 @@ func New(opts Options) (*Store, error) {
 	}
 	if opts.RetryTimeout <= 0 {
 		opts.RetryTimeout = defaultRetryTimeout
+	}
+	if opts.LogStartRefresh <= 0 {
+		opts.LogStartRefresh = defaultLogStartRefresh
 	}
 	if opts.RetryBackoff <= 0 {
 		opts.RetryBackoff = defaultRetryBackoff

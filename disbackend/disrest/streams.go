@@ -601,10 +601,15 @@ func parseRange(v string) (disbackend.PartitionRange, bool) {
 	return disbackend.PartitionRange{First: first, Next: next}, true
 }
 
-// rangeCache keeps each partition's last known range and when it was read.
+// rangeCache keeps each partition's last known range and when it was read,
+// and the log start offsets DeleteRecords set (logstart.go): every range it
+// hands out starts at the partition's floor at the earliest.
 type rangeCache struct {
 	mu sync.Mutex
 	m  map[partKey]cachedRange
+	// floors are the partitions' DeleteRecords log start offsets known to
+	// this node, with the DIS stream_id they were set on.
+	floors map[partKey]floor
 }
 
 type cachedRange struct {
@@ -612,13 +617,24 @@ type cachedRange struct {
 	at time.Time
 }
 
-func (c *rangeCache) init() { c.m = map[partKey]cachedRange{} }
+func (c *rangeCache) init() {
+	c.m = map[partKey]cachedRange{}
+	c.floors = map[partKey]floor{}
+}
+
+// floored is r starting at k's floor at the earliest. Requires mu.
+func (c *rangeCache) floored(k partKey, r disbackend.PartitionRange) disbackend.PartitionRange {
+	if f, ok := c.floors[k]; ok && f.off > r.First {
+		r.First = min(f.off, max(r.Next, r.First))
+	}
+	return r
+}
 
 func (c *rangeCache) get(k partKey, ttl time.Duration) (disbackend.PartitionRange, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	cr, ok := c.m[k]
-	return cr.r, ok && ttl > 0 && time.Since(cr.at) < ttl
+	return c.floored(k, cr.r), ok && ttl > 0 && time.Since(cr.at) < ttl
 }
 
 // put records r unless a later one is known (next only grows).
@@ -638,6 +654,11 @@ func (c *rangeCache) dropStream(name string) {
 			delete(c.m, k)
 		}
 	}
+	for k := range c.floors {
+		if k.stream == name {
+			delete(c.floors, k)
+		}
+	}
 	c.mu.Unlock()
 }
 
@@ -645,7 +666,7 @@ func (c *rangeCache) dropStream(name string) {
 func (c *rangeCache) first(k partKey) int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.m[k].r.First
+	return c.floored(k, c.m[k].r).First
 }
 
 // Range answers DescribeStream's sequence_number_range of the partition.
@@ -694,6 +715,8 @@ func (s *Store) describeRange(ctx context.Context, stream string, part int32) (d
 		}
 	}
 	s.ranges.put(k, r)
+	s.refreshLogStarts(ctx, false)
+	r, _ = s.ranges.get(k, 0)
 	return r, nil
 }
 

@@ -234,8 +234,10 @@ func (s *Store) findBatch(ctx context.Context, op, stream string, partition int3
 	for i := range p.index {
 		// A header without records (left by the log cleaner) holds nothing
 		// to find.
-		if l := &p.index[i]; l.base >= p.first && l.size > batch.HeaderLen && match(l) {
-			found = l.base
+		// A batch holding the first offset (a DeleteRecords log start
+		// offset inside it) counts: the caller skips its records below it.
+		if l := &p.index[i]; l.last >= p.first && l.size > batch.HeaderLen && match(l) {
+			found = max(l.base, p.first)
 			if stopAtFirst {
 				break
 			}

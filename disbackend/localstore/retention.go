@@ -119,6 +119,11 @@ func (s *Store) applyExpiry(plan []expiry, nowMS int64) error {
 		if st := s.streams[e.name]; st == nil || st.sid != e.p.sid {
 			continue // deleted meanwhile
 		}
+		// first moves only under wmu: a DeleteRecords that moved it past
+		// this retention step must not be persisted backwards.
+		if first, _ := e.p.span(); e.to <= first {
+			continue
+		}
 		_ = b.Set(partKey(prefixFloor, e.p.sid, e.p.id), putInt64(e.to), nil)
 		kept = append(kept, e)
 	}

@@ -111,6 +111,7 @@ type Store struct {
 	db             *pebble.DB
 	fs             vfs.FS
 	segDir         string
+	dir            string // the data directory as Open was given it (LogDir)
 	segBytes       int64
 	log            *zap.Logger
 	now            func() time.Time
@@ -256,6 +257,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		db:             db,
 		fs:             opts.FS,
 		segDir:         segDir,
+		dir:            dir,
 		segBytes:       opts.SegmentBytes,
 		cleanerBuffer:  opts.CleanerBufferBytes,
 		cleanerHook:    opts.cleanerHook,

@@ -113,13 +113,20 @@ func DecodeRecords(raw []byte) ([]Record, error) {
 // Serves ListOffsets by timestamp. Errors: as DecodeRecords, and lim's
 // (ErrDecompressedTooLarge, ErrBudgetWait).
 func FindRecord(ctx context.Context, raw []byte, lim Limits, match func(ts, batchMax int64) bool) (int64, int64, error) {
+	return FindRecordFrom(ctx, raw, lim, -1, match)
+}
+
+// FindRecordFrom is FindRecord skipping the records below offset from (a
+// log start offset inside the batch: Kafka's ListOffsets never answers
+// below it).
+func FindRecordFrom(ctx context.Context, raw []byte, lim Limits, from int64, match func(ts, batchMax int64) bool) (int64, int64, error) {
 	h, err := storedHeader(raw)
 	if err != nil {
 		return 0, 0, err
 	}
 	off, ts := int64(-1), int64(-1)
 	_, _, hold, err := decodeWith(ctx, raw[:int64(h.Length)+logOverhead], &h, false, false, lim, func(r *Record) bool {
-		if match(r.Timestamp, h.MaxTimestamp) {
+		if r.Offset(h.BaseOffset) >= from && match(r.Timestamp, h.MaxTimestamp) {
 			off, ts = r.Offset(h.BaseOffset), r.Timestamp
 			return true
 		}
