@@ -232,7 +232,7 @@ func TestCompressionTypeAltered(t *testing.T) {
 
 // TestCleanupPolicyAppend: IncrementalAlterConfigs APPEND and SUBTRACT on
 // cleanup.policy, a list in Kafka (asked of Kafka 4.4: APPEND compact to
-// delete gives "delete,compact"; disgw keeps it as compact,delete); a
+// delete gives "delete,compact", and so does disgw); a
 // replication throttle (an ignored list) accepts APPEND; a key that is not
 // a list refuses it with INVALID_CONFIG.
 func TestCleanupPolicyAppend(t *testing.T) {
