@@ -83,7 +83,9 @@ type StreamConfig struct {
 	RecordFormat string
 
 	// CleanupPolicy is cleanup.policy: CleanupDelete ("" means it too),
-	// CleanupCompact or CleanupCompactDelete. A compacted stream keeps
+	// CleanupCompact, CleanupCompactDelete or CleanupDeleteCompact (the
+	// same policy, listed in the order the topic was given it, as Kafka
+	// keeps the list). A compacted stream keeps
 	// each key's latest record (the log cleaner removes older ones); with
 	// delete as well, Retention still applies; compact alone keeps the
 	// latest records forever.
@@ -122,6 +124,16 @@ type StreamConfig struct {
 	// (-131072 to 22) of batches the gateway recompresses; 0 means
 	// Kafka's default (-1, 9, 3; zstd's level 0 is its default, 3).
 	GzipLevel, LZ4Level, ZstdLevel int32
+
+	// SetToDefault lists, comma-separated and sorted, the Kafka topic
+	// config keys that were set explicitly (CreateTopics configs,
+	// AlterConfigs, IncrementalAlterConfigs SET, APPEND, SUBTRACT) to
+	// their default value: Kafka's DescribeConfigs reports every key it
+	// was given as DYNAMIC_TOPIC_CONFIG, and a key whose value is not the
+	// default is reported so anyway. "" when there are none (also a
+	// stream made before this was kept, or by a DIS application). A
+	// string, not a slice, so that StreamConfig stays comparable.
+	SetToDefault string
 }
 
 // Values of StreamConfig.CleanupPolicy (Kafka cleanup.policy).
@@ -129,6 +141,7 @@ const (
 	CleanupDelete        = "delete"
 	CleanupCompact       = "compact"
 	CleanupCompactDelete = "compact,delete"
+	CleanupDeleteCompact = "delete,compact"
 )
 
 // Kafka's defaults of the compaction and segment settings of StreamConfig.
@@ -154,9 +167,20 @@ func (c StreamConfig) WithDefaults() StreamConfig {
 }
 
 // Compacted reports whether the stream is compacted (cleanup.policy
-// compact or compact,delete).
+// compact, compact,delete or delete,compact).
 func (c *StreamConfig) Compacted() bool {
-	return c.CleanupPolicy == CleanupCompact || c.CleanupPolicy == CleanupCompactDelete
+	return c.CleanupPolicy == CleanupCompact || c.CleanupPolicy == CleanupCompactDelete ||
+		c.CleanupPolicy == CleanupDeleteCompact
+}
+
+// ValidCleanupPolicy reports whether p is a StreamConfig.CleanupPolicy
+// ("" included).
+func ValidCleanupPolicy(p string) bool {
+	switch p {
+	case "", CleanupDelete, CleanupCompact, CleanupCompactDelete, CleanupDeleteCompact:
+		return true
+	}
+	return false
 }
 
 // Deletes reports whether Retention applies (cleanup.policy delete, or

@@ -137,12 +137,16 @@ func (s *Server) createTopicFromRequest(ctx context.Context, r *kmsg.CreateTopic
 	if rt.ReplicationFactor == 0 || rt.ReplicationFactor < -1 {
 		return nil, kerrWrap(kerr.InvalidReplicationFactor, fmt.Sprintf("replication factor must be larger than 0, or -1 for the default; got %d", rt.ReplicationFactor))
 	}
-	cfg := s.defaultStreamConfig()
+	def := s.defaultStreamConfig()
+	cfg := def
+	explicit := make(map[string]bool, len(rt.Configs))
 	for _, kv := range rt.Configs {
 		if err := applyTopicConfig(&cfg, kv.Name, kv.Value); err != nil {
 			return nil, err
 		}
+		explicit[kv.Name] = kv.Value != nil
 	}
+	s.keepExplicitTopicKeys(&cfg, &def, explicit)
 	st, err := s.createTopic(ctx, rt.Topic, partitions, cfg, r.ValidateOnly)
 	if errors.Is(err, disbackend.ErrStreamExists) {
 		return nil, kerrWrap(kerr.TopicAlreadyExists, fmt.Sprintf("topic %q already exists", rt.Topic))

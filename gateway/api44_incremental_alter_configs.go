@@ -92,8 +92,10 @@ func (s *Server) alterConfigs(ctx context.Context, typ kmsg.ConfigResourceType, 
 	}
 	def := s.defaultStreamConfig()
 	cfg := st.Config
+	explicit := s.explicitTopicKeys(&cfg, &def)
 	if replace {
 		cfg = def
+		explicit = make(map[string]bool, n)
 	}
 	for i := range n {
 		key, o, value := op(i)
@@ -115,7 +117,9 @@ func (s *Server) alterConfigs(ctx context.Context, typ kmsg.ConfigResourceType, 
 		if err != nil {
 			return err
 		}
+		explicit[key] = o != kmsg.IncrementalAlterConfigOp(1) // a DELETE unsets
 	}
+	s.keepExplicitTopicKeys(&cfg, &def, explicit)
 	if cfg == st.Config {
 		return nil
 	}

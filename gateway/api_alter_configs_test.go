@@ -186,3 +186,104 @@ func TestTopicFromBackend(t *testing.T) {
 		t.Fatalf("list after the create: %v, %v", tds.Names(), err)
 	}
 }
+
+// TestExplicitDefaultConfigs: a topic config set to its default value is
+// DYNAMIC_TOPIC_CONFIG, as Apache Kafka 4.4 reports it (CreateTopics,
+// IncrementalAlterConfigs SET and APPEND); DELETE and legacy AlterConfigs
+// (which replaces every key) make it DEFAULT_CONFIG again; cleanup.policy
+// keeps the order given, trimmed and without repeats. A stream made
+// without the record (behind the gateway, or before it was kept) shows a
+// key as set when its value is not the default.
+func TestExplicitDefaultConfigs(t *testing.T) {
+	g := startGateway(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := g.store.CreateStream(ctx, disbackend.StreamSpec{Name: "old_cfg", TopicName: "old.cfg", PartitionCount: 1,
+		Config: disbackend.StreamConfig{Retention: time.Hour, MaxMessageBytes: 1048588}}); err != nil {
+		t.Fatal(err)
+	}
+	cl := g.client(t)
+	adm := kadm.NewClient(cl)
+	if md, err := adm.Metadata(ctx, "old.cfg"); err != nil || md.Topics["old.cfg"].Err != nil {
+		t.Fatalf("metadata of a topic made behind the gateway: %v %v", err, md.Topics["old.cfg"].Err)
+	}
+	str := func(s string) *string { return &s }
+	if _, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{
+		"cleanup.policy": str("delete"), "retention.ms": str("604800000"), "max.message.bytes": str("1048588"),
+	}, "set.cfg"); err != nil {
+		t.Fatal(err)
+	}
+	source := func(topic, key string) string {
+		t.Helper()
+		rcs, err := adm.DescribeTopicConfigs(ctx, topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, err := rcs.On(topic, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range rc.Configs {
+			if c.Key == key {
+				return c.MaybeValue() + " " + c.Source.String()
+			}
+		}
+		return "missing"
+	}
+	expect := func(what, topic string, want map[string]string) {
+		t.Helper()
+		for k, v := range want {
+			if got := source(topic, k); got != v {
+				t.Errorf("%s: %s %s = %q, want %q", what, topic, k, got, v)
+			}
+		}
+	}
+	expect("old stream", "old.cfg", map[string]string{
+		"retention.ms":      "3600000 DYNAMIC_TOPIC_CONFIG",
+		"max.message.bytes": "1048588 DEFAULT_CONFIG",
+		"cleanup.policy":    "delete DEFAULT_CONFIG",
+	})
+	expect("created", "set.cfg", map[string]string{
+		"retention.ms":      "604800000 DYNAMIC_TOPIC_CONFIG",
+		"max.message.bytes": "1048588 DYNAMIC_TOPIC_CONFIG",
+		"cleanup.policy":    "delete DYNAMIC_TOPIC_CONFIG",
+		"segment.ms":        "604800000 DEFAULT_CONFIG",
+	})
+	alter := func(topic string, cs ...kadm.AlterConfig) {
+		t.Helper()
+		rs, err := adm.AlterTopicConfigs(ctx, cs, topic)
+		if err != nil || rs[0].Err != nil {
+			t.Fatalf("IncrementalAlterConfigs %s: %v %v", topic, err, rs[0].Err)
+		}
+	}
+	alter("set.cfg", kadm.AlterConfig{Op: kadm.DeleteConfig, Name: "retention.ms"},
+		kadm.AlterConfig{Op: kadm.SetConfig, Name: "segment.ms", Value: str("604800000")},
+		kadm.AlterConfig{Op: kadm.AppendConfig, Name: "cleanup.policy", Value: str("compact")})
+	expect("altered", "set.cfg", map[string]string{
+		"retention.ms":      "604800000 DEFAULT_CONFIG",
+		"max.message.bytes": "1048588 DYNAMIC_TOPIC_CONFIG",
+		"cleanup.policy":    "delete,compact DYNAMIC_TOPIC_CONFIG",
+		"segment.ms":        "604800000 DYNAMIC_TOPIC_CONFIG",
+	})
+	alter("old.cfg", kadm.AlterConfig{Op: kadm.SetConfig, Name: "cleanup.policy", Value: str(" compact , delete,compact")})
+	expect("altered", "old.cfg", map[string]string{
+		"retention.ms":   "3600000 DYNAMIC_TOPIC_CONFIG",
+		"cleanup.policy": "compact,delete DYNAMIC_TOPIC_CONFIG",
+	})
+	areq := kmsg.NewPtrAlterConfigsRequest()
+	ares := kmsg.NewAlterConfigsRequestResource()
+	ares.ResourceType, ares.ResourceName = kmsg.ConfigResourceTypeTopic, "set.cfg"
+	acfg := kmsg.NewAlterConfigsRequestResourceConfig()
+	acfg.Name, acfg.Value = "min.compaction.lag.ms", str("0")
+	ares.Configs = append(ares.Configs, acfg)
+	areq.Resources = append(areq.Resources, ares)
+	if aresp, err := areq.RequestWith(ctx, cl); err != nil || aresp.Resources[0].ErrorCode != 0 {
+		t.Fatalf("AlterConfigs: %v %v", err, aresp)
+	}
+	expect("replaced", "set.cfg", map[string]string{
+		"max.message.bytes":     "1048588 DEFAULT_CONFIG",
+		"cleanup.policy":        "delete DEFAULT_CONFIG",
+		"segment.ms":            "604800000 DEFAULT_CONFIG",
+		"min.compaction.lag.ms": "0 DYNAMIC_TOPIC_CONFIG",
+	})
+}

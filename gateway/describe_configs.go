@@ -232,12 +232,14 @@ func brokerEntry(d *kafkaConfigDef, vals map[string]brokerValue) configEntry {
 }
 
 // describeTopicConfig lists Kafka 4.4's topic keys as the topic has them:
-// a value other than the default is DYNAMIC_TOPIC_CONFIG; a default comes
+// a key set explicitly (StreamConfig.SetToDefault) or with a value other
+// than the default is DYNAMIC_TOPIC_CONFIG; a default comes
 // from its broker synonym (STATIC_BROKER_CONFIG where the gateway's value
 // is not Kafka's, else DEFAULT_CONFIG). Synonyms are ordered as Kafka
 // orders them: the topic's own value, then the broker synonym's.
 func (s *Server) describeTopicConfig(st *disbackend.Stream) []configEntry {
 	def := s.defaultStreamConfig()
+	explicit := s.explicitTopicKeys(&st.Config, &def)
 	vals := s.brokerValues()
 	out := make([]configEntry, 0, len(topicConfigDefs))
 	for _, d := range topicConfigDefs {
@@ -251,7 +253,7 @@ func (s *Server) describeTopicConfig(st *disbackend.Stream) []configEntry {
 		}
 		if v, ok := s.topicValue(d, &st.Config); ok {
 			dv, _ := s.topicValue(d, &def)
-			if findTopicConfig(d.name) != nil && v != dv {
+			if findTopicConfig(d.name) != nil && (v != dv || explicit[d.name]) {
 				e.source = kmsg.ConfigSourceDynamicTopicConfig
 				e.synonyms = append(e.synonyms, configSynonym{d.name, &v, e.source})
 			} else if d.synonym != "" && broker.def == nil && (e.value == nil || *e.value != v) {

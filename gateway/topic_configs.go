@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -296,30 +297,54 @@ func (s *Server) resetTopicConfig(cfg *disbackend.StreamConfig, def disbackend.S
 	return nil
 }
 
-// applyCleanupPolicy takes "delete", "compact" or both, comma-separated in
-// either order (Kafka's list), and keeps them as one of
-// disbackend.StreamConfig's canonical values.
+// applyCleanupPolicy takes "delete", "compact" or both, comma-separated,
+// as Kafka 4.4 keeps the list: items trimmed, a repeated item dropped,
+// the rest in the order given ("delete,compact" stays so, and
+// " compact , delete,compact" is "compact,delete").
 func applyCleanupPolicy(c *disbackend.StreamConfig, v string) error {
-	compact, del := false, false
+	var items []string
 	for _, p := range strings.Split(v, ",") {
-		switch strings.TrimSpace(p) {
-		case "compact":
-			compact = true
-		case "delete":
-			del = true
-		default:
-			return fmt.Errorf("must be delete, compact or compact,delete")
+		p = strings.TrimSpace(p)
+		if p != "compact" && p != "delete" {
+			return fmt.Errorf("must be delete, compact or both, comma-separated")
+		}
+		if !slices.Contains(items, p) {
+			items = append(items, p)
 		}
 	}
-	switch {
-	case compact && del:
-		c.CleanupPolicy = disbackend.CleanupCompactDelete
-	case compact:
-		c.CleanupPolicy = disbackend.CleanupCompact
-	default:
-		c.CleanupPolicy = disbackend.CleanupDelete
-	}
+	c.CleanupPolicy = strings.Join(items, ",")
 	return nil
+}
+
+// explicitTopicKeys are the keys of topicConfigs that cfg has set: those
+// of cfg.SetToDefault and those whose value is not def's.
+func (s *Server) explicitTopicKeys(cfg, def *disbackend.StreamConfig) map[string]bool {
+	keys := make(map[string]bool)
+	for _, k := range strings.Split(cfg.SetToDefault, ",") {
+		if k != "" {
+			keys[k] = true
+		}
+	}
+	for i := range topicConfigs {
+		if tc := &topicConfigs[i]; tc.show(s, cfg) != tc.show(s, def) {
+			keys[tc.name] = true
+		}
+	}
+	return keys
+}
+
+// keepExplicitTopicKeys records in cfg.SetToDefault the keys of explicit
+// (topicConfigs keys set) whose value in cfg is def's: the ones a value
+// does not show as set.
+func (s *Server) keepExplicitTopicKeys(cfg, def *disbackend.StreamConfig, explicit map[string]bool) {
+	var keys []string
+	for i := range topicConfigs {
+		if tc := &topicConfigs[i]; explicit[tc.name] && tc.show(s, cfg) == tc.show(s, def) {
+			keys = append(keys, tc.name)
+		}
+	}
+	slices.Sort(keys)
+	cfg.SetToDefault = strings.Join(keys, ",")
 }
 
 // durationMs applies a number of milliseconds, at least min.

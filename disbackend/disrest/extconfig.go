@@ -36,6 +36,10 @@ import (
 // delete.retention.ms acts on DIS (how long the compactor keeps
 // re-appending a tombstone); the others are kept and reported as set (DIS
 // stores records, and fetches build their batches uncompressed).
+//
+// "set=<key>,<key>,..." is StreamConfig.SetToDefault: the topic config
+// keys set explicitly to their default value (which DescribeConfigs
+// reports as set, as Kafka does), whatever holds their value.
 
 // encodeExtConfig returns the key=value list of cfg's non-default values
 // that no tag holds, "" when there are none.
@@ -71,6 +75,9 @@ func encodeExtConfig(cfg disbackend.StreamConfig) string {
 		if l.v != 0 {
 			add(l.k, strconv.Itoa(int(l.v)))
 		}
+	}
+	if cfg.SetToDefault != "" {
+		add("set", cfg.SetToDefault)
 	}
 	return strings.Join(kv, ";")
 }
@@ -141,6 +148,8 @@ func decodeExtConfig(meta, streamID string, st *disbackend.Stream) bool {
 			}
 		case "compression.type":
 			cfg.CompressionType = v
+		case "set":
+			cfg.SetToDefault = v
 		case "compression.gzip.level":
 			if err == nil {
 				cfg.GzipLevel = int32(n)

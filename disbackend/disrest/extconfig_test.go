@@ -44,3 +44,30 @@ func TestExtRecordTopicName(t *testing.T) {
 		t.Fatalf("a topic name that does not map to the stream was taken: %q", wrong.TopicName)
 	}
 }
+
+// TestExtRecordSetToDefault: StreamConfig.SetToDefault is kept in the ext
+// config record and read back; with a 249-character topic name, every ext
+// key at a non-default value and every other honoured key set to its
+// default, the record still fits DIS's checkpoint metadata.
+func TestExtRecordSetToDefault(t *testing.T) {
+	long := strings.Repeat("a.b-", 62) + "c"
+	stream := disbackend.HashedStreamName(long)
+	cfg := disbackend.StreamConfig{
+		DeleteRetention: 123456789012, MinCompactionLag: 123456789012, MaxCompactionLag: 123456789012,
+		MinCleanableDirtyRatio: 0.123456789, SegmentBytes: 1234567890, SegmentTime: 123456789012,
+		CompressionType: "uncompressed", GzipLevel: 9, LZ4Level: 17, ZstdLevel: -131072,
+		SetToDefault: "cleanup.policy,dis.record.format,max.decompressed.message.bytes,max.message.bytes," +
+			"message.timestamp.type,remote.storage.enable,retention.bytes,retention.ms",
+	}.WithDefaults()
+	meta := "sid=" + strings.Repeat("9", 32) + ";" + extRecord(long, stream, cfg)
+	if len(meta) > disapi.MaxCheckpointMetadataLen {
+		t.Fatalf("metadata of %d characters, DIS keeps %d", len(meta), disapi.MaxCheckpointMetadataLen)
+	}
+	st := disbackend.Stream{Name: stream, TopicName: stream}
+	if !decodeExtConfig(meta, strings.Repeat("9", 32), &st) || st.Config.SetToDefault != cfg.SetToDefault || st.TopicName != long {
+		t.Fatalf("decoded %q, SetToDefault %q", st.TopicName, st.Config.SetToDefault)
+	}
+	if got := extRecord("a.b", "a_b", disbackend.StreamConfig{SetToDefault: "retention.ms"}.WithDefaults()); got != "set=retention.ms" {
+		t.Fatalf("extRecord of a key set to its default = %q", got)
+	}
+}

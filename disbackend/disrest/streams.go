@@ -47,7 +47,8 @@ const (
 	// when the topic sets it.
 	tagMaxDecompressedBytes = "disgw-max-decompressed-bytes"
 	// tagCleanupPolicy is cleanup.policy when it is not delete: "compact"
-	// or "compact-delete" (a tag value cannot hold a comma).
+	// "compact-delete" or "delete-compact" (a tag value cannot hold a
+	// comma).
 	tagCleanupPolicy = "disgw-cleanup-policy"
 	// tagExtConfig is "1" when the stream has topic configs that no tag
 	// holds (extConfig), kept as checkpoint metadata of gatewayApp on the
@@ -140,9 +141,7 @@ func (s *Store) ValidateStreamConfig(cfg disbackend.StreamConfig) error {
 	if !disbackend.ValidRecordFormat(cfg.RecordFormat) {
 		return fmt.Errorf("%w: unknown record format %q", disbackend.ErrInvalidConfig, cfg.RecordFormat)
 	}
-	switch cfg.CleanupPolicy {
-	case "", disbackend.CleanupDelete, disbackend.CleanupCompact, disbackend.CleanupCompactDelete:
-	default:
+	if !disbackend.ValidCleanupPolicy(cfg.CleanupPolicy) {
 		return fmt.Errorf("%w: cleanup.policy %q", disbackend.ErrInvalidConfig, cfg.CleanupPolicy)
 	}
 	return nil
@@ -261,6 +260,8 @@ func streamFromDIS(name, id string, created int64, retention int32, parts int32,
 				st.Config.CleanupPolicy = disbackend.CleanupCompact
 			case "compact-delete":
 				st.Config.CleanupPolicy = disbackend.CleanupCompactDelete
+			case "delete-compact":
+				st.Config.CleanupPolicy = disbackend.CleanupDeleteCompact
 			}
 		case tagExtConfig:
 			*ext = *t.Value == "1"

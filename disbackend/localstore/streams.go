@@ -316,9 +316,7 @@ func validateConfig(cfg disbackend.StreamConfig) error {
 	default:
 		return fmt.Errorf("%w: unknown compression type %q", disbackend.ErrInvalidConfig, cfg.CompressionType)
 	}
-	switch cfg.CleanupPolicy {
-	case disbackend.CleanupDelete, disbackend.CleanupCompact, disbackend.CleanupCompactDelete:
-	default:
+	if cfg.CleanupPolicy == "" || !disbackend.ValidCleanupPolicy(cfg.CleanupPolicy) {
 		return fmt.Errorf("%w: unknown cleanup policy %q", disbackend.ErrInvalidConfig, cfg.CleanupPolicy)
 	}
 	switch {

@@ -100,6 +100,10 @@ var keptRules = []*keptRule{
 		Reason: "disgw's max_connections (4096 by default); Kafka has no limit by default"},
 	{Category: catDeliberate, API: "DescribeConfigs", Path: `**Configs["max.connections.per.ip"]**Value`,
 		Reason: "disgw's max_connections_per_ip (1024 by default); Kafka has no limit by default"},
+	{Category: catDeliberate, Backend: "dis", Path: `**Configs["retention.ms"]**`, Shape: disRetentionDefault,
+		Reason: "the DIS backend's topics keep data 24 hours by default (DIS's default data_duration; README: default_retention), so a topic at the default has retention.ms 86400000 from the broker's log.retention.ms, STATIC_BROKER_CONFIG, where Kafka's is 604800000 from log.retention.hours; only that pair of values is kept"},
+	{Category: catDeliberate, Backend: "dis", Path: `**Configs["log.retention.ms"]**`, Shape: disRetentionDefault,
+		Reason: "as retention.ms: the DIS backend's log.retention.ms is 86400000, STATIC_BROKER_CONFIG, where Kafka's is null (log.retention.hours 168 gives it)"},
 	{Category: catDeliberate, API: "ApiVersions", Path: "ApiKeys[*].MinVersion", Shape: disgwLower,
 		Reason: "disgw still serves the versions Kafka 4 removed (KIP-896) for old clients; they are checked against Kafka 3.x's answers instead"},
 	{Category: catDeliberate, API: "ApiVersions", Path: "ApiKeys[0].MinVersion",
@@ -293,4 +297,33 @@ func printKept() string {
 		fmt.Fprintf(&b, "  %-48s %-16s %-24s %s\n", r.Category, api, r.Path, r.Reason)
 	}
 	return b.String()
+}
+
+// disRetentionDefault keeps the differences that the DIS backend's 24-hour
+// default retention makes (see its rule) and no others: Kafka's value
+// 604800000 or null where disgw's is 86400000, DEFAULT_CONFIG (5) where
+// disgw's is STATIC_BROKER_CONFIG (4: CreateTopics gives the number), IsDefault true where disgw's is false,
+// and the log.retention.ms synonym disgw lists and Kafka does not.
+func disRetentionDefault(kafka, disgw reflect.Value) bool {
+	show := func(v reflect.Value) string {
+		switch {
+		case !v.IsValid():
+			return "missing"
+		case v.Kind() == reflect.Pointer && v.IsNil():
+			return "null"
+		case v.Kind() == reflect.Pointer:
+			v = v.Elem()
+		}
+		if v.Kind() == reflect.Struct {
+			return "present"
+		}
+		return fmt.Sprint(v.Interface())
+	}
+	switch [2]string{show(kafka), show(disgw)} {
+	case [2]string{"604800000", "86400000"}, [2]string{"null", "86400000"},
+		[2]string{"DEFAULT_CONFIG", "STATIC_BROKER_CONFIG"}, [2]string{"5", "4"}, [2]string{"true", "false"},
+		[2]string{"missing", "present"}:
+		return true
+	}
+	return false
 }
