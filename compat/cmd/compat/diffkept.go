@@ -117,14 +117,8 @@ var keptRules = []*keptRule{
 	{Category: catDeliberate, Path: `Topics["*badrf"]**`, Reason: "the topic of replication factor 3 exists on disgw (see CreateTopics), so Metadata and ElectLeaders of every topic list it"},
 	{Category: catDeliberate, API: "Metadata", MaxVer: 3, Path: `Topics["*-t2"]**`,
 		Reason: "auto-creation (Metadata v0-3 naming an unknown topic): disgw creates the topic before answering, so the first answer already lists it; Kafka's controller creates it asynchronously and answers UNKNOWN_TOPIC_OR_PARTITION first; clients retry either way and then see the same topic"},
-	{Category: catDeliberate, Backend: "dis", Path: `**Configs["retention.ms"].Value`,
-		Reason: "DIS backend: a stream keeps data 24 to 168 hours (its data_duration); a topic that sets no retention.ms gets DIS's default, 24 h, and a compacted topic 168 h (README: Compacted topics on DIS), reported as what DIS keeps"},
-	{Category: catDeliberate, Backend: "dis", Path: `**Configs["retention.ms"].Source`, Shape: defaultVsStatic,
-		Reason: "DIS backend: the 24 h a topic gets without retention.ms is the backend's (STATIC_BROKER_CONFIG, synonym log.retention.ms), not Kafka's default"},
-	{Category: catDeliberate, Backend: "dis", Path: `**Configs["retention.ms"].ConfigSynonyms["log.retention.ms"]**`,
-		Reason: "DIS backend: the broker's log.retention.ms (DIS's 24 h) is a synonym of every topic's retention.ms, as a statically set log.retention.ms is in Kafka"},
-	{Category: catDeliberate, Backend: "dis", API: "DescribeConfigs", Path: `Resources[BROKER/*].Configs["log.retention.ms"]**`,
-		Reason: "DIS backend: the broker's log.retention.ms is DIS's default data_duration, 24 h"},
+	{Category: catDeliberate, Backend: "dis", Path: `**Configs["retention.ms"].Value`, Shape: disCompactedRetention,
+		Reason: "DIS backend: a compacted topic keeps data DIS's longest, 168 h, whatever retention.ms it asks for, so that its live keys are copied as seldom as possible (README: Compacted topics on DIS)"},
 	{Category: catDeliberate, API: "Fetch", Backend: "dis", Path: "**RecordBatches (records compared one by one)",
 		Reason: "DIS backend: each Kafka record is one DIS record, and a fetch rebuilds batches from consecutive records, so batch boundaries differ; the harness compares the records one by one (offset, timestamp, key, value, headers, and their batch's leader epoch, magic, attributes and CRC)"},
 	{Category: catDeliberate, API: "Fetch", Backend: "dis", Path: "**RecordBatches[*].ProducerID",
@@ -242,12 +236,22 @@ func sameModuloAddr(a, b reflect.Value) bool {
 	return ok1 && ok2 && x == y && x != ""
 }
 
-// defaultVsStatic: Kafka's DEFAULT_CONFIG (5) against disgw's
-// STATIC_BROKER_CONFIG (4).
-func defaultVsStatic(a, b reflect.Value) bool {
-	x, ok1 := intOf(a)
-	y, ok2 := intOf(b)
-	return ok1 && ok2 && x == 5 && y == 4
+// disCompactedRetention: disgw's value is 604800000 (168 h), where Kafka's
+// is another.
+func disCompactedRetention(kafka, disgw reflect.Value) bool {
+	str := func(v reflect.Value) string {
+		if v.Kind() == reflect.Pointer {
+			if v.IsNil() {
+				return ""
+			}
+			v = v.Elem()
+		}
+		if v.Kind() != reflect.String {
+			return ""
+		}
+		return v.String()
+	}
+	return str(disgw) == "604800000" && str(kafka) != "604800000"
 }
 
 func disgwLower(a, b reflect.Value) bool {
