@@ -51,6 +51,10 @@ func (c *conn) handleElectLeaders(req *kafkawire.Request) reply {
 			t.Partitions = []kmsg.ElectLeadersResponseTopicPartition{}
 			resp.Topics = append(resp.Topics, t)
 		}
+		t := kmsg.NewElectLeadersResponseTopic() // as Kafka lists its internal topic
+		t.Topic = offsetsTopic
+		t.Partitions = []kmsg.ElectLeadersResponseTopicPartition{}
+		resp.Topics = append(resp.Topics, t)
 		return ready(req, resp)
 	}
 	ctx, cancel := c.requestContext(r.TimeoutMillis)
@@ -64,6 +68,9 @@ func (c *conn) handleElectLeaders(req *kafkawire.Request) reply {
 		t.Partitions = make([]kmsg.ElectLeadersResponseTopicPartition, 0, len(rt.Partitions))
 		served := q.topic()
 		st := s.topics.get(rt.Topic)
+		if rt.Topic == offsetsTopic {
+			st = s.offsetsTopicStream()
+		}
 		if st == nil && served && len(rt.Partitions) > 0 {
 			st = s.lookupTopic(ctx, rt.Topic)
 		}

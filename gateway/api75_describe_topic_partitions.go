@@ -65,6 +65,10 @@ func (c *conn) handleDescribeTopicPartitions(req *kafkawire.Request) reply {
 				names = append(names, st.TopicName)
 			}
 		}
+		if offsetsTopic >= cursorTopic { // listed as Metadata lists it
+			names = append(names, offsetsTopic)
+		}
+		slices.Sort(names)
 	} else {
 		for _, rt := range r.Topics {
 			if rt.Topic >= cursorTopic {
