@@ -412,6 +412,50 @@ func (s *Store) Checkpoints(ctx context.Context, app, stream string) ([]disbacke
 }
 
 // checkpoints lists one app's checkpoints (LeaderEpoch -1).
+// eachCheckpointed calls fn with each partition of stream on which app has
+// a LAST_READ checkpoint, and the checkpoint's sequence number as
+// ShowConsumerState gives it, paging through DIS's answer
+// (disapi.MaxConsumerStateLimit partitions a call). No checkpoint, or no
+// such stream, is no call. DIS: GET /v2/{project_id}/apps/{app}/streams/{stream}.
+func (s *Store) eachCheckpointed(ctx context.Context, app, stream string, fn func(part int32, sequenceNumber string) error) error {
+	var start *string
+	for {
+		limit := int32(disapi.MaxConsumerStateLimit)
+		cs, err := callIdempotent(ctx, s, "consumer state", func() (*model.ShowConsumerStateResponse, error) {
+			return s.c.ShowConsumerState(&model.ShowConsumerStateRequest{AppName: app, StreamName: stream, Limit: &limit,
+				StartPartitionId: start, CheckpointType: model.GetShowConsumerStateRequestCheckpointTypeEnum().LAST_READ})
+		})
+		if c := codeOf(err); c == disapi.CodeNoCheckpoint || c == disapi.CodeStreamNotFound {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if cs.PartitionConsumingStates == nil {
+			return nil
+		}
+		for _, ps := range *cs.PartitionConsumingStates {
+			if ps.PartitionId == nil {
+				continue
+			}
+			start = ps.PartitionId
+			if ps.SequenceNumber == nil || *ps.SequenceNumber == "-1" {
+				continue
+			}
+			part, ok := disbackend.ParsePartitionID(*ps.PartitionId)
+			if !ok {
+				continue
+			}
+			if err := fn(part, *ps.SequenceNumber); err != nil {
+				return err
+			}
+		}
+		if cs.HasMore == nil || !*cs.HasMore {
+			return nil
+		}
+	}
+}
+
 func (s *Store) checkpoints(ctx context.Context, app, stream string) ([]disbackend.Checkpoint, error) {
 	resp, err := s.showApp(ctx, app)
 	if err != nil {
@@ -426,47 +470,17 @@ func (s *Store) checkpoints(ctx context.Context, app, stream string) ([]disbacke
 		if name == MetaStream || (stream != "" && name != stream) {
 			continue
 		}
-		var start *string
-		for {
-			limit := int32(disapi.MaxConsumerStateLimit)
-			cs, err := callIdempotent(ctx, s, "consumer state", func() (*model.ShowConsumerStateResponse, error) {
-				return s.c.ShowConsumerState(&model.ShowConsumerStateRequest{AppName: app, StreamName: name, Limit: &limit,
-					StartPartitionId: start, CheckpointType: model.GetShowConsumerStateRequestCheckpointTypeEnum().LAST_READ})
-			})
-			if c := codeOf(err); c == disapi.CodeNoCheckpoint || c == disapi.CodeStreamNotFound {
-				break
+		err := s.eachCheckpointed(ctx, app, name, func(part int32, _ string) error {
+			sn, meta, err := s.checkpointOf(ctx, app, name, part)
+			if err != nil || sn < 0 {
+				return err
 			}
-			if err != nil {
-				return nil, err
-			}
-			if cs.PartitionConsumingStates == nil {
-				break
-			}
-			for _, ps := range *cs.PartitionConsumingStates {
-				if ps.PartitionId == nil {
-					continue
-				}
-				start = ps.PartitionId
-				if ps.SequenceNumber == nil || *ps.SequenceNumber == "-1" {
-					continue
-				}
-				part, ok := disbackend.ParsePartitionID(*ps.PartitionId)
-				if !ok {
-					continue
-				}
-				sn, meta, err := s.checkpointOf(ctx, app, name, part)
-				if err != nil {
-					return nil, err
-				}
-				if sn < 0 {
-					continue
-				}
-				out = append(out, disbackend.Checkpoint{Stream: name, Partition: part, SequenceNumber: sn, Metadata: meta,
-					CommittedAt: now, LeaderEpoch: -1})
-			}
-			if cs.HasMore == nil || !*cs.HasMore {
-				break
-			}
+			out = append(out, disbackend.Checkpoint{Stream: name, Partition: part, SequenceNumber: sn, Metadata: meta,
+				CommittedAt: now, LeaderEpoch: -1})
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {

@@ -30,7 +30,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/huaweicloud/huaweicloud-sdk-go-v3/services/dis/v2/model"
 	"go.uber.org/zap"
 
 	"github.com/disgw/disgw/disbackend"
@@ -220,50 +219,20 @@ func (s *Store) loadStreamLogStarts(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	var start *string
-	for {
-		limit := int32(disapi.MaxConsumerStateLimit)
-		cs, err := callIdempotent(ctx, s, "consumer state", func() (*model.ShowConsumerStateResponse, error) {
-			return s.c.ShowConsumerState(&model.ShowConsumerStateRequest{AppName: logStartApp, StreamName: name, Limit: &limit,
-				StartPartitionId: start, CheckpointType: model.GetShowConsumerStateRequestCheckpointTypeEnum().LAST_READ})
-		})
-		if c := codeOf(err); c == disapi.CodeNoCheckpoint || c == disapi.CodeStreamNotFound {
-			return nil
+	return s.eachCheckpointed(ctx, logStartApp, name, func(part int32, sequenceNumber string) error {
+		k := partKey{name, part}
+		if f, ok := s.ranges.floorOf(k); ok && f.sid == si.id && fmt.Sprint(f.off) == sequenceNumber {
+			return nil // known and checked
 		}
+		sn, meta, err := s.checkpointOf(ctx, logStartApp, name, part)
 		if err != nil {
 			return err
 		}
-		if cs.PartitionConsumingStates == nil {
-			return nil
+		if sn >= 0 && meta == sidMeta(si.id) {
+			s.ranges.setFloor(k, floor{off: sn, sid: si.id})
 		}
-		for _, ps := range *cs.PartitionConsumingStates {
-			if ps.PartitionId == nil {
-				continue
-			}
-			start = ps.PartitionId
-			if ps.SequenceNumber == nil || *ps.SequenceNumber == "-1" {
-				continue
-			}
-			part, ok := disbackend.ParsePartitionID(*ps.PartitionId)
-			if !ok {
-				continue
-			}
-			k := partKey{name, part}
-			if f, ok := s.ranges.floorOf(k); ok && f.sid == si.id && fmt.Sprint(f.off) == *ps.SequenceNumber {
-				continue // known and checked
-			}
-			sn, meta, err := s.checkpointOf(ctx, logStartApp, name, part)
-			if err != nil {
-				return err
-			}
-			if sn >= 0 && meta == sidMeta(si.id) {
-				s.ranges.setFloor(k, floor{off: sn, sid: si.id})
-			}
-		}
-		if cs.HasMore == nil || !*cs.HasMore {
-			return nil
-		}
-	}
+		return nil
+	})
 }
 
 // LogDir names the data's place, "dis:<endpoint>/<project id>"; DIS does
