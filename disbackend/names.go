@@ -50,14 +50,18 @@ const HashedStreamNamePrefixLen = MaxStreamNameLen - 1 - 16
 // HashedStreamName returns the hashed stream name of topic (a valid topic
 // name longer than MaxStreamNameLen): the first HashedStreamNamePrefixLen
 // characters of topic with '.' as '_', '-', and the first 8 bytes of
-// SHA-256(topic) as 16 lower-case hex digits.
+// SHA-256 of topic with '.' as '_' as 16 lower-case hex digits. The hash is
+// of the mapped name so that two long topics differing only in '.' and '_'
+// map to one stream and the second collides (ErrNameCollision), as Kafka
+// refuses them and as short names collide.
 func HashedStreamName(topic string) string {
-	sum := sha256.Sum256([]byte(topic))
-	prefix := topic
+	mapped := strings.ReplaceAll(topic, ".", "_")
+	sum := sha256.Sum256([]byte(mapped))
+	prefix := mapped
 	if len(prefix) > HashedStreamNamePrefixLen {
 		prefix = prefix[:HashedStreamNamePrefixLen]
 	}
-	return strings.ReplaceAll(prefix, ".", "_") + "-" + hex.EncodeToString(sum[:8])
+	return prefix + "-" + hex.EncodeToString(sum[:8])
 }
 
 // PlainStreamNameForTopic maps a topic name to a stream name by '.' -> '_'

@@ -45,7 +45,7 @@ func (c *conn) handleDeleteRecords(req *kafkawire.Request) reply {
 			over := !q.take()
 			var st *disbackend.Stream
 			if !over {
-				if st = c.s.topics.get(rt.Topic); st == nil {
+				if st = c.s.cachedTopic(rt.Topic); st == nil {
 					st = c.s.lookupTopic(ctx, rt.Topic)
 				}
 			}
@@ -74,6 +74,9 @@ func (c *conn) handleDeleteRecords(req *kafkawire.Request) reply {
 func (s *Server) deleteRecords(ctx context.Context, st *disbackend.Stream, partition int32, offset int64) (int64, error) {
 	if st == nil || partition < 0 || partition >= st.PartitionCount {
 		return 0, errUnknownTopic
+	}
+	if st.TopicName == offsetsTopic { // as Kafka's ReplicaManager refuses internal topics
+		return 0, kerrWrap(kerr.InvalidTopicException, "Cannot delete records of internal topic "+offsetsTopic)
 	}
 	if !st.Config.Deletes() {
 		return 0, kerrWrap(kerr.PolicyViolation, fmt.Sprintf("topic %q has cleanup.policy %s: records of a compacted topic cannot be deleted", st.TopicName, st.Config.CleanupPolicy))

@@ -67,10 +67,7 @@ func (c *conn) handleElectLeaders(req *kafkawire.Request) reply {
 		t.Topic = rt.Topic
 		t.Partitions = make([]kmsg.ElectLeadersResponseTopicPartition, 0, len(rt.Partitions))
 		served := q.topic()
-		st := s.topics.get(rt.Topic)
-		if rt.Topic == offsetsTopic {
-			st = s.offsetsTopicStream()
-		}
+		st := s.cachedTopic(rt.Topic)
 		if st == nil && served && len(rt.Partitions) > 0 {
 			st = s.lookupTopic(ctx, rt.Topic)
 		}

@@ -101,7 +101,7 @@ func (c *conn) handleDescribeTopicPartitions(req *kafkawire.Request) reply {
 			resp.NextCursor = &kmsg.DescribeTopicPartitionsResponseNextCursor{Topic: name, Partition: 0}
 			break
 		}
-		st := s.topics.get(name)
+		st := s.cachedTopic(name)
 		if st == nil && !all {
 			st = s.lookupTopic(ctx, name)
 		}

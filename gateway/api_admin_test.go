@@ -372,7 +372,7 @@ func TestDescribeTopicPartitions(t *testing.T) {
 		}
 		for i, w := range topics {
 			rt := resp.Topics[i]
-			if *rt.Topic != w.topic || rt.ErrorCode != w.code || rt.IsInternal {
+			if *rt.Topic != w.topic || rt.ErrorCode != w.code || rt.IsInternal != (w.topic == "__consumer_offsets") {
 				t.Errorf("topic %d: %s error %d, want %s %d", i, *rt.Topic, rt.ErrorCode, w.topic, w.code)
 			}
 			wantID, wantOps := topicIDs[w.topic], int32(wantTopicOps)
@@ -432,9 +432,12 @@ func TestDescribeTopicPartitions(t *testing.T) {
 		{"cursor topic not listed", names(t3, t1, t5), 2, &cursor{"admin-nosuch", 0},
 			[]want{{t3, 42, 0, 0}, {t1, 42, 0, 0}, {t5, 42, 0, 0}}, nil},
 		{"negative cursor partition", names(t3), 2, &cursor{t3, -1}, []want{{t3, 42, 0, 0}}, nil},
-		{"all topics", nil, 3, nil, []want{{t1, 0, 0, 1}, {t3, 0, 0, 2}}, &cursor{t3, 2}},
+		// Every topic: Kafka 4.4 lists its __consumer_offsets too (50
+		// partitions here), first in name order.
+		{"all topics", nil, 3, nil, []want{{"__consumer_offsets", 0, 0, 3}}, &cursor{"__consumer_offsets", 3}},
+		{"all topics from the internal topic's end", nil, 3, &cursor{"__consumer_offsets", 49}, []want{{"__consumer_offsets", 0, 49, 50}, {t1, 0, 0, 1}, {t3, 0, 0, 1}}, &cursor{t3, 1}},
 		{"all topics from a prefix", nil, 3, &cursor{"admin-t2", 0}, []want{{t3, 0, 0, 3}}, &cursor{t5, 0}},
-		{"all topics, no limit", nil, 2000, nil, []want{{t1, 0, 0, 1}, {t3, 0, 0, 3}, {t5, 0, 0, 5}}, nil},
+		{"all topics, no limit", nil, 2000, nil, []want{{"__consumer_offsets", 0, 0, 50}, {t1, 0, 0, 1}, {t3, 0, 0, 3}, {t5, 0, 0, 5}}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req := kmsg.NewDescribeTopicPartitionsRequest()
@@ -452,7 +455,7 @@ func TestDescribeTopicPartitions(t *testing.T) {
 	var seen []string
 	req := kmsg.NewDescribeTopicPartitionsRequest()
 	req.ResponsePartitionLimit = 2
-	for range 20 {
+	for range 40 {
 		resp := raw.roundTrip(0, &req).(*kmsg.DescribeTopicPartitionsResponse)
 		for _, rt := range resp.Topics {
 			for _, p := range rt.Partitions {
@@ -464,7 +467,11 @@ func TestDescribeTopicPartitions(t *testing.T) {
 		}
 		req.Cursor = &kmsg.DescribeTopicPartitionsRequestCursor{Topic: resp.NextCursor.Topic, Partition: resp.NextCursor.Partition}
 	}
-	wantSeen := []string{t1 + "/0"}
+	var wantSeen []string
+	for p := range 50 {
+		wantSeen = append(wantSeen, fmt.Sprintf("__consumer_offsets/%d", p))
+	}
+	wantSeen = append(wantSeen, t1+"/0")
 	for p := range 3 {
 		wantSeen = append(wantSeen, fmt.Sprintf("%s/%d", t3, p))
 	}

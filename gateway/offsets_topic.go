@@ -42,3 +42,13 @@ func (s *Server) offsetsTopicStream() *disbackend.Stream {
 	return &disbackend.Stream{Name: offsetsTopic, TopicName: offsetsTopic, TopicID: id,
 		PartitionCount: offsetsTopicPartitions, Config: cfg}
 }
+
+// cachedTopic is topic name's stream from the topic cache, or
+// offsetsTopicStream for __consumer_offsets (which no backend holds); nil
+// when neither knows it.
+func (s *Server) cachedTopic(name string) *disbackend.Stream {
+	if name == offsetsTopic {
+		return s.offsetsTopicStream()
+	}
+	return s.topics.get(name)
+}

@@ -80,4 +80,29 @@ func TestOffsetsTopicInMetadata(t *testing.T) {
 	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "__consumer_offsets", Value: []byte("x")}).FirstErr(); err != kerr.InvalidTopicException {
 		t.Errorf("produce: %v, want INVALID_TOPIC_EXCEPTION", err)
 	}
+
+	// DescribeTopicPartitions naming it (kafka-topics --describe of every
+	// topic asks so, after Metadata listed it): its 50 partitions.
+	dtp := kmsg.NewPtrDescribeTopicPartitionsRequest()
+	dtp.ResponsePartitionLimit = 2000
+	dtpt := kmsg.NewDescribeTopicPartitionsRequestTopic()
+	dtpt.Topic = "__consumer_offsets"
+	dtp.Topics = append(dtp.Topics, dtpt)
+	if resp := r.roundTrip(0, dtp).(*kmsg.DescribeTopicPartitionsResponse); len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 ||
+		!resp.Topics[0].IsInternal || len(resp.Topics[0].Partitions) != 50 {
+		t.Errorf("DescribeTopicPartitions: %+v", resp.Topics)
+	}
+	// DeleteRecords of it: INVALID_TOPIC_EXCEPTION, as Kafka 4.4 answers
+	// for an internal topic.
+	drr := kmsg.NewPtrDeleteRecordsRequest()
+	drr.TimeoutMillis = 5000
+	drt := kmsg.NewDeleteRecordsRequestTopic()
+	drt.Topic = "__consumer_offsets"
+	drp := kmsg.NewDeleteRecordsRequestTopicPartition()
+	drp.Partition, drp.Offset = 0, -1
+	drt.Partitions = append(drt.Partitions, drp)
+	drr.Topics = append(drr.Topics, drt)
+	if resp := r.roundTrip(2, drr).(*kmsg.DeleteRecordsResponse); resp.Topics[0].Partitions[0].ErrorCode != kerr.InvalidTopicException.Code {
+		t.Errorf("DeleteRecords: error %d, want INVALID_TOPIC_EXCEPTION", resp.Topics[0].Partitions[0].ErrorCode)
+	}
 }

@@ -268,6 +268,17 @@ func testLongTopicNames(t *testing.T, b disbackend.Backend) {
 	cs.Name = clash
 	_, err = b.CreateStream(ctx, cs)
 	wantErr(t, "create a topic named like a long topic's stream", err, disbackend.ErrNameCollision)
+	// A long topic differing from long1 only in '.' and '_' collides, as
+	// Kafka refuses it beside long1 (and as short names collide).
+	under := strings.ReplaceAll(long1, ".", "_")
+	uname, err := disbackend.StreamNameFor(b, under)
+	if err != nil {
+		t.Fatal(err)
+	}
+	us := spec(t, under, 1)
+	us.Name = uname
+	_, err = b.CreateStream(ctx, us)
+	wantErr(t, "create a long topic differing only in '.' and '_'", err, disbackend.ErrNameCollision)
 
 	mustAppend(t, b, streams[long1], 1, MakeBatch(BatchOptions{NumRecords: 3, Seed: 1}))
 	mustAppend(t, b, streams[long2], 0, MakeBatch(BatchOptions{NumRecords: 2, Seed: 2}))
