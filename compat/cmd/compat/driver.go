@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -24,6 +25,19 @@ type env struct {
 	root, compat, self, tools string
 	broker, topic, group      string
 	bin, backend              string // disgw and its backend, for scenarios that run their own
+	// disEndpoint is the URL of the dislocal behind disgw (backend dis,
+	// when the driver started it), e.g. http://127.0.0.1:PORT; the
+	// scenario process also gets it, with the credentials, in its
+	// environment (disEnv).
+	disEndpoint string
+}
+
+// disEnv is the environment a scenario gets on backend dis: the dislocal
+// behind disgw and the AK/SK and project id it checks, for clients that
+// talk to DIS itself (the DIS SDKs and the DIS Kafka Adapter).
+func disEnv(endpoint string) []string {
+	return []string{"DISGW_COMPAT_DIS_ENDPOINT=" + endpoint, "DISGW_COMPAT_DIS_AK=" + compatDISAK,
+		"DISGW_COMPAT_DIS_SK=" + compatDISSK, "DISGW_COMPAT_DIS_PROJECT=" + compatDISProject}
 }
 
 type clientSpec struct {
@@ -42,6 +56,14 @@ type clientSpec struct {
 	// ownsDisgw: the scenario runs its own disgw (it kills and restarts
 	// it), so the driver starts none.
 	ownsDisgw bool
+	// backends, when set, are the only backends the client runs on (the
+	// DIS clients need a DIS endpoint: backend dis).
+	backends []string
+}
+
+// runsOn reports whether the client runs on backend.
+func (c clientSpec) runsOn(backend string) bool {
+	return len(c.backends) == 0 || slices.Contains(c.backends, backend)
 }
 
 func goScenario(name string) func(e env) ([]string, error) {
@@ -203,7 +225,7 @@ func driverMain(args []string) int {
 	stamp := time.Now().UTC().Format("20060102150405")
 	var results []*clientResult
 	for _, c := range clients {
-		if len(want) > 0 && !want[c.name] {
+		if (len(want) > 0 && !want[c.name]) || !c.runsOn(*backend) {
 			continue
 		}
 		fmt.Printf("== %s (%s)\n", c.name, c.about)
@@ -491,6 +513,9 @@ func runClient(c clientSpec, e env, bin, backend string, timeout time.Duration, 
 			return r
 		}
 		e.broker = p.addr
+		if p.dis != nil {
+			e.disEndpoint = "http://" + p.dis.addr
+		}
 		defer func() {
 			if problem := p.stop(); problem != "" {
 				r.note = strings.TrimPrefix(r.note+"; "+problem, "; ")
@@ -515,6 +540,9 @@ func runClient(c clientSpec, e env, bin, backend string, timeout time.Duration, 
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = e.compat
 	cmd.Env = append(os.Environ(), "KAFKAJS_NO_PARTITIONER_WARNING=1", "PYTHONUNBUFFERED=1")
+	if e.disEndpoint != "" {
+		cmd.Env = append(cmd.Env, disEnv(e.disEndpoint)...)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
