@@ -88,18 +88,38 @@ func keyHash(key string) uint64 {
 	return binary.BigEndian.Uint64(sum[:8]) & math.MaxInt64
 }
 
+// putRecords serves PutRecords (POST /v2/{project_id}/records) with a JSON
+// body, or a protobuf PutRecordsRequest when the Content-Type is
+// application/x-protobuf, which then answers a protobuf PutRecordsResult
+// (bodies.go). Both decode into one putRecordsInput and answer one
+// putRecordsResult.
 func (s *Server) putRecords(r *http.Request, _ map[string]string, body []byte) (int, any, *disError) {
-	var req putRecordsRequest
-	if derr := decodeBody(body, &req); derr != nil {
+	pb := isProtobuf(r)
+	in, derr := decodePutRecords(body, pb)
+	if derr != nil {
 		return 0, nil, derr
 	}
+	res, derr := s.appendRecords(r.Context(), in)
+	if derr != nil {
+		return 0, nil, derr
+	}
+	if pb {
+		return http.StatusOK, res.proto(), nil
+	}
+	return http.StatusOK, res, nil
+}
+
+// appendRecords writes a decoded PutRecords: it checks the stream, the
+// sizes and the partitions of every record, then appends one batch per
+// partition. Records refused by flow control or whose append failed are
+// reported in the result (DIS.4303 or the backend's error), as DIS does.
+func (s *Server) appendRecords(ctx context.Context, req putRecordsInput) (putRecordsResult, *disError) {
 	if req.StreamName == "" && req.StreamID == "" {
-		return 0, nil, errInvalid("stream_name is required")
+		return putRecordsResult{}, errInvalid("stream_name is required")
 	}
 	if len(req.Records) == 0 {
-		return 0, nil, errf(400, disapi.CodeEmptyRequest, "Empty request. [no records]")
+		return putRecordsResult{}, errf(400, disapi.CodeEmptyRequest, "Empty request. [no records]")
 	}
-	ctx := r.Context()
 	s.mu.Lock()
 	bs, ss, derr := s.streamOf(ctx, req.StreamName)
 	if derr != nil && derr.Code == disapi.CodeStreamNotFound && req.StreamID != "" {
@@ -110,7 +130,7 @@ func (s *Server) putRecords(r *http.Request, _ map[string]string, body []byte) (
 	}
 	if derr != nil {
 		s.mu.Unlock()
-		return 0, nil, derr
+		return putRecordsResult{}, derr
 	}
 	writable, advanced, sid := ss.Writable, ss.StreamType == "ADVANCED", ss.StreamID
 	s.mu.Unlock()
@@ -121,38 +141,29 @@ func (s *Server) putRecords(r *http.Request, _ map[string]string, body []byte) (
 	}
 	nowMS := s.now().UnixMilli()
 	parts := make([]int32, len(req.Records))
-	datas := make([][]byte, len(req.Records))
 	total := 0
 	for i, e := range req.Records {
-		if e.Data == nil {
-			return 0, nil, errInvalid("records[%d].data is required", i)
+		if len(e.Data) > disapi.MaxRecordBytes {
+			return putRecordsResult{}, errf(400, disapi.CodeBodyError, "Request body error. [records[%d] has %d bytes, more than the %d a record may have]", i, len(e.Data), disapi.MaxRecordBytes)
 		}
-		data, err := base64.StdEncoding.DecodeString(*e.Data)
-		if err != nil {
-			return 0, nil, errInvalid("records[%d].data is not Base64: %v", i, err)
-		}
-		if len(data) > disapi.MaxRecordBytes {
-			return 0, nil, errf(400, disapi.CodeBodyError, "Request body error. [records[%d] has %d bytes, more than the %d a record may have]", i, len(data), disapi.MaxRecordBytes)
-		}
-		total += len(data)
-		datas[i] = data
+		total += len(e.Data)
 		switch {
 		case e.PartitionID != "":
 			p, ok := disbackend.ParsePartitionID(e.PartitionID)
 			if !ok {
-				return 0, nil, errf(400, disapi.CodePartitionIDInvalid, "Invalid partition_id. [%s]", e.PartitionID)
+				return putRecordsResult{}, errf(400, disapi.CodePartitionIDInvalid, "Invalid partition_id. [%s]", e.PartitionID)
 			}
 			if p >= bs.PartitionCount {
-				return 0, nil, errPartitionNotFound(e.PartitionID)
+				return putRecordsResult{}, errPartitionNotFound(e.PartitionID)
 			}
 			if p >= writable {
-				return 0, nil, errf(400, disapi.CodePartitionNotFound, "Partition does not exist. [%s is DELETED: read-only after a scale-down]", disbackend.PartitionID(p))
+				return putRecordsResult{}, errf(400, disapi.CodePartitionNotFound, "Partition does not exist. [%s is DELETED: read-only after a scale-down]", disbackend.PartitionID(p))
 			}
 			parts[i] = p
 		case e.ExplicitHashKey != "":
 			h, err := strconv.ParseUint(e.ExplicitHashKey, 10, 63)
 			if err != nil {
-				return 0, nil, errInvalid("records[%d].explicit_hash_key %q is not a number in 0 … 9223372036854775807", i, e.ExplicitHashKey)
+				return putRecordsResult{}, errInvalid("records[%d].explicit_hash_key %q is not a number in 0 … 9223372036854775807", i, e.ExplicitHashKey)
 			}
 			parts[i] = hashPartition(h, writable)
 		case e.PartitionKey != nil:
@@ -162,7 +173,7 @@ func (s *Server) putRecords(r *http.Request, _ map[string]string, body []byte) (
 		}
 	}
 	if total > maxPut {
-		return 0, nil, errf(400, disapi.CodeBodyError, "Request body error. [%d bytes of records, more than the %d a PutRecords may carry]", total, maxPut)
+		return putRecordsResult{}, errf(400, disapi.CodeBodyError, "Request body error. [%d bytes of records, more than the %d a PutRecords may carry]", total, maxPut)
 	}
 
 	res := putRecordsResult{Records: make([]putRecordResult, len(req.Records))}
@@ -170,12 +181,12 @@ func (s *Server) putRecords(r *http.Request, _ map[string]string, body []byte) (
 	var order []int32
 	for i, e := range req.Records {
 		p := parts[i]
-		if s.opts.FlowControl && !s.flow.takeWrite(flowKey(sid, p), advanced, len(datas[i])) {
+		if s.opts.FlowControl && !s.flow.takeWrite(flowKey(sid, p), advanced, len(e.Data)) {
 			res.FailedRecordCount++
 			res.Records[i] = putRecordResult{ErrorCode: disapi.CodeFlowControl, ErrorMessage: "Exceeded traffic control limit."}
 			continue
 		}
-		rec := pendingRecord{index: i, value: datas[i], ts: nowMS}
+		rec := pendingRecord{index: i, value: e.Data, ts: nowMS}
 		if e.PartitionKey != nil {
 			rec.key = []byte(*e.PartitionKey)
 		}
@@ -196,7 +207,7 @@ func (s *Server) putRecords(r *http.Request, _ map[string]string, body []byte) (
 		recs := byPart[p]
 		if err != nil {
 			if errors.Is(err, disbackend.ErrStreamNotFound) {
-				return 0, nil, errStreamNotFound(bs.Name)
+				return putRecordsResult{}, errStreamNotFound(bs.Name)
 			}
 			de := backendError(err, bs.Name, disbackend.PartitionID(p), "")
 			for _, rec := range recs {
@@ -212,7 +223,7 @@ func (s *Server) putRecords(r *http.Request, _ map[string]string, body []byte) (
 			}
 		}
 	}
-	return http.StatusOK, res, nil
+	return res, nil
 }
 
 // buildBatch encodes records as one uncompressed Kafka record batch (magic
@@ -366,34 +377,53 @@ func (s *Server) offsetAtTimestamp(ctx context.Context, name string, p int32, ts
 	return max(base+int64(len(recs)), rng.First), nil
 }
 
+// getRecordsResult is a GetRecords answer, as JSON; proto() gives the
+// protobuf one.
 type getRecordsResult struct {
-	Records             []recordJSON `json:"records"`
-	NextPartitionCursor string       `json:"next_partition_cursor"`
+	Records             []record `json:"records"`
+	NextPartitionCursor string   `json:"next_partition_cursor"`
 }
 
-type recordJSON struct {
-	PartitionKey   *string `json:"partition_key,omitempty"`
+// record is one record of a GetRecords answer.
+type record struct {
+	PartitionKey   *string `json:"partition_key,omitempty"` // the Kafka key; absent when null
 	SequenceNumber string  `json:"sequence_number"`
-	Data           string  `json:"data"`
+	Data           []byte  `json:"data"` // encoding/json writes standard Base64, as DIS; never nil
 	Timestamp      int64   `json:"timestamp"`
 	TimestampType  string  `json:"timestamp_type"`
 }
 
+// getRecords serves GetRecords (GET /v2/{project_id}/records): JSON, or a
+// protobuf GetRecordsResult when the request's Content-Type is
+// application/x-protobuf (bodies.go). The query is the same for both.
 func (s *Server) getRecords(r *http.Request, _ map[string]string, _ []byte) (int, any, *disError) {
+	res, derr := s.readRecords(r)
+	if derr != nil {
+		return 0, nil, derr
+	}
+	if isProtobuf(r) {
+		return http.StatusOK, res.proto(), nil
+	}
+	return http.StatusOK, res, nil
+}
+
+// readRecords reads from the partition cursor's position, at most limit
+// records and max_fetch_bytes of data (at least one record when it fits).
+func (s *Server) readRecords(r *http.Request) (getRecordsResult, *disError) {
 	q := r.URL.Query()
 	cv := q.Get("partition-cursor")
 	c, p, sn, ok := decodeCursor(cv)
 	if !ok {
-		return 0, nil, errf(400, disapi.CodeCursorInvalid, "Invalid partition_cursor.")
+		return getRecordsResult{}, errf(400, disapi.CodeCursorInvalid, "Invalid partition_cursor.")
 	}
 	if s.now().UnixMilli()-c.Generated > disapi.CursorLifetime.Milliseconds() {
-		return 0, nil, errf(400, disapi.CodeCursorExpired, "Expired partition cursor. [cursors are valid for 5 minutes]")
+		return getRecordsResult{}, errf(400, disapi.CodeCursorExpired, "Expired partition cursor. [cursors are valid for 5 minutes]")
 	}
 	limit := disapi.DefaultGetRecordsLimit
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > disapi.MaxGetRecordsLimit {
-			return 0, nil, errInvalid("limit %q must be 1-%d", v, disapi.MaxGetRecordsLimit)
+			return getRecordsResult{}, errInvalid("limit %q must be 1-%d", v, disapi.MaxGetRecordsLimit)
 		}
 		limit = n
 	}
@@ -411,7 +441,7 @@ func (s *Server) getRecords(r *http.Request, _ map[string]string, _ []byte) (int
 	}
 	s.mu.Unlock()
 	if derr != nil {
-		return 0, nil, derr
+		return getRecordsResult{}, derr
 	}
 	maxBytes := defaultFetchBytesCommon
 	if advanced {
@@ -420,29 +450,29 @@ func (s *Server) getRecords(r *http.Request, _ map[string]string, _ []byte) (int
 	if v := q.Get("max_fetch_bytes"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
-			return 0, nil, errInvalid("max_fetch_bytes %q must be a positive number", v)
+			return getRecordsResult{}, errInvalid("max_fetch_bytes %q must be a positive number", v)
 		}
 		maxBytes = n
 	}
-	out := []recordJSON{}
+	out := []record{}
 	next, size := sn, 0
 	full := false
 	for !full && len(out) < limit {
 		res, err := s.b.Read(ctx, name, p, next, max(maxBytes-size, 64<<10))
 		if err != nil {
 			if errors.Is(err, disbackend.ErrOffsetOutOfRange) && next < res.Range.First {
-				return 0, nil, errf(400, disapi.CodeSequenceNumberExpired, "Sequence number behind the cursor has expired. [%d is below the partition's first %d; get a new cursor]", next, res.Range.First)
+				return getRecordsResult{}, errf(400, disapi.CodeSequenceNumberExpired, "Sequence number behind the cursor has expired. [%d is below the partition's first %d; get a new cursor]", next, res.Range.First)
 			}
 			if errors.Is(err, disbackend.ErrOffsetOutOfRange) {
-				return 0, nil, errf(400, disapi.CodeCursorInvalid, "Invalid partition_cursor. [%d is beyond the partition's next %d]", next, res.Range.Next)
+				return getRecordsResult{}, errf(400, disapi.CodeCursorInvalid, "Invalid partition_cursor. [%d is beyond the partition's next %d]", next, res.Range.Next)
 			}
-			return 0, nil, backendError(err, name, c.Param.PartitionID, "")
+			return getRecordsResult{}, backendError(err, name, c.Param.PartitionID, "")
 		}
 		progressed := false
 		for _, raw := range res.Batches {
 			recs, err := batch.DecodeRecords(raw)
 			if err != nil {
-				return 0, nil, errf(500, disapi.CodeSystemError, "System error. [%v]", err)
+				return getRecordsResult{}, errf(500, disapi.CodeSystemError, "System error. [%v]", err)
 			}
 			base := batch.BaseOffset(raw)
 			for i := range recs {
@@ -457,14 +487,18 @@ func (s *Server) getRecords(r *http.Request, _ map[string]string, _ []byte) (int
 				}
 				if s.opts.FlowControl && !s.flow.takeRead(flowKey(sid, p), advanced, len(kr.Value)) {
 					if len(out) == 0 {
-						return 0, nil, errf(400, disapi.CodeFlowControl, "Exceeded traffic control limit.")
+						return getRecordsResult{}, errf(400, disapi.CodeFlowControl, "Exceeded traffic control limit.")
 					}
 					full = true
 					break
 				}
-				rec := recordJSON{
+				data := kr.Value
+				if data == nil {
+					data = []byte{}
+				}
+				rec := record{
 					SequenceNumber: strconv.FormatInt(off, 10),
-					Data:           base64.StdEncoding.EncodeToString(kr.Value),
+					Data:           data,
 					Timestamp:      kr.Timestamp,
 					TimestampType:  "CreateTime",
 				}
@@ -485,5 +519,5 @@ func (s *Server) getRecords(r *http.Request, _ map[string]string, _ []byte) (int
 			break
 		}
 	}
-	return http.StatusOK, getRecordsResult{Records: out, NextPartitionCursor: s.encodeCursor(name, p, next)}, nil
+	return getRecordsResult{Records: out, NextPartitionCursor: s.encodeCursor(name, p, next)}, nil
 }

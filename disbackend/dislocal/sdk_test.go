@@ -27,7 +27,7 @@ const (
 )
 
 // startServer runs a Server over a fresh localstore on 127.0.0.1:0.
-func startServer(t *testing.T, opts Options) (*Server, *httptest.Server) {
+func startServer(t testing.TB, opts Options) (*Server, *httptest.Server) {
 	t.Helper()
 	dir := t.TempDir()
 	st, err := localstore.Open(dir, localstore.Options{Now: opts.Now, RetentionCheckInterval: -1, Logger: zaptest.NewLogger(t)})

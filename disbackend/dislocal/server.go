@@ -1,6 +1,7 @@
 // Package dislocal is a Huawei Cloud DIS REST API v2 emulator: an HTTP
-// server that speaks DIS's paths, query and JSON field names, status codes
-// and DIS.xxxx error bodies over a disbackend.Backend (the embedded
+// server that speaks DIS's paths, query and JSON field names (and the
+// SDKs' protobuf bodies of PutRecords and GetRecords), status codes and
+// DIS.xxxx error bodies over a disbackend.Backend (the embedded
 // localstore), checks AK/SK signatures (or an IAM token), and optionally
 // applies DIS's per-partition flow control and injected faults. It is
 // shipped as `disgw dislocal` so that DIS applications run offline, and it
@@ -33,6 +34,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/disgw/disgw/disbackend"
 	"github.com/disgw/disgw/disbackend/disapi"
@@ -295,9 +297,12 @@ func match(method, version string, segs []string) (*route, map[string]string, bo
 }
 
 // ServeHTTP serves DIS operations under /v2/{project_id}/ and
-// /v3/{project_id}/ (with or without a trailing slash), and the request
-// counts (Stats, as JSON) at GET /dislocal/stats. Both are authenticated
-// alike: with Options.AK or Token set, a request without a valid
+// /v3/{project_id}/ (with or without a trailing slash), in JSON, and
+// PutRecords and GetRecords also in protobuf (Content-Type
+// application/x-protobuf); request bodies may be compressed as the Java
+// SDK's body.compress.enabled does (Content-Encoding lz4, snappy, zstd;
+// see bodies.go). It also serves the request counts (Stats, as JSON) at
+// GET /dislocal/stats. Both are authenticated alike: with Options.AK or Token set, a request without a valid
 // signature or token gets DIS's 441 error ({"errorCode","message"}).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/dislocal/stats" && r.Method == http.MethodGet {
@@ -333,11 +338,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, derr)
 		return
 	}
-	if resp == nil {
+	switch m := resp.(type) {
+	case nil:
 		w.WriteHeader(status)
-		return
+	case proto.Message:
+		writeProto(w, status, m)
+	default:
+		writeJSON(w, status, resp)
 	}
-	writeJSON(w, status, resp)
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, project string, rt *route, vars map[string]string, pathFound bool) (int, any, *disError) {
@@ -349,6 +357,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, project string, r
 		return 413, nil, errf(413, disapi.CodeBodyError, "Request body error. [larger than %d bytes]", maxBodyBytes)
 	}
 	if derr := s.authenticate(r, body); derr != nil {
+		return derr.Status, nil, derr
+	}
+	// The signature covers the body as sent, compressed or not.
+	body, derr := decodeContentEncoding(r.Header, body)
+	if derr != nil {
 		return derr.Status, nil, derr
 	}
 	if s.opts.ProjectID != "" {
