@@ -29,7 +29,8 @@ package dislocal
 // every member has joined, the generation goes up by one and the
 // partitions are assigned. A member that does not join is dropped when its
 // session expires, or when its own rebalanceTimeoutMs (sent in its last
-// JoinGroup; adapter 1.2.15+) has passed since the rebalance started.
+// JoinGroup; adapter 1.2.15+; else the session timeout) has passed since
+// the rebalance started, even if it goes on heartbeating.
 
 import (
 	"context"
@@ -181,8 +182,11 @@ func (s *Server) advance(ctx context.Context, g *group, now time.Time) bool {
 	session := s.sessionTimeout()
 	dropped := false
 	for id, m := range g.members {
-		late := g.phase == phaseRebalancing && !m.joined && m.rebalanceTimeout > 0 &&
-			!now.Before(g.rebalanceStart.Add(m.rebalanceTimeout))
+		wait := m.rebalanceTimeout
+		if wait == 0 {
+			wait = session
+		}
+		late := g.phase == phaseRebalancing && !m.joined && !now.Before(g.rebalanceStart.Add(wait))
 		if now.Sub(m.lastSeen) > session || late {
 			delete(g.members, id)
 			dropped = true

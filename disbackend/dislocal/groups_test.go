@@ -285,6 +285,23 @@ func TestGroupRebalances(t *testing.T) {
 	if st, _, _ := c.sync("a", 5); st != "REJOIN" {
 		t.Fatalf("sync of a dropped member: %s", st)
 	}
+
+	// Without rebalanceTimeoutMs, a member that heartbeats but does not
+	// rejoin is dropped after the session timeout.
+	c.wantHeartbeat("d", 6, "STABLE")
+	c.joinStreams("e", "s1", "s2")
+	for i := 0; i < 10; i++ {
+		c.wantHeartbeat("d", 6, "JOINING")
+		if st, _, _ := c.sync("e", -1); st != "WAITING" {
+			t.Fatalf("sync at %d s: %s, want WAITING for d", i, st)
+		}
+		clk.Advance(time.Second)
+	}
+	gen, e := c.mustSync("e")
+	if gen != 7 {
+		t.Fatalf("generation %d, want 7", gen)
+	}
+	wantPartition(t, all, 6, e)
 }
 
 // TestGroupSubscriptions: streamPattern (matched whole, answered as the
@@ -294,7 +311,7 @@ func TestGroupRebalances(t *testing.T) {
 func TestGroupSubscriptions(t *testing.T) {
 	t.Parallel()
 	clk := newFakeClock()
-	_, hs := startServer(t, Options{Now: clk.Now, GroupSyncDelay: time.Millisecond, NoScalingLimits: true})
+	_, hs := startServer(t, Options{Now: clk.Now, GroupSyncDelay: time.Millisecond, NoScalingLimits: true, RetentionUnit: time.Minute})
 	createStream(t, hs, "orders-1", 2)
 	createStream(t, hs, "orders-2", 1)
 	createStream(t, hs, "xorders-3", 1)
@@ -343,6 +360,23 @@ func TestGroupSubscriptions(t *testing.T) {
 	_, p = c.mustSync("p")
 	_, i = c.mustSync("i")
 	wantPartition(t, map[string]int{"orders-1": 3, "orders-2": 1}, 2, p, i)
+
+	// Scaled down to 1, orders-1 keeps 3 readable partitions (two DELETED)
+	// until their data expires (data_duration 24 "hours" of a minute).
+	st2, m = call(t, hs, "PUT", "/v2/p/streams/orders-1", map[string]any{"stream_name": "orders-1", "target_partition_count": 1})
+	mustStatus(t, st2, m, 200)
+	rejoin := func() {
+		c.join("p", map[string]any{"streamPattern": "orders-.*"})
+		c.join("i", map[string]any{"streamPattern": "orders-.*"})
+		clk.Advance(time.Millisecond)
+		_, p = c.mustSync("p")
+		_, i = c.mustSync("i")
+	}
+	rejoin()
+	wantPartition(t, map[string]int{"orders-1": 3, "orders-2": 1}, 2, p, i)
+	clk.Advance(25 * time.Minute)
+	rejoin()
+	wantPartition(t, map[string]int{"orders-1": 1, "orders-2": 1}, 1, p, i)
 }
 
 // TestGroupErrors: the states and DIS errors of bad joins and of groups
