@@ -44,6 +44,8 @@ func dislocalCmd(args []string, getenv func(string) string, stderr io.Writer) in
 	errorRate := fs.Float64("fault-error-rate", 0, "answer this fraction (0-1) of requests with 500 DIS.5000")
 	dropRate := fs.Float64("fault-drop-rate", 0, "close the connection of this fraction (0-1) of requests, before serving them")
 	lostRate := fs.Float64("fault-lost-rate", 0, "serve this fraction (0-1) of requests, then close the connection without the answer")
+	groupSession := fs.Duration("group-session-timeout", dislocal.DefaultGroupSessionTimeout, "drop a consumer-group member (DIS Kafka Adapter subscribe()) after this long without a heartbeat")
+	groupSyncDelay := fs.Duration("group-sync-delay", 0, "a consumer-group rebalance's join window, answered as syncDelayedTimeMs; 0 means the members' rebalanceTimeoutMs, or 20s")
 	readyFile := fs.String("ready-file", "", "once listening, write the bound HOST:PORT to this `file` (mode 0600); removed at exit")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	if err := refusedSecretFlag(args); err != nil {
@@ -77,6 +79,12 @@ func dislocalCmd(args []string, getenv func(string) string, stderr io.Writer) in
 	}
 	if *retentionUnit <= 0 {
 		errs = append(errs, errors.New("--retention-unit must be > 0"))
+	}
+	if *groupSession <= 0 {
+		errs = append(errs, errors.New("--group-session-timeout must be > 0"))
+	}
+	if *groupSyncDelay < 0 {
+		errs = append(errs, errors.New("--group-sync-delay must be >= 0"))
 	}
 	for name, v := range map[string]float64{"--fault-error-rate": *errorRate, "--fault-drop-rate": *dropRate, "--fault-lost-rate": *lostRate} {
 		if v < 0 || v > 1 {
@@ -118,6 +126,7 @@ func dislocalCmd(args []string, getenv func(string) string, stderr io.Writer) in
 	opts := dislocal.Options{
 		ProjectID: *project, AK: *ak, SK: sk, Token: token,
 		FlowControl: *flow, RetentionUnit: *retentionUnit, NoScalingLimits: *noScalingLimits,
+		GroupSessionTimeout: *groupSession, GroupSyncDelay: *groupSyncDelay,
 		Faults: dislocal.Faults{Latency: *latency, Jitter: *jitter, ErrorRate: *errorRate, DropRate: *dropRate, LostRate: *lostRate},
 		Logger: log,
 	}

@@ -319,7 +319,7 @@ func TestHelp(t *testing.T) {
 func TestHelpDislocalAndVersionFlag(t *testing.T) {
 	t.Parallel()
 	out, err := exec.Command(binary(t), "help", "dislocal").CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "-fault-lost-rate") {
+	if err != nil || !strings.Contains(string(out), "-fault-lost-rate") || !strings.Contains(string(out), "-group-session-timeout") {
 		t.Fatalf("disgw help dislocal: %v\n%s", err, out)
 	}
 	want, err := exec.Command(binary(t), "version").Output()
@@ -350,6 +350,8 @@ func TestUsageErrors(t *testing.T) {
 		{"dis without settings", []string{"DISGW_DIS_AK=ak"}, []string{"--backend", "dis"},
 			[]string{"dis_endpoint:", "dis_project_id:", "dis_ak: dis_ak and dis_sk go together"}},
 		{"missing config file", nil, []string{"--config", "/nonexistent/disgw.yaml"}, []string{"no such file"}},
+		{"dislocal bad group timings", nil, []string{"dislocal", "--group-session-timeout", "0s", "--group-sync-delay", "-1s"},
+			[]string{"--group-session-timeout must be > 0", "--group-sync-delay must be >= 0"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -130,6 +130,18 @@ const (
 	// create/delete)".
 	CodeTagActionUnsupported = "DIS.4605"
 
+	// CodeGroupRebalancing is DIS.4701: "consumer group rebalance in
+	// progress" (a CommitCheckpoint with client_id and generation_id while
+	// the app's consumer group rebalances; the Java SDK's
+	// DISConsumerGroupRebalanceInProgressException).
+	CodeGroupRebalancing = "DIS.4701"
+	// CodeGroupMemberNotFound is DIS.4702: "consumer member does not exist"
+	// (DISConsumerMemberNotExistsException).
+	CodeGroupMemberNotFound = "DIS.4702"
+	// CodeGroupIllegalGeneration is DIS.4703: "illegal consumer group
+	// generation" (DISConsumerGroupIllegalGenerationException).
+	CodeGroupIllegalGeneration = "DIS.4703"
+
 	// CodePrefixSystem begins DIS's system errors, DIS.5000-DIS.5999 (HTTP
 	// 500): "system error; SDKs treat DIS.5* as retriable".
 	CodePrefixSystem = "DIS.5"

@@ -209,6 +209,11 @@ type commitCheckpointRequest struct {
 	PartitionID    string  `json:"partition_id"`
 	SequenceNumber string  `json:"sequence_number"`
 	Metadata       *string `json:"metadata"`
+	// ClientID and GenerationID are sent by the DIS Kafka Adapter's
+	// consumer-group members (subscribe mode): the commit is refused when
+	// the member is not in the group's current generation.
+	ClientID     string `json:"client_id"`
+	GenerationID *int64 `json:"generation_id"`
 }
 
 func (s *Server) commitCheckpoint(r *http.Request, _ map[string]string, body []byte) (int, any, *disError) {
@@ -250,6 +255,11 @@ func (s *Server) commitCheckpoint(r *http.Request, _ map[string]string, body []b
 	}
 	if _, err := s.b.DescribeApp(ctx, req.AppName); err != nil {
 		return 0, nil, backendError(err, req.StreamName, req.PartitionID, req.AppName)
+	}
+	if req.ClientID != "" && req.GenerationID != nil {
+		if derr := s.checkGroupCommit(ctx, req.AppName, req.ClientID, *req.GenerationID); derr != nil {
+			return 0, nil, derr
+		}
 	}
 	rng, err := s.b.Range(req.StreamName, p)
 	if err != nil {

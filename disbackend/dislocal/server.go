@@ -68,6 +68,17 @@ type Options struct {
 	// NoScalingLimits lifts DIS's limits on UpdatePartitionCount (5 per
 	// stream per hour, none for an hour after a success).
 	NoScalingLimits bool
+	// GroupSessionTimeout is how long a consumer-group member (see
+	// groups.go) lives without a JoinGroup, SyncGroup or Heartbeat; 0 means
+	// DefaultGroupSessionTimeout (1 minute, DIS's "about 1 minute").
+	GroupSessionTimeout time.Duration
+	// GroupSyncDelay is a consumer group's join window: how long after a
+	// rebalance starts dislocal waits for members to join before it
+	// assigns, answered to each JoinGroup as syncDelayedTimeMs (what is
+	// left of it). 0 means the largest rebalanceTimeoutMs the members sent,
+	// or 20 s (the adapter's rebalance.timeout.ms default) when none did;
+	// tests set a few milliseconds.
+	GroupSyncDelay time.Duration
 	// Faults are injected into DIS operations (not into /dislocal/ paths).
 	Faults Faults
 	// Now is the clock for signatures, cursors, flow control and scaling;
@@ -115,6 +126,9 @@ type Server struct {
 
 	flow *flowControl
 
+	// groups are the apps' consumer groups (groups.go), in memory only.
+	groups groups
+
 	// faultMu guards rng.
 	faultMu sync.Mutex
 	rng     *rand.Rand
@@ -154,6 +168,7 @@ func New(b disbackend.Backend, opts Options) (*Server, error) {
 		failures: map[string]int64{},
 	}
 	s.flow = newFlowControl(opts.Now)
+	s.groups.m = map[string]*group{}
 	return s, nil
 }
 
@@ -245,6 +260,11 @@ func init() {
 	add("ListApp", "GET", "v2", "apps", (*Server).listApps)
 	add("ShowApp", "GET", "v2", "apps/{app_name}", (*Server).describeApp)
 	add("DeleteApp", "DELETE", "v2", "apps/{app_name}", (*Server).deleteApp)
+	// The consumer-group coordinator of the DIS Kafka Adapter (groups.go).
+	add("JoinGroup", "POST", "v2", "apps/{app_name}/consumers", (*Server).joinGroup)
+	add("SyncGroup", "POST", "v2", "apps/{app_name}/consumers/{client_id}/partitions", (*Server).syncGroup)
+	add("Heartbeat", "POST", "v2", "apps/{app_name}/consumers/{client_id}/heartbeats", (*Server).heartbeat)
+	add("LeaveGroup", "DELETE", "v2", "apps/{app_name}/consumers/{client_id}", (*Server).leaveGroup)
 	add("ShowConsumerState", "GET", "v2", "apps/{app_name}/streams/{stream_name}", (*Server).consumerState)
 	add("CommitCheckpoint", "POST", "v2", "checkpoints", (*Server).commitCheckpoint)
 	add("ShowCheckpoint", "GET", "v2", "checkpoints", (*Server).getCheckpoint)
