@@ -19,6 +19,7 @@ package gateway
 // This file also builds the group coordinator (groupcoord) for the server.
 
 import (
+	"context"
 	"net"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -74,8 +75,8 @@ func (c *conn) handleFindCoordinator(req *kafkawire.Request) reply {
 }
 
 // newGroupCoordinator starts the server's group coordinator over the
-// backend's apps (committed offsets) and the topic cache.
-func newGroupCoordinator(cfg Config, backend disbackend.Backend, tc *topicCache, log *zap.Logger) *groupcoord.Coordinator {
+// backend's apps (committed offsets) and the server's topic cache.
+func newGroupCoordinator(cfg Config, backend disbackend.Backend, s *Server, log *zap.Logger) *groupcoord.Coordinator {
 	return groupcoord.New(groupcoord.Config{
 		InitialRebalanceDelay: cfg.GroupInitialRebalanceDelay,
 		MinSessionTimeout:     cfg.GroupMinSessionTimeout,
@@ -83,25 +84,34 @@ func newGroupCoordinator(cfg Config, backend disbackend.Backend, tc *topicCache,
 		OffsetsRetention:      cfg.OffsetsRetention,
 		SubscribedTopics:      consumerSubscription,
 		Logger:                log,
-	}, backend, groupTopics{tc})
+	}, backend, groupTopics{s})
 }
 
-// groupTopics gives groupcoord the topic cache's view of topics.
-type groupTopics struct{ tc *topicCache }
+// groupTopics gives groupcoord the topic cache's view of topics; a topic
+// the cache does not know is looked up in the backend (created by DIS
+// tools, or through another node, after this one started: a DIS
+// application's checkpoints on its own stream are the group's offsets).
+type groupTopics struct{ s *Server }
 
-func (t groupTopics) Topic(name string) (groupcoord.TopicInfo, bool) {
-	st := t.tc.get(name)
+func (t groupTopics) Topic(ctx context.Context, name string) (groupcoord.TopicInfo, bool) {
+	st := t.s.topics.get(name)
+	if st == nil {
+		st = t.s.lookupTopic(ctx, name)
+	}
 	if st == nil {
 		return groupcoord.TopicInfo{}, false
 	}
 	return topicInfo(st), true
 }
 
-func (t groupTopics) Stream(stream string) (groupcoord.TopicInfo, bool) {
-	for _, st := range t.tc.all() {
+func (t groupTopics) Stream(ctx context.Context, stream string) (groupcoord.TopicInfo, bool) {
+	for _, st := range t.s.topics.all() {
 		if st.Name == stream {
 			return topicInfo(st), true
 		}
+	}
+	if st := t.s.lookupStream(ctx, stream); st != nil {
+		return topicInfo(st), true
 	}
 	return groupcoord.TopicInfo{}, false
 }

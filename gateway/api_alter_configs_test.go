@@ -8,7 +8,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/disgw/disgw/disbackend"
 	"github.com/disgw/disgw/gateway"
@@ -286,4 +288,67 @@ func TestExplicitDefaultConfigs(t *testing.T) {
 		"segment.ms":            "604800000 DEFAULT_CONFIG",
 		"min.compaction.lag.ms": "0 DYNAMIC_TOPIC_CONFIG",
 	})
+}
+
+// TestGroupOffsetsOfTopicFromBackend: a DIS application's checkpoints on a
+// stream it created behind the gateway's back are the group's offsets: an
+// OffsetFetch of all the group's offsets lists them without the topic being
+// asked for by name first, and an OffsetCommit to another such topic is
+// written to the app.
+func TestGroupOffsetsOfTopicFromBackend(t *testing.T) {
+	g := startGateway(t, func(c *gateway.Config) { c.AutoCreateTopics = false })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, topic := range []string{"dis-app-a", "dis-app-b"} {
+		if _, err := g.store.CreateStream(ctx, disbackend.StreamSpec{Name: topic, TopicName: topic, PartitionCount: 2,
+			Config: disbackend.StreamConfig{Retention: time.Hour, MaxMessageBytes: 1 << 20}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const group = "dis-app"
+	if _, err := g.store.CreateApp(ctx, disbackend.App{Name: group, GroupID: group, CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.store.CommitCheckpoints(ctx, group, []disbackend.Checkpoint{
+		{Stream: "dis-app-a", Partition: 0, SequenceNumber: 7, LeaderEpoch: -1},
+		{Stream: "dis-app-a", Partition: 1, SequenceNumber: 9, LeaderEpoch: -1},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// Kafka 3.x's versions: OffsetCommit names its topics (v10 has ids,
+	// which a client learns from metadata).
+	cl := g.client(t, kgo.MaxVersions(kversion.V3_9_0()))
+	adm := kadm.NewClient(cl)
+	// A raw OffsetCommit first: kadm's helpers may ask for metadata.
+	commit := kmsg.NewPtrOffsetCommitRequest()
+	commit.Group, commit.Generation = group, -1
+	ct := kmsg.NewOffsetCommitRequestTopic()
+	ct.Topic = "dis-app-b"
+	cp := kmsg.NewOffsetCommitRequestTopicPartition()
+	cp.Partition, cp.Offset = 1, 5
+	ct.Partitions = append(ct.Partitions, cp)
+	commit.Topics = append(commit.Topics, ct)
+	cresp, err := commit.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := cresp.Topics[0].Partitions[0].ErrorCode; code != 0 {
+		t.Fatalf("OffsetCommit to a topic created behind the gateway: %v", kerr.ErrorForCode(code))
+	}
+	cps, err := g.store.Checkpoints(ctx, group, "dis-app-b")
+	if err != nil || len(cps) != 1 || cps[0].Partition != 1 || cps[0].SequenceNumber != 5 {
+		t.Fatalf("the app's checkpoints on dis-app-b: %+v, %v", cps, err)
+	}
+	fetched, err := adm.FetchOffsets(ctx, group)
+	if err == nil {
+		err = fetched.Error()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	o0, ok0 := fetched.Lookup("dis-app-a", 0)
+	o1, ok1 := fetched.Lookup("dis-app-a", 1)
+	if !ok0 || !ok1 || o0.At != 7 || o1.At != 9 {
+		t.Fatalf("FetchOffsets of the app's checkpoints: %v", fetched)
+	}
 }

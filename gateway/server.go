@@ -303,7 +303,7 @@ func New(cfg Config, backend disbackend.Backend, log *zap.Logger) (*Server, erro
 		return nil, fmt.Errorf("gateway: load topics: %w", err)
 	}
 	s.topics = tc
-	s.groups = newGroupCoordinator(cfg, backend, tc, log)
+	s.groups = newGroupCoordinator(cfg, backend, s, log)
 	return s, nil
 }
 

@@ -99,6 +99,22 @@ func (s *Server) lookupTopic(ctx context.Context, topic string) *disbackend.Stre
 	return &st
 }
 
+// lookupStream is lookupTopic by stream name: the topic of the backend's
+// stream, cached; nil when there is no such stream (or it is not the
+// stream its topic name maps to).
+func (s *Server) lookupStream(ctx context.Context, stream string) *disbackend.Stream {
+	st, err := s.backend.DescribeStream(ctx, stream)
+	if err != nil {
+		return nil
+	}
+	if name, err := disbackend.StreamNameFor(s.backend, st.TopicName); err != nil || name != stream {
+		return nil
+	}
+	s.topics.put(&st)
+	s.log.Info("topic found in the backend", zapTopic(st.TopicName), zapInt32("partitions", st.PartitionCount))
+	return &st
+}
+
 // validateStreamConfig checks cfg with the backend, when it can, for
 // validate_only requests.
 func (s *Server) validateStreamConfig(cfg disbackend.StreamConfig) error {

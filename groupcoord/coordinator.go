@@ -111,12 +111,14 @@ type TopicInfo struct {
 }
 
 // Topics resolves Kafka topics to DIS streams and back; the gateway's topic
-// cache implements it. Both methods must be safe for concurrent use.
+// cache implements it, asking the backend for a stream it does not know (one
+// a DIS application created after the gateway started). Both methods must
+// be safe for concurrent use.
 type Topics interface {
 	// Topic looks a topic up by name.
-	Topic(name string) (TopicInfo, bool)
+	Topic(ctx context.Context, name string) (TopicInfo, bool)
 	// Stream looks a topic up by its DIS stream name.
-	Stream(stream string) (TopicInfo, bool)
+	Stream(ctx context.Context, stream string) (TopicInfo, bool)
 }
 
 // Client identifies the connection a request came on, for DescribeGroups.

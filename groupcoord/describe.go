@@ -355,7 +355,7 @@ func (g *group) offsetDelete(ctx context.Context, req *kmsg.OffsetDeleteRequest,
 	for _, t := range req.Topics {
 		rt := kmsg.NewOffsetDeleteResponseTopic()
 		rt.Topic = t.Topic
-		info, ok := c.topics.Topic(t.Topic)
+		info, ok := c.topics.Topic(ctx, t.Topic)
 		code := int16(0)
 		switch {
 		case !ok:

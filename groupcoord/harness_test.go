@@ -251,7 +251,7 @@ var testTopics = []TopicInfo{
 	{Topic: "a.b", Stream: "a_b", ID: [16]byte{2}, Partitions: 2},
 }
 
-func (memTopics) Topic(name string) (TopicInfo, bool) {
+func (memTopics) Topic(_ context.Context, name string) (TopicInfo, bool) {
 	for _, t := range testTopics {
 		if t.Topic == name {
 			return t, true
@@ -260,7 +260,7 @@ func (memTopics) Topic(name string) (TopicInfo, bool) {
 	return TopicInfo{}, false
 }
 
-func (memTopics) Stream(stream string) (TopicInfo, bool) {
+func (memTopics) Stream(_ context.Context, stream string) (TopicInfo, bool) {
 	for _, t := range testTopics {
 		if t.Stream == stream {
 			return t, true

@@ -88,7 +88,7 @@ func (c *Coordinator) CommitOffsets(ctx context.Context, req *kmsg.OffsetCommitR
 	}
 	var cands []commitCandidate
 	for i, t := range req.Topics {
-		info, ok := c.topics.Topic(t.Topic)
+		info, ok := c.topics.Topic(ctx, t.Topic)
 		if ok {
 			resp.Topics[i].TopicID = info.ID
 		}
@@ -307,7 +307,7 @@ func (c *Coordinator) FetchOffsets(ctx context.Context, rg kmsg.OffsetFetchReque
 		if err == nil && own {
 			stream := ""
 			if len(rg.Topics) == 1 {
-				if info, ok := c.topics.Topic(rg.Topics[0].Topic); ok {
+				if info, ok := c.topics.Topic(ctx, rg.Topics[0].Topic); ok {
 					stream = info.Stream
 				}
 			}
@@ -345,7 +345,7 @@ func (c *Coordinator) FetchOffsets(ctx context.Context, rg kmsg.OffsetFetchReque
 			byStream[cp.Stream] = append(byStream[cp.Stream], cp.Partition)
 		}
 		for stream, ps := range byStream {
-			info, ok := c.topics.Stream(stream)
+			info, ok := c.topics.Stream(ctx, stream)
 			if !ok {
 				continue // the topic is gone
 			}
@@ -364,7 +364,7 @@ func (c *Coordinator) FetchOffsets(ctx context.Context, rg kmsg.OffsetFetchReque
 		st := kmsg.NewOffsetFetchResponseGroupTopic()
 		st.Topic, st.TopicID = t.Topic, t.TopicID
 		stream := ""
-		if info, ok := c.topics.Topic(t.Topic); ok {
+		if info, ok := c.topics.Topic(ctx, t.Topic); ok {
 			stream, st.TopicID = info.Stream, info.ID
 		}
 		for _, p := range t.Partitions {

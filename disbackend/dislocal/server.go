@@ -46,8 +46,8 @@ type Options struct {
 	// (others get DIS.4117); empty accepts any.
 	ProjectID string
 	// AK and SK, when AK is set, require every request to carry a valid
-	// SDK-HMAC-SHA256 signature with this key pair (or, when Token is set, the
-	// token).
+	// SDK-HMAC-SHA256 (or V11-HMAC-SHA256, sign.go) signature with this key
+	// pair (or, when Token is set, the token).
 	AK, SK string
 	// Token, when set, is accepted as X-Auth-Token.
 	Token string

@@ -1,11 +1,14 @@
 package dislocal
 
 import (
+	"crypto/hkdf"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -14,8 +17,9 @@ import (
 	"github.com/disgw/disgw/disbackend/disapi"
 )
 
-// AK/SK request signing, both variants DIS accepts under the label
-// SDK-HMAC-SHA256 (dis-api.md 1.4):
+// AK/SK request signing, the variants DIS accepts (dis-api.md 1.4): two
+// under the label SDK-HMAC-SHA256 and the derived-key one of the Python
+// DIS SDK:
 //
 //   - A, the API-gateway scheme of the Go SDK v3: Authorization
 //     "SDK-HMAC-SHA256 Access=AK, SignedHeaders=..., Signature=...", the
@@ -23,12 +27,19 @@ import (
 //   - B, the legacy DIS scheme of the Java and Python DIS SDKs:
 //     "SDK-HMAC-SHA256 Credential=AK/yyyyMMdd/region/dis/sdk_request, ...",
 //     the key derived from "SDK"+SK, the date, region and service.
+//   - V11, B with a derived secret, the default of the Python DIS SDK since
+//     2.0.8 (huaweicloud-sdk-python-dis, disauth.SignWithDerivationKey):
+//     "V11-HMAC-SHA256 Credential=AK/yyyyMMdd/region/dis/sdk_request, ...",
+//     signed as B with the label V11-HMAC-SHA256 in the string to sign and,
+//     in place of SK, the lower-case hex of HKDF-SHA256(secret SK, salt AK,
+//     info "yyyyMMdd/region/dis", 32 bytes).
 //
-// Both share the canonical request; the server recomputes it from exactly
+// All share the canonical request; the server recomputes it from exactly
 // the headers named in SignedHeaders.
 
 const (
 	signAlgorithm   = "SDK-HMAC-SHA256"
+	v11Algorithm    = "V11-HMAC-SHA256"
 	sdkDateFormat   = "20060102T150405Z"
 	unsignedPayload = "UNSIGNED-PAYLOAD"
 	emptyBodySHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
@@ -36,19 +47,22 @@ const (
 
 // authHeader is a parsed Authorization header.
 type authHeader struct {
+	Algorithm     string // signAlgorithm or v11Algorithm
 	AK            string
-	Scope         string // variant B only: yyyyMMdd/region/dis/sdk_request
+	Scope         string // variants B and V11: yyyyMMdd/region/dis/sdk_request
 	SignedHeaders []string
 	Signature     string
 }
 
-// parseAuthorization parses both variants' header. ok is false when it is
-// not "SDK-HMAC-SHA256 k=v, k=v, k=v" with a signature.
+// parseAuthorization parses the variants' header. ok is false when it is
+// not "SDK-HMAC-SHA256 k=v, k=v, k=v" (or V11-HMAC-SHA256 with a
+// Credential) with a signature.
 func parseAuthorization(h string) (a authHeader, ok bool) {
-	rest, found := strings.CutPrefix(h, signAlgorithm+" ")
-	if !found {
+	alg, rest, found := strings.Cut(h, " ")
+	if !found || (alg != signAlgorithm && alg != v11Algorithm) {
 		return a, false
 	}
+	a.Algorithm = alg
 	for _, part := range strings.Split(rest, ",") {
 		k, v, found := strings.Cut(strings.TrimSpace(part), "=")
 		if !found {
@@ -70,7 +84,7 @@ func parseAuthorization(h string) (a authHeader, ok bool) {
 			return a, false
 		}
 	}
-	return a, a.Signature != ""
+	return a, a.Signature != "" && (alg == signAlgorithm || a.Scope != "")
 }
 
 // escapeRFC3986 percent-encodes everything but A-Z a-z 0-9 - _ . ~ with
@@ -147,8 +161,30 @@ func signatureA(sk, sdkDate, canonical string) string {
 
 // signatureB is variant B's signature, with scope yyyyMMdd/region/dis/sdk_request.
 func signatureB(sk, sdkDate, scope, canonical string) string {
-	sts := signAlgorithm + "\n" + sdkDate + "\n" + scope + "\n" + sha256Hex([]byte(canonical))
-	key := []byte("SDK" + sk)
+	return scopedSignature(signAlgorithm, sk, sdkDate, scope, canonical)
+}
+
+// signatureV11 is variant V11's signature: variant B's keyed with the
+// derived secret (derivedSecret) and labelled V11-HMAC-SHA256.
+func signatureV11(ak, sk, sdkDate, scope, canonical string) string {
+	return scopedSignature(v11Algorithm, derivedSecret(ak, sk, strings.TrimSuffix(scope, "/sdk_request")), sdkDate, scope, canonical)
+}
+
+// derivedSecret is V11's secret: the lower-case hex of HKDF-SHA256 (RFC
+// 5869) of SK with salt AK and info "yyyyMMdd/region/service", 32 bytes.
+func derivedSecret(ak, sk, info string) string {
+	k, err := hkdf.Key(sha256.New, []byte(sk), []byte(ak), info, sha256.Size)
+	if err != nil {
+		panic(err) // only for a length over 255 hash sizes
+	}
+	return hex.EncodeToString(k)
+}
+
+// scopedSignature signs with the scoped key of variants B and V11: k0 =
+// "SDK"+secret, then HMAC over each part of the scope.
+func scopedSignature(alg, secret, sdkDate, scope, canonical string) string {
+	sts := alg + "\n" + sdkDate + "\n" + scope + "\n" + sha256Hex([]byte(canonical))
+	key := []byte("SDK" + secret)
 	for _, part := range strings.Split(scope, "/") {
 		key = hmacSHA256(key, part)
 	}
@@ -156,11 +192,15 @@ func signatureB(sk, sdkDate, scope, canonical string) string {
 }
 
 // requestHeader returns the values of a lower-case header name as the
-// client sent them; Go's server keeps Host and Content-Length apart.
-func requestHeader(r *http.Request) func(string) []string {
+// client sent them; Go's server keeps Host and Content-Length apart. With
+// hostOnly, host is r.Host without its port.
+func requestHeader(r *http.Request, hostOnly bool) func(string) []string {
 	return func(name string) []string {
 		switch name {
 		case "host":
+			if h, _, err := net.SplitHostPort(r.Host); hostOnly && err == nil {
+				return []string{h}
+			}
 			return []string{r.Host}
 		case "content-length":
 			if v := r.Header.Values("Content-Length"); len(v) > 0 {
@@ -209,8 +249,6 @@ func verifySignature(r *http.Request, body []byte, ak, sk string, now time.Time,
 	if payload != unsignedPayload {
 		payload = sha256Hex(body)
 	}
-	canonical := canonicalRequest(r.Method, r.URL.Path, r.URL.Query(), a.SignedHeaders, requestHeader(r), payload)
-	var want string
 	if a.Scope != "" {
 		parts := strings.Split(a.Scope, "/")
 		if len(parts) != 4 || parts[3] != "sdk_request" {
@@ -219,12 +257,30 @@ func verifySignature(r *http.Request, body []byte, ak, sk string, now time.Time,
 		if parts[2] != "dis" {
 			return errf(441, disapi.CodeServiceNameMissing, "Invalid service name in the Authorization header.")
 		}
-		want = signatureB(sk, date, a.Scope, canonical)
-	} else {
-		want = signatureA(sk, date, canonical)
 	}
-	if !hmac.Equal([]byte(want), []byte(a.Signature)) {
-		return errf(441, disapi.CodeBadSignature, "Authorization error.")
+	sign := func(canonical string) string {
+		switch {
+		case a.Algorithm == v11Algorithm:
+			return signatureV11(ak, sk, date, a.Scope, canonical)
+		case a.Scope != "":
+			return signatureB(sk, date, a.Scope, canonical)
+		}
+		return signatureA(sk, date, canonical)
 	}
-	return nil
+	want := sign(canonicalRequest(r.Method, r.URL.Path, r.URL.Query(), a.SignedHeaders, requestHeader(r, false), payload))
+	if hmac.Equal([]byte(want), []byte(a.Signature)) {
+		return nil
+	}
+	// The Python DIS SDK signs the host without its port, whatever the
+	// port (disauth.Signer: `port == '443' or '80'` is always true), and
+	// sends Host with it. DIS's endpoints are on 443, where the two agree;
+	// dislocal, on another port, takes the scoped variants' signature over
+	// the host without the port too.
+	if a.Scope != "" && slices.Contains(a.SignedHeaders, "host") && strings.Contains(r.Host, ":") {
+		want = sign(canonicalRequest(r.Method, r.URL.Path, r.URL.Query(), a.SignedHeaders, requestHeader(r, true), payload))
+		if hmac.Equal([]byte(want), []byte(a.Signature)) {
+			return nil
+		}
+	}
+	return errf(441, disapi.CodeBadSignature, "Authorization error.")
 }

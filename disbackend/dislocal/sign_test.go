@@ -40,6 +40,32 @@ func TestSignatureVectors(t *testing.T) {
 			host: "dis.cn-north-4.myhuaweicloud.com", ak: "AccessKey", sk: "SecretKey", date: "20060102T150405Z",
 			auth: "SDK-HMAC-SHA256 Credential=AccessKey/20060102/cn-north-4/dis/sdk_request, SignedHeaders=host;x-sdk-date, Signature=206c2f0720d14d380ffd5bb27bbd9677a8b338c2cd1e34b65854733767ec0c0d",
 		},
+		// V5-V8: computed by huaweicloud-sdk-python-dis 2.0.8's own signer
+		// (disauth.Signer SignWithDerivationKey, and Sign for V8).
+		{
+			name: "V5 Python SDK derived key GET", method: "GET",
+			url:  "/v2/pid/cursors/?stream-name=s1&partition-id=0&cursor-type=TRIM_HORIZON",
+			host: "dis.cn-north-4.myhuaweicloud.com", ak: "AccessKey", sk: "SecretKey", date: "20060102T150405Z",
+			auth: "V11-HMAC-SHA256 Credential=AccessKey/20060102/cn-north-4/dis/sdk_request, SignedHeaders=host;x-sdk-date, Signature=3598839e7ae6f4077ef579d2bb2101338aa0d14d5660d268fca5ed02c89d58d1",
+		},
+		{
+			name: "V6 Python SDK derived key POST", method: "POST", url: "/v2/pid/records/",
+			host: "dis.cn-north-4.myhuaweicloud.com", body: `{"stream_name": "s1"}`, ak: "AccessKey", sk: "SecretKey", date: "20060102T150405Z",
+			auth: "V11-HMAC-SHA256 Credential=AccessKey/20060102/cn-north-4/dis/sdk_request, SignedHeaders=host;x-sdk-date, Signature=6f8340cb5cb11c8e68d290c79f6ec2f61b606223436aa34fe067b9f355b07e50",
+		},
+		// The Python SDK signs host 127.0.0.1 for 127.0.0.1:20004.
+		{
+			name: "V7 Python SDK derived key, host with port", method: "GET",
+			url:  "/v2/pid/cursors/?stream-name=s1&partition-id=0&cursor-type=TRIM_HORIZON",
+			host: "127.0.0.1:20004", ak: "AccessKey", sk: "SecretKey", date: "20060102T150405Z",
+			auth: "V11-HMAC-SHA256 Credential=AccessKey/20060102/cn-north-4/dis/sdk_request, SignedHeaders=host;x-sdk-date, Signature=8f5fd05c8058475d1924be1f5393634686816f603ecae9810ac1756598a81612",
+		},
+		{
+			name: "V8 Python SDK legacy scope, host with port", method: "GET",
+			url:  "/v2/pid/cursors/?stream-name=s1&partition-id=0&cursor-type=TRIM_HORIZON",
+			host: "127.0.0.1:20004", ak: "AccessKey", sk: "SecretKey", date: "20060102T150405Z",
+			auth: "SDK-HMAC-SHA256 Credential=AccessKey/20060102/cn-north-4/dis/sdk_request, SignedHeaders=host;x-sdk-date, Signature=9c6d58fb29ddcb518b5d66688f206a5a154a5852ab33f15d9e590de3cba2b324",
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -69,6 +95,37 @@ func TestSignatureVectors(t *testing.T) {
 				t.Fatalf("altered body: got %v, want DIS.4100", derr)
 			}
 		})
+	}
+}
+
+// The Python SDK's HKDF (utils/hkdf.getDerKey) of the vectors' AK/SK.
+func TestDerivedSecret(t *testing.T) {
+	t.Parallel()
+	if got, want := derivedSecret("AccessKey", "SecretKey", "20060102/cn-north-4/dis"), "bf33a96f2d82d07bf7bfe0a9211facab04e8dd66e3c2b0116dd168c63675a619"; got != want {
+		t.Fatalf("derived secret %s, want %s", got, want)
+	}
+}
+
+// Only the scoped variants' signature may leave the port out of host; a
+// V11 header must carry a Credential.
+func TestSignatureHostPort(t *testing.T) {
+	t.Parallel()
+	now, _ := time.Parse(sdkDateFormat, "20060102T150405Z")
+	// V1's request signed over host service.region.example.com, sent to
+	// service.region.example.com:8080: refused.
+	r := httptest.NewRequest("GET", "http://service.region.example.com:8080/v1/77b6a44cba5143ab91d13ab9a8ff44fd/vpcs?limit=2&marker=13551d6b-755d-4757-b956-536f674975c0", nil)
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("X-Sdk-Date", "20191115T033655Z")
+	r.Header.Set("Authorization", "SDK-HMAC-SHA256 Access=QTWAOYTTINDUT2QVKYUC, SignedHeaders=content-type;host;x-sdk-date, Signature=7be6668032f70418fcc22abc52071e57aff61b84a1d2381bb430d6870f4f6ebe")
+	v1now, _ := time.Parse(sdkDateFormat, "20191115T033655Z")
+	if derr := verifySignature(r, nil, "QTWAOYTTINDUT2QVKYUC", "MFyfvK41ba2giqM7Uio6PznpdUKGpownRZlmVmHc", v1now, time.Minute); derr == nil || derr.Code != "DIS.4100" {
+		t.Fatalf("variant A without the port: got %v, want DIS.4100", derr)
+	}
+	r = httptest.NewRequest("GET", "http://example.huaweicloud.com/path?limit=1", nil)
+	r.Header.Set("X-Sdk-Date", "20060102T150405Z")
+	r.Header.Set("Authorization", "V11-HMAC-SHA256 Access=AccessKey, SignedHeaders=x-sdk-date, Signature=5a2ce64c865e0e6046321c6f3d5a77ba8413eeaf355c3166c03d58d02ac79624")
+	if derr := verifySignature(r, nil, "AccessKey", "SecretKey", now, time.Minute); derr == nil || derr.Code != "DIS.4102" {
+		t.Fatalf("V11 without Credential: got %v, want DIS.4102", derr)
 	}
 }
 
@@ -104,4 +161,27 @@ func TestSignatureHeaderErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzVerifySignature: any Authorization header, date and host is answered
+// with a DIS error or accepted, never a panic; a header that parses names
+// an algorithm and a signature.
+func FuzzVerifySignature(f *testing.F) {
+	f.Add("SDK-HMAC-SHA256 Access=AccessKey, SignedHeaders=x-sdk-date, Signature=5a2ce64c865e0e6046321c6f3d5a77ba8413eeaf355c3166c03d58d02ac79624", "20060102T150405Z", "example.huaweicloud.com")
+	f.Add("SDK-HMAC-SHA256 Credential=AccessKey/20060102/cn-north-4/dis/sdk_request, SignedHeaders=host;x-sdk-date, Signature=9c6d58fb29ddcb518b5d66688f206a5a154a5852ab33f15d9e590de3cba2b324", "20060102T150405Z", "127.0.0.1:20004")
+	f.Add("V11-HMAC-SHA256 Credential=AccessKey/20060102/cn-north-4/dis/sdk_request, SignedHeaders=host;x-sdk-date, Signature=8f5fd05c8058475d1924be1f5393634686816f603ecae9810ac1756598a81612", "20060102T150405Z", "127.0.0.1:20004")
+	f.Add("V11-HMAC-SHA256 Credential=/, SignedHeaders=host, Signature=0", "x", "[::1]:")
+	now, _ := time.Parse(sdkDateFormat, "20060102T150405Z")
+	f.Fuzz(func(t *testing.T, auth, date, host string) {
+		if a, ok := parseAuthorization(auth); ok && (a.Signature == "" || (a.Algorithm != signAlgorithm && a.Algorithm != v11Algorithm)) {
+			t.Fatalf("parsed %q as %+v", auth, a)
+		}
+		r := httptest.NewRequest("GET", "http://example.huaweicloud.com/v2/pid/cursors/?stream-name=s1&partition-id=0&cursor-type=TRIM_HORIZON", nil)
+		r.Host = host
+		r.Header.Set("Authorization", auth)
+		r.Header.Set("X-Sdk-Date", date)
+		if derr := verifySignature(r, nil, "AccessKey", "SecretKey", now, time.Minute); derr != nil && derr.Status != 441 {
+			t.Fatalf("status %d for %q", derr.Status, auth)
+		}
+	})
 }

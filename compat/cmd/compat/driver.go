@@ -84,6 +84,22 @@ func pyScenario(python func(e env) string, lib string, name string) func(e env) 
 	}
 }
 
+// disPyScenario runs compat/python/dis_scenario.py (the DIS Python SDK)
+// with the virtualenv's Python; protobuf selects the SDK's protobuf bodies.
+func disPyScenario(name string, protobuf bool) func(e env) ([]string, error) {
+	return func(e env) ([]string, error) {
+		py := venvPython(e)
+		if _, err := os.Stat(py); err != nil {
+			return nil, fmt.Errorf("%s missing (run compat/setup)", py)
+		}
+		argv := []string{py, filepath.Join(e.compat, "python", "dis_scenario.py"), "--name", name, "--topic", e.topic, "--group", e.group}
+		if protobuf {
+			argv = append(argv, "--protobuf")
+		}
+		return argv, nil
+	}
+}
+
 func debianPython(env) string { return "/usr/bin/python3" }
 func venvPython(e env) string { return filepath.Join(e.tools, "venv", "bin", "python") }
 
@@ -120,6 +136,12 @@ var clients = []clientSpec{
 		extra: mirrorExtra, argv: goScenario("kafka-mirrormaker2"), ownsDisgw: true},
 	{name: "kafka-diff", about: "differential harness: the same kmsg requests to an Apache Kafka 4.4.0 broker and to disgw, answers compared field by field; Kafka's tools' output compared",
 		extra: diffSteps, argv: goScenario("kafka-diff")},
+	{name: "dis-python-sdk", about: "the DIS Python SDK (huaweicloud-sdk-python-dis, newest from PyPI) against dislocal, JSON bodies",
+		argv: disPyScenario("dis-python-sdk", false), backends: []string{"dis"}},
+	{name: "dis-python-sdk-protobuf", about: "the DIS Python SDK against dislocal, protobuf bodies (bodySerializeType=protobuf)",
+		argv: disPyScenario("dis-python-sdk-protobuf", true), backends: []string{"dis"}},
+	{name: "dis-go-sdk", about: "huaweicloud-sdk-go-v3's DIS client (services/dis/v2) against dislocal; its checkpoints through kadm",
+		extra: disGoExtra, argv: goScenario("dis-go-sdk"), backends: []string{"dis"}},
 }
 
 // stepResult is one cell of the matrix.
