@@ -120,6 +120,14 @@ var clients = []clientSpec{
 		extra: mirrorExtra, argv: goScenario("kafka-mirrormaker2"), ownsDisgw: true},
 	{name: "kafka-diff", about: "differential harness: the same kmsg requests to an Apache Kafka 4.4.0 broker and to disgw, answers compared field by field; Kafka's tools' output compared",
 		extra: diffSteps, argv: goScenario("kafka-diff")},
+	{name: "dis-java-sdk", about: "DIS Java SDK 1.3.21 (DISClient, JSON bodies) directly on dislocal",
+		argv: disJavaRow("sdk", "json"), backends: []string{"dis"}},
+	{name: "dis-java-sdk-protobuf", about: "DIS Java SDK 1.3.21 (DISClient, body.serialize.type=protobuf) directly on dislocal",
+		argv: disJavaRow("sdk", "protobuf"), backends: []string{"dis"}},
+	{name: "dis-kafka-adapter", about: "DIS Kafka Adapter 1.2.2 (DISKafkaProducer, DISKafkaConsumer) directly on dislocal",
+		extra: disAdapterExtra, argv: disJavaRow("adapter"), backends: []string{"dis"}},
+	{name: "dis-interop", about: "franz-go through disgw and the DIS Java SDK and Kafka Adapter on its dislocal: the same records and group offsets",
+		extra: disInteropExtra, argv: goScenario("dis-interop"), backends: []string{"dis"}},
 }
 
 // stepResult is one cell of the matrix.

@@ -83,6 +83,8 @@ func scenarioMain(args []string) int {
 		runMirror(*disgwBin, *backend, *tools, *topic, *group, *mirrorTarget == "kafka")
 	case "kafka-diff":
 		runDiff(*broker, *tools, *backend)
+	case "dis-interop":
+		runDISInterop(*broker, *topic, *group, *tools)
 	default:
 		fmt.Fprintf(os.Stderr, "unknown Go scenario %q\n", name)
 		return 2
