@@ -96,7 +96,7 @@ public class DisCompat {
             if (i > 0) b.append(',');
             b.append(quote(String.valueOf(kv[i]))).append(':');
             Object v = kv[i + 1];
-            b.append(v instanceof Number ? v.toString() : quote(String.valueOf(v)));
+            b.append(v == null ? "null" : v instanceof Number ? v.toString() : quote(v.toString()));
         }
         return b.append('}').toString();
     }
@@ -460,9 +460,11 @@ public class DisCompat {
         p.setProperty("value.deserializer", "com.huaweicloud.dis.adapter.kafka.common.serialization.StringDeserializer");
         p.setProperty("key.serializer", "com.huaweicloud.dis.adapter.kafka.common.serialization.StringSerializer");
         p.setProperty("value.serializer", "com.huaweicloud.dis.adapter.kafka.common.serialization.StringSerializer");
-        p.setProperty("heartbeat.interval.ms", "1000");
-        p.setProperty("rebalance.timeout.ms", "5000");
-        p.setProperty("session.timeout.ms", "6000");
+        // No timing keys: 1.2.2 reads neither heartbeat.interval.ms nor
+        // rebalance.timeout.ms (later versions' keys) nor session.timeout.ms;
+        // it heartbeats from poll() every 10 s (fixed), sends no
+        // rebalanceTimeoutMs in JoinGroup, and close() sends no LeaveGroup:
+        // how long a rebalance takes is dislocal's (compat's disArgs).
         return p;
     }
 
