@@ -26,8 +26,9 @@ import (
 //   - dis-java-sdk, dis-java-sdk-protobuf: the DIS Java SDK 1.3.21
 //     (DISClient, body.serialize.type json or protobuf). create:
 //     createStream of 3 partitions, describeStream ranges [0:0]. produce:
-//     putRecords of 1,000 keyed records, failed_record_count 0, sequence
-//     numbers 0,1,2,... per partition. consume: createApp (the group),
+//     putRecords of 1,000 keyed records (JSON: the 4 requests plain and
+//     with body.compress.type lz4, snappy, zstd), failed_record_count 0,
+//     sequence numbers 0,1,2,... per partition. consume: createApp (the group),
 //     getPartitionCursor AT_SEQUENCE_NUMBER 0 and getRecords (app_name)
 //     of 500 records round-robin over the partitions, each with its key
 //     (partition_key), value, partition and sequence number as put, then

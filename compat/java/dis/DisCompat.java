@@ -197,8 +197,17 @@ public class DisCompat {
     }
 
     static DISClient sdk(String serialize) {
+        return sdk(serialize, null);
+    }
+
+    /** A DISClient; compress, when set, is its body.compress.type (body.compress.enabled). */
+    static DISClient sdk(String serialize, String compress) {
         DISConfig c = new DISConfig();
         c.putAll(base(serialize));
+        if (compress != null) {
+            c.setProperty(DISConfig.PROPERTY_BODY_COMPRESS_ENABLED, "true");
+            c.setProperty(DISConfig.PROPERTY_BODY_COMPRESS_TYPE, compress);
+        }
         return new DISClient(c);
     }
 
@@ -244,10 +253,18 @@ public class DisCompat {
         return b.toString();
     }
 
-    /** putRecords of keys from..from+n-1 (at most 500 a request); returns key index -> {partition, sequence number}. */
     static Map<Integer, long[]> sdkPut(DISClient c, String stream, int from, int n) {
+        return sdkPut(Collections.singletonList(c), stream, from, n);
+    }
+
+    /**
+     * putRecords of keys from..from+n-1, 250 a request, the requests sent by
+     * each of cs in turn; returns key index -> {partition, sequence number}.
+     */
+    static Map<Integer, long[]> sdkPut(List<DISClient> cs, String stream, int from, int n) {
         Map<Integer, long[]> out = new TreeMap<>();
-        for (int at = from; at < from + n; at += 250) {
+        for (int at = from, req = 0; at < from + n; at += 250, req++) {
+            DISClient c = cs.get(req % cs.size());
             int end = Math.min(at + 250, from + n);
             List<PutRecordsRequestEntry> entries = new ArrayList<>();
             for (int i = at; i < end; i++) {
@@ -380,11 +397,19 @@ public class DisCompat {
             return "createStream " + stream + ", 3 partitions; describeStream: " + rangesString(r);
         });
         s.run("produce", () -> {
-            put.putAll(sdkPut(c, stream, 0, N));
+            // JSON bodies: the 4 requests plain and compressed
+            // (body.compress.enabled) with each body.compress.type.
+            List<DISClient> cs = new ArrayList<>(Collections.singletonList(c));
+            String how = "";
+            if (serialize.equals("json")) {
+                for (String z : new String[] {"lz4", "snappy", "zstd"}) cs.add(sdk(serialize, z));
+                how = ": plain, and with body.compress.type lz4, snappy, zstd";
+            }
+            put.putAll(sdkPut(cs, stream, 0, N));
             checkAssigned(put, Collections.emptyMap());
             int[] per = new int[PARTITIONS];
             for (long[] v : put.values()) per[(int) v[0]]++;
-            return String.format("putRecords of %d keyed records (4 requests), failed_record_count 0; sequence numbers 0,1,2,... per partition: %s", N, Arrays.toString(per));
+            return String.format("putRecords of %d keyed records (4 requests%s), failed_record_count 0; sequence numbers 0,1,2,... per partition: %s", N, how, Arrays.toString(per));
         });
         s.run("consume", () -> {
             c.createApp(group);
