@@ -351,10 +351,6 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, project string, r
 	if derr := s.authenticate(r, body); derr != nil {
 		return derr.Status, nil, derr
 	}
-	body, derr := decodeContent(r.Header, body)
-	if derr != nil {
-		return derr.Status, nil, derr
-	}
 	if s.opts.ProjectID != "" {
 		if project != s.opts.ProjectID {
 			return 400, nil, errf(400, disapi.CodeProjectIDInvalid, "Invalid project ID. [%s]", project)
