@@ -142,6 +142,14 @@ var clients = []clientSpec{
 		argv: disPyScenario("dis-python-sdk-protobuf", true), backends: []string{"dis"}},
 	{name: "dis-go-sdk", about: "huaweicloud-sdk-go-v3's DIS client (services/dis/v2) against dislocal; its checkpoints through kadm",
 		extra: disGoExtra, argv: goScenario("dis-go-sdk"), backends: []string{"dis"}},
+	{name: "dis-java-sdk", about: "DIS Java SDK 1.3.21 (DISClient, JSON bodies) directly on dislocal",
+		argv: disJavaRow("sdk", "json"), backends: []string{"dis"}},
+	{name: "dis-java-sdk-protobuf", about: "DIS Java SDK 1.3.21 (DISClient, body.serialize.type=protobuf) directly on dislocal",
+		argv: disJavaRow("sdk", "protobuf"), backends: []string{"dis"}},
+	{name: "dis-kafka-adapter", about: "DIS Kafka Adapter 1.2.2 (DISKafkaProducer, DISKafkaConsumer) directly on dislocal",
+		extra: disAdapterExtra, argv: disJavaRow("adapter"), backends: []string{"dis"}},
+	{name: "dis-interop", about: "franz-go through disgw and the DIS Java SDK and Kafka Adapter on its dislocal: the same records and group offsets",
+		extra: disInteropExtra, argv: goScenario("dis-interop"), backends: []string{"dis"}},
 }
 
 // stepResult is one cell of the matrix.

@@ -85,6 +85,8 @@ func scenarioMain(args []string) int {
 		runDiff(*broker, *tools, *backend)
 	case "dis-go-sdk":
 		runDISGo(*broker, *topic, *group)
+	case "dis-interop":
+		runDISInterop(*broker, *topic, *group, *tools)
 	default:
 		fmt.Fprintf(os.Stderr, "unknown Go scenario %q\n", name)
 		return 2
