@@ -147,7 +147,10 @@ var clients = []clientSpec{
 	{name: "dis-java-sdk-protobuf", about: "DIS Java SDK 1.3.21 (DISClient, body.serialize.type=protobuf) directly on dislocal",
 		argv: disJavaRow("sdk", "protobuf"), backends: []string{"dis"}},
 	{name: "dis-kafka-adapter", about: "DIS Kafka Adapter 1.2.2 (DISKafkaProducer, DISKafkaConsumer) directly on dislocal",
-		extra: disAdapterExtra, argv: disJavaRow("adapter"), backends: []string{"dis"}},
+		extra: disAdapterExtra, argv: disJavaRow("adapter"), backends: []string{"dis"},
+		// dislocal's group join window 1 s (DIS: about 20 s) and a member dropped
+		// after 15 s without a request (DIS: about 1 min), so rebalances take seconds.
+		disArgs: []string{"--group-sync-delay", "1s", "--group-session-timeout", "15s"}},
 	{name: "dis-interop", about: "franz-go through disgw and the DIS Java SDK and Kafka Adapter on its dislocal: the same records and group offsets",
 		extra: disInteropExtra, argv: goScenario("dis-interop"), backends: []string{"dis"}},
 }
