@@ -10,6 +10,7 @@ import (
 	"net"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -37,13 +38,15 @@ type reply struct {
 // request is read, so one connection's writes keep their order); writeLoop
 // completes them in the same order and writes the responses.
 type conn struct {
-	s      *Server
-	nc     net.Conn
-	id     uint64
-	ip     string // the client address, as counted for MaxConnectionsPerIP
-	log    *zap.Logger
-	ctx    context.Context // cancelled when the connection ends
-	cancel context.CancelFunc
+	s  *Server
+	nc net.Conn
+	id uint64
+	ip string // the client address, as counted for MaxConnectionsPerIP
+	// Kafka principal of the connection, e.g. "User:alice"; nil means User:ANONYMOUS
+	principal atomic.Pointer[string]
+	log       *zap.Logger
+	ctx       context.Context // cancelled when the connection ends
+	cancel    context.CancelFunc
 
 	replies  chan reply // reader → writer, capacity cfg.MaxInFlight
 	stopOnce sync.Once
@@ -274,6 +277,9 @@ func (c *conn) dispatch(req *kafkawire.Request) (r reply, ok bool) {
 	if ce := c.log.Check(zap.DebugLevel, "request"); ce != nil {
 		ce.Write(zap.String("api", api.name), zap.Int16("api_version", req.Version),
 			zap.Int32("correlation_id", req.CorrelationID), zap.String("client_id", req.ClientID))
+	}
+	if c.s.authz != nil {
+		return c.dispatchAuthorized(api, req), true
 	}
 	return api.handle(c, req), true
 }

@@ -391,8 +391,15 @@ func (a *Authorizer) Describe(f Filter) []Binding {
 	return out
 }
 
+// MaxBindings is the most bindings an Authorizer keeps; a Create past it
+// fails with ErrTooMany.
+const MaxBindings = 10000
+
+// ErrTooMany: a Create would keep more than MaxBindings bindings.
+var ErrTooMany = fmt.Errorf("acl: more than %d ACLs", MaxBindings)
+
 // Create adds bindings (those already kept are kept once) and stores the
-// result. Validate them first. Errors: the store's.
+// result. Validate them first. Errors: ErrTooMany, the store's.
 func (a *Authorizer) Create(ctx context.Context, add []Binding) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -403,6 +410,9 @@ func (a *Authorizer) Create(ctx context.Context, add []Binding) error {
 			if !slices.Contains(next, b) {
 				next = append(next, b)
 			}
+		}
+		if len(next) > MaxBindings {
+			return nil, ErrTooMany
 		}
 		result = next
 		return next, nil
