@@ -284,6 +284,9 @@ type Server struct {
 	decomp *batch.Budget
 	// authz checks every request (authorize.go); nil with no authorizer.
 	authz *acl.Authorizer
+	// acceptHook, set only by tests (export_test.go), runs on each accepted
+	// connection before its goroutines start.
+	acceptHook atomic.Pointer[func(*conn)]
 }
 
 // New returns a server over backend. It loads the topic list from the
@@ -445,6 +448,9 @@ func (s *Server) startConn(nc net.Conn) bool {
 	s.nextID++
 	c := newConn(s, nc, s.nextID)
 	c.ip = ip
+	if h := s.acceptHook.Load(); h != nil {
+		(*h)(c)
+	}
 	s.conns[c] = struct{}{}
 	s.connsByIP[ip]++
 	s.wg.Add(2)

@@ -1,0 +1,327 @@
+package gateway_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/gateway"
+)
+
+// Principals of the authorization tests, by the loopback address each
+// client connects from (gateway.SetPrincipalsByIP stands in for SASL).
+const (
+	ipAdmin = "127.0.0.1" // User:admin, a super user
+	ipAlice = "127.0.0.2"
+	ipBob   = "127.0.0.3"
+)
+
+func startAuthGateway(t *testing.T, dir string) *testGateway {
+	t.Helper()
+	g := startGatewayAt(t, dir, func(c *gateway.Config) {
+		c.Authorizer = true
+		c.SuperUsers = []string{"User:admin"}
+		c.GroupInitialRebalanceDelay = -1
+	})
+	gateway.SetPrincipalsByIP(g.srv, map[string]string{ipAdmin: "User:admin", ipAlice: "User:alice", ipBob: "User:bob"})
+	return g
+}
+
+// from dials the gateway from the loopback address ip.
+func from(ip string) kgo.Opt {
+	return kgo.Dialer(func(ctx context.Context, network, host string) (net.Conn, error) {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+		return d.DialContext(ctx, network, host)
+	})
+}
+
+func aclStrings(t *testing.T, adm *kadm.Client) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	b := kadm.NewACLs().AnyResource().ResourcePatternType(kadm.ACLPatternAny).Operations(kadm.OpAny)
+	b = b.Allow().Deny().AllowHosts().DenyHosts()
+	res, err := adm.DescribeACLs(ctx, b)
+	if err != nil {
+		t.Fatalf("DescribeACLs: %v", err)
+	}
+	var out []string
+	for _, r := range res {
+		if r.Err != nil {
+			t.Fatalf("DescribeACLs filter: %v", r.Err)
+		}
+		for _, d := range r.Described {
+			out = append(out, strings.Join([]string{d.Type.String(), d.Name, d.Pattern.String(), d.Principal, d.Host, d.Operation.String(), d.Permission.String()}, " "))
+		}
+	}
+	sort.Strings(out)
+	return slices.Compact(out)
+}
+
+// TestACLTeamScenario is issue 16's test: a consumer ACL on the prefix
+// team-a. lets alice read team-a.x (and commit as group team-a-g); she
+// neither reads nor sees team-b.x, cannot produce or delete topics; bob
+// reads nothing; DescribeAcls lists exactly what was added, also after a
+// restart; after DeleteAcls alice reads nothing either.
+func TestACLTeamScenario(t *testing.T) {
+	dir := t.TempDir()
+	g := startAuthGateway(t, dir)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	admCl := g.client(t, from(ipAdmin))
+	adm := kadm.NewClient(admCl)
+	if _, err := adm.CreateTopics(ctx, 1, 1, nil, "team-a.x", "team-b.x"); err != nil {
+		t.Fatal(err)
+	}
+	for _, topic := range []string{"team-a.x", "team-b.x"} {
+		if err := admCl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("v-" + topic)}).FirstErr(); err != nil {
+			t.Fatalf("admin produce %s: %v", topic, err)
+		}
+	}
+
+	// kafka-acls --add --allow-principal User:alice --consumer --topic team-a.
+	//   --group team-a- --resource-pattern-type prefixed
+	add := kadm.NewACLs().Topics("team-a.").Groups("team-a-").ResourcePatternType(kadm.ACLPatternPrefixed).
+		Allow("User:alice").AllowHosts("*").Operations(kadm.OpRead, kadm.OpDescribe)
+	res, err := adm.CreateACLs(ctx, add)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		if r.Err != nil {
+			t.Fatalf("CreateACLs: %v", r.Err)
+		}
+	}
+	want := []string{
+		"GROUP team-a- PREFIXED User:alice * DESCRIBE ALLOW",
+		"GROUP team-a- PREFIXED User:alice * READ ALLOW",
+		"TOPIC team-a. PREFIXED User:alice * DESCRIBE ALLOW",
+		"TOPIC team-a. PREFIXED User:alice * READ ALLOW",
+	}
+	if got := aclStrings(t, adm); !slices.Equal(got, want) {
+		t.Fatalf("acls = %q, want %q", got, want)
+	}
+
+	// alice consumes team-a.x in group team-a-g and commits.
+	alice := g.client(t, from(ipAlice), kgo.ConsumeTopics("team-a.x"), kgo.ConsumerGroup("team-a-g"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit(), kgo.DisableIdempotentWrite())
+	fs := alice.PollRecords(ctx, 10)
+	if err := fs.Err(); err != nil {
+		t.Fatalf("alice poll: %v", err)
+	}
+	if recs := fs.Records(); len(recs) != 1 || string(recs[0].Value) != "v-team-a.x" {
+		t.Fatalf("alice read %v", recs)
+	}
+	if err := alice.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatalf("alice commit: %v", err)
+	}
+	aadm := kadm.NewClient(alice)
+	topics, err := aadm.ListTopics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if names := topics.Names(); !slices.Equal(names, []string{"team-a.x"}) {
+		t.Fatalf("alice sees topics %v, want only team-a.x", names)
+	}
+	// Asked by name, team-b.x is refused, not hidden.
+	mreq := kmsg.NewPtrMetadataRequest()
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr("team-b.x")
+	mreq.Topics = []kmsg.MetadataRequestTopic{mt}
+	mresp, err := mreq.RequestWith(ctx, alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mresp.Topics) != 1 || mresp.Topics[0].ErrorCode != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("alice metadata team-b.x: %+v", mresp.Topics)
+	}
+	// Fetching team-b.x directly.
+	ids := map[string][16]byte{}
+	amd, err := adm.Metadata(ctx, "team-a.x", "team-b.x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n, d := range amd.Topics {
+		ids[n] = d.ID
+	}
+	if code := fetchCode(t, alice, "team-b.x", ids["team-b.x"]); code != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("alice fetch team-b.x: error %d", code)
+	}
+	if code := fetchCode(t, alice, "team-a.x", ids["team-a.x"]); code != 0 {
+		t.Fatalf("alice fetch team-a.x: error %d", code)
+	}
+	// ListOffsets of team-b.x.
+	lo, err := aadm.ListEndOffsets(ctx, "team-b.x")
+	if err == nil {
+		lo.Each(func(o kadm.ListedOffset) {
+			if !errors.Is(o.Err, kerr.TopicAuthorizationFailed) {
+				t.Errorf("alice list offsets team-b.x: %v", o.Err)
+			}
+		})
+	}
+	// She cannot delete topics, nor produce.
+	dr, err := aadm.DeleteTopics(ctx, "team-a.x", "team-b.x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range dr {
+		if !errors.Is(r.Err, kerr.TopicAuthorizationFailed) {
+			t.Fatalf("alice delete %s: %v", r.Topic, r.Err)
+		}
+	}
+	if err := alice.ProduceSync(ctx, &kgo.Record{Topic: "team-a.x", Value: []byte("no")}).FirstErr(); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("alice produce: %v", err)
+	}
+	// A group outside team-a- is refused.
+	other := g.client(t, from(ipAlice), kgo.ConsumeTopics("team-a.x"), kgo.ConsumerGroup("other-g"))
+	pctx, pcancel := context.WithTimeout(ctx, 10*time.Second)
+	fs = other.PollFetches(pctx)
+	pcancel()
+	if err := fs.Err(); !errors.Is(err, kerr.GroupAuthorizationFailed) {
+		t.Fatalf("alice in group other-g: %v", err)
+	}
+	other.Close()
+	// An idempotent producer needs IDEMPOTENT_WRITE or WRITE on a topic.
+	ip := g.client(t, from(ipAlice))
+	if err := ip.ProduceSync(ctx, &kgo.Record{Topic: "team-a.x", Value: []byte("no")}).FirstErr(); !errors.Is(err, kerr.ClusterAuthorizationFailed) {
+		t.Fatalf("alice idempotent produce: %v", err)
+	}
+	// alice may not list or change ACLs.
+	if _, err := kadm.NewClient(ip).DescribeACLs(ctx, kadm.NewACLs().AnyResource().ResourcePatternType(kadm.ACLPatternAny).Operations(kadm.OpAny).Allow().Deny().AllowHosts().DenyHosts()); !errors.Is(err, kerr.ClusterAuthorizationFailed) {
+		var ok bool
+		if res, _ := kadm.NewClient(ip).DescribeACLs(ctx, kadm.NewACLs().AnyResource().ResourcePatternType(kadm.ACLPatternAny).Operations(kadm.OpAny).Allow().Deny().AllowHosts().DenyHosts()); len(res) > 0 {
+			ok = errors.Is(res[0].Err, kerr.ClusterAuthorizationFailed)
+		}
+		if !ok {
+			t.Fatalf("alice DescribeACLs: %v", err)
+		}
+	}
+
+	// bob reads nothing and sees nothing.
+	bob := g.client(t, from(ipBob), kgo.DisableIdempotentWrite())
+	if code := fetchCode(t, bob, "team-a.x", ids["team-a.x"]); code != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("bob fetch team-a.x: error %d", code)
+	}
+	bt, err := kadm.NewClient(bob).ListTopics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(bt.Names()) != 0 {
+		t.Fatalf("bob sees %v", bt.Names())
+	}
+
+	// A restart keeps the ACLs.
+	alice.Close()
+	ip.Close()
+	bob.Close()
+	admCl.Close()
+	g.stop(t)
+	g = startAuthGateway(t, dir)
+	adm = kadm.NewClient(g.client(t, from(ipAdmin)))
+	if got := aclStrings(t, adm); !slices.Equal(got, want) {
+		t.Fatalf("after restart acls = %q, want %q", got, want)
+	}
+	alice = g.client(t, from(ipAlice))
+	if code := fetchCode(t, alice, "team-a.x", ids["team-a.x"]); code != 0 {
+		t.Fatalf("after restart alice fetch team-a.x: error %d", code)
+	}
+
+	// DeleteAcls of the topic ACLs: alice can no longer read.
+	del := kadm.NewACLs().Topics("team-a.").ResourcePatternType(kadm.ACLPatternPrefixed).Allow("User:alice").AllowHosts("*").Operations(kadm.OpAny)
+	dres, err := adm.DeleteACLs(ctx, del)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, r := range dres {
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+		n += len(r.Deleted)
+	}
+	if n != 2 {
+		t.Fatalf("deleted %d acls, want 2", n)
+	}
+	if code := fetchCode(t, alice, "team-a.x", ids["team-a.x"]); code != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("after DeleteAcls alice fetch team-a.x: error %d", code)
+	}
+	if got := aclStrings(t, adm); !slices.Equal(got, want[:2]) {
+		t.Fatalf("after delete acls = %q, want %q", got, want[:2])
+	}
+}
+
+// fetchCode fetches partition 0 of topic once and returns its error code.
+func fetchCode(t *testing.T, cl *kgo.Client, topic string, id [16]byte) int16 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID, req.MaxBytes, req.SessionEpoch = -1, 1<<20, -1
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic, rt.TopicID = topic, id
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.PartitionMaxBytes, rp.CurrentLeaderEpoch, rp.LastFetchedEpoch, rp.LogStartOffset = 1<<20, -1, -1, -1
+	rt.Partitions = []kmsg.FetchRequestTopicPartition{rp}
+	req.Topics = []kmsg.FetchRequestTopic{rt}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatalf("fetch %s: %v", topic, err)
+	}
+	for _, tt := range resp.Topics {
+		for _, p := range tt.Partitions {
+			return p.ErrorCode
+		}
+	}
+	t.Fatalf("fetch %s: no partition in the response", topic)
+	return 0
+}
+
+// TestACLSecurityDisabled: with no authorizer the ACL APIs answer
+// SECURITY_DISABLED, as Kafka does.
+func TestACLSecurityDisabled(t *testing.T) {
+	g := startGateway(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cl := g.client(t)
+	req := kmsg.NewPtrDescribeACLsRequest()
+	req.ResourceType, req.ResourcePatternType, req.Operation, req.PermissionType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny, kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.ErrorCode != kerr.SecurityDisabled.Code {
+		t.Fatalf("DescribeAcls error %d, want SECURITY_DISABLED", resp.ErrorCode)
+	}
+	res, err := kadm.NewClient(cl).CreateACLs(ctx, kadm.NewACLs().Topics("x").Allow("User:a").AllowHosts("*").Operations(kadm.OpRead))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		if !errors.Is(r.Err, kerr.SecurityDisabled) {
+			t.Fatalf("CreateAcls: %v", r.Err)
+		}
+	}
+}
+
+// TestEveryAPIAuthorized fails when an API key is added to the dispatch
+// table without a decision about its authorization in authorizeRequest
+// (authorize_apis.go): add it there, then here.
+func TestEveryAPIAuthorized(t *testing.T) {
+	checked := []int16{0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18, 19, 20, 21, 22, 23, 29, 30, 31, 32, 33, 34, 35, 37, 42, 43, 44, 45, 46, 47, 60, 61, 75}
+	for _, k := range gateway.RegisteredAPIKeys() {
+		if !slices.Contains(checked, k) {
+			t.Errorf("API key %d (%s) is served but its authorization is not reviewed", k, kmsg.NameForKey(k))
+		}
+	}
+}
