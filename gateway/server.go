@@ -186,6 +186,7 @@ func DefaultConfig() Config {
 
 		DecompressionBudgetBytes:    DefaultDecompressionBudgetBytes,
 		MaxDecompressedMessageBytes: DefaultMaxDecompressedMessageBytes,
+		ACLRefreshInterval:          10 * time.Second,
 	}
 }
 
@@ -243,6 +244,9 @@ func (c *Config) fill() {
 		c.ShutdownGrace = d.ShutdownGrace
 	}
 	c.Limits.fill()
+	if c.ACLRefreshInterval <= 0 {
+		c.ACLRefreshInterval = d.ACLRefreshInterval
+	}
 	if c.DecompressionBudgetBytes <= 0 {
 		c.DecompressionBudgetBytes = d.DecompressionBudgetBytes
 	}
