@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/http/httptest"
 	"slices"
 	"sort"
 	"strings"
@@ -15,6 +16,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/disgw/disgw/disbackend/dislocal"
+	"github.com/disgw/disgw/disbackend/disrest"
+	"github.com/disgw/disgw/disbackend/localstore"
 	"github.com/disgw/disgw/gateway"
 )
 
@@ -26,14 +34,100 @@ const (
 	ipBob   = "127.0.0.3"
 )
 
-func startAuthGateway(t *testing.T, dir string) *testGateway {
-	t.Helper()
-	g := startGatewayAt(t, dir, func(c *gateway.Config) {
-		c.Authorizer = true
-		c.SuperUsers = []string{"User:admin"}
-		c.GroupInitialRebalanceDelay = -1
-	})
+func authConfig(c *gateway.Config) {
+	c.Authorizer = true
+	c.SuperUsers = []string{"User:admin"}
+	c.GroupInitialRebalanceDelay = -1
+}
+
+func setPrincipals(g *testGateway) *testGateway {
 	gateway.SetPrincipalsByIP(g.srv, map[string]string{ipAdmin: "User:admin", ipAlice: "User:alice", ipBob: "User:bob"})
+	return g
+}
+
+// authGateways start a gateway with the authorizer on over each backend:
+// the embedded store in dir, and DIS (disrest in front of a dislocal that
+// lives as long as the test), keeping their data for the next start.
+var authGateways = map[string]func(t *testing.T) func() *testGateway{
+	"local": func(t *testing.T) func() *testGateway {
+		dir := t.TempDir()
+		return func() *testGateway { return setPrincipals(startGatewayAt(t, dir, authConfig)) }
+	},
+	"dis": func(t *testing.T) func() *testGateway {
+		endpoint := startTestDIS(t)
+		return func() *testGateway { return setPrincipals(startGatewayOverDIS(t, endpoint, authConfig)) }
+	},
+}
+
+const (
+	testDISAK      = "QTWAOYTTINDUT2QVKYUC"
+	testDISSK      = "MFyfvK41ba2giqM7Uio6PznpdUKGpownRZlmVmHc"
+	testDISProject = "d575b0b740e54221aeb9a165653b103d"
+)
+
+// startTestDIS runs dislocal (signatures checked) over an in-memory
+// localstore and returns its endpoint.
+func startTestDIS(t *testing.T) string {
+	t.Helper()
+	st, err := localstore.Open("dis", localstore.Options{FS: vfs.NewMem(), RetentionCheckInterval: -1, Logger: zaptest.NewLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := dislocal.New(st, dislocal.Options{AK: testDISAK, SK: testDISSK, ProjectID: testDISProject, NoScalingLimits: true, Logger: zaptest.NewLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s)
+	t.Cleanup(func() {
+		hs.Close()
+		_ = st.Close()
+	})
+	return hs.URL
+}
+
+// startGatewayOverDIS is a gateway on 127.0.0.1:0 over disrest talking to
+// the DIS at endpoint.
+func startGatewayOverDIS(t *testing.T, endpoint string, mutate ...func(*gateway.Config)) *testGateway {
+	t.Helper()
+	log := zaptest.NewLogger(t, zaptest.Level(zapcore.InfoLevel))
+	store, err := disrest.New(disrest.Options{Endpoint: endpoint, ProjectID: testDISProject, AK: testDISAK, SK: testDISSK,
+		PollInterval: -1, RetryBackoff: 10 * time.Millisecond, RetryTimeout: 20 * time.Second, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := gateway.DefaultConfig()
+	cfg.Listen = "127.0.0.1:0"
+	for _, m := range mutate {
+		m(&cfg)
+	}
+	srv, err := gateway.New(cfg, store, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve() }()
+	g := &testGateway{srv: srv, addr: srv.AdvertisedAddr()}
+	g.stop = func(t testing.TB) {
+		if g.stopped {
+			return
+		}
+		g.stopped = true
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+		if err := store.Close(); err != nil {
+			t.Errorf("close store: %v", err)
+		}
+	}
+	t.Cleanup(func() { g.stop(t) })
 	return g
 }
 
@@ -68,14 +162,20 @@ func aclStrings(t *testing.T, adm *kadm.Client) []string {
 	return slices.Compact(out)
 }
 
-// TestACLTeamScenario is issue 16's test: a consumer ACL on the prefix
-// team-a. lets alice read team-a.x (and commit as group team-a-g); she
-// neither reads nor sees team-b.x, cannot produce or delete topics; bob
-// reads nothing; DescribeAcls lists exactly what was added, also after a
+// TestACLTeamScenario is issue 16's test, on the embedded store and on
+// DIS (dislocal): a consumer ACL on the prefix team-a. lets alice read
+// team-a.x (and commit as group team-a-g); she neither reads nor sees
+// team-b.x, cannot produce, auto-create or delete topics; bob reads
+// nothing; DescribeAcls lists exactly what was added, also after a
 // restart; after DeleteAcls alice reads nothing either.
 func TestACLTeamScenario(t *testing.T) {
-	dir := t.TempDir()
-	g := startAuthGateway(t, dir)
+	for name, open := range authGateways {
+		t.Run(name, func(t *testing.T) { testACLTeamScenario(t, open(t)) })
+	}
+}
+
+func testACLTeamScenario(t *testing.T, open func() *testGateway) {
+	g := open()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
@@ -145,6 +245,15 @@ func TestACLTeamScenario(t *testing.T) {
 	}
 	if len(mresp.Topics) != 1 || mresp.Topics[0].ErrorCode != kerr.TopicAuthorizationFailed.Code {
 		t.Fatalf("alice metadata team-b.x: %+v", mresp.Topics)
+	}
+	// Auto-creating a topic needs CREATE.
+	mt.Topic = kmsg.StringPtr("team-a.new")
+	mreq.Topics, mreq.AllowAutoTopicCreation = []kmsg.MetadataRequestTopic{mt}, true
+	if mresp, err = mreq.RequestWith(ctx, alice); err != nil {
+		t.Fatal(err)
+	}
+	if len(mresp.Topics) != 1 || mresp.Topics[0].ErrorCode != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("alice auto-creating team-a.new: %+v", mresp.Topics)
 	}
 	// Fetching team-b.x directly.
 	ids := map[string][16]byte{}
@@ -227,7 +336,7 @@ func TestACLTeamScenario(t *testing.T) {
 	bob.Close()
 	admCl.Close()
 	g.stop(t)
-	g = startAuthGateway(t, dir)
+	g = open()
 	adm = kadm.NewClient(g.client(t, from(ipAdmin)))
 	if got := aclStrings(t, adm); !slices.Equal(got, want) {
 		t.Fatalf("after restart acls = %q, want %q", got, want)
