@@ -434,3 +434,222 @@ func TestEveryAPIAuthorized(t *testing.T) {
 		}
 	}
 }
+
+// TestACLRefusals: alice, allowed only READ on the prefix team-a. and its
+// group, is refused every other API as Kafka refuses it, with the error
+// code Kafka answers; what she may describe she sees.
+func TestACLRefusals(t *testing.T) {
+	g := setPrincipals(startGateway(t, authConfig))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	admCl := g.client(t, from(ipAdmin))
+	adm := kadm.NewClient(admCl)
+	if _, err := adm.CreateTopics(ctx, 1, 1, nil, "team-a.x", "team-b.x"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adm.CreateACLs(ctx, kadm.NewACLs().Topics("team-a.").Groups("team-a-").ResourcePatternType(kadm.ACLPatternPrefixed).
+		Allow("User:alice").AllowHosts("*").Operations(kadm.OpRead)); err != nil {
+		t.Fatal(err)
+	}
+	alice := g.client(t, from(ipAlice), kgo.DisableIdempotentWrite())
+	// Commit offsets of two groups as admin, so that there are groups to list.
+	for _, grp := range []string{"team-a-g", "other-g"} {
+		os := kadm.Offsets{}
+		os.Add(kadm.Offset{Topic: "team-a.x", Partition: 0, At: 0})
+		if _, err := adm.CommitOffsets(ctx, grp, os); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(what string, got int16, want *kerr.Error) {
+		t.Helper()
+		if got != want.Code {
+			t.Errorf("%s: error %d (%v), want %s", what, got, kerr.ErrorForCode(got), want.Message)
+		}
+	}
+
+	dc := kmsg.NewPtrDescribeConfigsRequest()
+	dr := kmsg.NewDescribeConfigsRequestResource()
+	dr.ResourceType, dr.ResourceName = kmsg.ConfigResourceTypeTopic, "team-a.x"
+	br := kmsg.NewDescribeConfigsRequestResource()
+	br.ResourceType, br.ResourceName = kmsg.ConfigResourceTypeBroker, "0"
+	dc.Resources = []kmsg.DescribeConfigsRequestResource{dr, br}
+	dcr, err := dc.RequestWith(ctx, alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("DescribeConfigs topic (READ does not imply DESCRIBE_CONFIGS)", dcr.Resources[0].ErrorCode, kerr.TopicAuthorizationFailed)
+	check("DescribeConfigs broker", dcr.Resources[1].ErrorCode, kerr.ClusterAuthorizationFailed)
+
+	ia := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	ir := kmsg.NewIncrementalAlterConfigsRequestResource()
+	ir.ResourceType, ir.ResourceName = kmsg.ConfigResourceTypeTopic, "team-a.x"
+	ic := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	ic.Name, ic.Value = "retention.ms", kmsg.StringPtr("1")
+	ir.Configs = []kmsg.IncrementalAlterConfigsRequestResourceConfig{ic}
+	ia.Resources = []kmsg.IncrementalAlterConfigsRequestResource{ir}
+	iar, err := ia.RequestWith(ctx, alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("IncrementalAlterConfigs retention.ms=1", iar.Resources[0].ErrorCode, kerr.TopicAuthorizationFailed)
+
+	cp := kmsg.NewPtrCreatePartitionsRequest()
+	ct := kmsg.NewCreatePartitionsRequestTopic()
+	ct.Topic, ct.Count = "team-a.x", 3
+	cp.Topics, cp.TimeoutMillis = []kmsg.CreatePartitionsRequestTopic{ct}, 5000
+	cpr, err := cp.RequestWith(ctx, alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("CreatePartitions", cpr.Topics[0].ErrorCode, kerr.TopicAuthorizationFailed)
+
+	drq := kmsg.NewPtrDeleteRecordsRequest()
+	dt := kmsg.NewDeleteRecordsRequestTopic()
+	dt.Topic = "team-a.x"
+	dp := kmsg.NewDeleteRecordsRequestTopicPartition()
+	dp.Offset = -1
+	dt.Partitions = []kmsg.DeleteRecordsRequestTopicPartition{dp}
+	drq.Topics, drq.TimeoutMillis = []kmsg.DeleteRecordsRequestTopic{dt}, 5000
+	drr, err := drq.RequestWith(ctx, alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("DeleteRecords", drr.Topics[0].Partitions[0].ErrorCode, kerr.TopicAuthorizationFailed)
+
+	dg := kmsg.NewPtrDeleteGroupsRequest()
+	dg.Groups = []string{"team-a-g"}
+	dgr, err := dg.RequestWith(ctx, alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("DeleteGroups (READ does not imply DELETE)", dgr.Groups[0].ErrorCode, kerr.GroupAuthorizationFailed)
+
+	lg := kmsg.NewPtrListGroupsRequest()
+	lgr, err := lg.RequestWith(ctx, alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var groups []string
+	for _, gr := range lgr.Groups {
+		groups = append(groups, gr.Group)
+	}
+	if !slices.Equal(groups, []string{"team-a-g"}) {
+		t.Errorf("alice lists groups %v, want only team-a-g", groups)
+	}
+
+	dgs := kmsg.NewPtrDescribeGroupsRequest()
+	dgs.Groups = []string{"team-a-g", "other-g"}
+	// Straight to the broker: the client's own FindCoordinator of other-g
+	// is refused first.
+	resp, err := alice.Broker(0).Request(ctx, dgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dgsr := resp.(*kmsg.DescribeGroupsResponse)
+	for _, gr := range dgsr.Groups {
+		want := kerr.GroupAuthorizationFailed
+		if gr.Group == "team-a-g" {
+			if gr.ErrorCode != 0 {
+				t.Errorf("DescribeGroups team-a-g: %d", gr.ErrorCode)
+			}
+			continue
+		}
+		check("DescribeGroups other-g", gr.ErrorCode, want)
+	}
+
+	of := kmsg.NewPtrOffsetFetchRequest()
+	ofg := kmsg.NewOffsetFetchRequestGroup()
+	ofg.Group = "other-g"
+	of.Groups = []kmsg.OffsetFetchRequestGroup{ofg}
+	resp, err = alice.Broker(0).Request(ctx, of)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ofr := resp.(*kmsg.OffsetFetchResponse)
+	check("OffsetFetch other-g", ofr.Groups[0].ErrorCode, kerr.GroupAuthorizationFailed)
+
+	dcl := kmsg.NewPtrDescribeClusterRequest()
+	dclr, err := dcl.RequestWith(ctx, alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("DescribeCluster", dclr.ErrorCode, kerr.ClusterAuthorizationFailed)
+
+	dld := kmsg.NewPtrDescribeLogDirsRequest()
+	if resp, err = alice.Broker(0).Request(ctx, dld); err != nil {
+		t.Fatal(err)
+	}
+	dldr := resp.(*kmsg.DescribeLogDirsResponse)
+	check("DescribeLogDirs", dldr.ErrorCode, kerr.ClusterAuthorizationFailed)
+
+	ip := kmsg.NewPtrInitProducerIDRequest()
+	ip.TransactionalID, ip.TransactionTimeoutMillis = kmsg.StringPtr("txn-1"), 60000
+	if resp, err = alice.Broker(0).Request(ctx, ip); err != nil {
+		t.Fatal(err)
+	}
+	ipr := resp.(*kmsg.InitProducerIDResponse)
+	check("InitProducerId transactional", ipr.ErrorCode, kerr.TransactionalIDAuthorizationFailed)
+
+	el := kmsg.NewPtrElectLeadersRequest()
+	el.TimeoutMillis = 5000
+	elr, err := el.RequestWith(ctx, alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("ElectLeaders", elr.ErrorCode, kerr.ClusterAuthorizationFailed)
+
+	ct2 := kmsg.NewPtrCreateTopicsRequest()
+	nt := kmsg.NewCreateTopicsRequestTopic()
+	nt.Topic, nt.NumPartitions, nt.ReplicationFactor = "team-a.y", 1, 1
+	ct2.Topics, ct2.TimeoutMillis = []kmsg.CreateTopicsRequestTopic{nt}, 5000
+	ctr, err := ct2.RequestWith(ctx, alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("CreateTopics", ctr.Topics[0].ErrorCode, kerr.TopicAuthorizationFailed)
+
+	// The admin's view is unchanged: nothing alice asked was done.
+	topics, err := adm.ListTopics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if names := topics.Names(); !slices.Equal(names, []string{"team-a.x", "team-b.x"}) {
+		t.Errorf("topics after alice's requests: %v", names)
+	}
+	if d := topics["team-a.x"]; len(d.Partitions) != 1 {
+		t.Errorf("team-a.x has %d partitions after alice's CreatePartitions", len(d.Partitions))
+	}
+}
+
+// TestACLsSharedBetweenNodes: two gateways over one DIS; an ACL created
+// through one applies on the other within its ACLRefreshInterval.
+func TestACLsSharedBetweenNodes(t *testing.T) {
+	endpoint := startTestDIS(t)
+	fast := func(c *gateway.Config) { c.ACLRefreshInterval = 50 * time.Millisecond }
+	a := setPrincipals(startGatewayOverDIS(t, endpoint, authConfig, fast))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(a.client(t, from(ipAdmin)))
+	if _, err := adm.CreateTopics(ctx, 1, 1, nil, "shared.x"); err != nil {
+		t.Fatal(err)
+	}
+	md, err := adm.Metadata(ctx, "shared.x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := md.Topics["shared.x"].ID
+	b := setPrincipals(startGatewayOverDIS(t, endpoint, authConfig, fast))
+	alice := b.client(t, from(ipAlice))
+	if code := fetchCode(t, alice, "shared.x", id); code != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("alice on node b before the ACL: error %d", code)
+	}
+	if _, err := adm.CreateACLs(ctx, kadm.NewACLs().Topics("shared.x").Allow("User:alice").AllowHosts("*").Operations(kadm.OpRead)); err != nil {
+		t.Fatal(err)
+	}
+	for fetchCode(t, alice, "shared.x", id) != 0 {
+		if ctx.Err() != nil {
+			t.Fatal("node b never applied the ACL created through node a")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
