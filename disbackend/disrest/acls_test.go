@@ -68,13 +68,17 @@ func TestACLsSharedInDIS(t *testing.T) {
 	}
 }
 
-// FuzzDecodeACLs: decoding never panics, and what decodes encodes back to
-// an equal set.
+// FuzzDecodeACLs: decoding a chunk header or the ACLs never panics; a
+// header read is the chunk's; what decodes encodes back to an equal set.
 func FuzzDecodeACLs(f *testing.F) {
 	f.Add("2,4,3,3,team-a.,User%3Aalice,*")
 	f.Add("2,3,3,3,a,User:b,*|4,3,2,3,kafka-cluster,User:*,10.0.0.1")
 	f.Add("1,2,3")
+	f.Add("g=0a1b2c3d;n=2;2,4,3,3,team")
 	f.Fuzz(func(t *testing.T, s string) {
+		if gen, n, payload, ok := parseACLChunk(s); ok && (n < 1 || n > maxACLChunks || strings.Contains(gen, ";") || !strings.HasSuffix(s, ";"+payload)) {
+			t.Fatalf("parseACLChunk(%q) = %q, %d, %q", s, gen, n, payload)
+		}
 		acls, err := decodeACLs(s)
 		if err != nil {
 			return
