@@ -428,7 +428,35 @@ func (c *conn) authorizeRequest(req *kafkawire.Request) (deny kmsg.Response, pos
 			return nil
 		}
 	case *kmsg.DescribeACLsRequest, *kmsg.CreateACLsRequest, *kmsg.DeleteACLsRequest:
-		// Checked by their handlers (api29_describe_acls.go and after).
+		// Checked by their handlers (api29_acls.go).
+	case *kmsg.SASLHandshakeRequest, *kmsg.SASLAuthenticateRequest:
+		// Not authorized: they establish the principal.
+	case *kmsg.DescribeUserSCRAMCredentialsRequest:
+		if !c.mayCluster(acl.OpDescribe) {
+			resp := r.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
+			resp.ErrorCode = errClustAuth
+			return resp, nil
+		}
+	case *kmsg.AlterUserSCRAMCredentialsRequest:
+		if !c.mayCluster(acl.OpAlter) {
+			resp := r.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
+			seen := map[string]bool{}
+			add := func(user string) {
+				if !seen[user] {
+					seen[user] = true
+					res := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
+					res.User, res.ErrorCode = user, errClustAuth
+					resp.Results = append(resp.Results, res)
+				}
+			}
+			for _, d := range r.Deletions {
+				add(d.Name)
+			}
+			for _, u := range r.Upsertions {
+				add(u.Name)
+			}
+			return resp, nil
+		}
 	}
 	return nil, nil
 }
@@ -539,6 +567,10 @@ func (c *conn) authFetch(r *kmsg.FetchRequest) (kmsg.Response, func(kmsg.Respons
 		denied = append(denied, d)
 	}
 	r.Topics = kept
+	if len(denied) > 0 {
+		// Kafka answers at once when a partition has an error.
+		r.MaxWaitMillis = 0
+	}
 	return nil, appendDenied(denied, func(resp kmsg.Response) *[]kmsg.FetchResponseTopic {
 		return &resp.(*kmsg.FetchResponse).Topics
 	})
