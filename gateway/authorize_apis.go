@@ -118,8 +118,18 @@ func (c *conn) authorizeRequest(req *kafkawire.Request) (deny kmsg.Response, pos
 			return nil
 		}
 	case *kmsg.CreateTopicsRequest:
+		// The configs of a created topic (v5+) need DESCRIBE_CONFIGS on it.
+		configs := func(resp kmsg.Response) error {
+			for i := range resp.(*kmsg.CreateTopicsResponse).Topics {
+				t := &resp.(*kmsg.CreateTopicsResponse).Topics[i]
+				if t.ErrorCode == 0 && !c.mayTopic(acl.OpDescribeConfigs, t.Topic) {
+					t.Configs, t.ConfigErrorCode = nil, errTopicAuth
+				}
+			}
+			return nil
+		}
 		if c.mayCluster(acl.OpCreate) {
-			return nil, nil
+			return nil, configs
 		}
 		var denied []kmsg.CreateTopicsResponseTopic
 		kept := r.Topics[:0]
@@ -133,9 +143,9 @@ func (c *conn) authorizeRequest(req *kafkawire.Request) (deny kmsg.Response, pos
 			denied = append(denied, d)
 		}
 		r.Topics = kept
-		return nil, appendDenied(denied, func(resp kmsg.Response) *[]kmsg.CreateTopicsResponseTopic {
+		return nil, chainPost(configs, appendDenied(denied, func(resp kmsg.Response) *[]kmsg.CreateTopicsResponseTopic {
 			return &resp.(*kmsg.CreateTopicsResponse).Topics
-		})
+		}))
 	case *kmsg.DeleteTopicsRequest:
 		var denied []kmsg.DeleteTopicsResponseTopic
 		deny := func(name *string, id [16]byte, code int16) {
@@ -478,6 +488,22 @@ func appendDenied[T any](denied []T, list func(kmsg.Response) *[]T) func(kmsg.Re
 		l := list(resp)
 		*l = append(*l, denied...)
 		return nil
+	}
+}
+
+// chainPost runs a, then b (either may be nil).
+func chainPost(a, b func(kmsg.Response) error) func(kmsg.Response) error {
+	if a == nil {
+		return b
+	}
+	if b == nil {
+		return a
+	}
+	return func(resp kmsg.Response) error {
+		if err := a(resp); err != nil {
+			return err
+		}
+		return b(resp)
 	}
 }
 

@@ -622,6 +622,20 @@ func TestACLRefusals(t *testing.T) {
 	if d := topics["team-a.x"]; len(d.Partitions) != 1 {
 		t.Errorf("team-a.x has %d partitions after alice's CreatePartitions", len(d.Partitions))
 	}
+
+	// With CREATE on a topic she creates it, but without DESCRIBE_CONFIGS
+	// she is not shown its configs.
+	if _, err := adm.CreateACLs(ctx, kadm.NewACLs().Topics("team-a.c").Allow("User:alice").AllowHosts("*").Operations(kadm.OpCreate)); err != nil {
+		t.Fatal(err)
+	}
+	nt.Topic = "team-a.c"
+	ct2.Topics = []kmsg.CreateTopicsRequestTopic{nt}
+	if ctr, err = ct2.RequestWith(ctx, alice); err != nil {
+		t.Fatal(err)
+	}
+	if c := ctr.Topics[0]; c.ErrorCode != 0 || c.ConfigErrorCode != kerr.TopicAuthorizationFailed.Code || len(c.Configs) != 0 {
+		t.Errorf("alice CreateTopics team-a.c with CREATE only: error %d, config error %d, %d configs", c.ErrorCode, c.ConfigErrorCode, len(c.Configs))
+	}
 }
 
 // TestACLsSharedBetweenNodes: two gateways over one DIS; an ACL created
