@@ -38,15 +38,16 @@ type reply struct {
 // request is read, so one connection's writes keep their order); writeLoop
 // completes them in the same order and writes the responses.
 type conn struct {
-	s  *Server
-	nc net.Conn
-	id uint64
-	ip string // the client address, as counted for MaxConnectionsPerIP
+	s      *Server
+	nc     net.Conn
+	id     uint64
+	ip     string // the client address, as counted for MaxConnectionsPerIP
+	log    *zap.Logger
+	ctx    context.Context // cancelled when the connection ends
+	cancel context.CancelFunc
+
 	// Kafka principal of the connection, e.g. "User:alice"; nil means User:ANONYMOUS
 	principal atomic.Pointer[string]
-	log       *zap.Logger
-	ctx       context.Context // cancelled when the connection ends
-	cancel    context.CancelFunc
 
 	replies  chan reply // reader → writer, capacity cfg.MaxInFlight
 	stopOnce sync.Once

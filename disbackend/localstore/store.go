@@ -115,12 +115,13 @@ type Store struct {
 	segBytes       int64
 	log            *zap.Logger
 	now            func() time.Time
-	clusterID      string     // set by Open
-	aclMu          sync.Mutex // serialises UpdateACLs
-	cleanerBuffer  int64      // Options.CleanerBufferBytes
+	clusterID      string // set by Open
+	cleanerBuffer  int64  // Options.CleanerBufferBytes
 	cleanerHook    func(step string)
 	producerExpiry time.Duration
 	cache          *tailCache
+
+	aclMu sync.Mutex // serialises UpdateACLs
 
 	// closed is set first thing in Close; every operation checks it.
 	closed atomic.Bool
