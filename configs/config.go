@@ -220,6 +220,34 @@ type Config struct {
 	// group that has stayed empty this long (Kafka
 	// offsets.retention.minutes). Default 168h (7 days); -1 keeps them.
 	OffsetsRetention time.Duration `yaml:"offsets_retention"`
+
+	// Authorizer turns on authorization with Kafka's ACL model (Kafka
+	// authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer):
+	// every request is checked against the ACLs kept in the backend
+	// (kafka-acls manages them). Default false: everything is allowed and
+	// the ACL APIs answer SECURITY_DISABLED.
+	Authorizer bool `yaml:"authorizer"`
+	// SuperUsers are the principals that may do anything, separated by
+	// ';' as Kafka's super.users: "User:admin;User:ops". Default none.
+	SuperUsers string `yaml:"super_users"`
+	// AllowEveryoneIfNoACLFound allows an operation on a resource no ACL
+	// names (Kafka allow.everyone.if.no.acl.found). Default false.
+	AllowEveryoneIfNoACLFound bool `yaml:"allow_everyone_if_no_acl_found"`
+	// ACLRefreshInterval is how often each node reads the ACLs again from
+	// the backend, so a change made through another node applies within
+	// it. Default 10s.
+	ACLRefreshInterval time.Duration `yaml:"acl_refresh_interval"`
+}
+
+// SuperUserList returns SuperUsers as a list, without blanks.
+func (c *Config) SuperUserList() []string {
+	var out []string
+	for _, u := range strings.Split(c.SuperUsers, ";") {
+		if u = strings.TrimSpace(u); u != "" {
+			out = append(out, u)
+		}
+	}
+	return out
 }
 
 // MaxRequestEntries is the most entries one request may declare
@@ -275,6 +303,8 @@ func Default() Config {
 		GroupMinSessionTimeout:     6 * time.Second,
 		GroupMaxSessionTimeout:     30 * time.Minute,
 		OffsetsRetention:           7 * 24 * time.Hour,
+
+		ACLRefreshInterval: 10 * time.Second,
 	}
 }
 
@@ -616,6 +646,14 @@ func (c Config) Validate() error {
 	}
 	if c.GroupMaxSessionTimeout < c.GroupMinSessionTimeout {
 		bad("group_max_session_timeout", "%v is below group_min_session_timeout %v", c.GroupMaxSessionTimeout, c.GroupMinSessionTimeout)
+	}
+	for _, u := range c.SuperUserList() {
+		if typ, name, ok := strings.Cut(u, ":"); !ok || typ == "" || name == "" {
+			bad("super_users", "%q is not a principal TYPE:NAME such as User:admin (separate several with ';')", u)
+		}
+	}
+	if c.ACLRefreshInterval <= 0 {
+		bad("acl_refresh_interval", "must be > 0")
 	}
 	if c.OffsetsRetention == 0 {
 		bad("offsets_retention", "must be > 0, or -1 to keep offsets forever")

@@ -10,6 +10,7 @@ import (
 	"net"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -44,6 +45,9 @@ type conn struct {
 	log    *zap.Logger
 	ctx    context.Context // cancelled when the connection ends
 	cancel context.CancelFunc
+
+	// Kafka principal of the connection, e.g. "User:alice"; nil means User:ANONYMOUS
+	principal atomic.Pointer[string]
 
 	replies  chan reply // reader → writer, capacity cfg.MaxInFlight
 	stopOnce sync.Once
@@ -274,6 +278,9 @@ func (c *conn) dispatch(req *kafkawire.Request) (r reply, ok bool) {
 	if ce := c.log.Check(zap.DebugLevel, "request"); ce != nil {
 		ce.Write(zap.String("api", api.name), zap.Int16("api_version", req.Version),
 			zap.Int32("correlation_id", req.CorrelationID), zap.String("client_id", req.ClientID))
+	}
+	if c.s.authz != nil {
+		return c.dispatchAuthorized(api, req), true
 	}
 	return api.handle(c, req), true
 }

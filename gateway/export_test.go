@@ -10,3 +10,25 @@ func SetLimitsClock(s *Server, now func() time.Time) {
 	s.limits.now = now
 	s.limits.refilled = now()
 }
+
+// SetPrincipalsByIP makes each connection from an IP address in m have
+// m's principal (what SASL sets once it exists), for authorization tests.
+func SetPrincipalsByIP(s *Server, m map[string]string) {
+	h := func(c *conn) {
+		if p, ok := m[c.ip]; ok {
+			c.principal.Store(&p)
+		}
+	}
+	s.acceptHook.Store(&h)
+}
+
+// RegisteredAPIKeys returns every API key of the dispatch table.
+func RegisteredAPIKeys() []int16 {
+	var keys []int16
+	for _, e := range apiTable {
+		if e != nil {
+			keys = append(keys, e.key)
+		}
+	}
+	return keys
+}

@@ -8,3 +8,6 @@ func zapPartition(p int32) zap.Field { return zap.Int32("partition", p) }
 func zapErr(err error) zap.Field     { return zap.Error(err) }
 
 func zapInt32(k string, v int32) zap.Field { return zap.Int32(k, v) }
+
+func zapPrincipal(p string) zap.Field { return zap.String("principal", p) }
+func zapCount(n int) zap.Field        { return zap.Int("count", n) }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/disgw/disgw/disbackend"
 	"github.com/disgw/disgw/groupcoord"
+	"github.com/disgw/disgw/internal/acl"
 	"github.com/disgw/disgw/kafkawire"
 	"github.com/disgw/disgw/kafkawire/batch"
 )
@@ -126,6 +127,21 @@ type Config struct {
 	// DefaultMaxDecompressedMessageBytes (100 MiB); at most 128 MiB and the
 	// budget are used.
 	MaxDecompressedMessageBytes int64
+	// Authorizer turns on authorization with Kafka's ACL model (Kafka
+	// authorizer.class.name=...StandardAuthorizer, authorize.go): every
+	// request is checked against the ACLs kept in the backend (which must
+	// be a disbackend.ACLStore). Off (the default), everything is allowed
+	// and the ACL APIs answer SECURITY_DISABLED.
+	Authorizer bool
+	// SuperUsers may do anything (Kafka super.users), e.g. "User:admin".
+	SuperUsers []string
+	// AllowEveryoneIfNoACL allows an operation on a resource no ACL names
+	// (Kafka allow.everyone.if.no.acl.found). Default false.
+	AllowEveryoneIfNoACL bool
+	// ACLRefreshInterval is how often the ACLs are read again from the
+	// backend, so that changes made through another node apply here
+	// within it. Default 10 s.
+	ACLRefreshInterval time.Duration
 }
 
 // DefaultQueuedMaxRequestBytes is QueuedMaxRequestBytes's default: 128 MiB.
@@ -170,6 +186,7 @@ func DefaultConfig() Config {
 
 		DecompressionBudgetBytes:    DefaultDecompressionBudgetBytes,
 		MaxDecompressedMessageBytes: DefaultMaxDecompressedMessageBytes,
+		ACLRefreshInterval:          10 * time.Second,
 	}
 }
 
@@ -227,6 +244,9 @@ func (c *Config) fill() {
 		c.ShutdownGrace = d.ShutdownGrace
 	}
 	c.Limits.fill()
+	if c.ACLRefreshInterval <= 0 {
+		c.ACLRefreshInterval = d.ACLRefreshInterval
+	}
 	if c.DecompressionBudgetBytes <= 0 {
 		c.DecompressionBudgetBytes = d.DecompressionBudgetBytes
 	}
@@ -266,6 +286,11 @@ type Server struct {
 
 	// decomp is the decompression budget every connection shares.
 	decomp *batch.Budget
+	// authz checks every request (authorize.go); nil with no authorizer.
+	authz *acl.Authorizer
+	// acceptHook, set only by tests (export_test.go), runs on each accepted
+	// connection before its goroutines start.
+	acceptHook atomic.Pointer[func(*conn)]
 }
 
 // New returns a server over backend. It loads the topic list from the
@@ -303,6 +328,18 @@ func New(cfg Config, backend disbackend.Backend, log *zap.Logger) (*Server, erro
 		return nil, fmt.Errorf("gateway: load topics: %w", err)
 	}
 	s.topics = tc
+	if cfg.Authorizer {
+		store, ok := backend.(disbackend.ACLStore)
+		if !ok {
+			return nil, fmt.Errorf("gateway: the authorizer needs a backend that keeps ACLs; %T does not", backend)
+		}
+		a, err := acl.New(context.Background(), store, acl.Options{SuperUsers: cfg.SuperUsers,
+			AllowEveryoneIfNoACL: cfg.AllowEveryoneIfNoACL, RefreshInterval: cfg.ACLRefreshInterval, Logger: s.log.Named("acl")})
+		if err != nil {
+			return nil, fmt.Errorf("gateway: load acls: %w", err)
+		}
+		s.authz = a
+	}
 	s.groups = newGroupCoordinator(cfg, backend, s, log)
 	return s, nil
 }
@@ -415,6 +452,9 @@ func (s *Server) startConn(nc net.Conn) bool {
 	s.nextID++
 	c := newConn(s, nc, s.nextID)
 	c.ip = ip
+	if h := s.acceptHook.Load(); h != nil {
+		(*h)(c)
+	}
 	s.conns[c] = struct{}{}
 	s.connsByIP[ip]++
 	s.wg.Add(2)
@@ -457,6 +497,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	// Answer parked JoinGroup/SyncGroup requests (NOT_COORDINATOR) so the
 	// writers waiting on them can finish.
 	s.groups.Close()
+	if s.authz != nil {
+		s.authz.Close()
+	}
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
 	grace := time.NewTimer(s.cfg.ShutdownGrace)

@@ -371,6 +371,10 @@ func gatewayConfig(cfg configs.Config) gateway.Config {
 	g.GroupMinSessionTimeout = cfg.GroupMinSessionTimeout
 	g.GroupMaxSessionTimeout = cfg.GroupMaxSessionTimeout
 	g.OffsetsRetention = cfg.OffsetsRetention
+	g.Authorizer = cfg.Authorizer
+	g.SuperUsers = cfg.SuperUserList()
+	g.AllowEveryoneIfNoACL = cfg.AllowEveryoneIfNoACLFound
+	g.ACLRefreshInterval = cfg.ACLRefreshInterval
 	return g
 }
 

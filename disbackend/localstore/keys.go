@@ -18,6 +18,7 @@ import "encoding/binary"
 //	'G' group                         a consumer group's membership (disbackend.GroupStateStore)
 //	'A' app                           app (apps.go)
 //	'K' app 0 stream 0 part           checkpoint (apps.go)
+//	'L'                               the ACL bindings (JSON []disbackend.ACL, acls.go)
 const (
 	prefixMeta       = 'm'
 	prefixFloor      = 'f'
@@ -28,6 +29,7 @@ const (
 	prefixGroup      = 'G'
 	prefixApp        = 'A'
 	prefixCheckpoint = 'K'
+	keyACLs          = 'L'
 )
 
 const partKeyLen = 1 + 8 + 4 // prefix, sid, partition

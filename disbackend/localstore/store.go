@@ -121,6 +121,8 @@ type Store struct {
 	producerExpiry time.Duration
 	cache          *tailCache
 
+	aclMu sync.Mutex // serialises UpdateACLs
+
 	// closed is set first thing in Close; every operation checks it.
 	closed atomic.Bool
 	// dbMu is read-held by every use of db outside the writer goroutines, and
