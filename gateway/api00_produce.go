@@ -46,6 +46,9 @@ type producePart struct {
 	p       *kmsg.ProduceResponseTopicPartition
 	st      *disbackend.Stream
 	pending *disbackend.Pending
+	// records and bytes of the batch, for disgw_records_in_total and
+	// disgw_bytes_in_total once it is appended
+	records, bytes int
 }
 
 func (c *conn) handleProduce(req *kafkawire.Request) reply {
@@ -116,7 +119,7 @@ func (c *conn) handleProduce(req *kafkawire.Request) reply {
 					setErr(p, kafkaError(c.log, err), err)
 					continue
 				}
-				parts = append(parts, producePart{p: p, st: st, pending: pending})
+				parts = append(parts, producePart{p: p, st: st, pending: pending, records: countRecords(rp.Records), bytes: len(rp.Records)})
 			}
 		}
 	}
@@ -126,8 +129,12 @@ func (c *conn) handleProduce(req *kafkawire.Request) reply {
 			ctx, cancel := c.requestContext(r.TimeoutMillis)
 			defer cancel()
 			for _, pp := range parts {
-				if _, err := pp.pending.Wait(ctx); err != nil && firstErr == nil {
-					firstErr = err
+				if _, err := pp.pending.Wait(ctx); err != nil {
+					if firstErr == nil {
+						firstErr = err
+					}
+				} else {
+					s.cfg.Metrics.In(pp.st.TopicName, pp.records, pp.bytes)
 				}
 			}
 			if firstErr != nil {
@@ -159,6 +166,7 @@ func (c *conn) handleProduce(req *kafkawire.Request) reply {
 				}
 				continue
 			}
+			s.cfg.Metrics.In(pp.st.TopicName, pp.records, pp.bytes)
 			pp.p.BaseOffset = res.BaseOffset
 			pp.p.LogStartOffset = res.LogStartOffset
 			pp.p.LogAppendTime = res.LogAppendTime

@@ -21,6 +21,7 @@ import (
 
 	"github.com/disgw/disgw/disbackend"
 	"github.com/disgw/disgw/groupcoord"
+	"github.com/disgw/disgw/internal/metrics"
 	"github.com/disgw/disgw/kafkawire"
 	"github.com/disgw/disgw/kafkawire/batch"
 )
@@ -126,6 +127,9 @@ type Config struct {
 	// DefaultMaxDecompressedMessageBytes (100 MiB); at most 128 MiB and the
 	// budget are used.
 	MaxDecompressedMessageBytes int64
+	// Metrics receives the request, produce, fetch, connection and
+	// consumer-group metrics (internal/metrics); nil counts nothing.
+	Metrics *metrics.Metrics
 }
 
 // DefaultQueuedMaxRequestBytes is QueuedMaxRequestBytes's default: 128 MiB.
@@ -417,6 +421,7 @@ func (s *Server) startConn(nc net.Conn) bool {
 	c.ip = ip
 	s.conns[c] = struct{}{}
 	s.connsByIP[ip]++
+	s.cfg.Metrics.ConnOpened()
 	s.wg.Add(2)
 	go c.readLoop()
 	go c.writeLoop()
@@ -426,6 +431,7 @@ func (s *Server) startConn(nc net.Conn) bool {
 func (s *Server) removeConn(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
+	s.cfg.Metrics.ConnClosed()
 	if s.connsByIP[c.ip]--; s.connsByIP[c.ip] <= 0 {
 		delete(s.connsByIP, c.ip)
 	}
