@@ -134,7 +134,7 @@ func (c *conn) handleProduce(req *kafkawire.Request) reply {
 						firstErr = err
 					}
 				} else {
-					s.cfg.Metrics.In(pp.st.TopicName, pp.records, pp.bytes)
+					s.cfg.Metrics.In(pp.st.TopicName, pp.p.Partition, pp.records, pp.bytes)
 				}
 			}
 			if firstErr != nil {
@@ -166,7 +166,7 @@ func (c *conn) handleProduce(req *kafkawire.Request) reply {
 				}
 				continue
 			}
-			s.cfg.Metrics.In(pp.st.TopicName, pp.records, pp.bytes)
+			s.cfg.Metrics.In(pp.st.TopicName, pp.p.Partition, pp.records, pp.bytes)
 			pp.p.BaseOffset = res.BaseOffset
 			pp.p.LogStartOffset = res.LogStartOffset
 			pp.p.LogAppendTime = res.LogAppendTime

@@ -90,14 +90,10 @@ func (s *Server) countFetched(r *kmsg.FetchRequest, resp *kmsg.FetchResponse) {
 				name = st.TopicName
 			}
 		}
-		records, bytes := 0, 0
 		for j := range t.Partitions {
-			b := t.Partitions[j].RecordBatches
-			bytes += len(b)
-			records += countRecords(b)
-		}
-		if bytes > 0 {
-			m.Out(name, records, bytes)
+			if b := t.Partitions[j].RecordBatches; len(b) > 0 {
+				m.Out(name, t.Partitions[j].Partition, countRecords(b), len(b))
+			}
 		}
 	}
 }

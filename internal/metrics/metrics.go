@@ -55,6 +55,7 @@ type Metrics struct {
 
 	topics *Capper
 	groups *Capper
+	parts  sync.Map // PartitionKey → *partCounters
 }
 
 // New returns the metrics registered on a new registry, with the Go runtime
@@ -136,24 +137,85 @@ func (m *Metrics) Request(api string, version int16, errName string, d time.Dura
 	m.requestDuration.WithLabelValues(api).Observe(d.Seconds())
 }
 
-// In counts records and bytes appended to topic by Produce.
-func (m *Metrics) In(topic string, records, bytes int) {
+// In counts records and bytes appended to a topic's partition by Produce.
+func (m *Metrics) In(topic string, partition int32, records, bytes int) {
 	if m == nil {
 		return
 	}
 	t := m.Topic(topic)
 	m.recordsIn.WithLabelValues(t).Add(float64(records))
 	m.bytesIn.WithLabelValues(t).Add(float64(bytes))
+	if t != Other {
+		m.part(topic, partition).add(true, records, bytes)
+	}
 }
 
-// Out counts records and bytes of topic returned by Fetch.
-func (m *Metrics) Out(topic string, records, bytes int) {
+// Out counts records and bytes of a topic's partition returned by Fetch.
+func (m *Metrics) Out(topic string, partition int32, records, bytes int) {
 	if m == nil {
 		return
 	}
 	t := m.Topic(topic)
 	m.recordsOut.WithLabelValues(t).Add(float64(records))
 	m.bytesOut.WithLabelValues(t).Add(float64(bytes))
+	if t != Other {
+		m.part(topic, partition).add(false, records, bytes)
+	}
+}
+
+// PartitionKey names one partition of a topic.
+type PartitionKey struct {
+	Topic     string
+	Partition int32
+}
+
+// PartitionTraffic is what went through one partition since the start:
+// the console turns two readings into rates against DIS's limits.
+type PartitionTraffic struct {
+	RecordsIn, BytesIn, RecordsOut, BytesOut int64
+}
+
+type partCounters struct {
+	mu sync.Mutex
+	t  PartitionTraffic
+}
+
+func (p *partCounters) add(in bool, records, bytes int) {
+	p.mu.Lock()
+	if in {
+		p.t.RecordsIn += int64(records)
+		p.t.BytesIn += int64(bytes)
+	} else {
+		p.t.RecordsOut += int64(records)
+		p.t.BytesOut += int64(bytes)
+	}
+	p.mu.Unlock()
+}
+
+func (m *Metrics) part(topic string, partition int32) *partCounters {
+	k := PartitionKey{topic, partition}
+	if v, ok := m.parts.Load(k); ok {
+		return v.(*partCounters)
+	}
+	v, _ := m.parts.LoadOrStore(k, &partCounters{})
+	return v.(*partCounters)
+}
+
+// Traffic returns every partition's traffic so far (only of topics under
+// the MaxTopics cap).
+func (m *Metrics) Traffic() map[PartitionKey]PartitionTraffic {
+	out := make(map[PartitionKey]PartitionTraffic)
+	if m == nil {
+		return out
+	}
+	m.parts.Range(func(k, v any) bool {
+		p := v.(*partCounters)
+		p.mu.Lock()
+		out[k.(PartitionKey)] = p.t
+		p.mu.Unlock()
+		return true
+	})
+	return out
 }
 
 // ConnOpened and ConnClosed track disgw_connections.
