@@ -113,13 +113,15 @@ func (c *conn) handleProduce(req *kafkawire.Request) reply {
 			case rp.Partition < 0 || rp.Partition >= st.PartitionCount:
 				setErr(p, kerr.UnknownTopicOrPartition.Code, nil)
 			default:
+				// Counted before the store owns (and stamps) the batch.
+				records, bytes := countRecords(rp.Records), len(rp.Records)
 				pending, err := c.appendBatch(decodeCtx, r.Version, req.FrameBytes, st, rp)
 				if err != nil {
 					s.logDecompressRefusal("produce", st, rp.Partition, len(rp.Records), err)
 					setErr(p, kafkaError(c.log, err), err)
 					continue
 				}
-				parts = append(parts, producePart{p: p, st: st, pending: pending, records: countRecords(rp.Records), bytes: len(rp.Records)})
+				parts = append(parts, producePart{p: p, st: st, pending: pending, records: records, bytes: bytes})
 			}
 		}
 	}
