@@ -74,15 +74,15 @@ type Server struct {
 	ln   net.Listener
 	hs   *http.Server
 
-	snap        atomic.Pointer[Snapshot]
-	refreshNow  chan struct{}
-	stop        chan struct{}
-	stopOnce    sync.Once
-	wg          sync.WaitGroup
-	shutting    atomic.Bool
-	probeMu     sync.Mutex
-	probeAt     time.Time
-	probeErr    error
+	snap       atomic.Pointer[Snapshot]
+	refreshNow chan struct{}
+	stop       chan struct{}
+	stopOnce   sync.Once
+	wg         sync.WaitGroup
+	shutting   atomic.Bool
+	probeMu    sync.Mutex
+	probeAt    time.Time
+	probeErr   error
 }
 
 // New checks opts and registers the lag collector's metrics. Call Listen,
@@ -280,7 +280,9 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 // equalConstantTime compares secrets without leaking their length of
 // common prefix through timing (for Auth hooks built on fixed pairs).
-func equalConstantTime(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }
+func equalConstantTime(a, b string) bool {
+	return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
+}
 
 // StaticAuth returns an Auth hook accepting exactly user and password (for
 // a fixed admin account; the gateway's SASL users plug in the same way).

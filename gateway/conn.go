@@ -29,7 +29,7 @@ type reply struct {
 	req    *kafkawire.Request
 	resp   kmsg.Response
 	finish func() (kmsg.Response, error)
-	cost   int64 // bytes taken from the request budget, given back once written
+	cost   int64     // bytes taken from the request budget, given back once written
 	start  time.Time // when the request was dispatched (disgw_request_duration_seconds)
 }
 
