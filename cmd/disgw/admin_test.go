@@ -292,3 +292,86 @@ func TestAdminMetricsCountsAndLag(t *testing.T) {
 		t.Fatalf("exit code %d", code)
 	}
 }
+
+// TestAdminReadyzFollowsDIS: `disgw serve --backend dis` in front of
+// `disgw dislocal`: /readyz is 200 while DIS answers, 503 (naming the
+// backend) once dislocal is stopped, 200 again once it is back on the same
+// address; /healthz stays 200 throughout. /metrics then shows DIS calls by
+// operation and code, and PutRecords fill histograms.
+func TestAdminReadyzFollowsDIS(t *testing.T) {
+	t.Parallel()
+	const ak, sk, project = "e2e-access-key", "e2e-secret-key-not-logged", "e2eproject"
+	dir := t.TempDir()
+	disReady := filepath.Join(dir, "dis-ready")
+	disArgs := func(listen string) []string {
+		return []string{"dislocal", "--listen", listen, "--data", filepath.Join(dir, "dis"), "--ak", ak,
+			"--project-id", project, "--ready-file", disReady}
+	}
+	d := start(t, environ("DISGW_DISLOCAL_SK="+sk), disArgs("127.0.0.1:0")...)
+	disAddr := d.waitReady(t, disReady)
+
+	gwReady := filepath.Join(dir, "gw-ready")
+	gw := start(t, environ("DISGW_DIS_AK="+ak, "DISGW_DIS_SK="+sk, "DISGW_METRICS_LAG_INTERVAL=200ms"), "serve",
+		"--listen", "127.0.0.1:0", "--backend", "dis", "--dis-endpoint", "http://"+disAddr, "--dis-project-id", project,
+		"--ready-file", gwReady)
+	kafka := gw.waitReady(t, gwReady)
+	started := gw.logLine(t, "started")
+	base := "http://" + started["admin_listen"].(string)
+	cfg, _ := started["config"].(map[string]any)
+	if cfg["dis_sk"] != "******" || cfg["dis_ak"] != "******" || cfg["admin_listen"] != "127.0.0.1:0" {
+		t.Errorf("started line's config: dis_ak %v, dis_sk %v, admin_listen %v; want masked secrets", cfg["dis_ak"], cfg["dis_sk"], cfg["admin_listen"])
+	}
+	if strings.Contains(gw.output(t), sk) {
+		t.Fatal("the secret key is in the gateway's log")
+	}
+
+	readyz := func(want int) func() string {
+		return func() string {
+			body, code := httpGet(t, base+"/readyz")
+			if code != want {
+				return fmt.Sprintf("/readyz %d %q, want %d", code, body, want)
+			}
+			return ""
+		}
+	}
+	eventually(t, "ready with DIS up", readyz(http.StatusOK))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	pcl, err := kgo.NewClient(kgo.SeedBrokers(kafka), kgo.DefaultProduceTopic("ops.dis-ready"), kgo.AllowAutoTopicCreation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	produceN(t, ctx, pcl, 20, "dis")
+	pcl.Close()
+	s := scrape(t, base)
+	if v, _ := sum(s, "disgw_backend_calls_total", map[string]string{"op": "PutRecords", "code": "OK"}); v < 1 {
+		t.Errorf("disgw_backend_calls_total{op=PutRecords,code=OK} = %v, want >= 1", v)
+	}
+	if v, _ := sum(s, "disgw_dis_putrecords_records_sum", nil); v != 20 {
+		t.Errorf("disgw_dis_putrecords_records_sum = %v, want 20", v)
+	}
+	if v, _ := sum(s, "disgw_records_in_total", map[string]string{"topic": "ops.dis-ready"}); v != 20 {
+		t.Errorf("disgw_records_in_total = %v, want 20", v)
+	}
+
+	if code := d.stop(t, syscall.SIGTERM); code != 0 {
+		t.Fatalf("dislocal exit code %d", code)
+	}
+	eventually(t, "unready with dislocal stopped", readyz(http.StatusServiceUnavailable))
+	if body, code := httpGet(t, base+"/healthz"); code != http.StatusOK {
+		t.Fatalf("/healthz with DIS down: %d %s", code, body)
+	}
+	if body, _ := httpGet(t, base+"/readyz"); !strings.Contains(body, "backend") {
+		t.Errorf("/readyz body %q does not name the backend", body)
+	}
+	d = start(t, environ("DISGW_DISLOCAL_SK="+sk), disArgs(disAddr)...)
+	d.waitReady(t, disReady)
+	eventually(t, "ready again with dislocal back", readyz(http.StatusOK))
+	if v, _ := sum(scrape(t, base), "disgw_backend_calls_total", map[string]string{"code": "TRANSPORT"}); v < 1 {
+		t.Errorf("no DIS call counted with code TRANSPORT while dislocal was down")
+	}
+	if code := gw.stop(t, syscall.SIGTERM); code != 0 {
+		t.Fatalf("serve exit code %d", code)
+	}
+}
