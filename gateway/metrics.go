@@ -20,15 +20,22 @@ func (s *Server) observeRequest(r reply, resp kmsg.Response, err error) {
 	if m == nil || r.req == nil {
 		return
 	}
-	name := "NONE"
-	if err != nil {
-		name = kerr.UnknownServerError.Message
-	} else if resp != nil {
-		if code := firstErrorCode(reflect.ValueOf(resp), 0); code != 0 {
-			name = errorName(code)
-		}
+	name := kerr.UnknownServerError.Message
+	if err == nil {
+		name = errorNameOf(resp)
 	}
 	m.Request(kmsg.NameForKey(r.req.Key), r.req.Version, name, time.Since(r.start))
+}
+
+// errorNameOf is the name of resp's first non-zero error code, NONE when
+// it has none (or is nil: acks=0).
+func errorNameOf(resp kmsg.Response) string {
+	if resp != nil {
+		if code := firstErrorCode(reflect.ValueOf(resp), 0); code != 0 {
+			return errorName(code)
+		}
+	}
+	return "NONE"
 }
 
 // errorName is Kafka's name of code (UNKNOWN_TOPIC_OR_PARTITION), or the
