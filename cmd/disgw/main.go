@@ -334,6 +334,10 @@ func runGateway(cfg configs.Config, readyFile string, log *zap.Logger, ring *adm
 		if err := writeFileAtomic(readyFile, srv.AdvertisedAddr()+"\n"); err != nil {
 			_ = srv.Shutdown(context.Background())
 			<-served
+			if adm != nil {
+				_ = adm.Shutdown(context.Background())
+				<-adminServed
+			}
 			return fmt.Errorf("ready file: %w", err)
 		}
 		defer os.Remove(readyFile)
