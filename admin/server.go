@@ -175,17 +175,31 @@ func (s *Server) collect() {
 		case <-ctx.Done():
 		}
 	}()
+	// Groups are read once the coordinator has loaded them.
+	select {
+	case <-s.opts.Gateway.Coordinator().Ready():
+	case <-s.stop:
+		return
+	}
 	var prev *Snapshot
 	var traffic map[metrics.PartitionKey]metrics.PartitionTraffic
+	lastErr := ""
 	t := time.NewTicker(s.opts.LagInterval)
 	defer t.Stop()
 	for {
 		rctx, rcancel := context.WithTimeout(ctx, max(s.opts.LagInterval, 10*time.Second))
 		snap, tr := s.refresh(rctx, prev, traffic)
 		rcancel()
-		if snap.Err != "" && ctx.Err() == nil {
+		// One line when the backend starts failing and one when it is back,
+		// not one per interval.
+		switch {
+		case ctx.Err() != nil:
+		case snap.Err != "" && lastErr == "":
 			s.log.Warn("admin snapshot incomplete", zap.String("error", snap.Err))
+		case snap.Err == "" && lastErr != "":
+			s.log.Info("admin snapshot complete again")
 		}
+		lastErr = snap.Err
 		if snap.Err != "" && prev != nil && len(snap.Topics) == 0 {
 			// Keep showing the last good data, with the error.
 			keep := *prev
