@@ -221,6 +221,24 @@ type Config struct {
 	// offsets.retention.minutes). Default 168h (7 days); -1 keeps them.
 	OffsetsRetention time.Duration `yaml:"offsets_retention"`
 
+	// AdminListen is the address of the admin HTTP listener, HOST:PORT:
+	// /healthz, /readyz, Prometheus /metrics and the read-only web console
+	// at /. Default 127.0.0.1:9644; empty turns it off.
+	AdminListen string `yaml:"admin_listen"`
+	// AdminTLSCertFile and AdminTLSKeyFile, both set, make the admin
+	// listener serve HTTPS with this PEM certificate chain and key.
+	AdminTLSCertFile string `yaml:"admin_tls_cert_file"`
+	AdminTLSKeyFile  string `yaml:"admin_tls_key_file"`
+	// MetricsMaxTopics and MetricsMaxGroups cap the distinct topic and
+	// group label values of the metrics; others are counted under the
+	// label value "__other". Default 1000 each.
+	MetricsMaxTopics int32 `yaml:"metrics_max_topics"`
+	MetricsMaxGroups int32 `yaml:"metrics_max_groups"`
+	// MetricsLagInterval is how often consumer-group lag and partition
+	// offsets are read from the backend for /metrics and the console (a
+	// scrape reads the cached values, never DIS). Default 15s.
+	MetricsLagInterval time.Duration `yaml:"metrics_lag_interval"`
+
 	// Authorizer turns on authorization with Kafka's ACL model (Kafka
 	// authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer):
 	// every request is checked against the ACLs kept in the backend
@@ -305,6 +323,10 @@ func Default() Config {
 		OffsetsRetention:           7 * 24 * time.Hour,
 
 		ACLRefreshInterval: 10 * time.Second,
+		AdminListen:        "127.0.0.1:9644",
+		MetricsMaxTopics:   1000,
+		MetricsMaxGroups:   1000,
+		MetricsLagInterval: 15 * time.Second,
 	}
 }
 
@@ -657,6 +679,23 @@ func (c Config) Validate() error {
 	}
 	if c.OffsetsRetention == 0 {
 		bad("offsets_retention", "must be > 0, or -1 to keep offsets forever")
+	}
+	if c.AdminListen != "" {
+		if err := checkHostPort(c.AdminListen, false); err != nil {
+			bad("admin_listen", "%q: %v (empty turns the admin listener off)", c.AdminListen, err)
+		}
+	}
+	if (c.AdminTLSCertFile == "") != (c.AdminTLSKeyFile == "") {
+		bad("admin_tls_cert_file", "admin_tls_cert_file and admin_tls_key_file go together")
+	}
+	if c.MetricsMaxTopics <= 0 {
+		bad("metrics_max_topics", "%d must be > 0", c.MetricsMaxTopics)
+	}
+	if c.MetricsMaxGroups <= 0 {
+		bad("metrics_max_groups", "%d must be > 0", c.MetricsMaxGroups)
+	}
+	if c.MetricsLagInterval <= 0 {
+		bad("metrics_lag_interval", "%v must be > 0", c.MetricsLagInterval)
 	}
 	return errors.Join(errs...)
 }

@@ -46,6 +46,9 @@ type producePart struct {
 	p       *kmsg.ProduceResponseTopicPartition
 	st      *disbackend.Stream
 	pending *disbackend.Pending
+	// records and bytes of the batch, for disgw_records_in_total and
+	// disgw_bytes_in_total once it is appended
+	records, bytes int
 }
 
 func (c *conn) handleProduce(req *kafkawire.Request) reply {
@@ -110,13 +113,15 @@ func (c *conn) handleProduce(req *kafkawire.Request) reply {
 			case rp.Partition < 0 || rp.Partition >= st.PartitionCount:
 				setErr(p, kerr.UnknownTopicOrPartition.Code, nil)
 			default:
+				// Counted before the store owns (and stamps) the batch.
+				records, bytes := countRecords(rp.Records), len(rp.Records)
 				pending, err := c.appendBatch(decodeCtx, r.Version, req.FrameBytes, st, rp)
 				if err != nil {
 					s.logDecompressRefusal("produce", st, rp.Partition, len(rp.Records), err)
 					setErr(p, kafkaError(c.log, err), err)
 					continue
 				}
-				parts = append(parts, producePart{p: p, st: st, pending: pending})
+				parts = append(parts, producePart{p: p, st: st, pending: pending, records: records, bytes: bytes})
 			}
 		}
 	}
@@ -126,8 +131,12 @@ func (c *conn) handleProduce(req *kafkawire.Request) reply {
 			ctx, cancel := c.requestContext(r.TimeoutMillis)
 			defer cancel()
 			for _, pp := range parts {
-				if _, err := pp.pending.Wait(ctx); err != nil && firstErr == nil {
-					firstErr = err
+				if _, err := pp.pending.Wait(ctx); err != nil {
+					if firstErr == nil {
+						firstErr = err
+					}
+				} else {
+					s.cfg.Metrics.In(pp.st.TopicName, pp.p.Partition, pp.records, pp.bytes)
 				}
 			}
 			if firstErr != nil {
@@ -159,6 +168,7 @@ func (c *conn) handleProduce(req *kafkawire.Request) reply {
 				}
 				continue
 			}
+			s.cfg.Metrics.In(pp.st.TopicName, pp.p.Partition, pp.records, pp.bytes)
 			pp.p.BaseOffset = res.BaseOffset
 			pp.p.LogStartOffset = res.LogStartOffset
 			pp.p.LogAppendTime = res.LogAppendTime

@@ -43,7 +43,11 @@ func init() { registerAPI(1, 4, 18, (*conn).handleFetch) }
 
 func (c *conn) handleFetch(req *kafkawire.Request) reply {
 	r := req.Body.(*kmsg.FetchRequest)
-	return reply{req: req, finish: func() (kmsg.Response, error) { return c.fetch(r), nil }}
+	return reply{req: req, finish: func() (kmsg.Response, error) {
+		resp := c.fetch(r)
+		c.s.countFetched(r, resp)
+		return resp, nil
+	}}
 }
 
 var noRecords = []byte{}

@@ -84,6 +84,7 @@ func newGroupCoordinator(cfg Config, backend disbackend.Backend, s *Server, log 
 		OffsetsRetention:      cfg.OffsetsRetention,
 		SubscribedTopics:      consumerSubscription,
 		Logger:                log,
+		Metrics:               cfg.Metrics,
 	}, backend, groupTopics{s})
 }
 

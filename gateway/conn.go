@@ -30,7 +30,8 @@ type reply struct {
 	req    *kafkawire.Request
 	resp   kmsg.Response
 	finish func() (kmsg.Response, error)
-	cost   int64 // bytes taken from the request budget, given back once written
+	cost   int64     // bytes taken from the request budget, given back once written
+	start  time.Time // when the request was dispatched (disgw_request_duration_seconds)
 }
 
 // conn is one client connection: readLoop decodes requests and applies
@@ -133,7 +134,9 @@ func (c *conn) readLoop() {
 				cost = total
 			}
 		}
+		start := time.Now()
 		r, ok := c.dispatch(req)
+		r.start = start
 		if !ok {
 			c.s.budget.release(cost)
 			c.nc.Close()
@@ -332,6 +335,7 @@ type responseWriter struct {
 func (w *responseWriter) write(r reply) bool {
 	c := w.c
 	resp, err := c.complete(r)
+	c.s.observeRequest(r, resp, err)
 	if err != nil {
 		if !errors.Is(err, errCloseConn) {
 			c.log.Error("request failed, closing connection", zap.Error(err))

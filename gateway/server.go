@@ -22,6 +22,7 @@ import (
 	"github.com/disgw/disgw/disbackend"
 	"github.com/disgw/disgw/groupcoord"
 	"github.com/disgw/disgw/internal/acl"
+	"github.com/disgw/disgw/internal/metrics"
 	"github.com/disgw/disgw/kafkawire"
 	"github.com/disgw/disgw/kafkawire/batch"
 )
@@ -142,6 +143,9 @@ type Config struct {
 	// backend, so that changes made through another node apply here
 	// within it. Default 10 s.
 	ACLRefreshInterval time.Duration
+	// Metrics receives the request, produce, fetch, connection and
+	// consumer-group metrics (internal/metrics); nil counts nothing.
+	Metrics *metrics.Metrics
 }
 
 // DefaultQueuedMaxRequestBytes is QueuedMaxRequestBytes's default: 128 MiB.
@@ -457,6 +461,7 @@ func (s *Server) startConn(nc net.Conn) bool {
 	}
 	s.conns[c] = struct{}{}
 	s.connsByIP[ip]++
+	s.cfg.Metrics.ConnOpened()
 	s.wg.Add(2)
 	go c.readLoop()
 	go c.writeLoop()
@@ -466,6 +471,7 @@ func (s *Server) startConn(nc net.Conn) bool {
 func (s *Server) removeConn(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
+	s.cfg.Metrics.ConnClosed()
 	if s.connsByIP[c.ip]--; s.connsByIP[c.ip] <= 0 {
 		delete(s.connsByIP, c.ip)
 	}

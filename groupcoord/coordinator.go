@@ -30,6 +30,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/internal/metrics"
 )
 
 // Config tunes the coordinator. Zero values take the defaults listed, which
@@ -71,6 +72,8 @@ type Config struct {
 	// Logger defaults to a no-op logger; the coordinator names it
 	// "groupcoord".
 	Logger *zap.Logger
+	// Metrics counts rebalances (disgw_rebalances_total); nil counts none.
+	Metrics *metrics.Metrics
 }
 
 func (c *Config) fill() {

@@ -314,6 +314,7 @@ func (g *group) prepareRebalance(reason string) {
 	clear(g.pendingSync)
 	g.initial = g.state == Empty
 	g.state = PreparingRebalance
+	g.c.cfg.Metrics.Rebalance()
 	g.log.Info("preparing to rebalance", zap.String("reason", reason), zap.Int32("generation", g.generation),
 		zap.Int("members", len(g.members)))
 	if g.initial {

@@ -103,7 +103,7 @@ func start(t *testing.T, env ...string) *gateway {
 	if err != nil {
 		t.Fatal(err)
 	}
-	script := fmt.Sprintf("ulimit -v %d && exec %s serve --listen 127.0.0.1:0 --data %s --ready-file %s",
+	script := fmt.Sprintf("ulimit -v %d && exec %s serve --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 --data %s --ready-file %s",
 		vmLimit>>10, disgwBinary(t), filepath.Join(dir, "data"), ready)
 	cmd := exec.Command("bash", "-c", script)
 	for _, kv := range os.Environ() {

@@ -29,11 +29,13 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/disgw/disgw/admin"
 	"github.com/disgw/disgw/configs"
 	"github.com/disgw/disgw/disbackend"
 	"github.com/disgw/disgw/disbackend/disrest"
 	"github.com/disgw/disgw/disbackend/localstore"
 	"github.com/disgw/disgw/gateway"
+	"github.com/disgw/disgw/internal/metrics"
 )
 
 // version is set at build time: go build -ldflags "-X main.version=v1.2.3"
@@ -174,6 +176,8 @@ var flagKeys = map[string]string{
 	"backend":   "backend",
 	"log-level": "log_level",
 
+	"admin-listen": "admin_listen",
+
 	"dis-endpoint":   "dis_endpoint",
 	"dis-project-id": "dis_project_id",
 	"dis-region":     "dis_region",
@@ -201,6 +205,7 @@ func serveFlags(w io.Writer) (fs *flag.FlagSet, configFile, readyFile *string) {
 		"optional security_token and project_id), read when DISGW_DIS_AK and DISGW_DIS_TOKEN are unset (env DISGW_DIS_CREDENTIALS_FILE)")
 	fs.String("dis-region", def.DISRegion, "DIS `region`, informational (env DISGW_DIS_REGION)")
 	fs.String("log-level", def.LogLevel, "debug, info, warn or error (env DISGW_LOG_LEVEL)")
+	fs.String("admin-listen", def.AdminListen, "`HOST:PORT` of the admin HTTP listener (/healthz, /readyz, /metrics, console at /); empty turns it off (env DISGW_ADMIN_LISTEN)")
 	return fs, configFile, readyFile
 }
 
@@ -251,8 +256,11 @@ func serve(args []string, getenv func(string) string, stderr io.Writer) int {
 		return exitUsage
 	}
 	defer log.Sync() //nolint:errcheck // nothing to do if stderr cannot sync
+	// The console's recent errors: every warning and error logged.
+	ring := admin.NewErrorRing(recentErrors)
+	log = log.WithOptions(zap.WrapCore(ring.Core))
 
-	if err := runGateway(cfg, *readyFile, log); err != nil {
+	if err := runGateway(cfg, *readyFile, log, ring); err != nil {
 		log.Error("failed", zap.Error(err))
 		return exitError
 	}
@@ -262,7 +270,7 @@ func serve(args []string, getenv func(string) string, stderr io.Writer) int {
 // runGateway opens the store, serves until SIGTERM or SIGINT, then shuts the
 // server down (in-flight requests finish), closes the store (syncing it) and
 // returns.
-func runGateway(cfg configs.Config, readyFile string, log *zap.Logger) error {
+func runGateway(cfg configs.Config, readyFile string, log *zap.Logger, ring *admin.ErrorRing) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
@@ -273,7 +281,8 @@ func runGateway(cfg configs.Config, readyFile string, log *zap.Logger) error {
 			return err
 		}
 	}
-	store, err := openBackend(cfg, creds, log)
+	m := metrics.New(metrics.Options{MaxTopics: int(cfg.MetricsMaxTopics), MaxGroups: int(cfg.MetricsMaxGroups)})
+	store, err := openBackend(cfg, creds, log, m)
 	if err != nil {
 		return err
 	}
@@ -284,27 +293,51 @@ func runGateway(cfg configs.Config, readyFile string, log *zap.Logger) error {
 		}
 	}()
 
-	srv, err := gateway.New(gatewayConfig(cfg), store, log)
+	gcfg := gatewayConfig(cfg)
+	gcfg.Metrics = m
+	srv, err := gateway.New(gcfg, store, log)
 	if err != nil {
 		return err
 	}
 	if err := srv.Listen(); err != nil {
 		return err
 	}
+	var adm *admin.Server
+	if cfg.AdminListen != "" {
+		if adm, err = admin.New(adminOptions(cfg, srv, store, m, ring, log)); err == nil {
+			err = adm.Listen()
+		}
+		if err != nil {
+			_ = srv.Shutdown(context.Background())
+			return err
+		}
+	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve() }()
+	adminServed := make(chan error, 1)
+	if adm != nil {
+		go func() { adminServed <- adm.Serve() }()
+	}
 
-	log.Info("started", append([]zap.Field{
+	fields := []zap.Field{
 		zap.String("version", version),
 		zap.String("listen", srv.Addr().String()),
 		zap.String("advertise", srv.AdvertisedAddr()),
-		zap.String("backend", cfg.Backend)},
-		backendFields(cfg, creds)...)...)
+		zap.String("backend", cfg.Backend)}
+	if adm != nil {
+		fields = append(fields, zap.String("admin_listen", adm.Addr().String()))
+	}
+	fields = append(fields, backendFields(cfg, creds)...)
+	log.Info("started", append(fields, zap.Object("config", effectiveConfig(cfg)))...)
 
 	if readyFile != "" {
 		if err := writeFileAtomic(readyFile, srv.AdvertisedAddr()+"\n"); err != nil {
 			_ = srv.Shutdown(context.Background())
 			<-served
+			if adm != nil {
+				_ = adm.Shutdown(context.Background())
+				<-adminServed
+			}
 			return fmt.Errorf("ready file: %w", err)
 		}
 		defer os.Remove(readyFile)
@@ -320,9 +353,21 @@ func runGateway(cfg configs.Config, readyFile string, log *zap.Logger) error {
 	case serveErr = <-served:
 		serveDone = true
 	}
+	// /readyz answers 503 from now on, while in-flight requests finish.
+	if adm != nil {
+		adm.SetShuttingDown()
+	}
 	// Shutdown waits up to the shutdown grace for in-flight requests, then
 	// closes the connections; it does not close the store.
 	shutdownErr := srv.Shutdown(context.Background())
+	if adm != nil {
+		actx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = adm.Shutdown(actx)
+		cancel()
+		if err := <-adminServed; err != nil {
+			log.Warn("admin listener failed", zap.Error(err))
+		}
+	}
 	if !serveDone {
 		serveErr = <-served
 	}
@@ -399,7 +444,7 @@ func disCredentials(cfg configs.Config, log *zap.Logger) (configs.DISCredentials
 
 // openBackend opens the configured backend: the embedded store in
 // cfg.Data, or DIS with creds.
-func openBackend(cfg configs.Config, creds configs.DISCredentials, log *zap.Logger) (disbackend.Backend, error) {
+func openBackend(cfg configs.Config, creds configs.DISCredentials, log *zap.Logger, m *metrics.Metrics) (disbackend.Backend, error) {
 	if cfg.Backend == configs.BackendDIS {
 		log.Info("connecting to DIS", zap.String("dis_endpoint", cfg.DISEndpoint), zap.String("dis_project_id", creds.ProjectID))
 		return disrest.New(disrest.Options{
@@ -410,6 +455,7 @@ func openBackend(cfg configs.Config, creds configs.DISCredentials, log *zap.Logg
 			BatchBytes: int(cfg.DISBatchBytes), BatchCount: int(cfg.DISBatchCount),
 			BufferBytes:       int(cfg.DISBufferBytes),
 			CompactionMaxKeys: int(cfg.DISCompactionMaxKeys),
+			Metrics:           m,
 		})
 	}
 	if err := os.MkdirAll(cfg.Data, 0o700); err != nil {
@@ -420,6 +466,35 @@ func openBackend(cfg configs.Config, creds configs.DISCredentials, log *zap.Logg
 		RetentionCheckInterval: cfg.RetentionCheckInterval,
 		CleanerInterval:        cfg.CleanerCheckInterval,
 		CleanerBufferBytes:     cfg.CleanerDedupeBufferBytes,
+	})
+}
+
+// recentErrors is how many warnings and errors the console keeps.
+const recentErrors = 200
+
+// adminOptions maps cfg onto the admin listener's options. Auth stays nil
+// (no authentication) until the gateway has users: wire their password
+// check here.
+func adminOptions(cfg configs.Config, srv *gateway.Server, store disbackend.Backend, m *metrics.Metrics, ring *admin.ErrorRing, log *zap.Logger) admin.Options {
+	var kv []admin.KV
+	for _, e := range cfg.Effective() {
+		kv = append(kv, admin.KV{Key: e.Key, Value: e.Value})
+	}
+	return admin.Options{
+		Listen: cfg.AdminListen, TLSCertFile: cfg.AdminTLSCertFile, TLSKeyFile: cfg.AdminTLSKeyFile,
+		Gateway: srv, Backend: store, BackendName: cfg.Backend, Metrics: m,
+		LagInterval: cfg.MetricsLagInterval, Config: kv, Errors: ring, Version: version, Logger: log,
+	}
+}
+
+// effectiveConfig is every configuration key for the started line, the
+// secrets masked (configs.Config.Effective).
+func effectiveConfig(cfg configs.Config) zapcore.ObjectMarshaler {
+	return zapcore.ObjectMarshalerFunc(func(enc zapcore.ObjectEncoder) error {
+		for _, e := range cfg.Effective() {
+			enc.AddString(e.Key, e.Value)
+		}
+		return nil
 	})
 }
 

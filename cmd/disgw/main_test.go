@@ -68,6 +68,9 @@ func environ(extra ...string) []string {
 			env = append(env, kv)
 		}
 	}
+	// Gateways of parallel tests must not share the admin listener's
+	// default port; a later DISGW_ADMIN_LISTEN in extra wins.
+	env = append(env, "DISGW_ADMIN_LISTEN=127.0.0.1:0")
 	return append(env, extra...)
 }
 

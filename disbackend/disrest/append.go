@@ -549,6 +549,7 @@ func (r *putRun) pace(ctx context.Context) (size int, err error) {
 	}
 	waited, err := r.ps.wait(ctx, r.advanced, len(r.todo), size)
 	*r.throttle += waited
+	r.s.opts.Metrics.Throttled(waited)
 	if err != nil {
 		return 0, fmt.Errorf("%w: put records to %s/%d: %v", disbackend.ErrUnavailable, r.k.stream, r.k.part, err)
 	}
@@ -580,6 +581,7 @@ func (r *putRun) send(ctx context.Context, size int) (*model.SendRecordsResponse
 		return v.(*model.SendRecordsResponse), nil
 	})
 	cancel()
+	s.opts.Metrics.PutRecords(len(r.todo), size)
 	r.ps.charge(time.Now(), r.advanced, len(r.todo), size)
 	return resp, err
 }
@@ -729,6 +731,7 @@ func (r *putRun) backOff(ctx context.Context, attempt int, out putOutcome) error
 	}
 	if out.limited {
 		*r.throttle += d
+		s.opts.Metrics.Throttled(d)
 	}
 	r.backoff = min(2*r.backoff, maxRetryBackoff)
 	return nil

@@ -82,6 +82,7 @@ import (
 
 	"github.com/disgw/disgw/disbackend"
 	"github.com/disgw/disgw/disbackend/disapi"
+	"github.com/disgw/disgw/internal/metrics"
 )
 
 var (
@@ -181,6 +182,10 @@ type Options struct {
 	// NoCompactor turns the compactor off: compacted topics are then kept
 	// only as long as DIS keeps their records. For tests of other things.
 	NoCompactor bool
+	// Metrics receives each DIS call (disgw_backend_calls_total,
+	// disgw_backend_call_duration_seconds), the fill of each PutRecords and
+	// the time throttled; nil counts nothing.
+	Metrics *metrics.Metrics
 }
 
 const (
@@ -519,6 +524,7 @@ func callWith[T any](ctx context.Context, s *Store, op string, toEnd bool, f fun
 		err error
 	}
 	ch := make(chan result, 1)
+	start := time.Now()
 	go func() {
 		v, err := f()
 		ch <- result{v, err}
@@ -528,8 +534,10 @@ func callWith[T any](ctx context.Context, s *Store, op string, toEnd bool, f fun
 		if toEnd {
 			<-ch
 		}
+		s.opts.Metrics.BackendCall(opName(op), "CANCELLED", time.Since(start))
 		return zero, fmt.Errorf("disrest: %s: %w", op, ctx.Err())
 	case r := <-ch:
+		s.opts.Metrics.BackendCall(opName(op), s.metricCode(r.err), time.Since(start))
 		if r.err != nil {
 			de := s.mapError(r.err)
 			if de.code == disapi.CodeTooManyRequests || de.code == disapi.CodeIPBlacklisted {

@@ -44,8 +44,12 @@ var rules = []rule{
 		func(dep string) bool { return ours(dep) && dep != mod+"/kafkawire/batch" }},
 	{mod + "/disbackend/...", "backends know no Kafka wire types (kmsg) and no layer above them",
 		func(dep string) bool {
-			return franz(dep) || (ours(dep) && !under(mod+"/disbackend", dep) && dep != mod+"/kafkawire/batch")
+			return franz(dep) || (ours(dep) && !under(mod+"/disbackend", dep) && dep != mod+"/kafkawire/batch" && dep != mod+"/internal/metrics")
 		}},
+	{mod + "/internal/metrics", "the metric definitions are a leaf every layer may import: nothing of ours, no kmsg",
+		func(dep string) bool { return ours(dep) || franz(dep) }},
+	{mod + "/admin", "the admin listener reads the gateway and the disbackend.Backend interface; cmd injects them",
+		func(dep string) bool { return isBackend(dep) || under(mod+"/configs", dep) || under(mod+"/cmd", dep) }},
 	{mod + "/configs", "configs describes settings; cmd maps them onto each package's options",
 		func(dep string) bool { return ours(dep) }},
 	{mod + "/gateway", "the gateway reaches storage only through disbackend.Backend",

@@ -435,7 +435,7 @@ func startDisgwWith(bin, backend, logPath string, disArgs []string, extraEnv ...
 	if err != nil {
 		return nil, "", err
 	}
-	args := []string{"serve", "--listen", "127.0.0.1:0", "--data", filepath.Join(dir, "data"),
+	args := []string{"serve", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--data", filepath.Join(dir, "data"),
 		"--ready-file", filepath.Join(dir, "ready"), "--backend", backend, "--log-level", "info"}
 	env := extraEnv
 	var dis *disgwProc
@@ -467,7 +467,7 @@ func startDisgwWith(bin, backend, logPath string, disArgs []string, extraEnv ...
 func restartDisgw(old *disgwProc, bin, backend, dir, logPath string, extraEnv ...string) (*disgwProc, error) {
 	ready := filepath.Join(dir, "ready")
 	_ = os.Remove(ready)
-	args := []string{"serve", "--listen", old.addr, "--data", filepath.Join(dir, "data"),
+	args := []string{"serve", "--listen", old.addr, "--admin-listen", "127.0.0.1:0", "--data", filepath.Join(dir, "data"),
 		"--ready-file", ready, "--backend", backend, "--log-level", "info"}
 	env := extraEnv
 	if old.dis != nil {
