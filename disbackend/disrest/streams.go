@@ -133,10 +133,15 @@ func topicID(streamID string) [16]byte {
 
 // ValidateStreamConfig checks cfg as CreateStream and UpdateStreamConfig
 // would: retention 24-168 hours (or -1), a known record format, a known
-// cleanup policy. Errors wrap ErrInvalidConfig (Kafka INVALID_CONFIG).
+// cleanup policy, max.message.bytes at most MaxMessageBytes (what DIS can
+// store per record). Errors wrap ErrInvalidConfig (Kafka INVALID_CONFIG).
 func (s *Store) ValidateStreamConfig(cfg disbackend.StreamConfig) error {
 	if _, err := dataDuration(cfg); err != nil {
 		return err
+	}
+	if cfg.MaxMessageBytes > MaxMessageBytes {
+		return fmt.Errorf("%w: max.message.bytes %d: DIS stores at most %d bytes per record, so max.message.bytes can be at most %d",
+			disbackend.ErrInvalidConfig, cfg.MaxMessageBytes, maxRecordBytes, MaxMessageBytes)
 	}
 	if !disbackend.ValidRecordFormat(cfg.RecordFormat) {
 		return fmt.Errorf("%w: unknown record format %q", disbackend.ErrInvalidConfig, cfg.RecordFormat)
