@@ -107,6 +107,13 @@ type Config struct {
 	// 100 bytes of memory each); a produce with new keys beyond it gets
 	// INVALID_RECORD. Default 1000000.
 	DISCompactionMaxKeys int32 `yaml:"dis_compaction_max_keys"`
+	// DISMetadataRefresh is how often, with backend dis, the gateway lists
+	// DIS's streams (one ListStreams, and a DescribeStream only of streams
+	// new or changed since the last listing): the bound on how long a
+	// stream created, deleted or scaled in DIS by anyone takes to show in
+	// Metadata. Failed listings (DIS.4305 too many requests among them)
+	// back off, doubling, up to 2 minutes. Default 5s.
+	DISMetadataRefresh time.Duration `yaml:"dis_metadata_refresh"`
 	// LogLevel is debug, info, warn or error. Default info.
 	LogLevel string `yaml:"log_level"`
 
@@ -242,6 +249,7 @@ func Default() Config {
 		DISBatchCount:         1000,
 		DISBufferBytes:        32 << 20,
 		DISCompactionMaxKeys:  1_000_000,
+		DISMetadataRefresh:    5 * time.Second,
 		LogLevel:              "info",
 		MaxFrameBytes:         100 << 20,
 		IdleTimeout:           10 * time.Minute,
@@ -528,6 +536,9 @@ func (c Config) Validate() error {
 	}
 	if c.DISCompactionMaxKeys <= 0 {
 		bad("dis_compaction_max_keys", "%d must be > 0", c.DISCompactionMaxKeys)
+	}
+	if c.DISMetadataRefresh < 100*time.Millisecond {
+		bad("dis_metadata_refresh", "%v must be at least 100ms (DIS limits its API's request rate)", c.DISMetadataRefresh)
 	}
 	if c.DISBufferBytes <= 0 {
 		bad("dis_buffer_bytes", "%d must be > 0", c.DISBufferBytes)

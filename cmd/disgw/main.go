@@ -371,6 +371,9 @@ func gatewayConfig(cfg configs.Config) gateway.Config {
 	g.GroupMinSessionTimeout = cfg.GroupMinSessionTimeout
 	g.GroupMaxSessionTimeout = cfg.GroupMaxSessionTimeout
 	g.OffsetsRetention = cfg.OffsetsRetention
+	if cfg.Backend == configs.BackendDIS {
+		g.MetadataRefresh = cfg.DISMetadataRefresh
+	}
 	return g
 }
 
