@@ -26,6 +26,10 @@ type topicCache struct {
 	// started (topics_refresh.go). Guarded by mu.
 	gen    uint64
 	putGen map[string]uint64
+	// listings counts the refreshes whose listing is under way: only then
+	// is a removal remembered in putGen (so that memory stays bounded by
+	// the topics when no refresh runs). Guarded by mu.
+	listings int
 	// adminMu serializes topic creation, deletion and changes, so a check and
 	// the change that follows it cannot interleave with another.
 	adminMu sync.Mutex
@@ -91,7 +95,9 @@ func (tc *topicCache) remove(topic string) {
 	// Remembered, so that a refresh whose listing started before does not
 	// bring the topic back.
 	tc.gen++
-	tc.putGen[topic] = tc.gen
+	if tc.listings > 0 {
+		tc.putGen[topic] = tc.gen
+	}
 }
 
 func (tc *topicCache) removeLocked(topic string) {

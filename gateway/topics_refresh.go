@@ -88,7 +88,8 @@ func (s *Server) refreshTopicsOnce() error {
 		case <-ctx.Done():
 		}
 	}()
-	since := s.topics.generation()
+	since := s.topics.beginListing()
+	defer s.topics.endListing()
 	streams, err := s.backend.ListStreams(ctx)
 	if err != nil {
 		return err
@@ -106,11 +107,19 @@ func (s *Server) refreshTopicsOnce() error {
 	return nil
 }
 
-// generation returns the count of puts and removes so far.
-func (tc *topicCache) generation() uint64 {
-	tc.mu.RLock()
-	defer tc.mu.RUnlock()
+// beginListing returns the count of puts and removes so far, for sync;
+// endListing must follow.
+func (tc *topicCache) beginListing() uint64 {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	tc.listings++
 	return tc.gen
+}
+
+func (tc *topicCache) endListing() {
+	tc.mu.Lock()
+	tc.listings--
+	tc.mu.Unlock()
 }
 
 // sync makes the cache the listed streams, except for topics put or
