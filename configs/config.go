@@ -40,6 +40,10 @@ const (
 	BackendDIS   = "dis"
 )
 
+// DISMaxMessageBytes is the largest max.message.bytes on backend dis
+// (disrest.MaxMessageBytes; configs imports no backend).
+const DISMaxMessageBytes = 1_048_622
+
 // RecordFormats are the values DISRecordFormat accepts.
 var RecordFormats = []string{"auto", "native", "envelope"}
 
@@ -575,6 +579,8 @@ func (c Config) Validate() error {
 	}
 	if c.MaxMessageBytes <= 0 {
 		bad("max_message_bytes", "%d must be > 0", c.MaxMessageBytes)
+	} else if c.Backend == BackendDIS && c.MaxMessageBytes > DISMaxMessageBytes {
+		bad("max_message_bytes", "%d: with backend dis at most %d (DIS stores at most 1 MiB per record, envelope included)", c.MaxMessageBytes, DISMaxMessageBytes)
 	}
 	if c.DecompressionBudgetBytes < 1<<20 {
 		bad("decompression_budget_bytes", "%d must be at least 1048576 (1 MiB)", c.DecompressionBudgetBytes)

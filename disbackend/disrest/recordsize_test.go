@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/disgw/disgw/configs"
 	"github.com/disgw/disgw/disbackend"
 	"github.com/disgw/disgw/disbackend/dislocal"
 )
@@ -82,5 +83,12 @@ func TestMaxMessageBytes(t *testing.T) {
 	_, err = s.CreateStream(ctxT(t), disbackend.StreamSpec{Name: "big", TopicName: "big", PartitionCount: 1, Config: cfg})
 	if !errors.Is(err, disbackend.ErrInvalidConfig) || !strings.Contains(err.Error(), limit) {
 		t.Errorf("create with max.message.bytes %d: %v, want ErrInvalidConfig naming %s", cfg.MaxMessageBytes, err, limit)
+	}
+}
+
+// TestMaxMessageBytesConfig: the config's copy of the limit is this one.
+func TestMaxMessageBytesConfig(t *testing.T) {
+	if configs.DISMaxMessageBytes != MaxMessageBytes {
+		t.Fatalf("configs.DISMaxMessageBytes = %d, want %d", configs.DISMaxMessageBytes, MaxMessageBytes)
 	}
 }
