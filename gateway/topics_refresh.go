@@ -59,9 +59,14 @@ func (s *Server) refreshTopics(interval time.Duration) {
 		if err := s.refreshTopicsOnce(); err != nil {
 			failures++
 			wait := nextRefreshWait(interval, failures)
-			lvl := s.log.Warn
-			if failures > 1 {
-				lvl = s.log.Debug
+			// DIS unavailable or rate limiting is a warning, logged once
+			// per outage; anything else (refused credentials) an error.
+			lvl := s.log.Error
+			if errors.Is(err, disbackend.ErrUnavailable) {
+				lvl = s.log.Warn
+				if failures > 1 {
+					lvl = s.log.Debug
+				}
 			}
 			lvl("metadata refresh failed, backing off", zap.Error(err), zap.Int("failures", failures),
 				zap.Bool("backend_unavailable", errors.Is(err, disbackend.ErrUnavailable)), zap.Duration("wait", wait))
