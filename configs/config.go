@@ -40,6 +40,10 @@ const (
 	BackendDIS   = "dis"
 )
 
+// DISMaxMessageBytes is the largest max.message.bytes on backend dis
+// (disrest.MaxMessageBytes; configs imports no backend).
+const DISMaxMessageBytes = 1_048_622
+
 // RecordFormats are the values DISRecordFormat accepts.
 var RecordFormats = []string{"auto", "native", "envelope"}
 
@@ -107,6 +111,13 @@ type Config struct {
 	// 100 bytes of memory each); a produce with new keys beyond it gets
 	// INVALID_RECORD. Default 1000000.
 	DISCompactionMaxKeys int32 `yaml:"dis_compaction_max_keys"`
+	// DISMetadataRefresh is how often, with backend dis, the gateway lists
+	// DIS's streams (one ListStreams, and a DescribeStream only of streams
+	// new or changed since the last listing): the bound on how long a
+	// stream created, deleted or scaled in DIS by anyone takes to show in
+	// Metadata. Failed listings (DIS.4305 too many requests among them)
+	// back off, doubling, up to 2 minutes. Default 5s.
+	DISMetadataRefresh time.Duration `yaml:"dis_metadata_refresh"`
 	// LogLevel is debug, info, warn or error. Default info.
 	LogLevel string `yaml:"log_level"`
 
@@ -288,6 +299,7 @@ func Default() Config {
 		DISBatchCount:         1000,
 		DISBufferBytes:        32 << 20,
 		DISCompactionMaxKeys:  1_000_000,
+		DISMetadataRefresh:    5 * time.Second,
 		LogLevel:              "info",
 		MaxFrameBytes:         100 << 20,
 		IdleTimeout:           10 * time.Minute,
@@ -581,6 +593,9 @@ func (c Config) Validate() error {
 	if c.DISCompactionMaxKeys <= 0 {
 		bad("dis_compaction_max_keys", "%d must be > 0", c.DISCompactionMaxKeys)
 	}
+	if c.DISMetadataRefresh < 100*time.Millisecond {
+		bad("dis_metadata_refresh", "%v must be at least 100ms (DIS limits its API's request rate)", c.DISMetadataRefresh)
+	}
 	if c.DISBufferBytes <= 0 {
 		bad("dis_buffer_bytes", "%d must be > 0", c.DISBufferBytes)
 	}
@@ -616,6 +631,8 @@ func (c Config) Validate() error {
 	}
 	if c.MaxMessageBytes <= 0 {
 		bad("max_message_bytes", "%d must be > 0", c.MaxMessageBytes)
+	} else if c.Backend == BackendDIS && c.MaxMessageBytes > DISMaxMessageBytes {
+		bad("max_message_bytes", "%d: with backend dis at most %d (DIS stores at most 1 MiB per record, envelope included)", c.MaxMessageBytes, DISMaxMessageBytes)
 	}
 	if c.DecompressionBudgetBytes < 1<<20 {
 		bad("decompression_budget_bytes", "%d must be at least 1048576 (1 MiB)", c.DecompressionBudgetBytes)

@@ -275,6 +275,14 @@ func TestValidate(t *testing.T) {
 			c.DISLinger, c.DISBatchBytes, c.DISBatchCount, c.DISBufferBytes = -time.Millisecond, 6<<20, 0, -1
 		}, []string{"dis_linger:", "dis_batch_bytes:", "dis_batch_count:", "dis_buffer_bytes:"}},
 		{"zero retention check", func(c *Config) { c.RetentionCheckInterval = 0 }, []string{"retention_check_interval:"}},
+		{"dis max.message.bytes and metadata refresh", func(c *Config) {
+			c.Backend, c.DISEndpoint, c.DISProjectID, c.DISToken = "dis", "https://dis.example", "p", "tok"
+			c.MaxMessageBytes, c.DISMetadataRefresh = DISMaxMessageBytes+1, 99*time.Millisecond
+		}, []string{"max_message_bytes:", "dis_metadata_refresh:"}},
+		{"dis max.message.bytes at the limit", func(c *Config) {
+			c.Backend, c.DISEndpoint, c.DISProjectID, c.DISToken = "dis", "https://dis.example", "p", "tok"
+			c.MaxMessageBytes = DISMaxMessageBytes
+		}, nil},
 		{"every problem at once", func(c *Config) {
 			c.Listen = "nope"
 			c.Advertise = "0.0.0.0:0"

@@ -32,9 +32,13 @@ var (
 	// INVALID_PRODUCER_EPOCH (47).
 	ErrInvalidProducerEpoch = errors.New("producer epoch is older than the current one")
 	// ErrInvalidRecord: the backend cannot store a record as it is (for
-	// example record format native and a record that needs an envelope, or
-	// a record over DIS's 1 MB). Kafka INVALID_RECORD (87).
+	// example record format native and a record that needs an envelope).
+	// Kafka INVALID_RECORD (87).
 	ErrInvalidRecord = errors.New("invalid record")
+	// ErrRecordTooLarge: a record is larger than the backend can store as
+	// one record (DIS: 1 MB of data, envelope included). Kafka
+	// MESSAGE_TOO_LARGE (10).
+	ErrRecordTooLarge = errors.New("record too large")
 	// ErrAppNotFound: no such app (Kafka: the group has no committed
 	// offsets; OffsetFetch answers -1, DeleteGroups GROUP_ID_NOT_FOUND).
 	ErrAppNotFound = errors.New("app not found")

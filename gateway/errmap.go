@@ -31,6 +31,7 @@ var errTable = []errRow{
 	{disbackend.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
 	{disbackend.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
 	{disbackend.ErrInvalidRecord, kerr.InvalidRecord},
+	{disbackend.ErrRecordTooLarge, kerr.MessageTooLarge},
 	{disbackend.ErrAppNotFound, kerr.GroupIDNotFound},
 	// Creating an app that exists is success for the caller; reaching
 	// here is a bug.

@@ -72,6 +72,13 @@ type Config struct {
 	// MaxInFlight is how many requests of one connection may wait for their
 	// responses at once; further reads wait (backpressure). Default 64.
 	MaxInFlight int
+	// MetadataRefresh is how often the topic cache is brought in line with
+	// the backend's streams (one ListStreams), and so the bound on how long
+	// a stream created, deleted or scaled by others (in DIS) takes to show
+	// in Metadata; failed listings back off up to 2 minutes. 0 (the
+	// default) never refreshes: topics are then only found when a client
+	// names them.
+	MetadataRefresh time.Duration
 	// AutoCreateTopics lets Metadata create unknown requested topics
 	// (Kafka auto.create.topics.enable). Default true.
 	AutoCreateTopics bool
@@ -280,11 +287,13 @@ type Server struct {
 	budget   *requestBudget
 	limitLog *limitLog
 
-	mu        sync.Mutex
-	conns     map[*conn]struct{} // guarded by mu
-	connsByIP map[string]int     // guarded by mu; open connections per client address
-	nextID    uint64             // guarded by mu
-	wg        sync.WaitGroup     // connection goroutines
+	mu          sync.Mutex
+	conns       map[*conn]struct{} // guarded by mu
+	connsByIP   map[string]int     // guarded by mu; open connections per client address
+	nextID      uint64             // guarded by mu
+	wg          sync.WaitGroup     // connection goroutines
+	bgWG        sync.WaitGroup     // the metadata refresher
+	refreshOnce sync.Once
 
 	refusedConns atomic.Int64 // connections closed at accept by MaxConnections or MaxConnectionsPerIP
 
@@ -391,6 +400,12 @@ func (s *Server) Serve() error {
 		}
 	}
 	s.log.Info("listening", zap.String("listen", s.ln.Addr().String()), zap.String("advertise", s.AdvertisedAddr()))
+	if s.cfg.MetadataRefresh > 0 {
+		s.refreshOnce.Do(func() {
+			s.bgWG.Add(1)
+			go s.refreshTopics(s.cfg.MetadataRefresh)
+		})
+	}
 	var backoff time.Duration
 	for {
 		nc, err := s.ln.Accept()
@@ -506,6 +521,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if s.authz != nil {
 		s.authz.Close()
 	}
+	s.bgWG.Wait()
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
 	grace := time.NewTimer(s.cfg.ShutdownGrace)

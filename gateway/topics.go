@@ -21,6 +21,15 @@ type topicCache struct {
 	mu     sync.RWMutex
 	byName map[string]*disbackend.Stream   // guarded by mu
 	byID   map[[16]byte]*disbackend.Stream // guarded by mu
+	// gen counts puts; putGen is each topic's gen at its last put, so that
+	// a refresh drops or replaces only what was put before its listing
+	// started (topics_refresh.go). Guarded by mu.
+	gen    uint64
+	putGen map[string]uint64
+	// listings counts the refreshes whose listing is under way: only then
+	// is a removal remembered in putGen (so that memory stays bounded by
+	// the topics when no refresh runs). Guarded by mu.
+	listings int
 	// adminMu serializes topic creation, deletion and changes, so a check and
 	// the change that follows it cannot interleave with another.
 	adminMu sync.Mutex
@@ -31,7 +40,8 @@ func newTopicCache(ctx context.Context, b disbackend.Backend) (*topicCache, erro
 	if err != nil {
 		return nil, err
 	}
-	tc := &topicCache{byName: make(map[string]*disbackend.Stream), byID: make(map[[16]byte]*disbackend.Stream)}
+	tc := &topicCache{byName: make(map[string]*disbackend.Stream), byID: make(map[[16]byte]*disbackend.Stream),
+		putGen: make(map[string]uint64)}
 	for i := range streams {
 		tc.put(&streams[i])
 	}
@@ -65,6 +75,12 @@ func (tc *topicCache) all() []*disbackend.Stream {
 func (tc *topicCache) put(st *disbackend.Stream) {
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
+	tc.putLocked(st)
+}
+
+func (tc *topicCache) putLocked(st *disbackend.Stream) {
+	tc.gen++
+	tc.putGen[st.TopicName] = tc.gen
 	if old := tc.byName[st.TopicName]; old != nil {
 		delete(tc.byID, old.TopicID)
 	}
@@ -75,10 +91,21 @@ func (tc *topicCache) put(st *disbackend.Stream) {
 func (tc *topicCache) remove(topic string) {
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
+	tc.removeLocked(topic)
+	// Remembered, so that a refresh whose listing started before does not
+	// bring the topic back.
+	tc.gen++
+	if tc.listings > 0 {
+		tc.putGen[topic] = tc.gen
+	}
+}
+
+func (tc *topicCache) removeLocked(topic string) {
 	if old := tc.byName[topic]; old != nil {
 		delete(tc.byID, old.TopicID)
 		delete(tc.byName, topic)
 	}
+	delete(tc.putGen, topic)
 }
 
 // lookupTopic asks the backend for a topic this node does not know

@@ -420,6 +420,9 @@ func gatewayConfig(cfg configs.Config) gateway.Config {
 	g.SuperUsers = cfg.SuperUserList()
 	g.AllowEveryoneIfNoACL = cfg.AllowEveryoneIfNoACLFound
 	g.ACLRefreshInterval = cfg.ACLRefreshInterval
+	if cfg.Backend == configs.BackendDIS {
+		g.MetadataRefresh = cfg.DISMetadataRefresh
+	}
 	return g
 }
 

@@ -401,7 +401,7 @@ func (s *Store) toDISRecords(b *disbackend.Batch, logAppend bool, format string)
 			return nil, fmt.Errorf("record %d: %w", i, err)
 		}
 		if len(d.data) > maxRecordBytes {
-			return nil, fmt.Errorf("%w: record %d: %d bytes, more than the %d DIS takes in one record", disbackend.ErrInvalidRecord, i, len(d.data), maxRecordBytes)
+			return nil, fmt.Errorf("%w: record %d: %d bytes, more than the %d DIS takes in one record", disbackend.ErrRecordTooLarge, i, len(d.data), maxRecordBytes)
 		}
 		if logAppend {
 			d.ts = -1 // DIS stamps it

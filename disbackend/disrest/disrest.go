@@ -227,6 +227,8 @@ type Store struct {
 	changed  chan struct{}
 
 	streams streamCache
+	// listed is what the last ListStreams knew of each stream (follow.go).
+	listed  listedStreams
 	cursors cursorCache
 	// reads is the fetch path's per-partition state: shared GetRecords,
 	// read-ahead buffers, range refreshes (readahead.go).

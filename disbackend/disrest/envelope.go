@@ -37,6 +37,27 @@ const (
 	maxPlainKeyBytes = 256
 )
 
+// MaxMessageBytes is the largest max.message.bytes a topic on DIS may
+// have: 1,048,622 bytes, the largest Kafka record batch whose every record
+// fits DIS's per-record limit (maxRecordBytes, 1 MiB of data) even as an
+// envelope. The worst case is a batch of one record: its key, value and
+// headers take the same bytes in the batch as in the envelope (the same
+// varint lengths; the envelope's uvarint header count is never longer),
+// and besides them the batch has its 61-byte header and the record's
+// length varint (3 bytes at this size), attributes (1 byte), timestamp
+// delta and offset delta (1 byte each at the least), where the envelope
+// has its magic, version and CRC (envelopeHeader, 13 bytes) and an 8-byte
+// timestamp. So a batch of B bytes holds no record whose envelope is over
+// B-46 bytes, and a plain record (the value alone) is smaller still.
+// CreateStream, UpdateStreamConfig and ValidateStreamConfig refuse a
+// larger max.message.bytes with ErrInvalidConfig (Kafka INVALID_CONFIG).
+const MaxMessageBytes = maxRecordBytes + batchOverhead1 - envelopeHeader - 8
+
+// batchOverhead1 is what a one-record batch of about 1 MiB has besides
+// the record's key, value and headers: the batch header (61), the record
+// length varint (3), attributes (1), timestamp and offset deltas (1 each).
+const batchOverhead1 = 61 + 3 + 1 + 1 + 1
+
 // errNeedsEnvelope is why a record cannot be plain (format native refuses it).
 var errNeedsEnvelope = fmt.Errorf("%w: record needs an envelope", disbackend.ErrInvalidRecord)
 

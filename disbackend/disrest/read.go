@@ -203,8 +203,26 @@ func (s *Store) Read(ctx context.Context, stream string, part int32, offset int6
 	if err != nil {
 		return disbackend.ReadResult{}, err
 	}
+	if part >= si.st.PartitionCount {
+		// Not readable as cached: read the stream again (it may have grown).
+		if si, err = s.streamInfo(ctx, stream, true); err != nil {
+			return disbackend.ReadResult{}, err
+		}
+		if part < 0 || part >= si.st.PartitionCount {
+			return disbackend.ReadResult{}, fmt.Errorf("disrest: read %s/%d: %w (%d readable partitions)",
+				stream, part, disbackend.ErrPartitionNotFound, si.st.PartitionCount)
+		}
+	}
 	logAppend := si.st.Config.TimestampType == disbackend.LogAppendTime
 	p := s.reads.part(k, si.id, logAppend)
+	if si.writable > 0 && part >= si.writable {
+		// DELETED by a scale-down (readable until it expires): read from
+		// DIS, never from the buffer, so nothing is served once DIS no
+		// longer serves it.
+		p.mu.Lock()
+		p.dropSegs(&s.reads)
+		p.mu.Unlock()
+	}
 	r, err := s.readRange(ctx, p, k, offset, t0)
 	if err != nil {
 		return disbackend.ReadResult{}, readErr(stream, part, err)

@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -61,6 +60,10 @@ type streamInfo struct {
 	st       disbackend.Stream
 	id       string // DIS stream_id
 	advanced bool   // stream_type ADVANCED (higher limits)
+	// writable is DIS's writable_partition_count: partitions from it up to
+	// st.PartitionCount (the readable ones) were left DELETED by a
+	// scale-down, readable and not writable. 0 when unknown.
+	writable int32
 	fetched  time.Time
 }
 
@@ -133,10 +136,15 @@ func topicID(streamID string) [16]byte {
 
 // ValidateStreamConfig checks cfg as CreateStream and UpdateStreamConfig
 // would: retention 24-168 hours (or -1), a known record format, a known
-// cleanup policy. Errors wrap ErrInvalidConfig (Kafka INVALID_CONFIG).
+// cleanup policy, max.message.bytes at most MaxMessageBytes (what DIS can
+// store per record). Errors wrap ErrInvalidConfig (Kafka INVALID_CONFIG).
 func (s *Store) ValidateStreamConfig(cfg disbackend.StreamConfig) error {
 	if _, err := dataDuration(cfg); err != nil {
 		return err
+	}
+	if cfg.MaxMessageBytes > MaxMessageBytes {
+		return fmt.Errorf("%w: max.message.bytes %d: DIS stores at most %d bytes per record, so max.message.bytes can be at most %d",
+			disbackend.ErrInvalidConfig, cfg.MaxMessageBytes, maxRecordBytes, MaxMessageBytes)
 	}
 	if !disbackend.ValidRecordFormat(cfg.RecordFormat) {
 		return fmt.Errorf("%w: unknown record format %q", disbackend.ErrInvalidConfig, cfg.RecordFormat)
@@ -344,75 +352,8 @@ func (s *Store) DeleteStream(ctx context.Context, name string) error {
 	_, err := call(ctx, s, "delete stream "+name, func() (*model.DeleteStreamResponse, error) {
 		return s.c.DeleteStream(&model.DeleteStreamRequest{StreamName: name})
 	})
-	s.streams.drop(name)
-	s.cursors.dropStream(name)
-	s.ranges.dropStream(name)
-	s.idem.dropStream(name)
-	s.compact.forget(name)
+	s.forgetStream(name)
 	return err
-}
-
-func (s *Store) ListStreams(ctx context.Context) ([]disbackend.Stream, error) {
-	var out []disbackend.Stream
-	var start *string
-	for {
-		limit := int32(disapi.MaxListStreamsLimit)
-		resp, err := callIdempotent(ctx, s, "list streams", func() (*model.ListStreamsResponse, error) {
-			return s.c.ListStreams(&model.ListStreamsRequest{Limit: &limit, StartStreamName: start})
-		})
-		if err != nil {
-			return nil, err
-		}
-		if resp.StreamInfoList == nil || len(*resp.StreamInfoList) == 0 {
-			break
-		}
-		for _, si := range *resp.StreamInfoList {
-			if si.StreamName == nil {
-				continue
-			}
-			name := *si.StreamName
-			start = si.StreamName
-			if gatewayStream(name) {
-				continue
-			}
-			var created int64
-			if si.CreateTime != nil {
-				created = *si.CreateTime
-			}
-			id, ok := s.streams.idOf(name, created)
-			if !ok {
-				st, err := s.DescribeStream(ctx, name)
-				if errors.Is(err, disbackend.ErrStreamNotFound) {
-					continue // deleted meanwhile
-				}
-				if err != nil {
-					return nil, err
-				}
-				out = append(out, st)
-				continue
-			}
-			var ret, parts int32
-			if si.RetentionPeriod != nil {
-				ret = *si.RetentionPeriod
-			}
-			if si.PartitionCount != nil {
-				parts = *si.PartitionCount
-			}
-			var ext bool
-			st := streamFromDIS(name, id, created, ret, parts, si.Tags, &ext)
-			if ext {
-				if err := s.loadExtConfig(ctx, name, id, &st); err != nil {
-					return nil, err
-				}
-			}
-			out = append(out, st)
-		}
-		if resp.HasMoreStreams == nil || !*resp.HasMoreStreams {
-			break
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
 }
 
 // describe answers DescribeStream with up to limit partitions after
@@ -493,6 +434,9 @@ func (s *Store) fromDescribe(name string, resp *model.ShowStreamResponse) (si st
 	}
 	si = streamInfo{st: streamFromDIS(name, id, created, retentionOf(resp), parts, resp.Tags, &ext), id: id, fetched: time.Now(),
 		advanced: resp.StreamType != nil && resp.StreamType.Value() == "ADVANCED"}
+	if resp.WritablePartitionCount != nil {
+		si.writable = *resp.WritablePartitionCount
+	}
 	return si, ext
 }
 

@@ -208,7 +208,7 @@ func seqConfigs(t *diffTarget, p string) {
 
 	ic := kmsg.NewPtrIncrementalAlterConfigsRequest()
 	ic.Resources = []kmsg.IncrementalAlterConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: c1, Configs: []kmsg.IncrementalAlterConfigsRequestResourceConfig{
-		{Name: "max.message.bytes", Op: kmsg.IncrementalAlterConfigOpSet, Value: ptr("2000000")},
+		{Name: "max.message.bytes", Op: kmsg.IncrementalAlterConfigOpSet, Value: ptr("1000000")},
 		{Name: "retention.ms", Op: kmsg.IncrementalAlterConfigOpDelete}}}}
 	t.do("IncrementalAlterConfigs c1 set max.message.bytes, delete retention.ms", ic)
 	ic = kmsg.NewPtrIncrementalAlterConfigsRequest()
