@@ -3,6 +3,7 @@ package gateway
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"net"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -30,6 +32,9 @@ type reply struct {
 	resp   kmsg.Response
 	finish func() (kmsg.Response, error)
 	cost   int64 // bytes taken from the request budget, given back once written
+	// closeAfter closes the connection once the response is written
+	// (failed authentication); the reader stops after queueing it.
+	closeAfter bool
 }
 
 // conn is one client connection: readLoop decodes requests and applies
@@ -41,6 +46,13 @@ type conn struct {
 	nc     net.Conn
 	id     uint64
 	ip     string // the client address, as counted for MaxConnectionsPerIP
+	lst    *listener
+	// listener is the name of the listener the connection arrived on.
+	listener string
+	// principal is the Kafka principal of the connection, e.g. "User:alice"; nil means User:ANONYMOUS.
+	principal atomic.Pointer[string]
+	// sasl is the connection's SASL state; owned by the reader goroutine.
+	sasl saslState
 	log    *zap.Logger
 	ctx    context.Context // cancelled when the connection ends
 	cancel context.CancelFunc
@@ -94,6 +106,9 @@ func (c *conn) readLoop() {
 	// Small buffer: most requests are small, and a large frame is read
 	// straight into its own buffer (bufio passes big reads through), so an
 	// idle connection costs little memory.
+	if !c.tlsHandshake() {
+		return
+	}
 	br := bufio.NewReaderSize(c.nc, 8<<10)
 	for {
 		select {
@@ -142,7 +157,33 @@ func (c *conn) readLoop() {
 			c.s.budget.release(cost)
 			return
 		}
+		if r.closeAfter {
+			return
+		}
 	}
+}
+
+// tlsHandshake runs the TLS handshake of a TLS listener's connection
+// within FrameReadTimeout and, on an SSL listener, takes the principal
+// from a verified client certificate. false closes the connection.
+func (c *conn) tlsHandshake() bool {
+	tc, ok := c.nc.(*tls.Conn)
+	if !ok {
+		return true
+	}
+	_ = c.nc.SetDeadline(time.Now().Add(c.s.cfg.FrameReadTimeout))
+	if err := tc.HandshakeContext(c.ctx); err != nil {
+		c.log.Info("TLS handshake failed, closing connection", zap.Error(err))
+		c.nc.Close()
+		return false
+	}
+	_ = c.nc.SetDeadline(time.Time{})
+	if certs := tc.ConnectionState().PeerCertificates; len(certs) > 0 && !c.lst.usesSASL() {
+		p := certPrincipal(certs[0])
+		c.principal.Store(&p)
+		c.log.Debug("TLS client authenticated", zap.String("principal", p))
+	}
+	return true
 }
 
 // readFrame reads one request frame: its size (waiting up to IdleTimeout),
@@ -262,6 +303,9 @@ func (c *conn) dispatch(req *kafkawire.Request) (r reply, ok bool) {
 	if req.Key == apiKeyApiVersions {
 		return reply{req: req, resp: c.s.handleApiVersions(req)}, true
 	}
+	if !c.saslGate(req.Key) {
+		return r, false
+	}
 	if api == nil {
 		c.log.Info("unsupported API key, closing connection", zap.Int16("api_key", req.Key), zap.Int16("api_version", req.Version))
 		return r, false
@@ -350,6 +394,10 @@ func (w *responseWriter) write(r reply) bool {
 			c.log.Debug("write failed, closing connection", zap.Error(err))
 			return false
 		}
+	}
+	if r.closeAfter {
+		_ = w.bw.Flush()
+		return false
 	}
 	if cap(w.buf) > 8<<20 {
 		w.buf = nil

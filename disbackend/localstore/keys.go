@@ -18,6 +18,7 @@ import "encoding/binary"
 //	'G' group                         a consumer group's membership (disbackend.GroupStateStore)
 //	'A' app                           app (apps.go)
 //	'K' app 0 stream 0 part           checkpoint (apps.go)
+//	'S' user                          SCRAM credentials (JSON []disbackend.ScramCredential, credentials.go)
 const (
 	prefixMeta       = 'm'
 	prefixFloor      = 'f'
@@ -28,6 +29,7 @@ const (
 	prefixGroup      = 'G'
 	prefixApp        = 'A'
 	prefixCheckpoint = 'K'
+	prefixScram      = 'S'
 )
 
 const partKeyLen = 1 + 8 + 4 // prefix, sid, partition
