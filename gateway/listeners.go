@@ -182,10 +182,10 @@ func newTLSConfig(cfg TLSConfig) (*tls.Config, error) {
 type keyPair struct {
 	certFile, keyFile string
 
-	mu         sync.Mutex
-	cert       *tls.Certificate
-	certMod    time.Time
-	keyMod     time.Time
+	mu      sync.Mutex
+	cert    *tls.Certificate
+	certMod time.Time
+	keyMod  time.Time
 }
 
 func (k *keyPair) get() (*tls.Certificate, error) {
@@ -228,4 +228,15 @@ func modTime(path string) (time.Time, error) {
 // form, e.g. "User:CN=alice,OU=eng,O=example".
 func certPrincipal(c *x509.Certificate) string {
 	return "User:" + c.Subject.ToRDNSequence().String()
+}
+
+// BoundAddr returns the bound address of the listener named name, or ""
+// when there is none.
+func (s *Server) BoundAddr(name string) string {
+	for _, l := range s.listeners {
+		if l.Name == name {
+			return l.ln.Addr().String()
+		}
+	}
+	return ""
 }

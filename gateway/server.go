@@ -260,7 +260,7 @@ type Server struct {
 	groups        *groupcoord.Coordinator // consumer groups and committed offsets
 	limits        *limiter                // per-request limits, auto-create bucket
 
-	listeners []*listener // bound by Listen; the first is Addr's
+	listeners []*listener   // bound by Listen; the first is Addr's
 	closing   chan struct{} // closed when Shutdown starts
 	closeOnce sync.Once
 
