@@ -57,14 +57,14 @@ func (c *conn) handleSaslAuthenticate(req *kafkawire.Request) reply {
 			return c.authFailed(req, resp, "", failMsg)
 		}
 		st.scram = srv.NewConversation()
-		out, err := st.scram.Step(string(r.SASLAuthBytes))
+		out, err := scramStep(st.scram, string(r.SASLAuthBytes))
 		if err != nil {
 			return c.authFailed(req, resp, st.scram.Username(), failMsg)
 		}
 		resp.SASLAuthBytes = []byte(out)
 		return ready(req, resp)
 	}
-	out, err := st.scram.Step(string(r.SASLAuthBytes))
+	out, err := scramStep(st.scram, string(r.SASLAuthBytes))
 	if err != nil || !st.scram.Valid() {
 		return c.authFailed(req, resp, st.scram.Username(), failMsg)
 	}

@@ -275,3 +275,16 @@ func (c *conn) saslGate(key int16) bool {
 	}
 	return true
 }
+
+// scramStep runs one step of a SCRAM server conversation. xdg-go/scram
+// v1.1.2 panics on some malformed client-first messages (an empty GS2
+// flag, e.g. ",,n=u,r=x"; found by FuzzScramServer): such a message is an
+// authentication failure, not a crash.
+func scramStep(conv *scram.ServerConversation, msg string) (out string, err error) {
+	defer func() {
+		if recover() != nil {
+			out, err = "", errors.New("malformed SCRAM message")
+		}
+	}()
+	return conv.Step(msg)
+}

@@ -261,6 +261,16 @@ func TestSASLRawWire(t *testing.T) {
 		}
 		r.expectClosed()
 	})
+	t.Run("malformed scram", func(t *testing.T) {
+		// xdg-go/scram panics on this client-first message; scramStep
+		// turns that into a failed authentication.
+		r := rawAt(t, g.addr)
+		handshake(t, r, "SCRAM-SHA-256")
+		if resp := authenticate(t, r, 2, []byte(",,,")); resp.ErrorCode != kerr.SaslAuthenticationFailed.Code {
+			t.Fatalf("error %v, want SASL_AUTHENTICATION_FAILED", kerr.ErrorForCode(resp.ErrorCode))
+		}
+		r.expectClosed()
+	})
 	t.Run("unsupported mechanism", func(t *testing.T) {
 		r := rawAt(t, g.addr)
 		hs := kmsg.NewPtrSASLHandshakeRequest()
