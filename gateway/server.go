@@ -155,6 +155,8 @@ func MinQueuedMaxRequestBytes(maxFrameBytes int32) int64 {
 func DefaultConfig() Config {
 	return Config{
 		Listen:           "127.0.0.1:9092",
+		TLS:              TLSConfig{ClientAuth: "none"},
+		SASL:             SASLConfig{Mechanisms: []string{MechanismPlain, disbackend.ScramSHA256, disbackend.ScramSHA512}},
 		MaxFrameBytes:    kafkawire.DefaultMaxFrameBytes,
 		IdleTimeout:      10 * time.Minute,
 		FrameReadTimeout: 30 * time.Second,
