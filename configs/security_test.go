@@ -33,12 +33,12 @@ func TestListenersParse(t *testing.T) {
 		t.Errorf("SASL_SSL without a certificate: %v", err)
 	}
 	for _, bad := range []Config{
-		{ListenersList: "INTERNAL://127.0.0.1:1"},                                     // no protocol
-		{ListenersList: "PLAINTEXT://127.0.0.1:1,PLAINTEXT://127.0.0.1:2"},            // twice
-		{ListenersList: "PLAINTEXT://x"},                                              // no port
-		{ListenersList: "PLAINTEXT://:1", AdvertisedListeners: "OTHER://h:1"},         // unknown
+		{ListenersList: "INTERNAL://127.0.0.1:1"},                                       // no protocol
+		{ListenersList: "PLAINTEXT://127.0.0.1:1,PLAINTEXT://127.0.0.1:2"},              // twice
+		{ListenersList: "PLAINTEXT://x"},                                                // no port
+		{ListenersList: "PLAINTEXT://:1", AdvertisedListeners: "OTHER://h:1"},           // unknown
 		{ListenersList: "PLAINTEXT://:1", AdvertisedListeners: "PLAINTEXT://0.0.0.0:1"}, // unspecified
-		{ListenersList: "A://:1", ListenerSecurityProtocolMap: "A:TLS"},               // bad protocol
+		{ListenersList: "A://:1", ListenerSecurityProtocolMap: "A:TLS"},                 // bad protocol
 	} {
 		if _, err := bad.Listeners(); err == nil {
 			t.Errorf("%+v accepted", bad)
