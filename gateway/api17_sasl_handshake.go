@@ -1,7 +1,9 @@
 package gateway
 
-// SaslHandshake: v1 (v0 would be followed by raw, unframed SASL tokens,
-// which no client of the compat matrix sends).
+// SaslHandshake: v0-1. v0 is listed because librdkafka requires it to
+// be advertised (its SASL_HANDSHAKE feature) though it then sends v1; a
+// v0 client that follows with raw, unframed SASL tokens (Kafka < 1.0)
+// is not served: its next frame does not parse and closes the connection.
 //
 // Picks the mechanism of the SaslAuthenticate exchange that follows; the
 // answer lists the enabled mechanisms (SASLConfig.Mechanisms). A mechanism
@@ -25,7 +27,7 @@ const (
 	apiKeySaslAuthenticate = 36
 )
 
-func init() { registerAPI(apiKeySaslHandshake, 1, 1, (*conn).handleSaslHandshake) }
+func init() { registerAPI(apiKeySaslHandshake, 0, 1, (*conn).handleSaslHandshake) }
 
 func (c *conn) handleSaslHandshake(req *kafkawire.Request) reply {
 	r := req.Body.(*kmsg.SASLHandshakeRequest)
@@ -55,7 +57,7 @@ func (c *conn) handleSaslHandshake(req *kafkawire.Request) reply {
 		return reply{req: req, resp: resp, closeAfter: true}
 	}
 	st.mechanism = r.Mechanism
-	st.scram = nil
+	st.scram, st.scramFinal = nil, nil
 	return ready(req, resp)
 }
 
@@ -66,6 +68,6 @@ func (c *conn) authFailed(req *kafkawire.Request, resp *kmsg.SASLAuthenticateRes
 	resp.ErrorMessage = &msg
 	c.log.Info("SASL authentication failed, closing connection",
 		zap.String("mechanism", c.sasl.mechanism), zap.String("user", user), zap.String("listener", c.listener))
-	c.sasl.mechanism, c.sasl.scram = "", nil
+	c.sasl.mechanism, c.sasl.scram, c.sasl.scramFinal = "", nil, nil
 	return reply{req: req, resp: resp, closeAfter: true}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
+	"github.com/disgw/disgw/disbackend"
 	"github.com/disgw/disgw/kafkawire"
 )
 
@@ -51,25 +52,31 @@ func (c *conn) handleSaslAuthenticate(req *kafkawire.Request) reply {
 		return c.authenticated(req, resp, user)
 	}
 	failMsg := fmt.Sprintf("Authentication failed during authentication due to invalid credentials with SASL mechanism %s", mech)
-	if st.scram == nil {
-		srv, err := c.s.scramServer(c.ctx, mech)
+	if st.scramFinal == nil {
+		var cred disbackend.ScramCredential
+		srv, err := c.s.scramServer(c.ctx, mech, &cred)
 		if err != nil {
 			return c.authFailed(req, resp, "", failMsg)
 		}
 		st.scram = srv.NewConversation()
-		out, err := scramStep(st.scram, string(r.SASLAuthBytes))
+		first := string(r.SASLAuthBytes)
+		out, err := scramStep(st.scram, first)
 		if err != nil {
+			return c.authFailed(req, resp, st.scram.Username(), failMsg)
+		}
+		if st.scramFinal, err = newScramFinal(mech, cred, first, out); err != nil {
 			return c.authFailed(req, resp, st.scram.Username(), failMsg)
 		}
 		resp.SASLAuthBytes = []byte(out)
 		return ready(req, resp)
 	}
-	out, err := scramStep(st.scram, string(r.SASLAuthBytes))
-	if err != nil || !st.scram.Valid() {
-		return c.authFailed(req, resp, st.scram.Username(), failMsg)
+	user := st.scram.Username()
+	out, err := st.scramFinal.verify(string(r.SASLAuthBytes))
+	if err != nil {
+		return c.authFailed(req, resp, user, failMsg)
 	}
 	resp.SASLAuthBytes = []byte(out)
-	return c.authenticated(req, resp, st.scram.Username())
+	return c.authenticated(req, resp, user)
 }
 
 // authenticated ends a successful exchange: the principal, the session's
@@ -81,7 +88,7 @@ func (c *conn) authenticated(req *kafkawire.Request, resp *kmsg.SASLAuthenticate
 		return c.authFailed(req, resp, user, msg)
 	}
 	reauth := st.authenticated
-	st.authMechanism, st.mechanism, st.scram = st.mechanism, "", nil
+	st.authMechanism, st.mechanism, st.scram, st.scramFinal = st.mechanism, "", nil, nil
 	st.authenticated, st.user = true, user
 	principal := "User:" + user
 	c.principal.Store(&principal)

@@ -8,11 +8,13 @@ import (
 	"crypto/sha256"
 	"crypto/sha512"
 	"crypto/subtle"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"hash"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -73,6 +75,7 @@ type SASLUser struct {
 type saslState struct {
 	mechanism     string                    // chosen by SaslHandshake; "" before
 	scram         *scram.ServerConversation // the SCRAM exchange under way
+	scramFinal    *scramFinal               // its state after the first step
 	authenticated bool                      // a session was established
 	authMechanism string                    // the mechanism of the session
 	user          string                    // the authenticated user
@@ -189,20 +192,39 @@ func (s *Server) checkPlain(user, password string) bool {
 
 // scramServer returns the SCRAM server of mechanism, looking credentials up
 // in the credential store.
-func (s *Server) scramServer(ctx context.Context, mechanism string) (*scram.Server, error) {
-	return saslMechanisms[mechanism].NewServer(func(user string) (scram.StoredCredentials, error) {
+func (s *Server) scramServer(ctx context.Context, mechanism string, found *disbackend.ScramCredential) (*scram.Server, error) {
+	srv, err := saslMechanisms[mechanism].NewServer(func(user string) (scram.StoredCredentials, error) {
 		creds, err := s.creds.ScramCredentials(ctx, user)
 		if err != nil {
 			return scram.StoredCredentials{}, err
 		}
 		for _, c := range creds {
 			if c.Mechanism == mechanism {
+				*found = c
 				return scram.StoredCredentials{KeyFactors: scram.KeyFactors{Salt: string(c.Salt), Iters: int(c.Iterations)},
 					StoredKey: c.StoredKey, ServerKey: c.ServerKey}, nil
 			}
 		}
 		return scram.StoredCredentials{}, errAuthFailed
 	})
+	if err != nil {
+		return nil, err
+	}
+	return srv.WithNonceGenerator(scramNonce), nil
+}
+
+// scramNonce is the server's part of the SCRAM nonce: 32 random
+// alphanumerics. xdg-go/scram's default is standard base64, whose '='
+// librdkafka does not echo back intact (its client-final then failed
+// with "nonce received did not match nonce sent").
+func scramNonce() string {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return string(b)
 }
 
 // memCredentials is the credential store of a backend that has none: it
@@ -287,4 +309,86 @@ func scramStep(conv *scram.ServerConversation, msg string) (out string, err erro
 		}
 	}()
 	return conv.Step(msg)
+}
+
+// scramFinal is what a SCRAM exchange keeps between the client-first and
+// client-final messages to check the proof (RFC 5802 section 3).
+type scramFinal struct {
+	mechanism   string
+	cred        disbackend.ScramCredential
+	gs2Header   string // "n,," or "n,a=...,"
+	clientBare  string // client-first-message-bare
+	serverFirst string
+	nonce       string // client nonce + server nonce
+}
+
+// newScramFinal keeps the first step's messages: first is the client's,
+// serverFirst the answer xdg-go/scram made.
+func newScramFinal(mechanism string, cred disbackend.ScramCredential, first, serverFirst string) (*scramFinal, error) {
+	// gs2-header is "flag,[a=authzid]," : the first two commas.
+	i := strings.IndexByte(first, ',')
+	if i < 0 {
+		return nil, errors.New("malformed SCRAM client-first message")
+	}
+	j := strings.IndexByte(first[i+1:], ',')
+	if j < 0 {
+		return nil, errors.New("malformed SCRAM client-first message")
+	}
+	n := i + 1 + j + 1
+	nonce, ok := strings.CutPrefix(strings.SplitN(serverFirst, ",", 2)[0], "r=")
+	if !ok {
+		return nil, errors.New("malformed SCRAM server-first message")
+	}
+	return &scramFinal{mechanism: mechanism, cred: cred, gs2Header: first[:n], clientBare: first[n:], serverFirst: serverFirst, nonce: nonce}, nil
+}
+
+// verify checks a client-final message ("c=...,r=...[,ext],p=...") and
+// returns the server-final message. As Kafka's ScramSaslServer, the
+// nonce must end with the one the server sent: librdkafka sends the
+// client nonce again in front of it, which xdg-go/scram refuses.
+func (f *scramFinal) verify(final string) (string, error) {
+	k := strings.LastIndex(final, ",p=")
+	if k < 0 {
+		return "", errors.New("SCRAM client-final message without a proof")
+	}
+	withoutProof, proofB64 := final[:k], final[k+3:]
+	fields := strings.Split(withoutProof, ",")
+	if len(fields) < 2 || !strings.HasPrefix(fields[0], "c=") || !strings.HasPrefix(fields[1], "r=") {
+		return "", errors.New("malformed SCRAM client-final message")
+	}
+	cb, err := base64.StdEncoding.DecodeString(fields[0][2:])
+	if err != nil || string(cb) != f.gs2Header {
+		return "", errors.New("SCRAM channel binding does not match")
+	}
+	if !strings.HasSuffix(fields[1][2:], f.nonce) {
+		return "", errors.New("invalid client nonce in the final client message")
+	}
+	proof, err := base64.StdEncoding.DecodeString(proofB64)
+	if err != nil {
+		return "", errors.New("malformed SCRAM proof")
+	}
+	h := sha256.New
+	if f.mechanism == disbackend.ScramSHA512 {
+		h = sha512.New
+	}
+	authMsg := f.clientBare + "," + f.serverFirst + "," + withoutProof
+	mac := func(key []byte) []byte {
+		m := hmac.New(h, key)
+		m.Write([]byte(authMsg))
+		return m.Sum(nil)
+	}
+	sig := mac(f.cred.StoredKey)
+	if len(proof) != len(sig) {
+		return "", errAuthFailed
+	}
+	clientKey := make([]byte, len(sig))
+	for i := range sig {
+		clientKey[i] = proof[i] ^ sig[i]
+	}
+	hh := h()
+	hh.Write(clientKey)
+	if !hmac.Equal(hh.Sum(nil), f.cred.StoredKey) {
+		return "", errAuthFailed
+	}
+	return "v=" + base64.StdEncoding.EncodeToString(mac(f.cred.ServerKey)), nil
 }

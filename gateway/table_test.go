@@ -83,7 +83,7 @@ func TestErrTableCoversSentinels(t *testing.T) {
 		"ErrOutOfOrderSequence": disbackend.ErrOutOfOrderSequence, "ErrInvalidProducerEpoch": disbackend.ErrInvalidProducerEpoch,
 		"ErrClosed": disbackend.ErrClosed, "ErrUnavailable": disbackend.ErrUnavailable,
 		"ErrAppNotFound": disbackend.ErrAppNotFound, "ErrAppExists": disbackend.ErrAppExists,
-		"ErrInvalidRecord": disbackend.ErrInvalidRecord,
+		"ErrInvalidRecord": disbackend.ErrInvalidRecord, "ErrCredentialNotFound": disbackend.ErrCredentialNotFound,
 	}
 	for _, n := range names {
 		s, ok := sentinels[n]
