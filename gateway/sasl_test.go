@@ -298,6 +298,9 @@ func TestSASLRawWire(t *testing.T) {
 		if len(md.Brokers) != 1 || net.JoinHostPort(md.Brokers[0].Host, itoa(md.Brokers[0].Port)) != g.addr {
 			t.Fatalf("brokers %+v, want the SASL listener %s", md.Brokers, g.addr)
 		}
+		if l, ok := gateway.Principals(g.srv)["User:alice"]; !ok || l != "SECURE" {
+			t.Fatalf("principals %v, want User:alice on SECURE", gateway.Principals(g.srv))
+		}
 	})
 	t.Run("plaintext listener", func(t *testing.T) {
 		addr := g.srv.ListenerAddr("PLAIN_LISTENER")
@@ -345,12 +348,22 @@ func TestTLSListener(t *testing.T) {
 		c.TLS = gateway.TLSConfig{CertFile: pki.certFile, KeyFile: pki.keyFile, ClientCAFile: pki.caFile, ClientAuth: "required"}
 	})
 	produceConsume(t, kgo.SeedBrokers(g.addr), kgo.DialTLSConfig(pki.clientTLS(true)))
+	tc, err := tls.Dial("tcp", g.addr, pki.clientTLS(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &rawConn{t: t, c: tc}
+	r.roundTrip(9, kmsg.NewPtrMetadataRequest())
+	if l, ok := gateway.Principals(g.srv)["User:CN=alice,OU=eng"]; !ok || l != "SSL" {
+		t.Fatalf("principals %v, want User:CN=alice,OU=eng on SSL", gateway.Principals(g.srv))
+	}
+	tc.Close()
 
 	cl, _ := kgo.NewClient(kgo.SeedBrokers(g.addr), kgo.DialTLSConfig(pki.clientTLS(false)), kgo.RequestRetries(0))
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl); err == nil {
+	if _, err = kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl); err == nil {
 		t.Fatal("a client without a certificate was served")
 	}
 	old := pki.clientTLS(true)
