@@ -42,20 +42,21 @@ type reply struct {
 // request is read, so one connection's writes keep their order); writeLoop
 // completes them in the same order and writes the responses.
 type conn struct {
-	s   *Server
-	nc  net.Conn
-	id  uint64
-	ip  string // the client address, as counted for MaxConnectionsPerIP
-	lst *listener
-	// listener is the name of the listener the connection arrived on.
-	listener string
-	// principal is the Kafka principal of the connection, e.g. "User:alice"; nil means User:ANONYMOUS.
-	principal atomic.Pointer[string]
-	// sasl is the connection's SASL state; owned by the reader goroutine.
-	sasl   saslState
+	s      *Server
+	nc     net.Conn
+	id     uint64
+	ip     string // the client address, as counted for MaxConnectionsPerIP
 	log    *zap.Logger
 	ctx    context.Context // cancelled when the connection ends
 	cancel context.CancelFunc
+
+	// Kafka principal of the connection, e.g. "User:alice"; nil means User:ANONYMOUS
+	principal atomic.Pointer[string]
+	// listener is the name of the listener the connection arrived on.
+	listener string
+
+	lst  *listener // the listener: its advertised address, TLS, SASL
+	sasl saslState // owned by the reader goroutine
 
 	replies  chan reply // reader → writer, capacity cfg.MaxInFlight
 	stopOnce sync.Once
