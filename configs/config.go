@@ -59,6 +59,44 @@ type Config struct {
 	// unspecified host. An explicit value must name a host other than
 	// 0.0.0.0 or :: and a port 1-65535.
 	Advertise string `yaml:"advertise"`
+	// ListenersList is Kafka's listeners: named listeners,
+	// "NAME://HOST:PORT,...", e.g. "PLAINTEXT://127.0.0.1:9092,SASL_SSL://:9093".
+	// Empty (the default) means one PLAINTEXT listener on listen.
+	ListenersList string `yaml:"listeners"`
+	// AdvertisedListeners is Kafka's advertised.listeners,
+	// "NAME://HOST:PORT,...": what Metadata and FindCoordinator answer on
+	// each listener. A listener not named advertises its bound address.
+	AdvertisedListeners string `yaml:"advertised_listeners"`
+	// ListenerSecurityProtocolMap is Kafka's
+	// listener.security.protocol.map, "NAME:PROTOCOL,..." with PROTOCOL
+	// PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL. A listener named after a
+	// protocol needs no entry.
+	ListenerSecurityProtocolMap string `yaml:"listener_security_protocol_map"`
+	// TLSCertFile and TLSKeyFile are the PEM certificate chain and
+	// private key of the SSL and SASL_SSL listeners; they are read again
+	// when they change. TLS 1.2 is the minimum.
+	TLSCertFile string `yaml:"tls_cert_file"`
+	TLSKeyFile  string `yaml:"tls_key_file"`
+	// TLSClientCAFile is a PEM file of the CAs client certificates are
+	// verified against (Kafka ssl.truststore.location).
+	TLSClientCAFile string `yaml:"tls_client_ca_file"`
+	// TLSClientAuth is Kafka's ssl.client.auth: none (the default),
+	// requested or required. A verified certificate on an SSL listener
+	// makes the principal "User:" + its subject DN.
+	TLSClientAuth string `yaml:"tls_client_auth"`
+	// SASLEnabledMechanisms is Kafka's sasl.enabled.mechanisms, a comma
+	// list of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512. Default all three.
+	SASLEnabledMechanisms string `yaml:"sasl_enabled_mechanisms"`
+	// SASLUsersFile is a file of initial SASL users, one a line:
+	// "MECHANISM NAME PASSWORD". PLAIN users are checked against it; a
+	// SCRAM user's credential is stored salted and hashed in the backend
+	// at start unless the user has one already. Refused when others may
+	// read it.
+	SASLUsersFile string `yaml:"sasl_users_file"`
+	// ConnectionsMaxReauth is Kafka's connections.max.reauth.ms: SASL
+	// sessions last this long, then clients re-authenticate (KIP-368).
+	// Default 0: sessions do not expire.
+	ConnectionsMaxReauth time.Duration `yaml:"connections_max_reauth"`
 	// Data is the directory of the embedded store. Default ./data.
 	Data string `yaml:"data"`
 	// Backend selects the backend: "local" (the embedded store, the
@@ -291,6 +329,8 @@ func Default() Config {
 	return Config{
 		Listen:                "127.0.0.1:9092",
 		Advertise:             "",
+		TLSClientAuth:         "none",
+		SASLEnabledMechanisms: "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
 		Data:                  "./data",
 		Backend:               BackendLocal,
 		DISRecordFormat:       "auto",
@@ -548,6 +588,7 @@ func (c Config) Validate() error {
 			bad("advertise", "%q: %v", c.Advertise, err)
 		}
 	}
+	c.validateSecurity(bad)
 	if strings.TrimSpace(c.Data) == "" {
 		bad("data", "must name a directory")
 	}

@@ -13,7 +13,7 @@ var ErrNotServing = errors.New("gateway: the Kafka listener is not open")
 // Ready returns nil while the Kafka listener is open and Shutdown has not
 // started (the admin listener's /readyz), else ErrNotServing.
 func (s *Server) Ready() error {
-	if s.ln == nil {
+	if len(s.listeners) == 0 {
 		return ErrNotServing
 	}
 	select {

@@ -50,7 +50,7 @@ func (c *conn) handleMetadata(req *kafkawire.Request) reply {
 	s := c.s
 
 	b := kmsg.NewMetadataResponseBroker()
-	b.NodeID, b.Host, b.Port = s.cfg.NodeID, s.advHost, s.advPort
+	b.NodeID, b.Host, b.Port = s.cfg.NodeID, c.lst.advHost, c.lst.advPort
 	resp.Brokers = []kmsg.MetadataResponseBroker{b}
 	resp.ClusterID = &s.cfg.ClusterID
 	resp.ControllerID = s.cfg.NodeID

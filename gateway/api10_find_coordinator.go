@@ -50,7 +50,7 @@ func (c *conn) handleFindCoordinator(req *kafkawire.Request) reply {
 		case !q.take():
 			fc.ErrorCode = errCodeOverCap
 		case r.CoordinatorType == 0:
-			fc.NodeID, fc.Host, fc.Port = c.s.cfg.NodeID, c.s.advHost, c.s.advPort
+			fc.NodeID, fc.Host, fc.Port = c.s.cfg.NodeID, c.lst.advHost, c.lst.advPort
 		case r.CoordinatorType == 1:
 			fc.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 			msg := "transactions are not supported"

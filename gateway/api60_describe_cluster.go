@@ -45,7 +45,7 @@ func (c *conn) handleDescribeCluster(req *kafkawire.Request) reply {
 	resp.ClusterID = s.cfg.ClusterID
 	resp.ControllerID = s.cfg.NodeID
 	b := kmsg.NewDescribeClusterResponseBroker()
-	b.NodeID, b.Host, b.Port = s.cfg.NodeID, s.advHost, s.advPort
+	b.NodeID, b.Host, b.Port = s.cfg.NodeID, c.lst.advHost, c.lst.advPort
 	resp.Brokers = []kmsg.DescribeClusterResponseBroker{b}
 	resp.ClusterAuthorizedOperations = authorizedOps(r.IncludeClusterAuthorizedOperations, clusterAuthorizedOps)
 	return ready(req, resp)

@@ -3,6 +3,7 @@ package gateway
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -32,6 +33,9 @@ type reply struct {
 	finish func() (kmsg.Response, error)
 	cost   int64     // bytes taken from the request budget, given back once written
 	start  time.Time // when the request was dispatched (disgw_request_duration_seconds)
+	// closeAfter closes the connection once the response is written
+	// (failed authentication); the reader stops after queueing it.
+	closeAfter bool
 }
 
 // conn is one client connection: readLoop decodes requests and applies
@@ -49,6 +53,11 @@ type conn struct {
 
 	// Kafka principal of the connection, e.g. "User:alice"; nil means User:ANONYMOUS
 	principal atomic.Pointer[string]
+	// listener is the name of the listener the connection arrived on.
+	listener string
+
+	lst  *listener // the listener: its advertised address, TLS, SASL
+	sasl saslState // owned by the reader goroutine
 
 	replies  chan reply // reader → writer, capacity cfg.MaxInFlight
 	stopOnce sync.Once
@@ -99,6 +108,9 @@ func (c *conn) readLoop() {
 	// Small buffer: most requests are small, and a large frame is read
 	// straight into its own buffer (bufio passes big reads through), so an
 	// idle connection costs little memory.
+	if !c.tlsHandshake() {
+		return
+	}
 	br := bufio.NewReaderSize(c.nc, 8<<10)
 	for {
 		select {
@@ -149,7 +161,33 @@ func (c *conn) readLoop() {
 			c.s.budget.release(cost)
 			return
 		}
+		if r.closeAfter {
+			return
+		}
 	}
+}
+
+// tlsHandshake runs the TLS handshake of a TLS listener's connection
+// within FrameReadTimeout and, on an SSL listener, takes the principal
+// from a verified client certificate. false closes the connection.
+func (c *conn) tlsHandshake() bool {
+	tc, ok := c.nc.(*tls.Conn)
+	if !ok {
+		return true
+	}
+	_ = c.nc.SetDeadline(time.Now().Add(c.s.cfg.FrameReadTimeout))
+	if err := tc.HandshakeContext(c.ctx); err != nil {
+		c.log.Info("TLS handshake failed, closing connection", zap.Error(err))
+		c.nc.Close()
+		return false
+	}
+	_ = c.nc.SetDeadline(time.Time{})
+	if certs := tc.ConnectionState().PeerCertificates; len(certs) > 0 && !c.lst.usesSASL() {
+		p := certPrincipal(certs[0])
+		c.principal.Store(&p)
+		c.log.Debug("TLS client authenticated", zap.String("principal", p))
+	}
+	return true
 }
 
 // readFrame reads one request frame: its size (waiting up to IdleTimeout),
@@ -269,6 +307,9 @@ func (c *conn) dispatch(req *kafkawire.Request) (r reply, ok bool) {
 	if req.Key == apiKeyApiVersions {
 		return reply{req: req, resp: c.s.handleApiVersions(req)}, true
 	}
+	if !c.saslGate(req.Key) {
+		return r, false
+	}
 	if api == nil {
 		c.log.Info("unsupported API key, closing connection", zap.Int16("api_key", req.Key), zap.Int16("api_version", req.Version))
 		return r, false
@@ -361,6 +402,10 @@ func (w *responseWriter) write(r reply) bool {
 			c.log.Debug("write failed, closing connection", zap.Error(err))
 			return false
 		}
+	}
+	if r.closeAfter {
+		_ = w.bw.Flush()
+		return false
 	}
 	if cap(w.buf) > 8<<20 {
 		w.buf = nil

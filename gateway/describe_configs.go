@@ -115,13 +115,18 @@ var alwaysStaticBrokerKeys = map[string]bool{
 // min.insync.replicas is DYNAMIC_DEFAULT_BROKER_CONFIG 1, as a Kafka 4
 // cluster's formatting makes it.
 func (s *Server) brokerValues() map[string]brokerValue {
-	adv := "PLAINTEXT://" + s.AdvertisedAddr()
-	listen := adv
-	if s.ln != nil {
-		listen = "PLAINTEXT://" + s.ln.Addr().String()
+	var adv, listen, protos []string
+	for _, l := range s.listeners {
+		adv = append(adv, l.Name+"://"+l.advertised())
+		listen = append(listen, l.Name+"://"+l.ln.Addr().String())
+		protos = append(protos, l.Name+":"+l.SecurityProtocol)
 	}
-	cur := brokerValuesOf(s.cfg, adv, listen)
-	def := brokerValuesOf(DefaultConfig(), adv, listen)
+	cur := brokerValuesOf(s.cfg, strings.Join(adv, ","), strings.Join(listen, ","))
+	if len(s.listeners) > 0 {
+		cur["listener.security.protocol.map"] = strings.Join(protos, ",")
+		cur["inter.broker.listener.name"] = s.listeners[0].Name
+	}
+	def := brokerValuesOf(DefaultConfig(), strings.Join(adv, ","), strings.Join(listen, ","))
 	out := make(map[string]brokerValue, len(cur)+1)
 	for k, v := range cur {
 		src := kmsg.ConfigSourceDefaultConfig

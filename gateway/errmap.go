@@ -36,6 +36,7 @@ var errTable = []errRow{
 	// Creating an app that exists is success for the caller; reaching
 	// here is a bug.
 	{disbackend.ErrAppExists, kerr.UnknownServerError},
+	{disbackend.ErrCredentialNotFound, kerr.ResourceNotFound},
 	{disbackend.ErrUnavailable, kerr.RequestTimedOut},
 	{disbackend.ErrClosed, kerr.UnknownServerError},
 	{batch.ErrCorruptMessage, kerr.CorruptMessage},

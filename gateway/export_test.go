@@ -32,3 +32,19 @@ func RegisteredAPIKeys() []int16 {
 	}
 	return keys
 }
+
+// Principals returns the principal ("" for none) and listener name of
+// every open connection of s.
+func Principals(s *Server) map[string]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]string{}
+	for c := range s.conns {
+		p := ""
+		if v := c.principal.Load(); v != nil {
+			p = *v
+		}
+		out[p] = c.listener
+	}
+	return out
+}

@@ -9,6 +9,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -30,12 +31,24 @@ import (
 // Config is the gateway's own configuration. Zero values are replaced by
 // the defaults of DefaultConfig.
 type Config struct {
-	// Listen is the TCP address to bind, HOST:PORT. Default 127.0.0.1:9092.
+	// Listen is the TCP address to bind, HOST:PORT, of the single
+	// PLAINTEXT listener used when Listeners is empty. Default
+	// 127.0.0.1:9092.
 	Listen string
 	// Advertise is the HOST:PORT given to clients in Metadata. Empty means
 	// the address actually bound (never 0.0.0.0, never port 0: an
 	// unspecified host advertises 127.0.0.1).
 	Advertise string
+	// Listeners are the named listeners (Kafka listeners,
+	// advertised.listeners, listener.security.protocol.map); empty means
+	// one PLAINTEXT listener on Listen, advertising Advertise.
+	Listeners []Listener
+	// TLS is the certificate and client verification of the SSL and
+	// SASL_SSL listeners.
+	TLS TLSConfig
+	// SASL is the authentication of the SASL_PLAINTEXT and SASL_SSL
+	// listeners.
+	SASL SASLConfig
 	// NodeID is this broker's node id in Metadata. Default 0.
 	NodeID int32
 	// ClusterID is the cluster id in Metadata and DescribeCluster; empty
@@ -169,6 +182,8 @@ func MinQueuedMaxRequestBytes(maxFrameBytes int32) int64 {
 func DefaultConfig() Config {
 	return Config{
 		Listen:           "127.0.0.1:9092",
+		TLS:              TLSConfig{ClientAuth: "none"},
+		SASL:             SASLConfig{Mechanisms: []string{MechanismPlain, disbackend.ScramSHA256, disbackend.ScramSHA512}},
 		MaxFrameBytes:    kafkawire.DefaultMaxFrameBytes,
 		IdleTimeout:      10 * time.Minute,
 		FrameReadTimeout: 30 * time.Second,
@@ -278,9 +293,7 @@ type Server struct {
 	groups        *groupcoord.Coordinator // consumer groups and committed offsets
 	limits        *limiter                // per-request limits, auto-create bucket
 
-	ln        net.Listener
-	advHost   string
-	advPort   int32
+	listeners []*listener   // bound by Listen; the first is Addr's
 	closing   chan struct{} // closed when Shutdown starts
 	closeOnce sync.Once
 
@@ -296,6 +309,11 @@ type Server struct {
 	refreshOnce sync.Once
 
 	refusedConns atomic.Int64 // connections closed at accept by MaxConnections or MaxConnectionsPerIP
+
+	// creds keeps SCRAM credentials (the backend's, or in memory);
+	// plainUsers are the PLAIN users of SASLConfig.Users, name to password.
+	creds      disbackend.CredentialStore
+	plainUsers map[string]string
 
 	// decomp is the decompression budget every connection shares.
 	decomp *batch.Budget
@@ -354,66 +372,112 @@ func New(cfg Config, backend disbackend.Backend, log *zap.Logger) (*Server, erro
 		s.authz = a
 	}
 	s.groups = newGroupCoordinator(cfg, backend, s, log)
+	if err := s.cfg.checkListeners(); err != nil {
+		return nil, err
+	}
+	if err := s.initSASL(context.Background()); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
-// Listen binds cfg.Listen and fixes the advertised address.
+// Listen binds every listener (cfg.Listeners, or cfg.Listen alone) and
+// fixes their advertised addresses.
 func (s *Server) Listen() error {
-	ln, err := net.Listen("tcp", s.cfg.Listen)
-	if err != nil {
-		return fmt.Errorf("gateway: listen on %s: %w", s.cfg.Listen, err)
+	var tlsConf *tls.Config
+	for _, l := range s.cfg.listeners() {
+		if l.usesTLS() && tlsConf == nil {
+			var err error
+			if tlsConf, err = newTLSConfig(s.cfg.TLS); err != nil {
+				return err
+			}
+		}
 	}
-	adv := s.cfg.Advertise
-	if adv == "" {
-		adv = ln.Addr().String()
+	var bound []*listener
+	for _, l := range s.cfg.listeners() {
+		b, err := bind(l, tlsConf)
+		if err != nil {
+			for _, b := range bound {
+				b.ln.Close()
+			}
+			return err
+		}
+		bound = append(bound, b)
 	}
-	host, portStr, err := net.SplitHostPort(adv)
-	if err != nil {
-		ln.Close()
-		return fmt.Errorf("gateway: advertise address %q: %w", adv, err)
-	}
-	port, err := strconv.Atoi(portStr)
-	if err != nil || port <= 0 || port > 65535 {
-		ln.Close()
-		return fmt.Errorf("gateway: advertise address %q: port must be 1-65535", adv)
-	}
-	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
-		host = "127.0.0.1"
-	}
-	s.ln, s.advHost, s.advPort = ln, host, int32(port)
+	s.listeners = bound
 	return nil
 }
 
-// Addr returns the bound address (after Listen).
-func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+// Addr returns the bound address of the first listener (after Listen).
+func (s *Server) Addr() net.Addr { return s.listeners[0].ln.Addr() }
 
-// AdvertisedAddr returns HOST:PORT as clients are told in Metadata.
-func (s *Server) AdvertisedAddr() string {
-	return net.JoinHostPort(s.advHost, strconv.Itoa(int(s.advPort)))
+// AdvertisedAddr returns HOST:PORT of the first listener as clients are
+// told in Metadata.
+func (s *Server) AdvertisedAddr() string { return s.listeners[0].advertised() }
+
+// ListenerAddr returns the advertised HOST:PORT of the listener named
+// name, or "" when there is none.
+func (s *Server) ListenerAddr(name string) string {
+	for _, l := range s.listeners {
+		if l.Name == name {
+			return l.advertised()
+		}
+	}
+	return ""
 }
 
-// Serve accepts connections until Shutdown. It returns nil after Shutdown.
+func (l *listener) advertised() string {
+	return net.JoinHostPort(l.advHost, strconv.Itoa(int(l.advPort)))
+}
+
+// Serve accepts connections on every listener until Shutdown. It returns
+// nil after Shutdown, or the first listener's accept error.
 func (s *Server) Serve() error {
-	if s.ln == nil {
+	if s.listeners == nil {
 		if err := s.Listen(); err != nil {
 			return err
 		}
 	}
-	s.log.Info("listening", zap.String("listen", s.ln.Addr().String()), zap.String("advertise", s.AdvertisedAddr()))
 	if s.cfg.MetadataRefresh > 0 {
 		s.refreshOnce.Do(func() {
 			s.bgWG.Add(1)
 			go s.refreshTopics(s.cfg.MetadataRefresh)
 		})
 	}
+	errs := make(chan error, len(s.listeners))
+	for _, l := range s.listeners {
+		s.log.Info("listening", zap.String("listener", l.Name), zap.String("security_protocol", l.SecurityProtocol),
+			zap.String("listen", l.ln.Addr().String()), zap.String("advertise", l.advertised()))
+		go func() { errs <- s.serve(l) }()
+	}
+	var first error
+	for range s.listeners {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+			s.closeListeners()
+		}
+	}
+	return first
+}
+
+func (s *Server) closeListeners() {
+	for _, l := range s.listeners {
+		l.ln.Close()
+	}
+}
+
+func (s *Server) serve(l *listener) error {
 	var backoff time.Duration
 	for {
-		nc, err := s.ln.Accept()
+		nc, err := l.ln.Accept()
 		if err != nil {
 			select {
 			case <-s.closing:
 				return nil
 			default:
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return nil // another listener failed
 			}
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, errTooManyFiles) {
@@ -422,10 +486,10 @@ func (s *Server) Serve() error {
 				time.Sleep(backoff)
 				continue
 			}
-			return fmt.Errorf("gateway: accept: %w", err)
+			return fmt.Errorf("gateway: accept on listener %s: %w", l.Name, err)
 		}
 		backoff = 0
-		if !s.startConn(nc) {
+		if !s.startConn(nc, l) {
 			nc.Close()
 		}
 	}
@@ -447,7 +511,7 @@ func clientIP(nc net.Conn) string {
 // startConn starts a connection's goroutines, or returns false (the caller
 // closes nc) when shutting down or when MaxConnections or
 // MaxConnectionsPerIP is reached.
-func (s *Server) startConn(nc net.Conn) bool {
+func (s *Server) startConn(nc net.Conn, l *listener) bool {
 	ip := clientIP(nc)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -469,11 +533,16 @@ func (s *Server) startConn(nc net.Conn) bool {
 		return false
 	}
 	s.nextID++
+	if l.tls != nil {
+		nc = tls.Server(nc, l.tls)
+	}
 	c := newConn(s, nc, s.nextID)
 	c.ip = ip
 	if h := s.acceptHook.Load(); h != nil {
 		(*h)(c)
 	}
+	c.lst = l
+	c.listener = l.Name
 	s.conns[c] = struct{}{}
 	s.connsByIP[ip]++
 	s.cfg.Metrics.ConnOpened()
@@ -507,9 +576,7 @@ func (s *Server) RefusedConnections() int64 { return s.refusedConns.Load() }
 // backend.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.closeOnce.Do(func() { close(s.closing) })
-	if s.ln != nil {
-		s.ln.Close()
-	}
+	s.closeListeners()
 	s.mu.Lock()
 	for c := range s.conns {
 		c.stopReading()

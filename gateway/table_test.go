@@ -84,6 +84,7 @@ func TestErrTableCoversSentinels(t *testing.T) {
 		"ErrClosed": disbackend.ErrClosed, "ErrUnavailable": disbackend.ErrUnavailable,
 		"ErrAppNotFound": disbackend.ErrAppNotFound, "ErrAppExists": disbackend.ErrAppExists,
 		"ErrInvalidRecord": disbackend.ErrInvalidRecord, "ErrRecordTooLarge": disbackend.ErrRecordTooLarge,
+		"ErrCredentialNotFound": disbackend.ErrCredentialNotFound,
 	}
 	for _, n := range names {
 		s, ok := sentinels[n]

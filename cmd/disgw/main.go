@@ -295,6 +295,9 @@ func runGateway(cfg configs.Config, readyFile string, log *zap.Logger, ring *adm
 
 	gcfg := gatewayConfig(cfg)
 	gcfg.Metrics = m
+	if err := saslUsers(cfg, &gcfg); err != nil {
+		return err
+	}
 	srv, err := gateway.New(gcfg, store, log)
 	if err != nil {
 		return err
@@ -423,7 +426,26 @@ func gatewayConfig(cfg configs.Config) gateway.Config {
 	if cfg.Backend == configs.BackendDIS {
 		g.MetadataRefresh = cfg.DISMetadataRefresh
 	}
+	if ls, err := cfg.Listeners(); err == nil && strings.TrimSpace(cfg.ListenersList) != "" {
+		for _, l := range ls {
+			g.Listeners = append(g.Listeners, gateway.Listener{Name: l.Name, SecurityProtocol: l.SecurityProtocol, Listen: l.Listen, Advertise: l.Advertise})
+		}
+	}
+	g.TLS = gateway.TLSConfig{CertFile: cfg.TLSCertFile, KeyFile: cfg.TLSKeyFile, ClientCAFile: cfg.TLSClientCAFile, ClientAuth: cfg.TLSClientAuth}
+	g.SASL = gateway.SASLConfig{Mechanisms: cfg.EnabledSASLMechanisms(), MaxReauth: cfg.ConnectionsMaxReauth}
 	return g
+}
+
+// saslUsers reads sasl_users_file into g.SASL.Users.
+func saslUsers(cfg configs.Config, g *gateway.Config) error {
+	users, err := cfg.SASLUsers()
+	if err != nil {
+		return err
+	}
+	for _, u := range users {
+		g.SASL.Users = append(g.SASL.Users, gateway.SASLUser{Mechanism: u.Mechanism, Name: u.Name, Password: u.Password})
+	}
+	return nil
 }
 
 // disCredentials resolves the DIS credentials (dis_ak/dis_sk or dis_token

@@ -54,7 +54,7 @@ func epochApp(app string) string {
 // not consumer groups.
 func ownApp(name string) bool {
 	return name == gatewayApp || name == compactApp || name == logStartApp || strings.HasPrefix(name, epochAppPrefix) ||
-		strings.HasPrefix(name, aclAppPrefix)
+		strings.HasPrefix(name, aclAppPrefix) || strings.HasPrefix(name, scramAppPrefix)
 }
 
 // onceOK runs a setup step until it succeeds once (a failed one is tried

@@ -19,6 +19,7 @@ import "encoding/binary"
 //	'A' app                           app (apps.go)
 //	'K' app 0 stream 0 part           checkpoint (apps.go)
 //	'L'                               the ACL bindings (JSON []disbackend.ACL, acls.go)
+//	'S' user                          SCRAM credentials (JSON []disbackend.ScramCredential, credentials.go)
 const (
 	prefixMeta       = 'm'
 	prefixFloor      = 'f'
@@ -30,6 +31,7 @@ const (
 	prefixApp        = 'A'
 	prefixCheckpoint = 'K'
 	keyACLs          = 'L'
+	prefixScram      = 'S'
 )
 
 const partKeyLen = 1 + 8 + 4 // prefix, sid, partition

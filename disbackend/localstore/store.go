@@ -128,6 +128,8 @@ type Store struct {
 	// dbMu is read-held by every use of db outside the writer goroutines, and
 	// write-held by Close around db.Close, so no iterator outlives the DB.
 	dbMu sync.RWMutex
+	// scramMu serialises read-modify-writes of SCRAM credentials.
+	scramMu sync.Mutex
 
 	// mu guards streams and every stream's fields. Changing stream metadata
 	// also holds wmu, so holders of wmu may read streams without mu.
