@@ -441,6 +441,13 @@ func (c *conn) authorizeRequest(req *kafkawire.Request) (deny kmsg.Response, pos
 		// Checked by their handlers (api29_acls.go).
 	case *kmsg.SASLHandshakeRequest, *kmsg.SASLAuthenticateRequest:
 		// Not authorized: they establish the principal.
+	case *kmsg.DescribeClientQuotasRequest:
+		// Kafka: DESCRIBE_CONFIGS on the cluster (ControllerApis).
+		if !c.mayCluster(acl.OpDescribeConfigs) {
+			resp := r.ResponseKind().(*kmsg.DescribeClientQuotasResponse)
+			resp.ErrorCode = errClustAuth
+			return resp, nil
+		}
 	case *kmsg.DescribeUserSCRAMCredentialsRequest:
 		if !c.mayCluster(acl.OpDescribe) {
 			resp := r.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)

@@ -427,10 +427,10 @@ func TestACLSecurityDisabled(t *testing.T) {
 // table without a decision about its authorization in authorizeRequest
 // (authorize_apis.go): add it there, then here.
 func TestEveryAPIAuthorized(t *testing.T) {
-	// 17, 36 (SASL), 50, 51 (SCRAM credentials) are decided for the sasl
-	// branch's APIs.
+	// 17, 36 (SASL), 48 (client quotas), 50, 51 (SCRAM credentials) are
+	// decided for the sasl branch's APIs.
 	checked := []int16{0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 29, 30, 31, 32, 33, 34, 35, 36, 37,
-		42, 43, 44, 45, 46, 47, 50, 51, 60, 61, 75}
+		42, 43, 44, 45, 46, 47, 48, 50, 51, 60, 61, 75}
 	for _, k := range gateway.RegisteredAPIKeys() {
 		if !slices.Contains(checked, k) {
 			t.Errorf("API key %d (%s) is served but its authorization is not reviewed", k, kmsg.NameForKey(k))
