@@ -392,3 +392,51 @@ func (f *scramFinal) verify(final string) (string, error) {
 	}
 	return "v=" + base64.StdEncoding.EncodeToString(mac(f.cred.ServerKey)), nil
 }
+
+// CheckPassword reports whether password is user's: a PLAIN user of
+// SASLConfig.Users, or a user with a SCRAM credential in the credential
+// store (the password is salted and hashed with the credential's salt and
+// iterations, and StoredKey compared in constant time). It serves the
+// admin listener's HTTP basic authentication. A failed store lookup is a
+// refusal.
+func (s *Server) CheckPassword(ctx context.Context, user, password string) bool {
+	if _, ok := s.plainUsers[user]; ok {
+		return s.checkPlain(user, password)
+	}
+	if s.creds == nil {
+		return false
+	}
+	creds, err := s.creds.ScramCredentials(ctx, user)
+	if err != nil {
+		return false
+	}
+	for _, c := range creds {
+		hf := saslMechanisms[c.Mechanism]
+		if hf == nil {
+			continue
+		}
+		client, err := hf.NewClient("", password, "")
+		if err != nil {
+			continue
+		}
+		sc := client.GetStoredCredentials(scram.KeyFactors{Salt: string(c.Salt), Iters: int(c.Iterations)})
+		if subtle.ConstantTimeCompare(sc.StoredKey, c.StoredKey) == 1 {
+			return true
+		}
+	}
+	return false
+}
+
+// HasUsers reports whether the gateway authenticates anyone: a listener
+// with SASL, or SASL users configured.
+func (s *Server) HasUsers() bool {
+	if len(s.plainUsers) > 0 {
+		return true
+	}
+	for _, l := range s.cfg.listeners() {
+		if l.SecurityProtocol == ProtocolSASLPlaintext || l.SecurityProtocol == ProtocolSASLSSL {
+			return true
+		}
+	}
+	return false
+}

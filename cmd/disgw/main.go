@@ -497,19 +497,28 @@ func openBackend(cfg configs.Config, creds configs.DISCredentials, log *zap.Logg
 // recentErrors is how many warnings and errors the console keeps.
 const recentErrors = 200
 
-// adminOptions maps cfg onto the admin listener's options. Auth stays nil
-// (no authentication) until the gateway has users: wire their password
-// check here.
+// adminOptions maps cfg onto the admin listener's options. When the
+// gateway authenticates Kafka clients (a SASL listener or SASL users), the
+// admin listener asks for HTTP basic authentication with the same users
+// and passwords (PLAIN users, SCRAM credentials); else it has none.
 func adminOptions(cfg configs.Config, srv *gateway.Server, store disbackend.Backend, m *metrics.Metrics, ring *admin.ErrorRing, log *zap.Logger) admin.Options {
 	var kv []admin.KV
 	for _, e := range cfg.Effective() {
 		kv = append(kv, admin.KV{Key: e.Key, Value: e.Value})
 	}
-	return admin.Options{
+	o := admin.Options{
 		Listen: cfg.AdminListen, TLSCertFile: cfg.AdminTLSCertFile, TLSKeyFile: cfg.AdminTLSKeyFile,
 		Gateway: srv, Backend: store, BackendName: cfg.Backend, Metrics: m,
 		LagInterval: cfg.MetricsLagInterval, Config: kv, Errors: ring, Version: version, Logger: log,
 	}
+	if srv.HasUsers() {
+		o.Auth = func(user, password string) bool {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			return srv.CheckPassword(ctx, user, password)
+		}
+	}
+	return o
 }
 
 // effectiveConfig is every configuration key for the started line, the
