@@ -229,6 +229,14 @@ func (s *Store) sendGroup(k partKey, group []job, ps *putState) []job {
 		failAll(group, fmt.Errorf("disrest: append to %s/%d: %w", k.stream, k.part, disbackend.ErrPartitionNotFound))
 		return nil
 	}
+	if !ps.idemResolved {
+		// The first write since start, or the last one's outcome is
+		// unknown: the dedupe window and the last intent from DIS first.
+		if err := s.resolveIdem(ctx, k, si.id, ps); err != nil {
+			failAll(group, err)
+			return nil
+		}
+	}
 	logAppend := si.st.Config.TimestampType == disbackend.LogAppendTime
 	cp := s.compact.part(k, si) // nil unless the compactor keeps the partition's keys
 	format := si.st.Config.RecordFormat
@@ -246,8 +254,14 @@ func (s *Store) sendGroup(k partKey, group []job, ps *putState) []job {
 	var out []disRecord
 	var preps []prepared
 	var rest []job
+	var intent []idemEntry // of preps, in order; see idem.go
+	idempotent := false
 	for i := range group {
 		j := &group[i]
+		if len(intent) >= maxIntentEntries && (j.b.ProducerID >= 0 || intent[len(intent)-1].pid >= 0) {
+			rest = group[i:] // the next PutRecords
+			break
+		}
 		fail := func(err error) {
 			s.complete(j, disbackend.AppendResult{}, fmt.Errorf("disrest: append to %s/%d: %w", k.stream, k.part, err))
 		}
@@ -300,12 +314,51 @@ func (s *Store) sendGroup(k partKey, group []job, ps *putState) []job {
 		}
 		if pid := j.b.ProducerID; pid >= 0 {
 			producers[pid] = next{j.b.ProducerEpoch, disbackend.IncSequence(j.b.BaseSequence, j.b.NumRecords)}
+			maxTS := j.b.MaxTimestamp
+			if logAppend {
+				maxTS = time.Now().UnixMilli()
+			}
+			intent = append(intent, idemEntry{pid: pid, epoch: j.b.ProducerEpoch, seq: j.b.BaseSequence, n: int32(len(recs)), maxTS: maxTS})
+			idempotent = true
+		} else if n := len(intent); n > 0 && intent[n-1].pid < 0 {
+			intent[n-1].n += int32(len(recs))
+		} else {
+			intent = append(intent, idemEntry{pid: -1, n: int32(len(recs))})
 		}
 		preps = append(preps, prepared{j: j, start: len(out), end: len(out) + len(recs)})
 		out = append(out, recs...)
 	}
 	if len(out) == 0 {
 		return rest
+	}
+	failPreps := func(preps []prepared, err error) {
+		for _, pr := range preps {
+			if cp != nil {
+				s.compact.failed(cp, pr.j.b.Records)
+			}
+			s.complete(pr.j, disbackend.AppendResult{}, fmt.Errorf("disrest: append to %s/%d: %w", k.stream, k.part, err))
+		}
+	}
+	if idempotent || ps.idemStale {
+		// Write-ahead: the intent (or, after one that was not written,
+		// none) is in DIS before the records are.
+		if !idempotent {
+			intent = nil
+		}
+		s.learn(ctx, k, ps)
+		err := fmt.Errorf("%w: the end offset is not known", disbackend.ErrUnavailable)
+		if ps.known {
+			err = s.commitIntent(ctx, k, si.id, ps, intent)
+		}
+		if err != nil {
+			ps.idemStale = true
+			if !errors.Is(err, disbackend.ErrUnavailable) {
+				err = fmt.Errorf("%w: keep the write intent: %v", disbackend.ErrUnavailable, err)
+			}
+			failPreps(preps, err)
+			return rest
+		}
+		ps.idemStale = false
 	}
 
 	// A PutRecords also holds at most what DIS's buckets hold (one second
@@ -328,12 +381,10 @@ func (s *Store) sendGroup(k partKey, group []job, ps *putState) []job {
 		got, waited, err := s.putRecords(ctx, k, out[start:end], ps, si.advanced)
 		throttle += waited
 		if err != nil {
-			for _, pr := range preps[done:] {
-				if cp != nil {
-					s.compact.failed(cp, pr.j.b.Records)
-				}
-				s.complete(pr.j, disbackend.AppendResult{}, fmt.Errorf("disrest: append to %s/%d: %w", k.stream, k.part, err))
+			if idempotent {
+				ps.idemResolved = false // the outcome is unknown: resolve before the next write
 			}
+			failPreps(preps[done:], err)
 			return rest
 		}
 		copy(sns[start:end], got)

@@ -22,6 +22,13 @@ type putState struct {
 	pacer
 	next  int64
 	known bool // next is DIS's: this gateway was the only writer since
+
+	// The dedupe checkpoint (idem.go): idemResolved, the window and the
+	// last intent were read back from DIS since start and since the last
+	// PutRecords whose outcome is unknown; idemLoaded, the window was
+	// read once; idemStale, the checkpoint in DIS may hold an intent that
+	// was not written, to be replaced before the next PutRecords.
+	idemResolved, idemLoaded, idemStale bool
 }
 
 // advance notes the sequence numbers DIS gave the records it accepted from
