@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -51,7 +52,7 @@ func (r *idemRun) startGateway(listen string) {
 		r.round++
 		ready := filepath.Join(r.dir, fmt.Sprintf("gw-ready-%d", r.round))
 		r.gw = start(t, environ("DISGW_DIS_AK=ak", "DISGW_DIS_SK=sk"), "serve", "--listen", listen, "--backend", "dis",
-			"--dis-endpoint", r.endpoint, "--dis-project-id", "idem", "--ready-file", ready, "--log-level", "warn")
+			"--dis-endpoint", r.endpoint, "--dis-project-id", "idem", "--ready-file", ready, "--log-level", idemLogLevel())
 		deadline := time.Now().Add(60 * time.Second)
 		for {
 			if b, err := os.ReadFile(ready); err == nil && len(b) > 0 {
@@ -111,7 +112,8 @@ func (r *idemRun) startLoad() *idemLoad {
 	l := &idemLoad{acked: map[string]idemAck{}, stop: make(chan struct{})}
 	for prod := range idemProducers {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(r.addr), kgo.DefaultProduceTopic(idemTopic),
-			kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(2*time.Millisecond))
+			kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(2*time.Millisecond),
+			kgo.WithLogger(resetLogger{t, prod}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -285,7 +287,11 @@ func TestDISIdempotentKill9(t *testing.T) {
 	r := newIdemRun(t)
 	r.createTopic()
 	l := r.startLoad()
-	for trial := range 10 {
+	trials := 10
+	if v, err := strconv.Atoi(os.Getenv("IDEM_TEST_TRIALS")); err == nil {
+		trials = v
+	}
+	for trial := range trials {
 		r.waitAcked(l, 2000+trial*137%1000)
 		if err := r.gw.cmd.Process.Signal(os.Kill); err != nil {
 			t.Fatal(err)
@@ -321,4 +327,29 @@ func TestDISIdempotentOutage(t *testing.T) {
 	r.waitAcked(l, 3000)
 	l.finish()
 	r.verify(l)
+}
+
+func idemLogLevel() string {
+	if v := os.Getenv("IDEM_TEST_LOG"); v != "" {
+		return v
+	}
+	return "warn"
+}
+
+// resetLogger logs franz-go's producer-ID resets (after an
+// OUT_OF_ORDER_SEQUENCE_NUMBER, UNKNOWN_PRODUCER_ID or
+// INVALID_PRODUCER_EPOCH answer), after which it writes its batches again
+// under a new producer id or epoch: the duplicates they make are what
+// this test counts.
+type resetLogger struct {
+	t    *testing.T
+	prod int
+}
+
+func (l resetLogger) Level() kgo.LogLevel { return kgo.LogLevelInfo }
+
+func (l resetLogger) Log(level kgo.LogLevel, msg string, kv ...any) {
+	if strings.Contains(msg, "producer ID") || strings.Contains(msg, "producer epoch") {
+		l.t.Logf("producer %d: %s %v", l.prod, msg, kv)
+	}
 }

@@ -229,6 +229,12 @@ func (s *Store) sendGroup(k partKey, group []job, ps *putState) []job {
 		failAll(group, fmt.Errorf("disrest: append to %s/%d: %w", k.stream, k.part, disbackend.ErrPartitionNotFound))
 		return nil
 	}
+	if ps.idemResolved && time.Since(ps.lastWrite) >= idemIdle {
+		// Idle for a while: another node may have led the partition
+		// meanwhile; read its window and end offset from DIS again.
+		ps.idemResolved, ps.idemLoaded, ps.known = false, false, false
+	}
+	defer func() { ps.lastWrite = time.Now() }()
 	if !ps.idemResolved {
 		// The first write since start, or the last one's outcome is
 		// unknown: the dedupe window and the last intent from DIS first.

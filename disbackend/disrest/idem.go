@@ -54,6 +54,11 @@ const idemApp = "__disgw-idem"
 // checkpoint metadata with room for the window.
 const maxIntentEntries = 24
 
+// idemIdle: a partition written to after this long without a write has
+// its dedupe window and end offset read from DIS again first (another
+// node may have led it meanwhile: several gateway nodes).
+const idemIdle = 5 * time.Second
+
 // defaultIdemSettle is how long resolveIdem waits, when an intent looks
 // not (wholly) written, for a PutRecords of it still on its way to DIS
 // before it looks again.
@@ -129,6 +134,13 @@ func (s *idemState) restore(k partKey, batches []idemBatch) {
 		}
 		p.Rebuild(ib.pid, ib.epoch, ib.b.FirstSeq, ib.b.BaseOffset, ib.b.LastOffset, ib.b.MaxTimestamp, now)
 	}
+}
+
+// reset forgets partition k's states.
+func (s *idemState) reset(k partKey) {
+	s.mu.Lock()
+	delete(s.parts, k)
+	s.mu.Unlock()
 }
 
 func (s *idemState) dropStream(name string) {
@@ -380,6 +392,9 @@ func (s *Store) resolveIdem(ctx context.Context, k partKey, sid string, ps *putS
 		}
 	}
 	if cp == nil {
+		if !ps.idemLoaded {
+			s.idem.reset(k)
+		}
 		ps.idemResolved, ps.idemLoaded, ps.idemStale = true, true, false
 		return nil
 	}
@@ -408,6 +423,8 @@ func (s *Store) resolveIdem(ctx context.Context, k partKey, sid string, ps *putS
 	}
 	batches := written
 	if !ps.idemLoaded {
+		// What DIS holds is the newest view, whoever wrote it.
+		s.idem.reset(k)
 		batches = append(slices.Clone(cp.window), written...)
 	}
 	s.idem.restore(k, batches)

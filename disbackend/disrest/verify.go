@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/huaweicloud/huaweicloud-sdk-go-v3/services/dis/v2/model"
 	"go.uber.org/zap"
@@ -29,6 +30,7 @@ type putState struct {
 	// read once; idemStale, the checkpoint in DIS may hold an intent that
 	// was not written, to be replaced before the next PutRecords.
 	idemResolved, idemLoaded, idemStale bool
+	lastWrite                           time.Time // the end of the last sendGroup
 }
 
 // advance notes the sequence numbers DIS gave the records it accepted from
