@@ -199,6 +199,10 @@ func (s *Store) complete(j *job, res disbackend.AppendResult, err error) {
 type prepared struct {
 	j          *job
 	start, end int // its records in the group's out
+	// partial, for the retry of a batch whose first records a PutRecords
+	// cut short wrote (idem.go): where those are; its other records are
+	// in out.
+	partial *idemPartial
 }
 
 // sendGroup writes the records of a group of jobs of partition k, taken
@@ -305,6 +309,12 @@ func (s *Store) sendGroup(k partKey, group []job, ps *putState) []job {
 			j.b.Records, j.src, j.b.NumRecords = kept, src, int32(len(kept))
 		}
 		recs, err := s.toDISRecords(&j.b, logAppend, format)
+		var partial *idemPartial
+		if err == nil && j.b.ProducerID >= 0 && cp == nil {
+			if partial = s.idem.partialOf(k, &j.b); partial != nil {
+				recs = recs[partial.done:] // written before: only the rest
+			}
+		}
 		if err != nil {
 			if cp != nil && j.src != nil {
 				s.compact.release(cp, j.b.Records)
@@ -318,7 +328,16 @@ func (s *Store) sendGroup(k partKey, group []job, ps *putState) []job {
 				continue
 			}
 		}
-		if pid := j.b.ProducerID; pid >= 0 {
+		if pid := j.b.ProducerID; pid >= 0 && partial != nil {
+			// Its rest described as other records: after another cut the
+			// retry writes the whole batch again.
+			producers[pid] = next{j.b.ProducerEpoch, disbackend.IncSequence(j.b.BaseSequence, j.b.NumRecords)}
+			if n := len(intent); n > 0 && intent[n-1].pid < 0 {
+				intent[n-1].n += int32(len(recs))
+			} else {
+				intent = append(intent, idemEntry{pid: -1, n: int32(len(recs))})
+			}
+		} else if pid := j.b.ProducerID; pid >= 0 {
 			producers[pid] = next{j.b.ProducerEpoch, disbackend.IncSequence(j.b.BaseSequence, j.b.NumRecords)}
 			maxTS := j.b.MaxTimestamp
 			if logAppend {
@@ -331,7 +350,7 @@ func (s *Store) sendGroup(k partKey, group []job, ps *putState) []job {
 		} else {
 			intent = append(intent, idemEntry{pid: -1, n: int32(len(recs))})
 		}
-		preps = append(preps, prepared{j: j, start: len(out), end: len(out) + len(recs)})
+		preps = append(preps, prepared{j: j, start: len(out), end: len(out) + len(recs), partial: partial})
 		out = append(out, recs...)
 	}
 	if len(out) == 0 {
@@ -409,7 +428,15 @@ func (s *Store) sendGroup(k partKey, group []job, ps *putState) []job {
 // finish completes a job whose records all have sequence numbers.
 func (s *Store) finish(k partKey, pr prepared, sns []int64, logAppend bool, throttle time.Duration) {
 	base := sns[pr.start]
-	for i := pr.start + 1; i < pr.end; i++ {
+	last := sns[pr.end-1]
+	if pr.partial != nil {
+		base = pr.partial.base
+		last = base + int64(pr.j.b.NumRecords) - 1
+		s.idem.clearPartial(k)
+		s.log.Info("the rest of a batch cut short written", zap.String("stream", k.stream), zap.Int32("partition", k.part),
+			zap.Int64("producer_id", pr.j.b.ProducerID), zap.Int64("base_offset", base), zap.Int("written_before", int(pr.partial.done)))
+	}
+	for i := pr.start + 1; i < pr.end && pr.partial == nil; i++ {
 		if want := base + int64(i-pr.start); sns[i] != want {
 			// Another writer interleaved, or DIS accepted a later record
 			// after refusing an earlier one: the producer is told base,
@@ -420,7 +447,6 @@ func (s *Store) finish(k partKey, pr prepared, sns []int64, logAppend bool, thro
 			break
 		}
 	}
-	last := sns[pr.end-1]
 	res := disbackend.AppendResult{BaseOffset: base, LogAppendTime: -1, Throttle: throttle}
 	maxTS := pr.j.b.MaxTimestamp
 	if logAppend {

@@ -68,9 +68,12 @@ const defaultIdemSettle = 3 * time.Second
 // that partition, so check and remember of one batch do not interleave with
 // another batch of the partition.
 type idemState struct {
-	mu      sync.Mutex
-	parts   map[partKey]*disbackend.ProducerStates[int64]
-	appOnce onceOK // idemApp created
+	mu    sync.Mutex
+	parts map[partKey]*disbackend.ProducerStates[int64]
+	// partials: by partition, the batch a PutRecords cut short, to be
+	// completed by its retry.
+	partials map[partKey]*idemPartial
+	appOnce  onceOK // idemApp created
 }
 
 func (s *idemState) part(k partKey) *disbackend.ProducerStates[int64] {
@@ -152,6 +155,45 @@ func (s *idemState) dropStream(name string) {
 	}
 	s.mu.Unlock()
 }
+
+// idemPartial is an intent's idempotent batch of which a PutRecords cut
+// short (a batch of more records than one PutRecords takes, its process
+// killed between two) wrote the first done records, from base on. The
+// producer's retry of it writes only the rest and is answered with base.
+type idemPartial struct {
+	pid   int64
+	epoch int16
+	seq   int32
+	n     int32
+	base  int64
+	done  int32
+}
+
+// partialOf returns partition k's partial batch when b is its retry.
+func (s *idemState) partialOf(k partKey, b *disbackend.Batch) *idemPartial {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.partials[k]
+	if p == nil || p.pid != b.ProducerID || p.epoch != b.ProducerEpoch || p.seq != b.BaseSequence || p.n != b.NumRecords {
+		return nil
+	}
+	return p
+}
+
+func (s *idemState) setPartial(k partKey, p *idemPartial) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.partials == nil {
+		s.partials = map[partKey]*idemPartial{}
+	}
+	if p == nil {
+		delete(s.partials, k)
+		return
+	}
+	s.partials[k] = p
+}
+
+func (s *idemState) clearPartial(k partKey) { s.setPartial(k, nil) }
 
 // idemBatch is one remembered batch of producer pid with epoch.
 type idemBatch struct {
@@ -350,10 +392,20 @@ func decodeIdem(meta string) (*idemCheckpoint, error) {
 // gateway being the partition's only writer, an end beyond the intent
 // means records written after it.
 func resolveIntent(cp *idemCheckpoint, end int64) (written []idemBatch, all bool) {
+	written, all, _ = resolveIntentPartial(cp, end)
+	return written, all
+}
+
+// resolveIntentPartial is resolveIntent, and the idempotent batch only
+// partly covered, if any.
+func resolveIntentPartial(cp *idemCheckpoint, end int64) (written []idemBatch, all bool, partial *idemPartial) {
 	off := cp.end
 	for _, e := range cp.intent {
 		if off+int64(e.n) > end {
-			return written, false
+			if e.pid >= 0 && end > off {
+				partial = &idemPartial{pid: e.pid, epoch: e.epoch, seq: e.seq, n: e.n, base: off, done: int32(end - off)}
+			}
+			return written, false, partial
 		}
 		if e.pid >= 0 {
 			written = append(written, idemBatch{pid: e.pid, epoch: e.epoch, b: disbackend.ProducerBatch{
@@ -363,7 +415,7 @@ func resolveIntent(cp *idemCheckpoint, end int64) (written []idemBatch, all bool
 		}
 		off += int64(e.n)
 	}
-	return written, true
+	return written, true, nil
 }
 
 // resolveIdem reads idemApp's checkpoint on partition k and k's end offset
@@ -398,7 +450,7 @@ func (s *Store) resolveIdem(ctx context.Context, k partKey, sid string, ps *putS
 		ps.idemResolved, ps.idemLoaded, ps.idemStale = true, true, false
 		return nil
 	}
-	written, all := resolveIntent(cp, r.Next)
+	written, all, partial := resolveIntentPartial(cp, r.Next)
 	if !all && s.opts.idemSettle >= 0 {
 		// A PutRecords of the intent may still be on its way: sent by a
 		// process that died since, or by this one before it gave up, and
@@ -419,8 +471,9 @@ func (s *Store) resolveIdem(ctx context.Context, k partKey, sid string, ps *putS
 			return fmt.Errorf("%w: read the end offset of %s/%d: %v", disbackend.ErrUnavailable, k.stream, k.part, err)
 		}
 		ps.next = r.Next
-		written, all = resolveIntent(cp, r.Next)
+		written, all, partial = resolveIntentPartial(cp, r.Next)
 	}
+	s.idem.setPartial(k, partial)
 	batches := written
 	if !ps.idemLoaded {
 		// What DIS holds is the newest view, whoever wrote it.
@@ -431,7 +484,7 @@ func (s *Store) resolveIdem(ctx context.Context, k partKey, sid string, ps *putS
 	if len(cp.intent) > 0 {
 		s.log.Info("write intent resolved", zap.String("stream", k.stream), zap.Int32("partition", k.part),
 			zap.Int64("expected_at", cp.end), zap.Int64("end_offset", r.Next),
-			zap.Int("batches", len(cp.intent)), zap.Int("idempotent_written", len(written)), zap.Bool("all_written", all))
+			zap.Int("batches", len(cp.intent)), zap.Int("idempotent_written", len(written)), zap.Bool("all_written", all), zap.Bool("partly_written", partial != nil))
 	}
 	ps.idemResolved, ps.idemLoaded = true, true
 	// An intent not (wholly) written must not be read later against an

@@ -161,6 +161,12 @@ func TestResolveIntent(t *testing.T) {
 			t.Errorf("end %d: %+v, %v; want %+v, %v", tc.end, got, all, tc.want, tc.all)
 		}
 	}
+	if _, _, p := resolveIntentPartial(cp, 104); p == nil || *p != (idemPartial{pid: 1, epoch: 0, seq: 10, n: 5, base: 100, done: 4}) {
+		t.Errorf("partial at 104: %+v", p)
+	}
+	if _, _, p := resolveIntentPartial(cp, 106); p != nil {
+		t.Errorf("records of others partly written: %+v", p)
+	}
 	if got, all := resolveIntent(&idemCheckpoint{end: 5}, 5); len(got) != 0 || !all {
 		t.Errorf("empty intent: %+v, %v", got, all)
 	}
@@ -246,5 +252,34 @@ func TestIdemAcrossRestart(t *testing.T) {
 	}
 	if r, err := c.describeRange(ctxT(t), "idem", 0); err != nil || r.Next != 12 {
 		t.Fatalf("partition range %+v, %v: want 12 records", r, err)
+	}
+	// A batch of 6 records cut short after its first 2 (a batch larger
+	// than one PutRecords, the process killed between two): its retry
+	// writes the other 4 and is answered with the first one's offset.
+	si, _ = c.streamInfo(ctxT(t), "idem", true)
+	cut := &putState{}
+	c.learn(ctxT(t), k, cut)
+	big := backendtest.MakeBatch(backendtest.BatchOptions{NumRecords: 6, Idempotent: true, ProducerID: 9, ProducerEpoch: 2, BaseSequence: 12, Seed: 1})
+	if err := c.commitIntent(ctxT(t), k, si.id, cut, []idemEntry{{pid: 9, epoch: 2, seq: 12, n: 6, maxTS: big.MaxTimestamp}}); err != nil {
+		t.Fatal(err)
+	}
+	recs, err = c.toDISRecords(&big, false, FormatEnvelope)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.putRecords(ctxT(t), k, recs[:2], cut, si.advanced); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Close()
+	d := newStore(t, url, mod)
+	res, err := d.Append("idem", 0, big).Wait(ctxT(t))
+	if err != nil || res.BaseOffset != 12 || res.Duplicate {
+		t.Fatalf("the retry of a batch cut short: %+v, %v", res, err)
+	}
+	if r, err := d.describeRange(ctxT(t), "idem", 0); err != nil || r.Next != 18 {
+		t.Fatalf("partition range %+v, %v: want 18 records", r, err)
+	}
+	if res, err := d.Append("idem", 0, big).Wait(ctxT(t)); err != nil || res.BaseOffset != 12 || !res.Duplicate {
+		t.Fatalf("a second retry of it: %+v, %v", res, err)
 	}
 }
