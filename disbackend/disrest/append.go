@@ -235,7 +235,7 @@ func (s *Store) sendGroup(k partKey, group []job, ps *putState) []job {
 	}
 	if ps.idemResolved && time.Since(ps.lastWrite) >= idemIdle {
 		// Idle for a while: another node may have led the partition
-		// meanwhile; read its window and end offset from DIS again.
+		// meanwhile; merge its window and learn the end offset again.
 		ps.idemResolved, ps.idemLoaded, ps.known = false, false, false
 	}
 	defer func() { ps.lastWrite = time.Now() }()

@@ -139,18 +139,16 @@ func (s *idemState) restore(k partKey, batches []idemBatch) {
 	}
 }
 
-// reset forgets partition k's states.
-func (s *idemState) reset(k partKey) {
-	s.mu.Lock()
-	delete(s.parts, k)
-	s.mu.Unlock()
-}
-
 func (s *idemState) dropStream(name string) {
 	s.mu.Lock()
 	for k := range s.parts {
 		if k.stream == name {
 			delete(s.parts, k)
+		}
+	}
+	for k := range s.partials {
+		if k.stream == name {
+			delete(s.partials, k)
 		}
 	}
 	s.mu.Unlock()
@@ -444,9 +442,6 @@ func (s *Store) resolveIdem(ctx context.Context, k partKey, sid string, ps *putS
 		}
 	}
 	if cp == nil {
-		if !ps.idemLoaded {
-			s.idem.reset(k)
-		}
 		ps.idemResolved, ps.idemLoaded, ps.idemStale = true, true, false
 		return nil
 	}
@@ -473,11 +468,13 @@ func (s *Store) resolveIdem(ctx context.Context, k partKey, sid string, ps *putS
 		ps.next = r.Next
 		written, all, partial = resolveIntentPartial(cp, r.Next)
 	}
-	s.idem.setPartial(k, partial)
+	if partial != nil {
+		s.idem.setPartial(k, partial) // until its retry comes
+	}
 	batches := written
 	if !ps.idemLoaded {
-		// What DIS holds is the newest view, whoever wrote it.
-		s.idem.reset(k)
+		// Merged with what this process remembers (batches known are
+		// skipped): after an idle time, another node's batches join.
 		batches = append(slices.Clone(cp.window), written...)
 	}
 	s.idem.restore(k, batches)
