@@ -328,22 +328,17 @@ func (s *Store) sendGroup(k partKey, group []job, ps *putState) []job {
 				continue
 			}
 		}
-		if pid := j.b.ProducerID; pid >= 0 && partial != nil {
-			// Its rest described as other records: after another cut the
-			// retry writes the whole batch again.
-			producers[pid] = next{j.b.ProducerEpoch, disbackend.IncSequence(j.b.BaseSequence, j.b.NumRecords)}
-			if n := len(intent); n > 0 && intent[n-1].pid < 0 {
-				intent[n-1].n += int32(len(recs))
-			} else {
-				intent = append(intent, idemEntry{pid: -1, n: int32(len(recs))})
-			}
-		} else if pid := j.b.ProducerID; pid >= 0 {
+		if pid := j.b.ProducerID; pid >= 0 {
 			producers[pid] = next{j.b.ProducerEpoch, disbackend.IncSequence(j.b.BaseSequence, j.b.NumRecords)}
 			maxTS := j.b.MaxTimestamp
 			if logAppend {
 				maxTS = time.Now().UnixMilli()
 			}
-			intent = append(intent, idemEntry{pid: pid, epoch: j.b.ProducerEpoch, seq: j.b.BaseSequence, n: int32(len(recs)), maxTS: maxTS})
+			e := idemEntry{pid: pid, epoch: j.b.ProducerEpoch, seq: j.b.BaseSequence, n: int32(len(recs)), maxTS: maxTS}
+			if partial != nil {
+				e.n, e.done, e.base = j.b.NumRecords, partial.done, partial.base
+			}
+			intent = append(intent, e)
 			idempotent = true
 		} else if n := len(intent); n > 0 && intent[n-1].pid < 0 {
 			intent[n-1].n += int32(len(recs))

@@ -208,7 +208,14 @@ type idemEntry struct {
 	seq   int32
 	n     int32
 	maxTS int64 // ms
+	// done > 0: the completion of a batch cut short (idemPartial), whose
+	// first done records are from base on; this PutRecords has n-done.
+	done int32
+	base int64
 }
+
+// count is how many records the entry puts in its PutRecords.
+func (e *idemEntry) count() int32 { return e.n - e.done }
 
 // idemCheckpoint is what idemApp's checkpoint on a partition holds.
 type idemCheckpoint struct {
@@ -231,11 +238,15 @@ const idemMetaVersion = "i1"
 
 func b36(v int64) string { return strconv.FormatInt(v, 36) }
 
-func encodeEntry(e idemEntry, t0 int64) string {
+func encodeEntry(e idemEntry, end, t0 int64) string {
 	if e.pid < 0 {
 		return b36(int64(e.n))
 	}
-	return b36(e.pid) + "." + b36(int64(e.epoch)) + "." + b36(int64(e.seq)) + "." + b36(int64(e.n)) + "." + b36(e.maxTS-t0)
+	v := b36(e.pid) + "." + b36(int64(e.epoch)) + "." + b36(int64(e.seq)) + "." + b36(int64(e.n)) + "." + b36(e.maxTS-t0)
+	if e.done > 0 {
+		v += "." + b36(int64(e.done)) + "." + b36(end-e.base)
+	}
+	return v
 }
 
 func encodeWinBatch(b disbackend.ProducerBatch, end, t0 int64) string {
@@ -253,7 +264,7 @@ func encodeIdem(cp *idemCheckpoint, t0 int64, max int) (meta string, kept int, o
 		if i > 0 {
 			sb.WriteByte(',')
 		}
-		sb.WriteString(encodeEntry(e, t0))
+		sb.WriteString(encodeEntry(e, cp.end, t0))
 	}
 	sb.WriteByte('|')
 	head := sb.String()
@@ -342,9 +353,17 @@ func decodeIdem(meta string) (*idemCheckpoint, error) {
 			switch len(p) {
 			case 1:
 				cp.intent = append(cp.intent, idemEntry{pid: -1, n: int32(num(p[0], 1, 1<<31-1))})
-			case 5:
-				cp.intent = append(cp.intent, idemEntry{pid: num(p[0], 0, 1<<63-1), epoch: int16(num(p[1], 0, 1<<15-1)),
-					seq: int32(num(p[2], 0, 1<<31-1)), n: int32(num(p[3], 1, 1<<31-1)), maxTS: ts(p[4])})
+			case 5, 7:
+				e := idemEntry{pid: num(p[0], 0, 1<<63-1), epoch: int16(num(p[1], 0, 1<<15-1)),
+					seq: int32(num(p[2], 0, 1<<31-1)), n: int32(num(p[3], 1, 1<<31-1)), maxTS: ts(p[4])}
+				if len(p) == 7 {
+					e.done = int32(num(p[5], 1, int64(e.n)-1))
+					e.base = cp.end - num(p[6], 1, maxOff)
+					if err == nil && (e.done >= e.n || e.base < 0) {
+						return nil, errIdemMeta
+					}
+				}
+				cp.intent = append(cp.intent, e)
 			default:
 				return nil, errIdemMeta
 			}
@@ -399,19 +418,23 @@ func resolveIntent(cp *idemCheckpoint, end int64) (written []idemBatch, all bool
 func resolveIntentPartial(cp *idemCheckpoint, end int64) (written []idemBatch, all bool, partial *idemPartial) {
 	off := cp.end
 	for _, e := range cp.intent {
-		if off+int64(e.n) > end {
-			if e.pid >= 0 && end > off {
-				partial = &idemPartial{pid: e.pid, epoch: e.epoch, seq: e.seq, n: e.n, base: off, done: int32(end - off)}
+		base := off
+		if e.done > 0 {
+			base = e.base
+		}
+		if off+int64(e.count()) > end {
+			if e.pid >= 0 && (end > off || e.done > 0) {
+				partial = &idemPartial{pid: e.pid, epoch: e.epoch, seq: e.seq, n: e.n, base: base, done: e.done + int32(max(end-off, 0))}
 			}
 			return written, false, partial
 		}
 		if e.pid >= 0 {
 			written = append(written, idemBatch{pid: e.pid, epoch: e.epoch, b: disbackend.ProducerBatch{
 				FirstSeq: e.seq, LastSeq: disbackend.IncSequence(e.seq, e.n-1),
-				BaseOffset: off, LastOffset: off + int64(e.n) - 1, MaxTimestamp: e.maxTS,
+				BaseOffset: base, LastOffset: base + int64(e.n) - 1, MaxTimestamp: e.maxTS,
 			}})
 		}
-		off += int64(e.n)
+		off += int64(e.count())
 	}
 	return written, true, nil
 }

@@ -25,6 +25,7 @@ func TestIdemMetaRoundTrip(t *testing.T) {
 			{pid: 42, epoch: 3, seq: 2147483600, n: 10, maxTS: t0 - 5},
 			{pid: -1, n: 7},
 			{pid: 1 << 40, epoch: 0, seq: 0, n: 1, maxTS: t0 + 1},
+			{pid: 5, epoch: 1, seq: 70, n: 3000, maxTS: t0, done: 2000, base: 123450000},
 		},
 		// newest first
 		window: []idemBatch{
@@ -163,6 +164,18 @@ func TestResolveIntent(t *testing.T) {
 	}
 	if _, _, p := resolveIntentPartial(cp, 104); p == nil || *p != (idemPartial{pid: 1, epoch: 0, seq: 10, n: 5, base: 100, done: 4}) {
 		t.Errorf("partial at 104: %+v", p)
+	}
+	// The completion of a batch of 10 cut short after 4 (at 50), cut
+	// short again after 3 more.
+	again := &idemCheckpoint{end: 100, intent: []idemEntry{{pid: 3, epoch: 0, seq: 20, n: 10, maxTS: 1, done: 4, base: 50}}}
+	if _, _, p := resolveIntentPartial(again, 103); p == nil || *p != (idemPartial{pid: 3, seq: 20, n: 10, base: 50, done: 7}) {
+		t.Errorf("completion cut again: %+v", p)
+	}
+	if _, _, p := resolveIntentPartial(again, 100); p == nil || p.done != 4 || p.base != 50 {
+		t.Errorf("completion not written: %+v", p)
+	}
+	if got, all, _ := resolveIntentPartial(again, 106); !all || len(got) != 1 || got[0] != winBatch(3, 0, 20, 10, 50, 1) {
+		t.Errorf("completion written: %+v, %v", got, all)
 	}
 	if _, _, p := resolveIntentPartial(cp, 106); p != nil {
 		t.Errorf("records of others partly written: %+v", p)
