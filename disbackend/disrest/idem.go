@@ -193,6 +193,24 @@ func (s *idemState) setPartial(k partKey, p *idemPartial) {
 
 func (s *idemState) clearPartial(k partKey) { s.setPartial(k, nil) }
 
+// pendingPartial returns partition k's partial batch unless intent
+// completes it (the intent then describes it).
+func (s *idemState) pendingPartial(k partKey, intent []idemEntry) *idemPartial {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.partials[k]
+	if p == nil {
+		return nil
+	}
+	for _, e := range intent {
+		if e.pid == p.pid && e.epoch == p.epoch && e.seq == p.seq && e.done > 0 {
+			return nil
+		}
+	}
+	c := *p
+	return &c
+}
+
 // idemBatch is one remembered batch of producer pid with epoch.
 type idemBatch struct {
 	pid   int64
@@ -223,6 +241,8 @@ type idemCheckpoint struct {
 	end    int64       // the partition's end offset the intent is expected at
 	intent []idemEntry // in write order
 	window []idemBatch // the dedupe window before the intent
+	// partial: a batch cut short earlier whose retry has not come yet.
+	partial *idemPartial
 }
 
 // The metadata is text, numbers in base 36:
@@ -287,13 +307,18 @@ func encodeIdem(cp *idemCheckpoint, t0 int64, max int) (meta string, kept int, o
 		seen[ib.pid] = true
 		n++
 	}
+	tail := ""
+	if p := cp.partial; p != nil {
+		tail = "|" + b36(p.pid) + "." + b36(int64(p.epoch)) + "." + b36(int64(p.seq)) + "." + b36(int64(p.n)) + "." + b36(cp.end-p.base) + "." + b36(int64(p.done))
+		size += len(tail)
+	}
 	for ; n >= 0; n-- {
-		meta := head + encodeWindow(cp.window[:n], cp.end, t0)
+		meta := head + encodeWindow(cp.window[:n], cp.end, t0) + tail
 		if len(meta) <= max {
 			return meta, n, true
 		}
 	}
-	return head, 0, true
+	return "", 0, false
 }
 
 // encodeWindow encodes batches (newest first) by producer, in order of
@@ -331,7 +356,7 @@ var errIdemMeta = errors.New("not a dedupe checkpoint")
 // counts or offsets, an epoch beyond int16, a sequence beyond int32).
 func decodeIdem(meta string) (*idemCheckpoint, error) {
 	f := strings.Split(meta, "|")
-	if len(f) != 6 || f[0] != idemMetaVersion || f[1] == "" {
+	if len(f) != 6 && len(f) != 7 || f[0] != idemMetaVersion || f[1] == "" {
 		return nil, errIdemMeta
 	}
 	cp := &idemCheckpoint{sid: f[1]}
@@ -393,6 +418,19 @@ func decodeIdem(meta string) (*idemCheckpoint, error) {
 				}})
 			}
 		}
+	}
+	if len(f) == 7 {
+		p := strings.Split(f[6], ".")
+		if len(p) != 6 {
+			return nil, errIdemMeta
+		}
+		pp := &idemPartial{pid: num(p[0], 0, 1<<63-1), epoch: int16(num(p[1], 0, 1<<15-1)), seq: int32(num(p[2], 0, 1<<31-1)),
+			n: int32(num(p[3], 2, 1<<31-1)), base: cp.end - num(p[4], 1, maxOff)}
+		pp.done = int32(num(p[5], 1, int64(pp.n)-1))
+		if err == nil && (pp.base < 0 || pp.done >= pp.n) {
+			return nil, errIdemMeta
+		}
+		cp.partial = pp
 	}
 	if err != nil {
 		return nil, err
@@ -491,6 +529,9 @@ func (s *Store) resolveIdem(ctx context.Context, k partKey, sid string, ps *putS
 		ps.next = r.Next
 		written, all, partial = resolveIntentPartial(cp, r.Next)
 	}
+	if partial == nil && cp.partial != nil && !ps.idemLoaded {
+		partial = cp.partial // cut short before, its retry not seen yet
+	}
 	if partial != nil {
 		s.idem.setPartial(k, partial) // until its retry comes
 	}
@@ -521,7 +562,7 @@ func (s *Store) commitIntent(ctx context.Context, k partKey, sid string, ps *put
 	if err := s.idem.appOnce.do(func() error { return s.ensureApp(ctx, idemApp) }); err != nil {
 		return err
 	}
-	cp := &idemCheckpoint{sid: sid, end: ps.next, intent: intent, window: s.idem.window(k)}
+	cp := &idemCheckpoint{sid: sid, end: ps.next, intent: intent, window: s.idem.window(k), partial: s.idem.pendingPartial(k, intent)}
 	meta, kept, ok := encodeIdem(cp, time.Now().UnixMilli(), disbackend.MaxCheckpointMetadataLen)
 	if !ok {
 		return fmt.Errorf("disrest: write intent of %s/%d: %d batches do not fit a checkpoint", k.stream, k.part, len(intent))

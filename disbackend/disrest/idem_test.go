@@ -34,18 +34,19 @@ func TestIdemMetaRoundTrip(t *testing.T) {
 			winBatch(42, 3, 2147483580, 10, 123456760, t0-20),
 		},
 	}
+	cp.partial = &idemPartial{pid: 8, epoch: 1, seq: 40, n: 5000, base: 123400000, done: 1234}
 	meta, kept, ok := encodeIdem(cp, t0, disbackend.MaxCheckpointMetadataLen)
 	if !ok || kept != 3 {
 		t.Fatalf("encode: ok %v, kept %d", ok, kept)
 	}
-	if len(meta) > 200 {
+	if len(meta) > 250 {
 		t.Errorf("%d characters: %s", len(meta), meta)
 	}
 	got, err := decodeIdem(meta)
 	if err != nil {
 		t.Fatalf("decode %q: %v", meta, err)
 	}
-	if got.sid != cp.sid || got.end != cp.end || !reflect.DeepEqual(got.intent, cp.intent) {
+	if got.sid != cp.sid || got.end != cp.end || !reflect.DeepEqual(got.intent, cp.intent) || got.partial == nil || *got.partial != *cp.partial {
 		t.Fatalf("decoded %+v, want %+v", got, cp)
 	}
 	// The window by producer, each oldest first.
@@ -284,13 +285,21 @@ func TestIdemAcrossRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = c.Close()
+	// Another producer's batch first, through a gateway that dies before
+	// the retry comes: the batch cut short is kept in its checkpoint.
+	d0 := newStore(t, url, mod)
+	other := backendtest.MakeBatch(backendtest.BatchOptions{NumRecords: 2, Idempotent: true, ProducerID: 10, Seed: 2})
+	if res, err := d0.Append("idem", 0, other).Wait(ctxT(t)); err != nil || res.BaseOffset != 14 {
+		t.Fatalf("another producer's batch: %+v, %v", res, err)
+	}
+	_ = d0.Close()
 	d := newStore(t, url, mod)
 	res, err := d.Append("idem", 0, big).Wait(ctxT(t))
 	if err != nil || res.BaseOffset != 12 || res.Duplicate {
 		t.Fatalf("the retry of a batch cut short: %+v, %v", res, err)
 	}
-	if r, err := d.describeRange(ctxT(t), "idem", 0); err != nil || r.Next != 18 {
-		t.Fatalf("partition range %+v, %v: want 18 records", r, err)
+	if r, err := d.describeRange(ctxT(t), "idem", 0); err != nil || r.Next != 20 {
+		t.Fatalf("partition range %+v, %v: want 20 records", r, err)
 	}
 	if res, err := d.Append("idem", 0, big).Wait(ctxT(t)); err != nil || res.BaseOffset != 12 || !res.Duplicate {
 		t.Fatalf("a second retry of it: %+v, %v", res, err)
