@@ -199,6 +199,10 @@ func (s *Store) complete(j *job, res disbackend.AppendResult, err error) {
 type prepared struct {
 	j          *job
 	start, end int // its records in the group's out
+	// partial, for the retry of a batch whose first records a PutRecords
+	// cut short wrote (idem.go): where those are; its other records are
+	// in out.
+	partial *idemPartial
 }
 
 // sendGroup writes the records of a group of jobs of partition k, taken
@@ -229,6 +233,20 @@ func (s *Store) sendGroup(k partKey, group []job, ps *putState) []job {
 		failAll(group, fmt.Errorf("disrest: append to %s/%d: %w", k.stream, k.part, disbackend.ErrPartitionNotFound))
 		return nil
 	}
+	if ps.idemResolved && time.Since(ps.lastWrite) >= idemIdle {
+		// Idle for a while: another node may have led the partition
+		// meanwhile; merge its window and learn the end offset again.
+		ps.idemResolved, ps.idemLoaded, ps.known = false, false, false
+	}
+	defer func() { ps.lastWrite = time.Now() }()
+	if !ps.idemResolved {
+		// The first write since start, or the last one's outcome is
+		// unknown: the dedupe window and the last intent from DIS first.
+		if err := s.resolveIdem(ctx, k, si.id, ps); err != nil {
+			failAll(group, err)
+			return nil
+		}
+	}
 	logAppend := si.st.Config.TimestampType == disbackend.LogAppendTime
 	cp := s.compact.part(k, si) // nil unless the compactor keeps the partition's keys
 	format := si.st.Config.RecordFormat
@@ -246,8 +264,14 @@ func (s *Store) sendGroup(k partKey, group []job, ps *putState) []job {
 	var out []disRecord
 	var preps []prepared
 	var rest []job
+	var intent []idemEntry // of preps, in order; see idem.go
+	idempotent := false
 	for i := range group {
 		j := &group[i]
+		if len(intent) >= maxIntentEntries && (j.b.ProducerID >= 0 || intent[len(intent)-1].pid >= 0) {
+			rest = group[i:] // the next PutRecords
+			break
+		}
 		fail := func(err error) {
 			s.complete(j, disbackend.AppendResult{}, fmt.Errorf("disrest: append to %s/%d: %w", k.stream, k.part, err))
 		}
@@ -285,6 +309,12 @@ func (s *Store) sendGroup(k partKey, group []job, ps *putState) []job {
 			j.b.Records, j.src, j.b.NumRecords = kept, src, int32(len(kept))
 		}
 		recs, err := s.toDISRecords(&j.b, logAppend, format)
+		var partial *idemPartial
+		if err == nil && j.b.ProducerID >= 0 && cp == nil {
+			if partial = s.idem.partialOf(k, &j.b); partial != nil {
+				recs = recs[partial.done:] // written before: only the rest
+			}
+		}
 		if err != nil {
 			if cp != nil && j.src != nil {
 				s.compact.release(cp, j.b.Records)
@@ -300,12 +330,55 @@ func (s *Store) sendGroup(k partKey, group []job, ps *putState) []job {
 		}
 		if pid := j.b.ProducerID; pid >= 0 {
 			producers[pid] = next{j.b.ProducerEpoch, disbackend.IncSequence(j.b.BaseSequence, j.b.NumRecords)}
+			maxTS := j.b.MaxTimestamp
+			if logAppend {
+				maxTS = time.Now().UnixMilli()
+			}
+			e := idemEntry{pid: pid, epoch: j.b.ProducerEpoch, seq: j.b.BaseSequence, n: int32(len(recs)), maxTS: maxTS}
+			if partial != nil {
+				e.n, e.done, e.base = j.b.NumRecords, partial.done, partial.base
+			}
+			intent = append(intent, e)
+			idempotent = true
+		} else if n := len(intent); n > 0 && intent[n-1].pid < 0 {
+			intent[n-1].n += int32(len(recs))
+		} else {
+			intent = append(intent, idemEntry{pid: -1, n: int32(len(recs))})
 		}
-		preps = append(preps, prepared{j: j, start: len(out), end: len(out) + len(recs)})
+		preps = append(preps, prepared{j: j, start: len(out), end: len(out) + len(recs), partial: partial})
 		out = append(out, recs...)
 	}
 	if len(out) == 0 {
 		return rest
+	}
+	failPreps := func(preps []prepared, err error) {
+		for _, pr := range preps {
+			if cp != nil {
+				s.compact.failed(cp, pr.j.b.Records)
+			}
+			s.complete(pr.j, disbackend.AppendResult{}, fmt.Errorf("disrest: append to %s/%d: %w", k.stream, k.part, err))
+		}
+	}
+	if idempotent || ps.idemStale {
+		// Write-ahead: the intent (or, after one that was not written,
+		// none) is in DIS before the records are.
+		if !idempotent {
+			intent = nil
+		}
+		s.learn(ctx, k, ps)
+		err := fmt.Errorf("%w: the end offset is not known", disbackend.ErrUnavailable)
+		if ps.known {
+			err = s.commitIntent(ctx, k, si.id, ps, intent)
+		}
+		if err != nil {
+			ps.idemStale = true
+			if !errors.Is(err, disbackend.ErrUnavailable) {
+				err = fmt.Errorf("%w: keep the write intent: %v", disbackend.ErrUnavailable, err)
+			}
+			failPreps(preps, err)
+			return rest
+		}
+		ps.idemStale = false
 	}
 
 	// A PutRecords also holds at most what DIS's buckets hold (one second
@@ -328,12 +401,10 @@ func (s *Store) sendGroup(k partKey, group []job, ps *putState) []job {
 		got, waited, err := s.putRecords(ctx, k, out[start:end], ps, si.advanced)
 		throttle += waited
 		if err != nil {
-			for _, pr := range preps[done:] {
-				if cp != nil {
-					s.compact.failed(cp, pr.j.b.Records)
-				}
-				s.complete(pr.j, disbackend.AppendResult{}, fmt.Errorf("disrest: append to %s/%d: %w", k.stream, k.part, err))
+			if idempotent {
+				ps.idemResolved = false // the outcome is unknown: resolve before the next write
 			}
+			failPreps(preps[done:], err)
 			return rest
 		}
 		copy(sns[start:end], got)
@@ -352,7 +423,15 @@ func (s *Store) sendGroup(k partKey, group []job, ps *putState) []job {
 // finish completes a job whose records all have sequence numbers.
 func (s *Store) finish(k partKey, pr prepared, sns []int64, logAppend bool, throttle time.Duration) {
 	base := sns[pr.start]
-	for i := pr.start + 1; i < pr.end; i++ {
+	last := sns[pr.end-1]
+	if pr.partial != nil {
+		base = pr.partial.base
+		last = base + int64(pr.j.b.NumRecords) - 1
+		s.idem.clearPartial(k)
+		s.log.Info("the rest of a batch cut short written", zap.String("stream", k.stream), zap.Int32("partition", k.part),
+			zap.Int64("producer_id", pr.j.b.ProducerID), zap.Int64("base_offset", base), zap.Int("written_before", int(pr.partial.done)))
+	}
+	for i := pr.start + 1; i < pr.end && pr.partial == nil; i++ {
 		if want := base + int64(i-pr.start); sns[i] != want {
 			// Another writer interleaved, or DIS accepted a later record
 			// after refusing an earlier one: the producer is told base,
@@ -363,7 +442,6 @@ func (s *Store) finish(k partKey, pr prepared, sns []int64, logAppend bool, thro
 			break
 		}
 	}
-	last := sns[pr.end-1]
 	res := disbackend.AppendResult{BaseOffset: base, LogAppendTime: -1, Throttle: throttle}
 	maxTS := pr.j.b.MaxTimestamp
 	if logAppend {

@@ -53,7 +53,7 @@ func epochApp(app string) string {
 // ownApp reports whether name is one of the gateway's own apps, which are
 // not consumer groups.
 func ownApp(name string) bool {
-	return name == gatewayApp || name == compactApp || name == logStartApp || strings.HasPrefix(name, epochAppPrefix) ||
+	return name == gatewayApp || name == compactApp || name == logStartApp || name == idemApp || strings.HasPrefix(name, epochAppPrefix) ||
 		strings.HasPrefix(name, aclAppPrefix) || strings.HasPrefix(name, scramAppPrefix)
 }
 

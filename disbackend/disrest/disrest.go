@@ -51,11 +51,11 @@
 //     allocator, are checkpoint metadata on a gateway-owned stream
 //     (MetaStream, one partition, never listed as a topic).
 //
-// Weaker than the embedded store, and documented in the README: the
-// idempotent-producer state (the last five batches per producer-partition,
-// disbackend.ProducerStates) is kept in this process's memory only, so
-// after a gateway restart a retried batch is written again instead of
-// being answered as a duplicate; an OffsetCommit is one CommitCheckpoint
+// The idempotent-producer state (the last five batches per
+// producer-partition, disbackend.ProducerStates) is kept in DIS as a
+// write-ahead checkpoint of each partition (idem.go), exact while the
+// gateway is the partition's only writer. Weaker than the embedded store,
+// and documented in the README: an OffsetCommit is one CommitCheckpoint
 // per partition (up to 8 at once), validated first but not atomic on DIS;
 // DIS keeps no commit time, so Checkpoint.CommittedAt is the time of the
 // read.
@@ -151,6 +151,9 @@ type Options struct {
 	BufferWait time.Duration
 	// RequestTimeout bounds one HTTP request; 0 means 30 s.
 	RequestTimeout time.Duration
+	// idemSettle is how long an intent that looks not written is given
+	// to land (idem.go); 0 means defaultIdemSettle, < 0 none (tests).
+	idemSettle time.Duration
 	// RetryTimeout bounds how long an append retries DIS.4303, DIS.4305,
 	// DIS.4309, DIS.5xxx and transport errors before it fails with
 	// ErrUnavailable; 0 means 60 s.

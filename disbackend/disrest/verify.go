@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/huaweicloud/huaweicloud-sdk-go-v3/services/dis/v2/model"
 	"go.uber.org/zap"
@@ -22,6 +23,14 @@ type putState struct {
 	pacer
 	next  int64
 	known bool // next is DIS's: this gateway was the only writer since
+
+	// The dedupe checkpoint (idem.go): idemResolved, the window and the
+	// last intent were read back from DIS since start and since the last
+	// PutRecords whose outcome is unknown; idemLoaded, the window was
+	// read once; idemStale, the checkpoint in DIS may hold an intent that
+	// was not written, to be replaced before the next PutRecords.
+	idemResolved, idemLoaded, idemStale bool
+	lastWrite                           time.Time // the end of the last sendGroup
 }
 
 // advance notes the sequence numbers DIS gave the records it accepted from
