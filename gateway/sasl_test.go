@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -124,11 +125,15 @@ func saslConfig(pki *testPKI, protocol string) func(*gateway.Config) {
 	}
 }
 
+var produceConsumeN atomic.Int64
+
 func produceConsume(t *testing.T, opts ...kgo.Opt) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	topic := "sasl-" + strings.ReplaceAll(t.Name(), "/", "-")
+	// A topic of its own per call: a test calling it twice on one server
+	// would otherwise read the first call's record too (from the start).
+	topic := fmt.Sprintf("sasl-%s-%d", strings.ReplaceAll(t.Name(), "/", "-"), produceConsumeN.Add(1))
 	cl, err := kgo.NewClient(append(opts, kgo.DefaultProduceTopic(topic), kgo.ConsumeTopics(topic), kgo.AllowAutoTopicCreation())...)
 	if err != nil {
 		t.Fatal(err)
