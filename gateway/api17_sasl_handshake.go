@@ -8,8 +8,8 @@ package gateway
 // Picks the mechanism of the SaslAuthenticate exchange that follows; the
 // answer lists the enabled mechanisms (SASLConfig.Mechanisms). A mechanism
 // not enabled gets UNSUPPORTED_SASL_MECHANISM and the connection is
-// closed; on a listener without SASL, ILLEGAL_SASL_STATE and a close, as
-// Kafka does. After authentication, a handshake starts a KIP-368
+// closed; on a listener without SASL, ILLEGAL_SASL_STATE with no
+// mechanisms and the connection kept, as Kafka's KafkaApis answers. After authentication, a handshake starts a KIP-368
 // re-authentication with the same mechanism.
 
 import (
@@ -39,9 +39,11 @@ func (c *conn) handleSaslHandshake(req *kafkawire.Request) reply {
 	st := &c.sasl
 	switch {
 	case c.lst == nil || !c.lst.usesSASL():
+		// As Kafka's KafkaApis: ILLEGAL_SASL_STATE, no mechanisms, and
+		// the connection stays open.
 		resp.ErrorCode = kerr.IllegalSaslState.Code
-		c.log.Info("SASL handshake on a listener without SASL, closing connection", zap.String("listener", c.listener))
-		return reply{req: req, resp: resp, closeAfter: true}
+		resp.SupportedMechanisms = nil
+		return ready(req, resp)
 	case st.mechanism != "":
 		resp.ErrorCode = kerr.IllegalSaslState.Code
 		c.log.Info("second SASL handshake before authenticating, closing connection")

@@ -36,6 +36,9 @@ var msgNoAuthorizer = "No Authorizer is configured."
 
 func (c *conn) handleDescribeACLs(req *kafkawire.Request) reply {
 	r := req.Body.(*kmsg.DescribeACLsRequest)
+	if unknownACLElements(r.ResourceType, r.ResourcePatternType, r.Operation, r.PermissionType) {
+		return closeWithoutAnswer(req)
+	}
 	resp := r.ResponseKind().(*kmsg.DescribeACLsResponse)
 	a := c.s.authz
 	switch {
@@ -96,6 +99,11 @@ func describedResources(bs []acl.Binding) []kmsg.DescribeACLsResponseResource {
 
 func (c *conn) handleCreateACLs(req *kafkawire.Request) reply {
 	r := req.Body.(*kmsg.CreateACLsRequest)
+	for _, cr := range r.Creations {
+		if unknownACLElements(cr.ResourceType, cr.ResourcePatternType, cr.Operation, cr.PermissionType) {
+			return closeWithoutAnswer(req)
+		}
+	}
 	resp := r.ResponseKind().(*kmsg.CreateACLsResponse)
 	resp.Results = make([]kmsg.CreateACLsResponseResult, len(r.Creations))
 	a := c.s.authz
@@ -150,6 +158,11 @@ func (c *conn) handleCreateACLs(req *kafkawire.Request) reply {
 
 func (c *conn) handleDeleteACLs(req *kafkawire.Request) reply {
 	r := req.Body.(*kmsg.DeleteACLsRequest)
+	for _, f := range r.Filters {
+		if unknownACLElements(f.ResourceType, f.ResourcePatternType, f.Operation, f.PermissionType) {
+			return closeWithoutAnswer(req)
+		}
+	}
 	resp := r.ResponseKind().(*kmsg.DeleteACLsResponse)
 	resp.Results = make([]kmsg.DeleteACLsResponseResult, len(r.Filters))
 	a := c.s.authz
@@ -206,4 +219,20 @@ func (c *conn) handleDeleteACLs(req *kafkawire.Request) reply {
 		c.log.Info("acls deleted", zapPrincipal(c.kafkaPrincipal()), zapCount(n))
 		return resp, nil
 	}}
+}
+
+// unknownACLElements reports whether a binding or filter has an UNKNOWN
+// (0, or a code Kafka does not know) resource type (ANY 1 .. USER 7),
+// pattern type (ANY 1 .. PREFIXED 4), operation (ANY 1 .. TWO_PHASE_COMMIT
+// 15) or permission type (ANY 1 .. ALLOW 3). Kafka's Describe/Create/
+// DeleteAclsRequest refuse such a request while parsing it
+// (IllegalArgumentException "... contain UNKNOWN elements"), so the broker
+// closes the connection without an answer; so does disgw.
+func unknownACLElements(rt kmsg.ACLResourceType, pt kmsg.ACLResourcePatternType, op kmsg.ACLOperation, perm kmsg.ACLPermissionType) bool {
+	return rt < 1 || rt > 7 || pt < 1 || pt > 4 || op < 1 || op > 15 || perm < 1 || perm > 3
+}
+
+// closeWithoutAnswer closes the connection without answering req.
+func closeWithoutAnswer(req *kafkawire.Request) reply {
+	return reply{req: req, finish: func() (kmsg.Response, error) { return nil, errCloseConn }}
 }

@@ -33,6 +33,15 @@ func (c *conn) handleSaslAuthenticate(req *kafkawire.Request) reply {
 	r := req.Body.(*kmsg.SASLAuthenticateRequest)
 	resp := r.ResponseKind().(*kmsg.SASLAuthenticateResponse)
 	st := &c.sasl
+	if c.lst == nil || !c.lst.usesSASL() {
+		// Kafka's KafkaApis answers this on a listener without SASL
+		// (its connections are authenticated from the start) and keeps
+		// the connection.
+		resp.ErrorCode = kerr.IllegalSaslState.Code
+		msg := "SaslAuthenticate request received after successful authentication"
+		resp.ErrorMessage = &msg
+		return ready(req, resp)
+	}
 	if st.mechanism == "" {
 		resp.ErrorCode = kerr.IllegalSaslState.Code
 		msg := "Unexpected SASL authenticate request: no SaslHandshake before it"
