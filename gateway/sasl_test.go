@@ -249,33 +249,27 @@ func TestSASLRawWire(t *testing.T) {
 		r.send(9, kmsg.NewPtrMetadataRequest())
 		r.expectClosed()
 	})
-	t.Run("wrong password", func(t *testing.T) {
-		r := rawAt(t, g.addr)
-		handshake(t, r, "PLAIN")
-		resp := authenticate(t, r, 2, []byte("\x00alice\x00wrong"))
-		if resp.ErrorCode != kerr.SaslAuthenticationFailed.Code {
-			t.Fatalf("error %v, want SASL_AUTHENTICATION_FAILED", kerr.ErrorForCode(resp.ErrorCode))
-		}
-		r.expectClosed()
-	})
-	t.Run("malformed plain", func(t *testing.T) {
-		r := rawAt(t, g.addr)
-		handshake(t, r, "PLAIN")
-		if resp := authenticate(t, r, 0, []byte("alice")); resp.ErrorCode != kerr.SaslAuthenticationFailed.Code {
-			t.Fatalf("error %v, want SASL_AUTHENTICATION_FAILED", kerr.ErrorForCode(resp.ErrorCode))
-		}
-		r.expectClosed()
-	})
-	t.Run("malformed scram", func(t *testing.T) {
-		// xdg-go/scram panics on this client-first message; scramStep
-		// turns that into a failed authentication.
-		r := rawAt(t, g.addr)
-		handshake(t, r, "SCRAM-SHA-256")
-		if resp := authenticate(t, r, 2, []byte(",,,")); resp.ErrorCode != kerr.SaslAuthenticationFailed.Code {
-			t.Fatalf("error %v, want SASL_AUTHENTICATION_FAILED", kerr.ErrorForCode(resp.ErrorCode))
-		}
-		r.expectClosed()
-	})
+	// Each gets SASL_AUTHENTICATION_FAILED and a close. xdg-go/scram
+	// panics on the malformed SCRAM client-first message; scramStep turns
+	// that into a failed authentication.
+	for _, c := range []struct {
+		name, mech string
+		version    int16
+		token      string
+	}{
+		{"wrong password", "PLAIN", 2, "\x00alice\x00wrong"},
+		{"malformed plain", "PLAIN", 0, "alice"},
+		{"malformed scram", "SCRAM-SHA-256", 2, ",,,"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := rawAt(t, g.addr)
+			handshake(t, r, c.mech)
+			if resp := authenticate(t, r, c.version, []byte(c.token)); resp.ErrorCode != kerr.SaslAuthenticationFailed.Code {
+				t.Fatalf("error %v, want SASL_AUTHENTICATION_FAILED", kerr.ErrorForCode(resp.ErrorCode))
+			}
+			r.expectClosed()
+		})
+	}
 	t.Run("unsupported mechanism", func(t *testing.T) {
 		r := rawAt(t, g.addr)
 		hs := kmsg.NewPtrSASLHandshakeRequest()
