@@ -150,31 +150,75 @@ func bind(l Listener, tlsConf *tls.Config) (*listener, error) {
 
 // newTLSConfig returns the server TLS config of cfg: TLS 1.2 at least, the
 // certificate reloaded when its files change, client certificates verified
-// against ClientCAFile as ClientAuth asks.
+// against ClientCAFile (read again when it changes, at the next handshake)
+// as ClientAuth asks.
 func newTLSConfig(cfg TLSConfig) (*tls.Config, error) {
 	kp := &keyPair{certFile: cfg.CertFile, keyFile: cfg.KeyFile}
 	if _, err := kp.get(); err != nil {
 		return nil, err
 	}
 	tc := &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return kp.get() }}
-	if cfg.ClientCAFile != "" {
-		pem, err := os.ReadFile(cfg.ClientCAFile)
-		if err != nil {
-			return nil, fmt.Errorf("gateway: TLS client CA file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("gateway: TLS client CA file %s holds no PEM certificate", cfg.ClientCAFile)
-		}
-		tc.ClientCAs = pool
-	}
 	switch cfg.ClientAuth {
 	case "requested":
 		tc.ClientAuth = tls.VerifyClientCertIfGiven
 	case "required":
 		tc.ClientAuth = tls.RequireAndVerifyClientCert
 	}
+	if cfg.ClientCAFile != "" {
+		cas := &caPool{file: cfg.ClientCAFile}
+		pool, err := cas.get()
+		if err != nil {
+			return nil, err
+		}
+		tc.ClientCAs = pool
+		base := tc.Clone()
+		tc.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) {
+			pool, err := cas.get()
+			if err != nil {
+				return nil, err
+			}
+			c := base.Clone()
+			c.ClientCAs = pool
+			return c, nil
+		}
+	}
 	return tc, nil
+}
+
+// caPool is the CA pool of a PEM file, read again when the file's
+// modification time changes; a file that cannot be read or holds no
+// certificate keeps the last good pool.
+type caPool struct {
+	file string
+
+	mu   sync.Mutex
+	pool *x509.CertPool
+	mod  time.Time
+}
+
+func (c *caPool) get() (*x509.CertPool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m, err := modTime(c.file)
+	if err == nil && c.pool != nil && m.Equal(c.mod) {
+		return c.pool, nil
+	}
+	var pem []byte
+	if err == nil {
+		pem, err = os.ReadFile(c.file)
+	}
+	pool := x509.NewCertPool()
+	if err == nil && !pool.AppendCertsFromPEM(pem) {
+		err = fmt.Errorf("gateway: TLS client CA file %s holds no PEM certificate", c.file)
+	}
+	if err != nil {
+		if c.pool != nil {
+			return c.pool, nil // keep the last good pool; try again at the next handshake
+		}
+		return nil, fmt.Errorf("gateway: TLS client CA file: %w", err)
+	}
+	c.pool, c.mod = pool, m
+	return pool, nil
 }
 
 // keyPair is a certificate and key read from files, read again when

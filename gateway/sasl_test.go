@@ -339,7 +339,8 @@ func TestListenersAdvertised(t *testing.T) {
 
 // TestTLSListener: an SSL listener requiring client certificates refuses
 // a client without one and serves one with one; TLS below 1.2 is refused;
-// a replaced certificate file is served to new connections.
+// a replaced certificate file is served to new connections, and a CA
+// added to the client CA file is trusted by new connections.
 func TestTLSListener(t *testing.T) {
 	pki := newTestPKI(t)
 	g := startGateway(t, func(c *gateway.Config) {
@@ -384,6 +385,41 @@ func TestTLSListener(t *testing.T) {
 	defer c.Close()
 	if org := c.ConnectionState().PeerCertificates[0].Subject.Organization; len(org) != 1 || org[0] != "reloaded" {
 		t.Fatalf("server certificate organization %v after the files changed, want the reloaded one", org)
+	}
+
+	// Reload of the client CA file: a client certificate of another CA is
+	// refused until that CA is added to the file.
+	other := newTestPKI(t)
+	otherTLS := other.clientTLS(true)
+	otherTLS.RootCAs = pki.pool
+	metadata := func() error {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(g.addr), kgo.DialTLSConfig(otherTLS), kgo.RequestRetries(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, err = kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+		return err
+	}
+	if metadata() == nil {
+		t.Fatal("a client certificate of a CA not in the CA file was served")
+	}
+	cas, err := os.ReadFile(pki.caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	more, err := os.ReadFile(other.caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(pki.caFile, append(cas, more...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.Chtimes(pki.caFile, future, future)
+	if err := metadata(); err != nil {
+		t.Fatalf("after its CA was added to the CA file, a client certificate was refused: %v", err)
 	}
 }
 
