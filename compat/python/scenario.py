@@ -26,6 +26,23 @@ ADMIN_TIMEOUT = 20
 CONSUME_TIMEOUT = 30
 
 
+def security_config():
+    """librdkafka properties of a SASL or TLS row of the matrix: the driver
+    sets COMPAT_SECURITY_PROTOCOL and the rest (compat/internal/scen
+    security.go); empty for PLAINTEXT."""
+    proto = os.environ.get("COMPAT_SECURITY_PROTOCOL", "PLAINTEXT") or "PLAINTEXT"
+    if proto == "PLAINTEXT":
+        return {}
+    c = {"security.protocol": proto}
+    if proto.startswith("SASL_"):
+        c["sasl.mechanisms"] = os.environ["COMPAT_SASL_MECHANISM"]
+        c["sasl.username"] = os.environ["COMPAT_SASL_USERNAME"]
+        c["sasl.password"] = os.environ["COMPAT_SASL_PASSWORD"]
+    if proto in ("SSL", "SASL_SSL"):
+        c["ssl.ca.location"] = os.environ["COMPAT_SSL_CA_FILE"]
+    return c
+
+
 def emit(kind, obj):
     sys.stdout.write("%s %s\n" % (kind, json.dumps(obj)))
     sys.stdout.flush()
@@ -282,6 +299,7 @@ class ConfluentPython:
 
         self.ck = confluent_kafka
         self.a = a
+        self.sec = security_config()
         v, lv = confluent_kafka.version(), confluent_kafka.libversion()
         v = v[0] if isinstance(v, tuple) else v  # a tuple in 1.x
         lv = lv[0] if isinstance(lv, tuple) else lv
@@ -290,7 +308,7 @@ class ConfluentPython:
     def create(self):
         from confluent_kafka.admin import AdminClient, NewTopic
 
-        adm = AdminClient({"bootstrap.servers": self.a.broker})
+        adm = AdminClient({**self.sec, "bootstrap.servers": self.a.broker})
         fs = adm.create_topics([NewTopic(self.a.topic, num_partitions=PARTITIONS, replication_factor=1)],
                                request_timeout=ADMIN_TIMEOUT)
         for t, f in fs.items():
@@ -302,7 +320,7 @@ class ConfluentPython:
         return "AdminClient.create_topics made %d partitions" % PARTITIONS
 
     def produce(self):
-        p = self.ck.Producer({"bootstrap.servers": self.a.broker})
+        p = self.ck.Producer({**self.sec, "bootstrap.servers": self.a.broker})
         errs, done = [], [0]
 
         def cb(err, msg):
@@ -328,7 +346,7 @@ class ConfluentPython:
 
     def consume(self, enough):
         TP = self.ck.TopicPartition
-        c = self.ck.Consumer({"bootstrap.servers": self.a.broker, "group.id": self.a.group,
+        c = self.ck.Consumer({**self.sec, "bootstrap.servers": self.a.broker, "group.id": self.a.group,
                               "auto.offset.reset": "earliest", "enable.auto.commit": False})
         out, last_err = [], None
         deadline = time.time() + CONSUME_TIMEOUT
@@ -353,7 +371,7 @@ class ConfluentPython:
     def describe(self):
         from confluent_kafka.admin import AdminClient
 
-        adm = AdminClient({"bootstrap.servers": self.a.broker})
+        adm = AdminClient({**self.sec, "bootstrap.servers": self.a.broker})
         TP = self.ck.TopicPartition
         md = adm.list_topics(self.a.topic, timeout=ADMIN_TIMEOUT)
         parts = sorted(md.topics[self.a.topic].partitions)
@@ -365,7 +383,7 @@ class ConfluentPython:
             if len(gs) != 1:
                 raise Fail("list_groups(%s): %r" % (self.a.group, gs))
             state, members = gs[0].state, len(gs[0].members)
-        c = self.ck.Consumer({"bootstrap.servers": self.a.broker, "group.id": self.a.group, "enable.auto.commit": False})
+        c = self.ck.Consumer({**self.sec, "bootstrap.servers": self.a.broker, "group.id": self.a.group, "enable.auto.commit": False})
         try:
             committed = {}
             for tp in c.committed([TP(self.a.topic, p) for p in parts], timeout=ADMIN_TIMEOUT):

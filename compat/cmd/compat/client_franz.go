@@ -2,8 +2,14 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
+	"os"
 	"strconv"
+
+	saslplain "github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -16,8 +22,33 @@ import (
 // the start offset and manual commits.
 type franzClient struct{ broker string }
 
+// seeds are the seed broker and, on a SASL or TLS row, the dialer and
+// SASL mechanism of its security settings (scen.SecurityFromEnv).
+func (f franzClient) seeds() []kgo.Opt {
+	opts := []kgo.Opt{kgo.SeedBrokers(f.broker)}
+	sec := scen.SecurityFromEnv()
+	if sec.TLS() {
+		pool := x509.NewCertPool()
+		if pem, err := os.ReadFile(sec.CAFile); err == nil {
+			pool.AppendCertsFromPEM(pem)
+		}
+		opts = append(opts, kgo.DialTLSConfig(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}))
+	}
+	if sec.SASL() {
+		switch sec.Mechanism {
+		case "PLAIN":
+			opts = append(opts, kgo.SASL(saslplain.Auth{User: sec.Username, Pass: sec.Password}.AsMechanism()))
+		case "SCRAM-SHA-256":
+			opts = append(opts, kgo.SASL(scram.Auth{User: sec.Username, Pass: sec.Password}.AsSha256Mechanism()))
+		case "SCRAM-SHA-512":
+			opts = append(opts, kgo.SASL(scram.Auth{User: sec.Username, Pass: sec.Password}.AsSha512Mechanism()))
+		}
+	}
+	return opts
+}
+
 func (f franzClient) admin() (*kadm.Client, func(), error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(f.broker))
+	cl, err := kgo.NewClient(f.seeds()...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -49,7 +80,7 @@ func (f franzClient) Create(ctx context.Context, topic string) (string, error) {
 }
 
 func (f franzClient) Produce(ctx context.Context, topic string) (string, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(f.broker))
+	cl, err := kgo.NewClient(f.seeds()...)
 	if err != nil {
 		return "", err
 	}
@@ -69,13 +100,12 @@ func (f franzClient) Produce(ctx context.Context, topic string) (string, error) 
 }
 
 func (f franzClient) Consume(ctx context.Context, topic, group string, enough func([]scen.Rec) bool) ([]scen.Rec, error) {
-	cl, err := kgo.NewClient(
-		kgo.SeedBrokers(f.broker),
+	cl, err := kgo.NewClient(append(f.seeds(),
 		kgo.ConsumerGroup(group),
 		kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.DisableAutoCommit(),
-	)
+	)...)
 	if err != nil {
 		return nil, err
 	}

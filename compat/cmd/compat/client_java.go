@@ -36,8 +36,28 @@ func runJava(broker, topic, group, jars string) {
 		return
 	}
 	scen.Info("version", "Apache Kafka 4.4.0 tools and kafka-clients, "+javaVersion(ctx))
+	// A SASL or TLS row: every tool gets the client.properties of its
+	// security settings (KIP-1147's --command-config, which Kafka 4.4's
+	// tools all take).
+	var secArgs []string
+	if props := scen.SecurityFromEnv().JavaProperties(); props != "" {
+		f, err := os.CreateTemp("", "compat-client-*.properties")
+		if err == nil {
+			_, err = f.WriteString(props)
+			f.Close()
+			defer os.Remove(f.Name())
+		}
+		if err != nil {
+			for _, s := range append(scen.CoreSteps, javaExtra...) {
+				scen.Report(s, "fail", "writing client.properties: "+err.Error())
+			}
+			return
+		}
+		secArgs = []string{"--command-config", f.Name()}
+		scen.Info("client.properties", strings.ReplaceAll(strings.TrimSpace(regexp.MustCompile(`password="[^"]*"`).ReplaceAllString(props, `password="..."`)), "\n", "; "))
+	}
 	java := func(timeout time.Duration, stdin, class string, args ...string) (string, error) {
-		a := append([]string{"-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", filepath.Join(jars, "*"), class}, args...)
+		a := append(append([]string{"-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", filepath.Join(jars, "*"), class}, args...), secArgs...)
 		out, _, err := runCmd(ctx, timeout, stdin, "java", a...)
 		return out, err
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -69,8 +71,13 @@ func runKcat(broker, topic, group string) {
 			}
 		}
 	}
+	base := []string{"-b", broker}
+	sec := scen.SecurityFromEnv().LibrdkafkaConfig()
+	for _, k := range slices.Sorted(maps.Keys(sec)) {
+		base = append(base, "-X", k+"="+sec[k])
+	}
 	kcat := func(timeout time.Duration, stdin string, args ...string) (string, error) {
-		out, _, err := runCmd(ctx, timeout, stdin, "kcat", append([]string{"-b", broker}, args...)...)
+		out, _, err := runCmd(ctx, timeout, stdin, "kcat", append(slices.Clone(base), args...)...)
 		return out, err
 	}
 	lines := func(from, to int) string {

@@ -59,6 +59,11 @@ type clientSpec struct {
 	// backends, when set, are the only backends the client runs on (the
 	// DIS clients need a DIS endpoint: backend dis).
 	backends []string
+	// security, when set, runs disgw with one listener of its Protocol and
+	// one user of its Mechanism (security.go); the scenario gets it, with
+	// the user's name and password and the CA, in its environment
+	// (scen.SecurityFromEnv).
+	security *scen.Security
 }
 
 // runsOn reports whether the client runs on backend.
@@ -127,6 +132,15 @@ var clients = []clientSpec{
 			"--broker", e.broker, "--topic", e.topic, "--group", e.group}, nil
 	}},
 	{name: "kafka-java", about: "Apache Kafka 4.4.0 command-line tools (Java client)", extra: javaExtra, argv: goScenario("kafka-java")},
+	{name: "kcat-sasl-ssl-scram512", about: "kcat with security.protocol=SASL_SSL, SCRAM-SHA-512", extra: kcatExtra,
+		argv: goScenario("kcat"), security: &scen.Security{Protocol: "SASL_SSL", Mechanism: "SCRAM-SHA-512"}},
+	{name: "franz-go-sasl-ssl-plain", about: "franz-go (kgo, kadm) with SASL PLAIN over TLS",
+		argv: goScenario("franz-go"), security: &scen.Security{Protocol: "SASL_SSL", Mechanism: "PLAIN"}},
+	{name: "confluent-kafka-python-sasl-scram256", about: "confluent-kafka-python (PyPI) with SASL_PLAINTEXT, SCRAM-SHA-256",
+		argv: pyScenario(venvPython, "confluent-kafka", "confluent-kafka-python-sasl-scram256"),
+		security: &scen.Security{Protocol: "SASL_PLAINTEXT", Mechanism: "SCRAM-SHA-256"}},
+	{name: "kafka-java-sasl-ssl-scram512", about: "Apache Kafka 4.4.0 command-line tools with a client.properties: SASL_SSL, SCRAM-SHA-512", extra: javaExtra,
+		argv: goScenario("kafka-java"), security: &scen.Security{Protocol: "SASL_SSL", Mechanism: "SCRAM-SHA-512"}},
 	{name: "kafka-connect", about: "Apache Kafka Connect 4.3.1, distributed worker, FileStreamSource and FileStreamSink",
 		extra: connectExtraFor("local"), extraBy: map[string][]string{"dis": connectExtraFor("dis")},
 		argv: goScenario("kafka-connect"), ownsDisgw: true, timeout: connectTimeout},
@@ -536,8 +550,24 @@ func runClient(c clientSpec, e env, bin, backend string, timeout time.Duration, 
 		}
 	}()
 	e.bin, e.backend = bin, backend
+	var secEnv []string
+	gwEnv := []string{cleanerEnv}
+	if c.security != nil {
+		dir, err := os.MkdirTemp("", "disgw-compat-security-")
+		if err != nil {
+			r.note = err.Error()
+			return r
+		}
+		defer os.RemoveAll(dir)
+		sec, env, err := setupSecurity(dir, *c.security)
+		if err != nil {
+			r.note = err.Error()
+			return r
+		}
+		secEnv, gwEnv = sec.Env(), append(gwEnv, env...)
+	}
 	if !c.ownsDisgw {
-		p, dataDir, err := startDisgwWith(bin, backend, filepath.Join(logDir, c.name+".disgw.log"), c.disArgs, cleanerEnv)
+		p, dataDir, err := startDisgwWith(bin, backend, filepath.Join(logDir, c.name+".disgw.log"), c.disArgs, gwEnv...)
 		if dataDir != "" {
 			defer os.RemoveAll(dataDir)
 		}
@@ -576,6 +606,7 @@ func runClient(c clientSpec, e env, bin, backend string, timeout time.Duration, 
 	if e.disEndpoint != "" {
 		cmd.Env = append(cmd.Env, disEnv(e.disEndpoint)...)
 	}
+	cmd.Env = append(cmd.Env, secEnv...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
