@@ -30,12 +30,48 @@ func (s *Server) observeRequest(r reply, resp kmsg.Response, err error) {
 // errorNameOf is the name of resp's first non-zero error code, NONE when
 // it has none (or is nil: acks=0).
 func errorNameOf(resp kmsg.Response) string {
-	if resp != nil {
-		if code := firstErrorCode(reflect.ValueOf(resp), 0); code != 0 {
-			return errorName(code)
-		}
+	var code int16
+	switch r := resp.(type) {
+	case nil:
+	case *kmsg.ProduceResponse: // the hot paths, without reflection
+		code = produceErrorCode(r)
+	case *kmsg.FetchResponse:
+		code = fetchErrorCode(r)
+	default:
+		code = firstErrorCode(reflect.ValueOf(resp), 0)
+	}
+	if code != 0 {
+		return errorName(code)
 	}
 	return "NONE"
+}
+
+// produceErrorCode is firstErrorCode of a Produce response.
+func produceErrorCode(r *kmsg.ProduceResponse) int16 {
+	for i := range r.Topics {
+		for j := range r.Topics[i].Partitions {
+			if c := r.Topics[i].Partitions[j].ErrorCode; c != 0 {
+				return c
+			}
+		}
+	}
+	return 0
+}
+
+// fetchErrorCode is firstErrorCode of a Fetch response: its top-level
+// code, then its partitions' in order.
+func fetchErrorCode(r *kmsg.FetchResponse) int16 {
+	if r.ErrorCode != 0 {
+		return r.ErrorCode
+	}
+	for i := range r.Topics {
+		for j := range r.Topics[i].Partitions {
+			if c := r.Topics[i].Partitions[j].ErrorCode; c != 0 {
+				return c
+			}
+		}
+	}
+	return 0
 }
 
 // errorName is Kafka's name of code (UNKNOWN_TOPIC_OR_PARTITION), or the
