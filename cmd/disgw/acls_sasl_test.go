@@ -99,19 +99,7 @@ func TestKafkaACLsSASLConsumer(t *testing.T) {
 				if java != nil {
 					return parseACLList(java(t, "org.apache.kafka.tools.AclCommand", "--bootstrap-server", addr, "--command-config", props, "--list"))
 				}
-				res, err := kadm.NewClient(client(addr, adminOpt)).DescribeACLs(ctx, kadm.NewACLs().AnyResource().
-					ResourcePatternType(kadm.ACLPatternAny).Operations(kadm.OpAny).Allow().Deny().AllowHosts().DenyHosts())
-				if err != nil {
-					t.Fatal(err)
-				}
-				var got []string
-				for _, r := range res {
-					for _, d := range r.Described {
-						got = append(got, d.Type.String()+" "+d.Name+" "+d.Pattern.String()+" "+d.Principal+" "+d.Host+" "+d.Operation.String()+" "+d.Permission.String())
-					}
-				}
-				slices.Sort(got)
-				return got
+				return kadmACLs(ctx, t, addr, adminOpt)
 			}
 			if java != nil {
 				java(t, "org.apache.kafka.tools.AclCommand", "--bootstrap-server", addr, "--command-config", props, "--add",

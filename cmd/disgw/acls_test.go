@@ -119,9 +119,11 @@ func parseACLList(out string) []string {
 	return got
 }
 
-func kadmACLs(ctx context.Context, t *testing.T, addr string) []string {
+// kadmACLs lists every ACL through kadm's DescribeACLs, a line per ACL as
+// parseACLList gives them; opts are the client's (SASL).
+func kadmACLs(ctx context.Context, t *testing.T, addr string, opts ...kgo.Opt) []string {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
