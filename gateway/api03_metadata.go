@@ -70,6 +70,11 @@ func (c *conn) handleMetadata(req *kafkawire.Request) reply {
 			resp.Topics = append(resp.Topics, s.metadataTopic(r.Version, st))
 		}
 		resp.Topics = append(resp.Topics, s.metadataTopic(r.Version, s.offsetsTopicStream()))
+		if c.disCreds.Load() != nil {
+			ctx, cancel := c.requestContext(0)
+			defer cancel()
+			c.disAuthorizeTopics(ctx, resp, true)
+		}
 		return ready(req, resp)
 	}
 	ac := autoCreateBudget{on: s.cfg.AutoCreateTopics && (r.Version <= 3 || r.AllowAutoTopicCreation),
@@ -100,6 +105,9 @@ func (c *conn) handleMetadata(req *kafkawire.Request) reply {
 		}
 		resp.Topics = append(resp.Topics, s.metadataRequestedTopic(ctx, r.Version, rt, &ac))
 	}
+	if c.disCreds.Load() != nil {
+		c.disAuthorizeTopics(ctx, resp, false)
+	}
 	topics.report(c, limitTopics, "Metadata")
 	if n := ac.refusedRequest + ac.refusedRate; n > 0 {
 		// The client retries an unknown topic after its backoff; the
@@ -113,6 +121,48 @@ func (c *conn) handleMetadata(req *kafkawire.Request) reply {
 		}
 	}
 	return ready(req, resp)
+}
+
+// disAuthorizeTopics, in the dis authentication mode, asks DIS whether the
+// connection's principal may describe each topic answered without an
+// error (a DescribeStream signed with its credentials, remembered for the
+// backend's PrincipalTTL): a topic it may not is answered
+// TOPIC_AUTHORIZATION_FAILED without partitions, as Kafka answers a
+// topic the principal may not DESCRIBE, or, in an all-topics request
+// (hide), left out, as Kafka leaves it out. A check that fails otherwise
+// answers the topic with that error (hidden too when hide).
+func (c *conn) disAuthorizeTopics(ctx context.Context, resp *kmsg.MetadataResponse, hide bool) {
+	s := c.s
+	kept := resp.Topics[:0]
+	for _, t := range resp.Topics {
+		var st *disbackend.Stream
+		switch {
+		case t.ErrorCode != 0:
+		case t.Topic != nil && *t.Topic == offsetsTopic:
+		case t.Topic != nil:
+			st = s.topics.get(*t.Topic)
+		default:
+			st = s.topics.getByID(t.TopicID)
+		}
+		if st == nil {
+			kept = append(kept, t)
+			continue
+		}
+		err := s.disAuth.AuthorizeStream(ctx, st.Name, disbackend.AccessDescribe)
+		if err == nil {
+			kept = append(kept, t)
+			continue
+		}
+		if hide {
+			continue
+		}
+		c.log.Debug("metadata of a topic refused by DIS", zapTopic(st.TopicName), zapErr(err))
+		d := kmsg.NewMetadataResponseTopic()
+		d.Topic, d.TopicID = t.Topic, t.TopicID
+		d.ErrorCode = kafkaError(c.log, err)
+		kept = append(kept, d)
+	}
+	resp.Topics = kept
 }
 
 // autoCreateBudget is what one Metadata request may still auto-create.
