@@ -57,13 +57,13 @@ type conn struct {
 	// listener is the name of the listener the connection arrived on.
 	listener string
 
-	lst  *listener // the listener: its advertised address, TLS, SASL
+	lst *listener // the listener: its advertised address, TLS, SASL
 	// disCreds are the DIS AK/SK of a connection authenticated in the dis
 	// mode of PLAIN (SASLConfig.PlainDIS), nil otherwise: every backend
 	// call made for its requests carries them (backendCtx, Batch). Set by
 	// the reader, read by both goroutines. Never logged.
 	disCreds atomic.Pointer[disbackend.Credentials]
-	sasl saslState // owned by the reader goroutine
+	sasl     saslState // owned by the reader goroutine
 
 	replies  chan reply // reader → writer, capacity cfg.MaxInFlight
 	stopOnce sync.Once

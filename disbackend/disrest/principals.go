@@ -32,8 +32,8 @@ import (
 	"time"
 
 	"github.com/huaweicloud/huaweicloud-sdk-go-v3/core"
-	"github.com/huaweicloud/huaweicloud-sdk-go-v3/services/dis/v2/model"
 	dis "github.com/huaweicloud/huaweicloud-sdk-go-v3/services/dis/v2"
+	"github.com/huaweicloud/huaweicloud-sdk-go-v3/services/dis/v2/model"
 
 	"github.com/disgw/disgw/disbackend"
 	"github.com/disgw/disgw/disbackend/disapi"
