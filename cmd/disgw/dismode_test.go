@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -81,7 +82,8 @@ func dislocalCalls(t *testing.T, endpoint, ak, sk string) []disModeCall {
 // refused at SaslAuthenticate; a principal DIS denies a stream gets
 // TOPIC_AUTHORIZATION_FAILED from Metadata, Produce and Fetch, also
 // right after another principal filled the gateway's read cache of that
-// stream; no SK reaches the gateway's or dislocal's log.
+// stream; with DIS down, authentication fails saying DIS could not be
+// reached; no SK reaches the gateway's or dislocal's log.
 func TestDISAuthenticationMode(t *testing.T) {
 	t.Parallel()
 	const (
@@ -276,6 +278,16 @@ func TestDISAuthenticationMode(t *testing.T) {
 		if c.Stream == secretTopic && c.AccessKey != p1AK && c.AccessKey != p2AK {
 			t.Errorf("a PutRecords to %s signed by %q", secretTopic, c.AccessKey)
 		}
+	}
+
+	// DIS unreachable: authentication fails, saying so, not as a wrong
+	// password.
+	if code := d.stop(t, syscall.SIGTERM); code != 0 {
+		t.Errorf("dislocal exit code %d", code)
+	}
+	_, err = kmsg.NewPtrMetadataRequest().RequestWith(ctx, client(p1AK, p1SK))
+	if !errors.Is(err, kerr.SaslAuthenticationFailed) || !strings.Contains(err.Error(), "DIS could not be reached") {
+		t.Errorf("authentication with DIS down: %v, want SASL_AUTHENTICATION_FAILED saying DIS could not be reached", err)
 	}
 
 	for _, p := range []struct {
