@@ -25,11 +25,17 @@ package gateway
 // auto-creations past Limits.AutoCreatePerRequest or the per-second bucket
 // get UNKNOWN_TOPIC_OR_PARTITION (clients retry) and a throttle time.
 //
+// In the dis authentication mode (SASLConfig.PlainDIS) each topic answered
+// is checked with a DescribeStream signed with the connection's DIS key
+// (disAuthorizeTopics): one DIS refuses is TOPIC_AUTHORIZATION_FAILED, or
+// left out of an all-topics answer.
+//
 // Every partition is led by this node, with replicas and ISR = this node.
 
 import (
 	"context"
 	"errors"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -123,18 +129,25 @@ func (c *conn) handleMetadata(req *kafkawire.Request) reply {
 	return ready(req, resp)
 }
 
+// disAuthorizeConcurrency bounds the DIS checks one Metadata request makes
+// at once in the dis authentication mode.
+const disAuthorizeConcurrency = 8
+
 // disAuthorizeTopics, in the dis authentication mode, asks DIS whether the
 // connection's principal may describe each topic answered without an
 // error (a DescribeStream signed with its credentials, remembered for the
-// backend's PrincipalTTL): a topic it may not is answered
-// TOPIC_AUTHORIZATION_FAILED without partitions, as Kafka answers a
-// topic the principal may not DESCRIBE, or, in an all-topics request
-// (hide), left out, as Kafka leaves it out. A check that fails otherwise
-// answers the topic with that error (hidden too when hide).
+// backend's PrincipalTTL; up to disAuthorizeConcurrency at once): a topic
+// it may not is answered TOPIC_AUTHORIZATION_FAILED without partitions,
+// as Kafka answers a topic the principal may not DESCRIBE, or, in an
+// all-topics request (hide), left out, as Kafka leaves it out. A check
+// that fails otherwise answers the topic with that error (hidden too when
+// hide).
 func (c *conn) disAuthorizeTopics(ctx context.Context, resp *kmsg.MetadataResponse, hide bool) {
 	s := c.s
-	kept := resp.Topics[:0]
-	for _, t := range resp.Topics {
+	errs := make([]error, len(resp.Topics))
+	sem := make(chan struct{}, disAuthorizeConcurrency)
+	var wg sync.WaitGroup
+	for i, t := range resp.Topics {
 		var st *disbackend.Stream
 		switch {
 		case t.ErrorCode != 0:
@@ -145,10 +158,19 @@ func (c *conn) disAuthorizeTopics(ctx context.Context, resp *kmsg.MetadataRespon
 			st = s.topics.getByID(t.TopicID)
 		}
 		if st == nil {
-			kept = append(kept, t)
 			continue
 		}
-		err := s.disAuth.AuthorizeStream(ctx, st.Name, disbackend.AccessDescribe)
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			errs[i] = s.disAuth.AuthorizeStream(ctx, st.Name, disbackend.AccessDescribe)
+		}()
+	}
+	wg.Wait()
+	kept := resp.Topics[:0]
+	for i, t := range resp.Topics {
+		err := errs[i]
 		if err == nil {
 			kept = append(kept, t)
 			continue
@@ -156,7 +178,11 @@ func (c *conn) disAuthorizeTopics(ctx context.Context, resp *kmsg.MetadataRespon
 		if hide {
 			continue
 		}
-		c.log.Debug("metadata of a topic refused by DIS", zapTopic(st.TopicName), zapErr(err))
+		name := ""
+		if t.Topic != nil {
+			name = *t.Topic
+		}
+		c.log.Debug("metadata of a topic refused by DIS", zapTopic(name), zapErr(err))
 		d := kmsg.NewMetadataResponseTopic()
 		d.Topic, d.TopicID = t.Topic, t.TopicID
 		d.ErrorCode = kafkaError(c.log, err)
