@@ -5,7 +5,8 @@ package disrest
 // IAM decides what each connection may do.
 //
 //   - VerifyCredentials signs one ListStreams (limit 1) with them at
-//     SaslAuthenticate.
+//     SaslAuthenticate; a pair DIS refused is refused without asking for
+//     PrincipalTTL.
 //   - A call made with a ctx carrying disbackend.Credentials (CreateStream,
 //     DeleteStream, DescribeStream, UpdatePartitionCount,
 //     UpdateStreamConfig), and the PutRecords of a Batch carrying them, is
@@ -25,6 +26,7 @@ package disrest
 import (
 	"container/list"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"strings"
@@ -60,6 +62,11 @@ type principalCache struct {
 	lru     *list.List               // of *principalClient, most recent first
 	clients map[string]*list.Element // by clientKey
 	checks  map[streamCheck]time.Time
+	// refused are key pairs DIS refused (by refusedKey), when: refused
+	// again without asking DIS for ttl, so that a client retrying a wrong
+	// password does not make the gateway's address look like an attack
+	// to DIS (DIS.4309 black-lists an IP after many failed requests).
+	refused map[string]time.Time
 }
 
 type principalClient struct {
@@ -85,6 +92,36 @@ func (p *principalCache) init(max int, ttl time.Duration) {
 	p.lru = list.New()
 	p.clients = map[string]*list.Element{}
 	p.checks = map[streamCheck]time.Time{}
+	p.refused = map[string]time.Time{}
+}
+
+// refusedKey is the key of a refused pair: the AK and a hash of the SK.
+func refusedKey(c disbackend.Credentials) string {
+	sum := sha256.Sum256([]byte(c.SK))
+	return c.AK + "\x00" + string(sum[:])
+}
+
+func (p *principalCache) wasRefused(c disbackend.Credentials, now time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	at, ok := p.refused[refusedKey(c)]
+	return ok && now.Sub(at) < p.ttl
+}
+
+func (p *principalCache) refuse(c disbackend.Credentials, now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.refused) >= maxStreamChecks {
+		for k, at := range p.refused {
+			if now.Sub(at) >= p.ttl {
+				delete(p.refused, k)
+			}
+		}
+		if len(p.refused) >= maxStreamChecks {
+			clear(p.refused)
+		}
+	}
+	p.refused[refusedKey(c)] = now
 }
 
 // clientKey is the cache key of a key pair: both halves, so that a
@@ -177,13 +214,17 @@ func (s *Store) hcOf(c *disbackend.Credentials) *core.HcHttpClient { return s.cl
 
 // VerifyCredentials checks a principal's AK/SK with a ListStreams (limit
 // 1) signed with them. DIS refusing the signature or the AK (HTTP 441
-// DIS.4100-DIS.4115, DIS.4117) is ErrAuthenticationFailed; DIS.4116 (403:
+// DIS.4100-DIS.4115, DIS.4117) is ErrAuthenticationFailed, and the pair
+// is then refused without asking DIS for PrincipalTTL; DIS.4116 (403:
 // IAM does not let the principal list streams) is a success, the key pair
 // being valid; no answer, DIS.5xxx or the request-rate codes after the
 // retries are ErrUnavailable. Errors never hold the SK.
 func (s *Store) VerifyCredentials(ctx context.Context, c disbackend.Credentials) error {
 	if c.AK == "" || c.SK == "" {
 		return fmt.Errorf("disrest: verify credentials: %w: empty AK or SK", disbackend.ErrAuthenticationFailed)
+	}
+	if s.principals.wasRefused(c, time.Now()) {
+		return fmt.Errorf("disrest: verify credentials of %s: %w: DIS refused this key pair less than %v ago", c.AK, disbackend.ErrAuthenticationFailed, s.principals.ttl)
 	}
 	cl, err := newClient(s.opts, c.AK, c.SK, "")
 	if err != nil {
@@ -199,6 +240,7 @@ func (s *Store) VerifyCredentials(ctx context.Context, c disbackend.Credentials)
 		s.principals.put(&c, cl)
 		return nil
 	case strings.HasPrefix(code, disapi.CodePrefixAuth):
+		s.principals.refuse(c, time.Now())
 		return fmt.Errorf("disrest: verify credentials of %s: %w: %w", c.AK, disbackend.ErrAuthenticationFailed, err)
 	case errors.Is(err, disbackend.ErrUnavailable), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("disrest: verify credentials of %s: DIS could not be asked: %w", c.AK, err)

@@ -35,11 +35,12 @@ func valueBatch(v string) disbackend.Batch {
 }
 
 // TestVerifyCredentials: a principal's valid pair passes; a wrong SK or
-// an unknown AK is ErrAuthenticationFailed (naming no SK); DIS not
+// an unknown AK is ErrAuthenticationFailed (naming no SK), then refused
+// without asking DIS for PrincipalTTL; DIS not
 // answering is ErrUnavailable, not ErrAuthenticationFailed.
 func TestVerifyCredentials(t *testing.T) {
 	t.Parallel()
-	_, url := startPrincipalsDIS(t)
+	d, url := startPrincipalsDIS(t)
 	s := newStore(t, url, nil)
 	if err := s.VerifyCredentials(ctxT(t), disbackend.Credentials{AK: p1AK, SK: p1SK}); err != nil {
 		t.Fatalf("valid pair: %v", err)
@@ -52,6 +53,20 @@ func TestVerifyCredentials(t *testing.T) {
 		if err != nil && strings.Contains(err.Error(), c.SK) {
 			t.Errorf("%v: the error holds the SK: %v", c, err)
 		}
+	}
+
+	// A refused pair is refused again without asking DIS, for the TTL.
+	before := d.Stats().Errors["ListStreams"]
+	for i := 0; i < 3; i++ {
+		if err := s.VerifyCredentials(ctxT(t), disbackend.Credentials{AK: p1AK, SK: "wrong-secret-value"}); !errors.Is(err, disbackend.ErrAuthenticationFailed) {
+			t.Errorf("refused pair again: %v", err)
+		}
+	}
+	if got := d.Stats().Errors["ListStreams"]; got != before {
+		t.Errorf("a refused pair asked DIS %d more times", got-before)
+	}
+	if err := s.VerifyCredentials(ctxT(t), disbackend.Credentials{AK: p1AK, SK: p1SK}); err != nil {
+		t.Errorf("the valid pair of an AK whose wrong SK was refused: %v", err)
 	}
 
 	down := httptest.NewServer(nil)
