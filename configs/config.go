@@ -93,6 +93,20 @@ type Config struct {
 	// at start unless the user has one already. Refused when others may
 	// read it.
 	SASLUsersFile string `yaml:"sasl_users_file"`
+	// SASLPlainAuthentication is what PLAIN checks: "users" (the default,
+	// the PLAIN users of sasl_users_file) or "dis" (the username and
+	// password are a DIS AK and SK, checked against DIS, and the
+	// connection's DIS calls are signed with them; backend dis only).
+	SASLPlainAuthentication string `yaml:"sasl_plain_authentication"`
+	// DISPrincipalClients bounds the DIS clients kept for the key pairs
+	// of sasl_plain_authentication dis, least recently used dropped
+	// first. Default 1024.
+	DISPrincipalClients int64 `yaml:"dis_principal_clients"`
+	// DISPrincipalTTL is how long a principal's signed check of a stream
+	// (sasl_plain_authentication dis) lets its reads be served from the
+	// gateway's shared read caches and its Metadata answered before DIS
+	// is asked again. Default 60s.
+	DISPrincipalTTL time.Duration `yaml:"dis_principal_ttl"`
 	// ConnectionsMaxReauth is Kafka's connections.max.reauth.ms: SASL
 	// sessions last this long, then clients re-authenticate (KIP-368).
 	// Default 0: sessions do not expire.
@@ -327,30 +341,33 @@ const MaxRequestEntries = 1 << 18
 // test in cmd/disgw checks that the two agree.
 func Default() Config {
 	return Config{
-		Listen:                "127.0.0.1:9092",
-		Advertise:             "",
-		TLSClientAuth:         "none",
-		SASLEnabledMechanisms: "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
-		Data:                  "./data",
-		Backend:               BackendLocal,
-		DISRecordFormat:       "auto",
-		DISLinger:             50 * time.Millisecond,
-		DISBatchBytes:         1 << 20,
-		DISBatchCount:         1000,
-		DISBufferBytes:        32 << 20,
-		DISCompactionMaxKeys:  1_000_000,
-		DISMetadataRefresh:    5 * time.Second,
-		LogLevel:              "info",
-		MaxFrameBytes:         100 << 20,
-		IdleTimeout:           10 * time.Minute,
-		FrameReadTimeout:      30 * time.Second,
-		QueuedMaxRequestBytes: 128 << 20,
-		MaxConnections:        4096,
-		MaxConnectionsPerIP:   1024,
-		AutoCreateTopics:      true,
-		DefaultPartitions:     1,
-		DefaultRetention:      0, // the backend's: see RetentionDefault
-		MaxMessageBytes:       1048588,
+		Listen:                  "127.0.0.1:9092",
+		Advertise:               "",
+		TLSClientAuth:           "none",
+		SASLEnabledMechanisms:   "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+		SASLPlainAuthentication: SASLPlainUsers,
+		DISPrincipalClients:     1024,
+		DISPrincipalTTL:         60 * time.Second,
+		Data:                    "./data",
+		Backend:                 BackendLocal,
+		DISRecordFormat:         "auto",
+		DISLinger:               50 * time.Millisecond,
+		DISBatchBytes:           1 << 20,
+		DISBatchCount:           1000,
+		DISBufferBytes:          32 << 20,
+		DISCompactionMaxKeys:    1_000_000,
+		DISMetadataRefresh:      5 * time.Second,
+		LogLevel:                "info",
+		MaxFrameBytes:           100 << 20,
+		IdleTimeout:             10 * time.Minute,
+		FrameReadTimeout:        30 * time.Second,
+		QueuedMaxRequestBytes:   128 << 20,
+		MaxConnections:          4096,
+		MaxConnectionsPerIP:     1024,
+		AutoCreateTopics:        true,
+		DefaultPartitions:       1,
+		DefaultRetention:        0, // the backend's: see RetentionDefault
+		MaxMessageBytes:         1048588,
 		// Mirrors gateway.DefaultMaxDecompressedMessageBytes and
 		// gateway.DefaultDecompressionBudgetBytes.
 		MaxDecompressedMessageBytes: 100 << 20,

@@ -15,6 +15,15 @@ var SecurityProtocols = []string{"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL
 // SASLMechanisms are the mechanisms sasl_enabled_mechanisms accepts.
 var SASLMechanisms = []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}
 
+// Values of sasl_plain_authentication.
+const (
+	// SASLPlainUsers checks PLAIN against the users of sasl_users_file.
+	SASLPlainUsers = "users"
+	// SASLPlainDIS takes PLAIN's username and password as a DIS AK and
+	// SK, checked against DIS; the connection acts with them.
+	SASLPlainDIS = "dis"
+)
+
 // TLSClientAuths are the values tls_client_auth accepts (Kafka
 // ssl.client.auth).
 var TLSClientAuths = []string{"none", "requested", "required"}
@@ -195,6 +204,24 @@ func (c Config) validateSecurity(bad func(key, format string, args ...any)) {
 	}
 	if needSASL && len(mechs) == 0 {
 		bad("sasl_enabled_mechanisms", "a SASL listener needs at least one mechanism")
+	}
+	switch c.SASLPlainAuthentication {
+	case SASLPlainUsers:
+	case SASLPlainDIS:
+		if c.Backend != BackendDIS {
+			bad("sasl_plain_authentication", "dis needs backend dis (it checks PLAIN's AK/SK against DIS)")
+		}
+		if !slices.Contains(mechs, "PLAIN") || !needSASL {
+			bad("sasl_plain_authentication", "dis needs PLAIN in sasl_enabled_mechanisms and a SASL_PLAINTEXT or SASL_SSL listener")
+		}
+	default:
+		bad("sasl_plain_authentication", "%q is not users or dis", c.SASLPlainAuthentication)
+	}
+	if c.DISPrincipalClients < 1 {
+		bad("dis_principal_clients", "%d must be at least 1", c.DISPrincipalClients)
+	}
+	if c.DISPrincipalTTL <= 0 {
+		bad("dis_principal_ttl", "%v must be > 0", c.DISPrincipalTTL)
 	}
 	if c.ConnectionsMaxReauth < 0 {
 		bad("connections_max_reauth", "%v must be >= 0 (0: sessions do not expire)", c.ConnectionsMaxReauth)

@@ -72,3 +72,39 @@ func TestSASLUsersFile(t *testing.T) {
 		t.Errorf("bad mechanism: %v (must not show the password)", err)
 	}
 }
+
+// TestSASLPlainAuthentication: sasl_plain_authentication dis is refused
+// without backend dis, without PLAIN or without a SASL listener; users
+// and dis are the only values.
+func TestSASLPlainAuthentication(t *testing.T) {
+	dis := func(mod func(*Config)) Config {
+		c := Default()
+		c.Backend, c.DISEndpoint, c.DISProjectID, c.DISAK, c.DISSK = BackendDIS, "https://dis.example.com", "p", "ak", "sk"
+		c.ListenersList = "SASL_PLAINTEXT://127.0.0.1:9092"
+		c.SASLPlainAuthentication = SASLPlainDIS
+		mod(&c)
+		return c
+	}
+	for _, tc := range []struct {
+		name string
+		c    Config
+		bad  bool
+	}{
+		{"dis", dis(func(*Config) {}), false},
+		{"users on local", func() Config { c := Default(); c.SASLPlainAuthentication = SASLPlainUsers; return c }(), false},
+		{"dis on local", dis(func(c *Config) { c.Backend = BackendLocal }), true},
+		{"dis without PLAIN", dis(func(c *Config) { c.SASLEnabledMechanisms = "SCRAM-SHA-256" }), true},
+		{"dis without a SASL listener", dis(func(c *Config) { c.ListenersList = "PLAINTEXT://127.0.0.1:9092" }), true},
+		{"unknown value", dis(func(c *Config) { c.SASLPlainAuthentication = "iam" }), true},
+		{"no principal clients", dis(func(c *Config) { c.DISPrincipalClients = 0 }), true},
+		{"no principal ttl", dis(func(c *Config) { c.DISPrincipalTTL = 0 }), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.c.Validate()
+			got := err != nil && (strings.Contains(err.Error(), "sasl_plain_authentication") || strings.Contains(err.Error(), "dis_principal_"))
+			if got != tc.bad {
+				t.Errorf("Validate: %v; want a sasl_plain_authentication or dis_principal_* problem: %v", err, tc.bad)
+			}
+		})
+	}
+}

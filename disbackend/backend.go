@@ -290,6 +290,11 @@ type Batch struct {
 	// (RecordLog); nil otherwise. They alias Raw, or its decompressed copy
 	// when the batch is compressed.
 	Records []Record
+	// Credentials, when set, are the principal's own: a backend that acts
+	// with them (CredentialVerifier) signs the batch's write with them and
+	// never writes it in one request with another principal's records.
+	// nil: the backend's own credentials.
+	Credentials *Credentials
 }
 
 // Record is one Kafka record (key, value, headers, absolute timestamp,

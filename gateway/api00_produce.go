@@ -245,7 +245,9 @@ func (c *conn) appendBatch(ctx context.Context, version int16, frameBytes int, s
 		return nil, err
 	}
 	// On a LogAppendTime topic the store stamps its append time.
-	pending := c.s.backend.Append(st.Name, rp.Partition, disbackend.Batch{Raw: raw, Header: h, Records: recs})
+	// In the dis authentication mode the batch is written with the
+	// connection's own DIS credentials.
+	pending := c.s.backend.Append(st.Name, rp.Partition, disbackend.Batch{Raw: raw, Header: h, Records: recs, Credentials: c.disCreds.Load()})
 	pending.AfterDone(hold.Release) // the backend no longer holds the records
 	return pending, nil
 }

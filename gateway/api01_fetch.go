@@ -193,7 +193,7 @@ func (c *conn) fillFetch(r *kmsg.FetchRequest, resp *kmsg.FetchResponse, maxByte
 					err = disbackend.ErrOffsetOutOfRange
 				}
 			} else {
-				res, err = s.backend.Read(c.ctx, st.Name, rp.Partition, rp.FetchOffset, max(limit, 1))
+				res, err = s.backend.Read(c.backendCtx(), st.Name, rp.Partition, rp.FetchOffset, max(limit, 1))
 			}
 			if err != nil {
 				// As Kafka's failed LogReadResult: offsets -1 (also on

@@ -25,11 +25,17 @@ package gateway
 // auto-creations past Limits.AutoCreatePerRequest or the per-second bucket
 // get UNKNOWN_TOPIC_OR_PARTITION (clients retry) and a throttle time.
 //
+// In the dis authentication mode (SASLConfig.PlainDIS) each topic answered
+// is checked with a DescribeStream signed with the connection's DIS key
+// (disAuthorizeTopics): one DIS refuses is TOPIC_AUTHORIZATION_FAILED, or
+// left out of an all-topics answer.
+//
 // Every partition is led by this node, with replicas and ISR = this node.
 
 import (
 	"context"
 	"errors"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -70,6 +76,11 @@ func (c *conn) handleMetadata(req *kafkawire.Request) reply {
 			resp.Topics = append(resp.Topics, s.metadataTopic(r.Version, st))
 		}
 		resp.Topics = append(resp.Topics, s.metadataTopic(r.Version, s.offsetsTopicStream()))
+		if c.disCreds.Load() != nil {
+			ctx, cancel := c.requestContext(0)
+			defer cancel()
+			c.disAuthorizeTopics(ctx, resp, true)
+		}
 		return ready(req, resp)
 	}
 	ac := autoCreateBudget{on: s.cfg.AutoCreateTopics && (r.Version <= 3 || r.AllowAutoTopicCreation),
@@ -100,6 +111,9 @@ func (c *conn) handleMetadata(req *kafkawire.Request) reply {
 		}
 		resp.Topics = append(resp.Topics, s.metadataRequestedTopic(ctx, r.Version, rt, &ac))
 	}
+	if c.disCreds.Load() != nil {
+		c.disAuthorizeTopics(ctx, resp, false)
+	}
 	topics.report(c, limitTopics, "Metadata")
 	if n := ac.refusedRequest + ac.refusedRate; n > 0 {
 		// The client retries an unknown topic after its backoff; the
@@ -113,6 +127,68 @@ func (c *conn) handleMetadata(req *kafkawire.Request) reply {
 		}
 	}
 	return ready(req, resp)
+}
+
+// disAuthorizeConcurrency bounds the DIS checks one Metadata request makes
+// at once in the dis authentication mode.
+const disAuthorizeConcurrency = 8
+
+// disAuthorizeTopics, in the dis authentication mode, asks DIS whether the
+// connection's principal may describe each topic answered without an
+// error (a DescribeStream signed with its credentials, remembered for the
+// backend's PrincipalTTL; up to disAuthorizeConcurrency at once): a topic
+// it may not is answered TOPIC_AUTHORIZATION_FAILED without partitions,
+// as Kafka answers a topic the principal may not DESCRIBE, or, in an
+// all-topics request (hide), left out, as Kafka leaves it out. A check
+// that fails otherwise answers the topic with that error (hidden too when
+// hide).
+func (c *conn) disAuthorizeTopics(ctx context.Context, resp *kmsg.MetadataResponse, hide bool) {
+	s := c.s
+	errs := make([]error, len(resp.Topics))
+	sem := make(chan struct{}, disAuthorizeConcurrency)
+	var wg sync.WaitGroup
+	for i, t := range resp.Topics {
+		var st *disbackend.Stream
+		switch {
+		case t.ErrorCode != 0:
+		case t.Topic != nil && *t.Topic == offsetsTopic:
+		case t.Topic != nil:
+			st = s.topics.get(*t.Topic)
+		default:
+			st = s.topics.getByID(t.TopicID)
+		}
+		if st == nil {
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			errs[i] = s.disAuth.AuthorizeStream(ctx, st.Name, disbackend.AccessDescribe)
+		}()
+	}
+	wg.Wait()
+	kept := resp.Topics[:0]
+	for i, t := range resp.Topics {
+		err := errs[i]
+		if err == nil {
+			kept = append(kept, t)
+			continue
+		}
+		if hide {
+			continue
+		}
+		name := ""
+		if t.Topic != nil {
+			name = *t.Topic
+		}
+		c.log.Debug("metadata of a topic refused by DIS", zapTopic(name), zapErr(err))
+		d := kmsg.NewMetadataResponseTopic()
+		d.Topic, d.TopicID = t.Topic, t.TopicID
+		d.ErrorCode = kafkaError(c.log, err)
+		kept = append(kept, d)
+	}
+	resp.Topics = kept
 }
 
 // autoCreateBudget is what one Metadata request may still auto-create.

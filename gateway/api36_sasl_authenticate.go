@@ -13,9 +13,15 @@ package gateway
 // and a close. A re-authentication must keep the principal, else
 // SASL_AUTHENTICATION_FAILED and a close.
 //
+// In the dis authentication mode (SASLConfig.PlainDIS) PLAIN's username
+// and password are a DIS AK and SK, checked by a DIS call signed with
+// them; the principal is "User:<AK>".
+//
 // Tokens, passwords and proofs are never logged.
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -55,6 +61,9 @@ func (c *conn) handleSaslAuthenticate(req *kafkawire.Request) reply {
 		if err != nil {
 			return c.authFailed(req, resp, "", "Authentication failed: "+err.Error())
 		}
+		if c.s.disAuth != nil {
+			return c.authenticateDIS(req, resp, user, password)
+		}
 		if !c.s.checkPlain(user, password) {
 			return c.authFailed(req, resp, user, "Authentication failed: Invalid username or password")
 		}
@@ -86,6 +95,35 @@ func (c *conn) handleSaslAuthenticate(req *kafkawire.Request) reply {
 	}
 	resp.SASLAuthBytes = []byte(out)
 	return c.authenticated(req, resp, user)
+}
+
+// disAuthTimeout bounds the DIS call that checks a PLAIN AK/SK in the dis
+// authentication mode.
+const disAuthTimeout = 30 * time.Second
+
+// authenticateDIS is PLAIN in the dis authentication mode: ak and sk are
+// checked with a DIS call signed with them. DIS refusing them is
+// SASL_AUTHENTICATION_FAILED "Invalid username or password"; DIS not
+// answering is SASL_AUTHENTICATION_FAILED saying so (the client may retry;
+// the credentials were not judged). Both close the connection. The SK is
+// never logged nor put in a message.
+func (c *conn) authenticateDIS(req *kafkawire.Request, resp *kmsg.SASLAuthenticateResponse, ak, sk string) reply {
+	ctx, cancel := context.WithTimeout(c.ctx, disAuthTimeout)
+	defer cancel()
+	creds := &disbackend.Credentials{AK: ak, SK: sk}
+	if err := c.s.disAuth.VerifyCredentials(ctx, *creds); err != nil {
+		if errors.Is(err, disbackend.ErrAuthenticationFailed) {
+			c.log.Debug("DIS refused the PLAIN credentials", zap.String("user", ak), zapErr(err))
+			return c.authFailed(req, resp, ak, "Authentication failed: Invalid username or password")
+		}
+		c.log.Warn("DIS could not check the PLAIN credentials", zap.String("user", ak), zapErr(err))
+		return c.authFailed(req, resp, ak, "Authentication failed: DIS could not be reached to check the credentials; try again later")
+	}
+	if st := &c.sasl; st.authenticated && ak != st.user {
+		return c.authenticated(req, resp, ak) // refuses the change of principal
+	}
+	c.disCreds.Store(creds)
+	return c.authenticated(req, resp, ak)
 }
 
 // authenticated ends a successful exchange: the principal, the session's

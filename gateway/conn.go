@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
+	"github.com/disgw/disgw/disbackend"
 	"github.com/disgw/disgw/kafkawire"
 )
 
@@ -56,8 +57,13 @@ type conn struct {
 	// listener is the name of the listener the connection arrived on.
 	listener string
 
-	lst  *listener // the listener: its advertised address, TLS, SASL
-	sasl saslState // owned by the reader goroutine
+	lst *listener // the listener: its advertised address, TLS, SASL
+	// disCreds are the DIS AK/SK of a connection authenticated in the dis
+	// mode of PLAIN (SASLConfig.PlainDIS), nil otherwise: every backend
+	// call made for its requests carries them (backendCtx, Batch). Set by
+	// the reader, read by both goroutines. Never logged.
+	disCreds atomic.Pointer[disbackend.Credentials]
+	sasl     saslState // owned by the reader goroutine
 
 	replies  chan reply // reader → writer, capacity cfg.MaxInFlight
 	stopOnce sync.Once
@@ -336,7 +342,14 @@ func (c *conn) requestContext(timeoutMillis int32) (context.Context, context.Can
 	if timeoutMillis > 0 {
 		d += time.Duration(timeoutMillis) * time.Millisecond
 	}
-	return context.WithTimeout(c.ctx, d)
+	return context.WithTimeout(c.backendCtx(), d)
+}
+
+// backendCtx is the connection's context carrying its DIS credentials in
+// the dis authentication mode (disbackend.WithCredentials), so that the
+// backend calls made for its requests are signed with them.
+func (c *conn) backendCtx() context.Context {
+	return disbackend.WithCredentials(c.ctx, c.disCreds.Load())
 }
 
 func (c *conn) writeLoop() {

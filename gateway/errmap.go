@@ -37,6 +37,8 @@ var errTable = []errRow{
 	// here is a bug.
 	{disbackend.ErrAppExists, kerr.UnknownServerError},
 	{disbackend.ErrCredentialNotFound, kerr.ResourceNotFound},
+	{disbackend.ErrNotAuthorized, kerr.TopicAuthorizationFailed},
+	{disbackend.ErrAuthenticationFailed, kerr.SaslAuthenticationFailed},
 	{disbackend.ErrUnavailable, kerr.RequestTimedOut},
 	{disbackend.ErrClosed, kerr.UnknownServerError},
 	{batch.ErrCorruptMessage, kerr.CorruptMessage},

@@ -56,6 +56,15 @@ type SASLConfig struct {
 	// credential store at start unless the user already has one of that
 	// mechanism (so AlterUserScramCredentials changes are kept).
 	Users []SASLUser
+	// PlainDIS is the dis authentication mode of PLAIN (config
+	// sasl_plain_authentication: dis): the username and password are a
+	// DIS AK and SK, checked at SaslAuthenticate with a call signed with
+	// them (disbackend.CredentialVerifier.VerifyCredentials), and the
+	// connection's backend calls are then made with them (its produce
+	// batches, topic admin calls, reads checked by AuthorizeStream), so
+	// that DIS's IAM decides. PLAIN users of Users are not used then.
+	// Needs a backend that implements disbackend.CredentialVerifier.
+	PlainDIS bool
 	// MaxReauth is Kafka's connections.max.reauth.ms: a SASL session ends
 	// this long after authentication (SaslAuthenticate v1+ tells the
 	// client, which re-authenticates, KIP-368); a request other than
@@ -86,6 +95,13 @@ type saslState struct {
 // disbackend.CredentialStore, else one in memory) and seeds the configured
 // SCRAM users.
 func (s *Server) initSASL(ctx context.Context) error {
+	if s.cfg.SASL.PlainDIS {
+		v, ok := s.backend.(disbackend.CredentialVerifier)
+		if !ok {
+			return errors.New("gateway: the dis authentication mode of PLAIN needs the DIS backend")
+		}
+		s.disAuth = v
+	}
 	if cs, ok := s.backend.(disbackend.CredentialStore); ok {
 		s.creds = cs
 	} else {
@@ -95,6 +111,9 @@ func (s *Server) initSASL(ctx context.Context) error {
 	for _, u := range s.cfg.SASL.Users {
 		switch u.Mechanism {
 		case MechanismPlain:
+			if s.cfg.SASL.PlainDIS {
+				continue // PLAIN is checked against DIS
+			}
 			s.plainUsers[u.Name] = u.Password
 		case disbackend.ScramSHA256, disbackend.ScramSHA512:
 			have, err := s.creds.ScramCredentials(ctx, u.Name)

@@ -285,6 +285,9 @@ func (c *Config) fill() {
 type Server struct {
 	cfg     Config
 	backend disbackend.Backend
+	// disAuth checks PLAIN's AK/SK against DIS in the dis authentication
+	// mode (SASLConfig.PlainDIS); nil otherwise. Set by initSASL.
+	disAuth disbackend.CredentialVerifier
 	// storesRecords: the backend stores records, not batches
 	// (disbackend.RecordLog), so Produce hands it the decoded records.
 	storesRecords bool

@@ -85,6 +85,7 @@ func TestErrTableCoversSentinels(t *testing.T) {
 		"ErrAppNotFound": disbackend.ErrAppNotFound, "ErrAppExists": disbackend.ErrAppExists,
 		"ErrInvalidRecord": disbackend.ErrInvalidRecord, "ErrRecordTooLarge": disbackend.ErrRecordTooLarge,
 		"ErrCredentialNotFound": disbackend.ErrCredentialNotFound,
+		"ErrNotAuthorized":      disbackend.ErrNotAuthorized, "ErrAuthenticationFailed": disbackend.ErrAuthenticationFailed,
 	}
 	for _, n := range names {
 		s, ok := sentinels[n]

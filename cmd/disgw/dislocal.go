@@ -46,6 +46,9 @@ func dislocalCmd(args []string, getenv func(string) string, stderr io.Writer) in
 	lostRate := fs.Float64("fault-lost-rate", 0, "serve this fraction (0-1) of requests, then close the connection without the answer")
 	groupSession := fs.Duration("group-session-timeout", dislocal.DefaultGroupSessionTimeout, "drop a consumer-group member (DIS Kafka Adapter subscribe()) after this long without a heartbeat")
 	groupSyncDelay := fs.Duration("group-sync-delay", 0, "a consumer-group rebalance's join window, answered as syncDelayedTimeMs; 0 means the members' rebalanceTimeoutMs, or 20s")
+	var deny denyFlag
+	fs.Var(&deny, "deny", "refuse requests signed with `AK` on streams whose name starts with PREFIX with 403 DIS.4116, as DIS's IAM does (AK:PREFIX; repeatable)")
+	callLog := fs.Int("call-log", 0, "keep the last `N` PutRecords (access key, stream, records' data) in memory, served at GET /dislocal/calls")
 	readyFile := fs.String("ready-file", "", "once listening, write the bound HOST:PORT to this `file` (mode 0600); removed at exit")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	if err := refusedSecretFlag(args); err != nil {
@@ -71,6 +74,13 @@ func dislocalCmd(args []string, getenv func(string) string, stderr io.Writer) in
 	sk := getenv("DISGW_DISLOCAL_SK")
 	token := getenv("DISGW_DISLOCAL_TOKEN")
 	var errs []error
+	keys, keysErr := parseDislocalKeys(getenv("DISGW_DISLOCAL_KEYS"))
+	if keysErr != nil {
+		errs = append(errs, keysErr)
+	}
+	if *callLog < 0 {
+		errs = append(errs, errors.New("--call-log must be >= 0"))
+	}
 	switch {
 	case *ak != "" && sk == "":
 		errs = append(errs, errors.New("--ak needs the secret key in env DISGW_DISLOCAL_SK (or give both in --credentials-file, without --ak)"))
@@ -124,7 +134,7 @@ func dislocalCmd(args []string, getenv func(string) string, stderr io.Writer) in
 	}
 
 	opts := dislocal.Options{
-		ProjectID: *project, AK: *ak, SK: sk, Token: token,
+		ProjectID: *project, AK: *ak, SK: sk, Token: token, Keys: keys, Deny: deny.m, CallLog: *callLog,
 		FlowControl: *flow, RetentionUnit: *retentionUnit, NoScalingLimits: *noScalingLimits,
 		GroupSessionTimeout: *groupSession, GroupSyncDelay: *groupSyncDelay,
 		Faults: dislocal.Faults{Latency: *latency, Jitter: *jitter, ErrorRate: *errorRate, DropRate: *dropRate, LostRate: *lostRate},
@@ -141,10 +151,48 @@ func dislocalCmd(args []string, getenv func(string) string, stderr io.Writer) in
 const dislocalSecretsHelp = `Secrets are never flags (a flag's value shows in ps and /proc/PID/cmdline):
   DISGW_DISLOCAL_SK                the secret key of --ak (DISGW_DISLOCAL_AK)
   DISGW_DISLOCAL_TOKEN             accept this X-Auth-Token
+  DISGW_DISLOCAL_KEYS              further key pairs to accept, AK:SK,AK:SK,...
   --credentials-file FILE          or DISGW_DISLOCAL_CREDENTIALS_FILE: the AK/SK
                                    in the Huawei Cloud SDK's INI format
 Without an AK/SK or a token, every request is served unauthenticated.
 `
+
+// parseDislocalKeys reads DISGW_DISLOCAL_KEYS, "AK:SK,AK:SK,...". Errors
+// name the position of a bad item, never its secret.
+func parseDislocalKeys(v string) (map[string]string, error) {
+	if strings.TrimSpace(v) == "" {
+		return nil, nil
+	}
+	keys := map[string]string{}
+	for i, item := range strings.Split(v, ",") {
+		ak, sk, ok := strings.Cut(strings.TrimSpace(item), ":")
+		if !ok || ak == "" || sk == "" {
+			return nil, fmt.Errorf("env DISGW_DISLOCAL_KEYS: item %d is not AK:SK", i+1)
+		}
+		if _, dup := keys[ak]; dup {
+			return nil, fmt.Errorf("env DISGW_DISLOCAL_KEYS: access key %s given twice", ak)
+		}
+		keys[ak] = sk
+	}
+	return keys, nil
+}
+
+// denyFlag is --deny AK:PREFIX, repeatable.
+type denyFlag struct{ m map[string][]string }
+
+func (d *denyFlag) String() string { return "" }
+
+func (d *denyFlag) Set(v string) error {
+	ak, prefix, ok := strings.Cut(v, ":")
+	if !ok || ak == "" {
+		return errors.New("want AK:PREFIX")
+	}
+	if d.m == nil {
+		d.m = map[string][]string{}
+	}
+	d.m[ak] = append(d.m[ak], prefix)
+	return nil
+}
 
 // removedSecretFlags are the flags that used to take a secret; they are
 // refused, naming where the secret goes now.
@@ -203,7 +251,7 @@ func runDislocal(listen, data, readyFile, credsFrom string, opts dislocal.Option
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	log.Info("dislocal started", zap.String("version", version), zap.String("listen", ln.Addr().String()),
-		zap.String("data", data), zap.Bool("signatures", opts.AK != ""), zap.String("credentials", credsFrom),
+		zap.String("data", data), zap.Bool("signatures", opts.AK != "" || len(opts.Keys) > 0), zap.Int("further_keys", len(opts.Keys)), zap.String("credentials", credsFrom),
 		zap.Bool("token", opts.Token != ""), zap.Bool("flow_control", opts.FlowControl), zap.Duration("retention_unit", opts.RetentionUnit))
 	if readyFile != "" {
 		if err := writeFileAtomic(readyFile, ln.Addr().String()+"\n"); err != nil {

@@ -432,7 +432,8 @@ func gatewayConfig(cfg configs.Config) gateway.Config {
 		}
 	}
 	g.TLS = gateway.TLSConfig{CertFile: cfg.TLSCertFile, KeyFile: cfg.TLSKeyFile, ClientCAFile: cfg.TLSClientCAFile, ClientAuth: cfg.TLSClientAuth}
-	g.SASL = gateway.SASLConfig{Mechanisms: cfg.EnabledSASLMechanisms(), MaxReauth: cfg.ConnectionsMaxReauth}
+	g.SASL = gateway.SASLConfig{Mechanisms: cfg.EnabledSASLMechanisms(), MaxReauth: cfg.ConnectionsMaxReauth,
+		PlainDIS: cfg.SASLPlainAuthentication == configs.SASLPlainDIS}
 	return g
 }
 
@@ -480,6 +481,8 @@ func openBackend(cfg configs.Config, creds configs.DISCredentials, log *zap.Logg
 			BatchBytes: int(cfg.DISBatchBytes), BatchCount: int(cfg.DISBatchCount),
 			BufferBytes:       int(cfg.DISBufferBytes),
 			CompactionMaxKeys: int(cfg.DISCompactionMaxKeys),
+			PrincipalClients:  int(cfg.DISPrincipalClients),
+			PrincipalTTL:      cfg.DISPrincipalTTL,
 			Metrics:           m,
 		})
 	}

@@ -355,6 +355,12 @@ func TestUsageErrors(t *testing.T) {
 		{"missing config file", nil, []string{"--config", "/nonexistent/disgw.yaml"}, []string{"no such file"}},
 		{"dislocal bad group timings", nil, []string{"dislocal", "--group-session-timeout", "0s", "--group-sync-delay", "-1s"},
 			[]string{"--group-session-timeout must be > 0", "--group-sync-delay must be >= 0"}},
+		{"dislocal bad keys and denials", []string{"DISGW_DISLOCAL_KEYS=ak1:sk1,nocolon"}, []string{"dislocal", "--deny", "nocolon", "--call-log", "-1"},
+			[]string{"invalid value \"nocolon\" for flag -deny: want AK:PREFIX"}},
+		{"dislocal bad keys", []string{"DISGW_DISLOCAL_KEYS=ak1:sk1,nocolon"}, []string{"dislocal", "--call-log", "-1"},
+			[]string{"DISGW_DISLOCAL_KEYS: item 2 is not AK:SK", "--call-log must be >= 0"}},
+		{"dis mode on the local backend", []string{"DISGW_SASL_PLAIN_AUTHENTICATION=dis", "DISGW_LISTENERS=SASL_PLAINTEXT://127.0.0.1:0"}, nil,
+			[]string{"sasl_plain_authentication: dis needs backend dis"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package dislocal
 
 import (
+	"bytes"
 	"context"
 	"crypto/md5"
 	"encoding/base64"
@@ -98,6 +99,16 @@ func (s *Server) putRecords(r *http.Request, _ map[string]string, body []byte) (
 	in, derr := decodePutRecords(body, pb)
 	if derr != nil {
 		return 0, nil, derr
+	}
+	if derr := s.denied(r.Context(), in.StreamName); derr != nil {
+		return 0, nil, derr
+	}
+	if s.opts.CallLog > 0 {
+		c := Call{Op: "SendRecords", AccessKey: accessKeyOf(r.Context()), Stream: in.StreamName, Data: make([][]byte, len(in.Records))}
+		for i, e := range in.Records {
+			c.Data[i] = bytes.Clone(e.Data)
+		}
+		s.logCall(c)
 	}
 	res, derr := s.appendRecords(r.Context(), in)
 	if derr != nil {

@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"sort"
@@ -49,6 +50,18 @@ type Options struct {
 	// SDK-HMAC-SHA256 (or V11-HMAC-SHA256, sign.go) signature with this key
 	// pair (or, when Token is set, the token).
 	AK, SK string
+	// Keys are further key pairs accepted beside AK and SK (AK → SK): a
+	// request signed with any of them is served, and its AK counted
+	// (Stats.AccessKeys) and kept in the call log.
+	Keys map[string]string
+	// Deny maps an AK to stream name prefixes it may not touch: a request
+	// signed with it that names such a stream (in its path, query or
+	// PutRecords body) gets 403 DIS.4116, as DIS's IAM answers.
+	Deny map[string][]string
+	// CallLog, when > 0, keeps the last CallLog PutRecords (at most
+	// 100,000) with their AK, stream and records' data, served at GET
+	// /dislocal/calls (Calls).
+	CallLog int
 	// Token, when set, is accepted as X-Auth-Token.
 	Token string
 	// MaxClockSkew bounds |X-Sdk-Date - now|; 0 means 15 minutes.
@@ -136,6 +149,9 @@ type Server struct {
 	countMu  sync.Mutex
 	requests map[string]int64
 	failures map[string]int64
+	// byAK counts requests by AK, then operation; calls is the call log.
+	byAK     map[string]map[string]int64
+	calls    []Call
 	inFlight atomic.Int64
 	// maxInFlight is the most DIS operations in flight at once (see Stats).
 	maxInFlight atomic.Int64
@@ -166,6 +182,7 @@ func New(b disbackend.Backend, opts Options) (*Server, error) {
 		rng:      rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7)),
 		requests: map[string]int64{},
 		failures: map[string]int64{},
+		byAK:     map[string]map[string]int64{},
 	}
 	s.flow = newFlowControl(opts.Now)
 	s.groups.m = map[string]*group{}
@@ -322,11 +339,17 @@ func match(method, version string, segs []string) (*route, map[string]string, bo
 // application/x-protobuf); request bodies may be compressed as the Java
 // SDK's body.compress.enabled does (Content-Encoding lz4, snappy, zstd;
 // see bodies.go). It also serves the request counts (Stats, as JSON) at
-// GET /dislocal/stats. Both are authenticated alike: with Options.AK or Token set, a request without a valid
-// signature or token gets DIS's 441 error ({"errorCode","message"}).
+// GET /dislocal/stats, and the call log (Options.CallLog, Calls) at GET
+// /dislocal/calls. All are authenticated alike: with Options.AK, Keys or
+// Token set, a request without a valid signature or token gets DIS's 441
+// error ({"errorCode","message"}).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/dislocal/stats" && r.Method == http.MethodGet {
-		s.serveStats(w, r)
+		s.serveStats(w, r, func() any { return s.Stats() })
+		return
+	}
+	if r.URL.Path == "/dislocal/calls" && r.Method == http.MethodGet {
+		s.serveStats(w, r, func() any { return s.Calls() })
 		return
 	}
 	segs := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
@@ -376,11 +399,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, project string, r
 	if len(body) > maxBodyBytes {
 		return 413, nil, errf(413, disapi.CodeBodyError, "Request body error. [larger than %d bytes]", maxBodyBytes)
 	}
-	if derr := s.authenticate(r, body); derr != nil {
+	ak, derr := s.authenticate(r, body)
+	if derr != nil {
 		return derr.Status, nil, derr
 	}
+	r = r.WithContext(withAccessKey(r.Context(), ak))
 	// The signature covers the body as sent, compressed or not.
-	body, derr := decodeContentEncoding(r.Header, body)
+	body, derr = decodeContentEncoding(r.Header, body)
 	if derr != nil {
 		return derr.Status, nil, derr
 	}
@@ -397,6 +422,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, project string, r
 			return 405, nil, errf(405, disapi.CodeInvalidRequest, "Invalid request. [method %s not allowed on %s]", r.Method, r.URL.Path)
 		}
 		return 404, nil, errf(404, disapi.CodeInvalidRequest, "Invalid request. [no DIS operation at %s %s]", r.Method, r.URL.Path)
+	}
+	if ak != "" {
+		s.countAK(ak, rt.op)
+	}
+	if derr := s.deniedRoute(r, vars); derr != nil {
+		return derr.Status, nil, derr
 	}
 	if s.injectFault(w) {
 		return 0, nil, nil
@@ -416,38 +447,67 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, project string, r
 	return rt.handle(s, r, vars, body)
 }
 
-// serveStats answers GET /dislocal/stats, once the request is
-// authenticated as a DIS operation would be. It is not counted.
-func (s *Server) serveStats(w http.ResponseWriter, r *http.Request) {
+// serveStats answers GET /dislocal/stats (and /dislocal/calls) with what
+// answer returns, once the request is authenticated as a DIS operation
+// would be. It is not counted.
+func (s *Server) serveStats(w http.ResponseWriter, r *http.Request, answer func() any) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes+1))
 	if err != nil || len(body) > maxBodyBytes {
 		writeError(w, errf(400, disapi.CodeBodyError, "Request body error. [unreadable or larger than %d bytes]", maxBodyBytes))
 		return
 	}
-	if derr := s.authenticate(r, body); derr != nil {
-		s.log.Debug("request refused", zap.String("op", "dislocal/stats"), zap.String("code", derr.Code), zap.String("message", derr.Message))
+	if _, derr := s.authenticate(r, body); derr != nil {
+		s.log.Debug("request refused", zap.String("op", r.URL.Path), zap.String("code", derr.Code), zap.String("message", derr.Message))
 		writeError(w, derr)
 		return
 	}
-	writeJSON(w, http.StatusOK, s.Stats())
+	writeJSON(w, http.StatusOK, answer())
 }
 
-// authenticate checks the token or the signature, when configured.
-func (s *Server) authenticate(r *http.Request, body []byte) *disError {
-	if s.opts.AK == "" && s.opts.Token == "" {
-		return nil
+// authenticate checks the token or the signature, when configured, and
+// returns the AK the request was signed with ("" for a token or none).
+func (s *Server) authenticate(r *http.Request, body []byte) (string, *disError) {
+	if !s.signing() && s.opts.Token == "" {
+		return "", nil
 	}
-	if _, ok := r.Header["X-Auth-Token"]; ok || s.opts.AK == "" {
+	if _, ok := r.Header["X-Auth-Token"]; ok || !s.signing() {
 		tok := r.Header.Get("X-Auth-Token")
 		switch {
 		case tok == "":
-			return errf(441, disapi.CodeTokenEmpty, "Empty X-Auth-Token header.")
+			return "", errf(441, disapi.CodeTokenEmpty, "Empty X-Auth-Token header.")
 		case s.opts.Token == "" || tok != s.opts.Token:
-			return errf(441, disapi.CodeTokenInvalid, "Invalid X-Auth-Token header.")
+			return "", errf(441, disapi.CodeTokenInvalid, "Invalid X-Auth-Token header.")
 		}
-		return nil
+		return "", nil
 	}
-	return verifySignature(r, body, s.opts.AK, s.opts.SK, s.now(), s.opts.MaxClockSkew)
+	// The key pair of the AK the header names; an unknown AK is checked
+	// against Options.AK, which refuses it (DIS.4107) after the header's
+	// other checks, as before.
+	ak, sk := s.opts.AK, s.opts.SK
+	if a, ok := parseAuthorization(r.Header.Get("Authorization")); ok {
+		if k, found := s.secretOf(a.AK); found {
+			ak, sk = a.AK, k
+		}
+	}
+	if ak == "" {
+		ak = "\x00no such key" // only Keys are set: refuse unknown AKs
+	}
+	if derr := verifySignature(r, body, ak, sk, s.now(), s.opts.MaxClockSkew); derr != nil {
+		return "", derr
+	}
+	return ak, nil
+}
+
+// countAK counts a request signed with ak (Stats.AccessKeys).
+func (s *Server) countAK(ak, op string) {
+	s.countMu.Lock()
+	m := s.byAK[ak]
+	if m == nil {
+		m = map[string]int64{}
+		s.byAK[ak] = m
+	}
+	m[op]++
+	s.countMu.Unlock()
 }
 
 // jitter draws the Faults.Jitter delay of one request.
@@ -528,6 +588,9 @@ type Stats struct {
 	// MaxInFlight is the most DIS operations served at once since New,
 	// injected latency included.
 	MaxInFlight int64 `json:"max_in_flight"`
+	// AccessKeys counts the signed requests routed to an operation by
+	// the AK they were signed with, then by operation.
+	AccessKeys map[string]map[string]int64 `json:"access_keys,omitempty"`
 }
 
 // Stats returns a copy of the request counts.
@@ -540,6 +603,12 @@ func (s *Server) Stats() Stats {
 	}
 	for k, v := range s.failures {
 		st.Errors[k] = v
+	}
+	if len(s.byAK) > 0 {
+		st.AccessKeys = make(map[string]map[string]int64, len(s.byAK))
+		for ak, m := range s.byAK {
+			st.AccessKeys[ak] = maps.Clone(m)
+		}
 	}
 	return st
 }

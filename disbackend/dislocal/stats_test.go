@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"testing"
 
@@ -89,4 +90,20 @@ func TestStatsAuthenticated(t *testing.T) {
 	if st, m := doJSON(t, hs.Client(), tok); st != 200 {
 		t.Fatalf("GET /dislocal/stats with the token: %d %v", st, m)
 	}
+}
+
+// doJSONArray sends req and decodes its JSON array answer.
+func doJSONArray(t *testing.T, hs *httptest.Server, req *http.Request) (int, []map[string]any) {
+	t.Helper()
+	resp, err := hs.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var m []map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("%d %q is not a JSON array", resp.StatusCode, b)
+	}
+	return resp.StatusCode, m
 }

@@ -123,7 +123,10 @@ func (w *writer) run() {
 		for n < len(w.q) {
 			j := &w.q[n]
 			r, b := int(j.b.NumRecords), j.size()
-			if n > 0 && (recs+r > o.BatchCount || size+b > o.BatchBytes) {
+			if n > 0 && (recs+r > o.BatchCount || size+b > o.BatchBytes || !sameCredentials(j.b.Credentials, w.q[0].b.Credentials)) {
+				// Full, or another principal's batch (dis authentication
+				// mode): it waits for a PutRecords signed with its own
+				// credentials.
 				break
 			}
 			n, recs, size = n+1, recs+r, size+b
@@ -139,6 +142,15 @@ func (w *writer) run() {
 			w.requeue(rest)
 		}
 	}
+}
+
+// sameCredentials reports whether two batches are written with the same
+// credentials (nil: the gateway's), so may share one PutRecords.
+func sameCredentials(a, b *disbackend.Credentials) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.AK == b.AK && a.SK == b.SK
 }
 
 // requeue puts jobs back at the front of the queue, in order.
@@ -398,7 +410,7 @@ func (s *Store) sendGroup(k partKey, group []job, ps *putState) []job {
 			size += len(out[end].data)
 			end++
 		}
-		got, waited, err := s.putRecords(ctx, k, out[start:end], ps, si.advanced)
+		got, waited, err := s.putRecords(ctx, k, out[start:end], ps, si.advanced, group[0].b.Credentials)
 		throttle += waited
 		if err != nil {
 			if idempotent {
@@ -525,8 +537,12 @@ func putRecordsDef() *def.HttpRequestDef {
 // sent again, with backoff and jitter, before anything else of the
 // partition; so is the whole request after DIS.4303/4305/4309/5xxx or no
 // answer. It gives up after RetryTimeout with ErrUnavailable.
-func (s *Store) putRecords(ctx context.Context, k partKey, recs []disRecord, ps *putState, advanced bool) (sns []int64, throttle time.Duration, err error) {
-	sns, err = s.putRecordsThrottled(ctx, k, recs, ps, advanced, &throttle)
+//
+// creds, when not nil, are the principal's the records are written with
+// (all of the group's: run never mixes them); a PutRecords DIS refuses
+// for them (403 DIS.4116) fails with ErrNotAuthorized, not retried.
+func (s *Store) putRecords(ctx context.Context, k partKey, recs []disRecord, ps *putState, advanced bool, creds *disbackend.Credentials) (sns []int64, throttle time.Duration, err error) {
+	sns, err = s.putRecordsThrottled(ctx, k, recs, ps, advanced, creds, &throttle)
 	return sns, throttle, err
 }
 
@@ -538,6 +554,7 @@ type putRun struct {
 	recs     []disRecord
 	ps       *putState
 	advanced bool
+	creds    *disbackend.Credentials // nil: the gateway's
 	// throttle adds up the pacer's waits and the backoffs after DIS.4303.
 	throttle *time.Duration
 	sns      []int64 // by index into recs, set as DIS accepts them
@@ -578,8 +595,8 @@ type acceptedRecord struct {
 // that leaves records to send again backs off first (backOff), and one
 // whose PutRecords may have been applied without an answer is checked
 // (verifyPut) before its records go again.
-func (s *Store) putRecordsThrottled(ctx context.Context, k partKey, recs []disRecord, ps *putState, advanced bool, throttle *time.Duration) ([]int64, error) {
-	r := &putRun{s: s, k: k, recs: recs, ps: ps, advanced: advanced, throttle: throttle,
+func (s *Store) putRecordsThrottled(ctx context.Context, k partKey, recs []disRecord, ps *putState, advanced bool, creds *disbackend.Credentials, throttle *time.Duration) ([]int64, error) {
+	r := &putRun{s: s, k: k, recs: recs, ps: ps, advanced: advanced, creds: creds, throttle: throttle,
 		sns: make([]int64, len(recs)), todo: make([]int, len(recs)),
 		deadline: time.Now().Add(s.opts.RetryTimeout), backoff: s.opts.RetryBackoff}
 	for i := range r.todo {
@@ -650,9 +667,10 @@ func (r *putRun) send(ctx context.Context, size int) (*model.SendRecordsResponse
 		}
 		body.Records[i] = e
 	}
-	rctx, cancel := context.WithTimeout(ctx, s.opts.RequestTimeout)
+	rctx, cancel := context.WithTimeout(disbackend.WithCredentials(ctx, r.creds), s.opts.RequestTimeout)
+	hc := s.hcOf(r.creds)
 	resp, err := callToEnd(rctx, s, "put records", func() (*model.SendRecordsResponse, error) {
-		v, err := s.hc().Sync(&putRequest{Body: body}, putRecordsDef())
+		v, err := hc.Sync(&putRequest{Body: body}, putRecordsDef())
 		if err != nil {
 			return nil, err
 		}

@@ -185,6 +185,15 @@ type Options struct {
 	// NoCompactor turns the compactor off: compacted topics are then kept
 	// only as long as DIS keeps their records. For tests of other things.
 	NoCompactor bool
+	// PrincipalClients bounds the SDK clients kept for principals' own
+	// credentials (the gateway's dis authentication mode, principals.go),
+	// least recently used dropped first; 0 means 1024.
+	PrincipalClients int
+	// PrincipalTTL is how long a principal's successful signed check of a
+	// stream (AuthorizeStream) lets its reads be served from the shared
+	// read-ahead and cursor caches before it is checked again; 0 means
+	// 60 s.
+	PrincipalTTL time.Duration
 	// Metrics receives each DIS call (disgw_backend_calls_total,
 	// disgw_backend_call_duration_seconds), the fill of each PutRecords and
 	// the time throttled; nil counts nothing.
@@ -221,6 +230,10 @@ type Store struct {
 	closed  bool
 	writers map[partKey]*writer
 	wg      sync.WaitGroup
+
+	// principals are the clients of principals' own credentials and
+	// their recent stream checks (principals.go).
+	principals principalCache
 
 	// buf counts the bytes of batches waiting for DIS (BufferBytes).
 	buf buffer
@@ -330,29 +343,12 @@ func New(opts Options) (*Store, error) {
 	if opts.CompactionMaxKeys <= 0 {
 		opts.CompactionMaxKeys = DefaultCompactionMaxKeys
 	}
-	var cred auth.ICredential
-	builder := dis.DisClientBuilder()
-	if opts.AK != "" {
-		c, err := basic.NewCredentialsBuilder().WithAk(opts.AK).WithSk(opts.SK).WithSecurityToken(opts.SecurityToken).
-			WithProjectId(opts.ProjectID).SafeBuild()
-		if err != nil {
-			return nil, fmt.Errorf("disrest: credentials: %w", err)
-		}
-		cred = c
-	} else {
-		cred = &tokenCredentials{projectID: opts.ProjectID, token: opts.Token}
-		builder = builder.WithCredentialsType("disrest.tokenCredentials")
-	}
-	hc, err := builder.
-		WithEndpoints([]string{opts.Endpoint}).
-		WithCredential(cred).
-		WithHttpConfig(config.DefaultHttpConfig().WithTimeout(opts.RequestTimeout).WithRetries(0)).
-		SafeBuild()
+	c, err := newClient(opts, opts.AK, opts.SK, opts.SecurityToken)
 	if err != nil {
-		return nil, fmt.Errorf("disrest: client: %w", err)
+		return nil, err
 	}
 	s := &Store{
-		c:        dis.NewDisClient(hc),
+		c:        c,
 		opts:     opts,
 		log:      opts.Logger.Named("disrest"),
 		writers:  map[partKey]*writer{},
@@ -360,6 +356,7 @@ func New(opts Options) (*Store, error) {
 		stopPoll: make(chan struct{}),
 	}
 	s.buf.init(opts.BufferBytes)
+	s.principals.init(opts.PrincipalClients, opts.PrincipalTTL)
 	s.streams.init()
 	s.cursors.init()
 	s.reads.init()
@@ -375,6 +372,34 @@ func New(opts Options) (*Store, error) {
 		go s.poll()
 	}
 	return s, nil
+}
+
+// newClient builds an SDK client of opts' endpoint signing with ak and sk
+// (and securityToken), or, when ak is empty, sending opts.Token.
+func newClient(opts Options, ak, sk, securityToken string) (*dis.DisClient, error) {
+	var cred auth.ICredential
+	builder := dis.DisClientBuilder()
+	if ak != "" {
+		c, err := basic.NewCredentialsBuilder().WithAk(ak).WithSk(sk).WithSecurityToken(securityToken).
+			WithProjectId(opts.ProjectID).SafeBuild()
+		if err != nil {
+			// The SDK's message names no secret; keep it out anyway.
+			return nil, errors.New("disrest: credentials: the SDK refused the AK/SK")
+		}
+		cred = c
+	} else {
+		cred = &tokenCredentials{projectID: opts.ProjectID, token: opts.Token}
+		builder = builder.WithCredentialsType("disrest.tokenCredentials")
+	}
+	hc, err := builder.
+		WithEndpoints([]string{opts.Endpoint}).
+		WithCredential(cred).
+		WithHttpConfig(config.DefaultHttpConfig().WithTimeout(opts.RequestTimeout).WithRetries(0)).
+		SafeBuild()
+	if err != nil {
+		return nil, fmt.Errorf("disrest: client: %w", err)
+	}
+	return dis.NewDisClient(hc), nil
 }
 
 // tokenCredentials authenticates with an IAM token (X-Auth-Token) instead
@@ -545,6 +570,11 @@ func callWith[T any](ctx context.Context, s *Store, op string, toEnd bool, f fun
 		s.opts.Metrics.BackendCall(opName(op), s.metricCode(r.err), time.Since(start))
 		if r.err != nil {
 			de := s.mapError(r.err)
+			if c := disbackend.CredentialsFrom(ctx); c != nil && de.principal == "" {
+				d := *de
+				d.principal = c.AK
+				de = &d
+			}
 			if de.code == disapi.CodeTooManyRequests || de.code == disapi.CodeIPBlacklisted {
 				s.globalBackoff.Store(time.Now().Add(time.Second).UnixNano())
 			}

@@ -20,10 +20,19 @@ type disError struct {
 	message  string
 	sentinel error // nil when unmapped
 	cause    error
+	// principal is the AK of a principal's own credentials the call was
+	// signed with (principals.go); "" for the gateway's.
+	principal string
 }
 
 func (e *disError) Error() string {
 	switch {
+	case e.principal != "" && e.code == disapi.CodeForbidden:
+		return fmt.Sprintf("%s %s (DIS's IAM does not allow it for access key %s)", e.code, e.message, e.principal)
+	case e.principal != "" && strings.HasPrefix(e.code, disapi.CodePrefixAuth):
+		return fmt.Sprintf("%s %s (DIS refused the credentials of access key %s)", e.code, e.message, e.principal)
+	case e.code == disapi.CodeForbidden:
+		return fmt.Sprintf("%s %s (DIS's IAM does not allow it for the gateway's credentials)", e.code, e.message)
 	case strings.HasPrefix(e.code, disapi.CodePrefixAuth):
 		// 441 DIS.4100-4115 and 403 DIS.4116: the gateway's own credentials.
 		return fmt.Sprintf("%s %s (DIS refused the gateway's credentials: check the AK/SK or token, the project id and the clock)", e.code, e.message)
@@ -68,7 +77,7 @@ func (e *disError) flowControl() bool { return e.code == disapi.CodeFlowControl 
 
 // codeTable maps DIS error codes to backend sentinels; the one place they
 // are mapped. A code ending in "*" is a prefix. Codes not listed (auth
-// failures DIS.41xx among them) stay unmapped: the gateway answers
+// failures DIS.4100-4115 among them) stay unmapped: the gateway answers
 // UNKNOWN_SERVER_ERROR and logs them.
 var codeTable = []struct {
 	code string
@@ -90,6 +99,7 @@ var codeTable = []struct {
 	{disapi.CodeIPBlacklisted, disbackend.ErrUnavailable},
 	{disapi.CodePrefixSystem + "*", disbackend.ErrUnavailable},
 	{disapi.CodeInvalidRequest, disbackend.ErrInvalidConfig},
+	{disapi.CodeForbidden, disbackend.ErrNotAuthorized}, // 403: IAM refused the operation
 }
 
 func sentinelFor(code string) error {

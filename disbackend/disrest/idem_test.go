@@ -237,7 +237,7 @@ func TestIdemAcrossRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := a.putRecords(ctxT(t), k, recs, lost, si.advanced); err != nil {
+	if _, _, err := a.putRecords(ctxT(t), k, recs, lost, si.advanced, nil); err != nil {
 		t.Fatal(err)
 	}
 	_ = a.Close()
@@ -281,7 +281,7 @@ func TestIdemAcrossRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := c.putRecords(ctxT(t), k, recs[:2], cut, si.advanced); err != nil {
+	if _, _, err := c.putRecords(ctxT(t), k, recs[:2], cut, si.advanced, nil); err != nil {
 		t.Fatal(err)
 	}
 	_ = c.Close()

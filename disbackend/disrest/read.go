@@ -196,7 +196,15 @@ func (s *Store) fetchAt(ctx context.Context, k partKey, sn int64, ask int, logAp
 // come from the partition's read-ahead buffer, or the GetRecords in flight
 // at offset, or a new GetRecords shared with every Read at offset
 // (readahead.go); the range is DIS's as of this poll tick.
+//
+// A ctx carrying a principal's credentials (disbackend.WithCredentials)
+// is served from those shared caches only after AuthorizeStream: a
+// GetCursor signed with them succeeded within PrincipalTTL, else it is
+// made first (ErrNotAuthorized when DIS refuses it).
 func (s *Store) Read(ctx context.Context, stream string, part int32, offset int64, maxBytes int) (disbackend.ReadResult, error) {
+	if err := s.AuthorizeStream(ctx, stream, disbackend.AccessRead); err != nil {
+		return disbackend.ReadResult{}, err
+	}
 	k := partKey{stream, part}
 	t0 := s.readStart()
 	si, err := s.streamInfo(ctx, stream, false)
@@ -302,8 +310,12 @@ func buildBatch(recs []fetched, logAppend bool) []byte {
 }
 
 // BatchAtTimestamp asks DIS for a cursor AT_TIMESTAMP ts and answers the
-// records from there as one batch; nil when there are none.
+// records from there as one batch; nil when there are none. A ctx with a
+// principal's credentials is checked as Read checks it.
 func (s *Store) BatchAtTimestamp(ctx context.Context, stream string, part int32, ts int64) ([]byte, error) {
+	if err := s.AuthorizeStream(ctx, stream, disbackend.AccessRead); err != nil {
+		return nil, err
+	}
 	k := partKey{stream, part}
 	si, err := s.streamInfo(ctx, stream, false)
 	if err != nil {
@@ -329,6 +341,9 @@ func (s *Store) BatchAtTimestamp(ctx context.Context, stream string, part int32,
 // timestamp. It costs a full scan; Kafka clients ask for it rarely
 // (ListOffsets -3, KIP-734).
 func (s *Store) BatchWithMaxTimestamp(ctx context.Context, stream string, part int32) ([]byte, error) {
+	if err := s.AuthorizeStream(ctx, stream, disbackend.AccessRead); err != nil {
+		return nil, err
+	}
 	k := partKey{stream, part}
 	si, err := s.streamInfo(ctx, stream, false)
 	if err != nil {

@@ -330,7 +330,7 @@ func (s *Store) createStream(ctx context.Context, name string, parts, hours int3
 		StreamName: name, PartitionCount: parts, StreamType: &typ, DataType: &dt,
 		DataDuration: &hours, Tags: &tags,
 	}}
-	op, f := "create stream "+name, func() (*model.CreateStreamResponse, error) { return s.c.CreateStream(req) }
+	op, f := "create stream "+name, func() (*model.CreateStreamResponse, error) { return s.cl(ctx).CreateStream(req) }
 	var err error
 	if gatewayStream(name) {
 		// The gateway's own stream: sending it again after a lost answer
@@ -350,7 +350,7 @@ func (s *Store) DeleteStream(ctx context.Context, name string) error {
 		return fmt.Errorf("disrest: delete stream %q: %w", name, disbackend.ErrStreamNotFound)
 	}
 	_, err := call(ctx, s, "delete stream "+name, func() (*model.DeleteStreamResponse, error) {
-		return s.c.DeleteStream(&model.DeleteStreamRequest{StreamName: name})
+		return s.cl(ctx).DeleteStream(&model.DeleteStreamRequest{StreamName: name})
 	})
 	s.forgetStream(name)
 	return err
@@ -363,7 +363,7 @@ func (s *Store) describe(ctx context.Context, name, start string, limit int32) (
 	if start != "" {
 		req.StartPartitionId = &start
 	}
-	return callIdempotent(ctx, s, "describe stream "+name, func() (*model.ShowStreamResponse, error) { return s.c.ShowStream(req) })
+	return callIdempotent(ctx, s, "describe stream "+name, func() (*model.ShowStreamResponse, error) { return s.cl(ctx).ShowStream(req) })
 }
 
 func (s *Store) DescribeStream(ctx context.Context, name string) (disbackend.Stream, error) {
@@ -450,7 +450,7 @@ func (s *Store) UpdatePartitionCount(ctx context.Context, name string, n int32) 
 			name, disbackend.ErrInvalidPartitionCount, n, st.PartitionCount)
 	}
 	_, err = call(ctx, s, "update partition count of "+name, func() (*model.UpdatePartitionCountResponse, error) {
-		return s.c.UpdatePartitionCount(&model.UpdatePartitionCountRequest{StreamName: name,
+		return s.cl(ctx).UpdatePartitionCount(&model.UpdatePartitionCountRequest{StreamName: name,
 			Body: &model.UpdatePartitionCountReq{StreamName: name, TargetPartitionCount: n}})
 	})
 	s.streams.drop(name)
@@ -472,7 +472,7 @@ func (s *Store) UpdateStreamConfig(ctx context.Context, name string, cfg disback
 	defer s.streams.drop(name)
 	if si.st.Config.Retention != time.Duration(hours)*time.Hour {
 		_, err = call(ctx, s, "update stream "+name, func() (*model.UpdateStreamResponse, error) {
-			return s.c.UpdateStream(&model.UpdateStreamRequest{StreamName: name,
+			return s.cl(ctx).UpdateStream(&model.UpdateStreamRequest{StreamName: name,
 				Body: &model.UpdateStreamReq{StreamName: name, DataDuration: &hours}})
 		})
 		if err != nil {
@@ -509,7 +509,7 @@ func (s *Store) UpdateStreamConfig(ctx context.Context, name string, cfg disback
 	}
 	if len(drop) > 0 {
 		_, err = call(ctx, s, "delete tags of "+name, func() (*model.BatchDeleteTagsResponse, error) {
-			return s.c.BatchDeleteTags(&model.BatchDeleteTagsRequest{StreamId: si.id,
+			return s.cl(ctx).BatchDeleteTags(&model.BatchDeleteTagsRequest{StreamId: si.id,
 				Body: &model.BatchDeleteTagsReq{Action: model.GetBatchDeleteTagsReqActionEnum().DELETE, Tags: drop}})
 		})
 		if err != nil {
@@ -517,7 +517,7 @@ func (s *Store) UpdateStreamConfig(ctx context.Context, name string, cfg disback
 		}
 	}
 	_, err = call(ctx, s, "tag stream "+name, func() (*model.BatchCreateTagsResponse, error) {
-		return s.c.BatchCreateTags(&model.BatchCreateTagsRequest{StreamId: si.id,
+		return s.cl(ctx).BatchCreateTags(&model.BatchCreateTagsRequest{StreamId: si.id,
 			Body: &model.BatchCreateTagsReq{Action: model.GetBatchCreateTagsReqActionEnum().CREATE, Tags: want}})
 	})
 	if err == nil {
