@@ -595,6 +595,8 @@ func (c *conn) authFetch(r *kmsg.FetchRequest) (kmsg.Response, func(kmsg.Respons
 			dp := kmsg.NewFetchResponseTopicPartition()
 			dp.Partition, dp.ErrorCode, dp.HighWatermark, dp.LastStableOffset, dp.LogStartOffset = p.Partition, errTopicAuth, -1, -1, -1
 			dp.PreferredReadReplica = -1
+			dp.RecordBatches = noRecords // empty, not null: librdkafka reads a null as MessageSetSize -1 and retries at once, forever
+			dp.AbortedTransactions = noAborted
 			d.Partitions = append(d.Partitions, dp)
 		}
 		denied = append(denied, d)

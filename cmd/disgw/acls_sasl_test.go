@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -196,5 +198,60 @@ func TestKafkaACLsSASLConsumer(t *testing.T) {
 				t.Fatalf("exit code after SIGTERM = %d, want 0", code)
 			}
 		})
+	}
+}
+
+// TestKcatFetchRefused: kcat (librdkafka) as a user that may DESCRIBE a
+// topic but not READ it gets TOPIC_AUTHORIZATION_FAILED from its Fetch
+// and exits with that error (-e). The refused partitions used to carry a
+// null record set, which librdkafka reads as "invalid MessageSetSize -1"
+// and fetches again at once, tens of thousands of times a second.
+func TestKcatFetchRefused(t *testing.T) {
+	t.Parallel()
+	kcat, err := exec.LookPath("kcat")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("kcat not installed")
+		}
+		t.Skip("kcat not installed")
+	}
+	dir := t.TempDir()
+	users := filepath.Join(dir, "users")
+	if err := os.WriteFile(users, []byte("SCRAM-SHA-512 admin admin-secret\nSCRAM-SHA-256 carol carol-secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ready := filepath.Join(dir, "ready")
+	gw := start(t, environ("DISGW_LISTENERS=SASL_PLAINTEXT://127.0.0.1:0", "DISGW_SASL_USERS_FILE="+users,
+		"DISGW_AUTHORIZER=true", "DISGW_SUPER_USERS=User:admin"), "serve", "--data", filepath.Join(dir, "data"), "--ready-file", ready)
+	addr := gw.waitReady(t, ready)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	admin, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.SASL(scram.Auth{User: "admin", Pass: "admin-secret"}.AsSha512Mechanism()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	if r, err := kadm.NewClient(admin).CreateTopic(ctx, 1, 1, nil, "t1"); err != nil || r.Err != nil {
+		t.Fatalf("create t1: %v %v", err, r.Err)
+	}
+	if err := admin.ProduceSync(ctx, &kgo.Record{Topic: "t1", Value: []byte("secret")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kadm.NewClient(admin).CreateACLs(ctx, kadm.NewACLs().Topics("t1").Allow("User:carol").AllowHosts("*").
+		Operations(kadm.OpDescribe).ResourcePatternType(kadm.ACLPatternLiteral)); err != nil {
+		t.Fatal(err)
+	}
+	kctx, kcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer kcancel()
+	out, err := exec.CommandContext(kctx, kcat, "-b", addr, "-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanisms=SCRAM-SHA-256",
+		"-X", "sasl.username=carol", "-X", "sasl.password=carol-secret", "-C", "-t", "t1", "-o", "beginning", "-e").CombinedOutput()
+	if kctx.Err() != nil {
+		t.Fatalf("kcat did not exit within 30 s; %d bytes of output, the last: %s", len(out), out[max(0, len(out)-300):])
+	}
+	if err == nil || !strings.Contains(string(out), "Topic authorization failed") || strings.Contains(string(out), "secret") {
+		t.Fatalf("kcat: %v, want it to fail with Topic authorization failed and no record:\n%s", err, out[:min(len(out), 2000)])
+	}
+	if strings.Contains(string(out), "MessageSetSize") {
+		t.Fatalf("kcat could not parse the Fetch response:\n%s", out[:min(len(out), 2000)])
 	}
 }
