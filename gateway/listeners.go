@@ -56,7 +56,10 @@ type TLSConfig struct {
 	// none.
 	ClientCAFile string
 	// ClientAuth is Kafka's ssl.client.auth: "none" (the default),
-	// "requested" (a certificate is verified if given) or "required".
+	// "requested" (a certificate is verified if given) or "required". It
+	// applies to SSL listeners only: SASL_SSL listeners authenticate with
+	// SASL and ask for no certificate, as Kafka's broker-wide
+	// ssl.client.auth is ignored on SASL_SSL (KIP-684).
 	ClientAuth string
 }
 

@@ -633,3 +633,29 @@ func toString(v any) string {
 }
 
 func fmtAny(v any) string { return fmt.Sprint(v) }
+
+// TestSASLSSLIgnoresClientAuth: tls_client_auth required applies to the
+// SSL listener only; a SASL_SSL client without a certificate
+// authenticates with SASL, as Kafka ignores a broker-wide ssl.client.auth
+// on SASL_SSL listeners (KIP-684).
+func TestSASLSSLIgnoresClientAuth(t *testing.T) {
+	pki := newTestPKI(t)
+	g := startGateway(t, func(c *gateway.Config) {
+		saslConfig(pki, gateway.ProtocolSASLSSL)(c)
+		c.Listeners = append(c.Listeners, gateway.Listener{Name: "MTLS", SecurityProtocol: gateway.ProtocolSSL, Listen: "127.0.0.1:0"})
+		c.TLS.ClientAuth = "required"
+	})
+	produceConsume(t, kgo.SeedBrokers(g.srv.BoundAddr("SECURE")), kgo.DialTLSConfig(pki.clientTLS(false)),
+		kgo.SASL(scram.Auth{User: "carol", Pass: "carol-scram512-secret"}.AsSha512Mechanism()))
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(g.srv.BoundAddr("MTLS")), kgo.DialTLSConfig(pki.clientTLS(false)), kgo.RequestRetries(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl); err == nil {
+		t.Fatal("the SSL listener served a client without a certificate")
+	}
+}

@@ -387,18 +387,26 @@ func New(cfg Config, backend disbackend.Backend, log *zap.Logger) (*Server, erro
 // Listen binds every listener (cfg.Listeners, or cfg.Listen alone) and
 // fixes their advertised addresses.
 func (s *Server) Listen() error {
-	var tlsConf *tls.Config
+	// SSL listeners verify client certificates as TLS.ClientAuth says;
+	// SASL_SSL listeners do not ask for them, as Kafka ignores a
+	// broker-wide ssl.client.auth on SASL_SSL (KIP-684).
+	tlsConfs := map[string]*tls.Config{}
 	for _, l := range s.cfg.listeners() {
-		if l.usesTLS() && tlsConf == nil {
-			var err error
-			if tlsConf, err = newTLSConfig(s.cfg.TLS); err != nil {
+		if l.usesTLS() && tlsConfs[l.SecurityProtocol] == nil {
+			cfg := s.cfg.TLS
+			if l.SecurityProtocol == ProtocolSASLSSL {
+				cfg.ClientAuth = "none"
+			}
+			c, err := newTLSConfig(cfg)
+			if err != nil {
 				return err
 			}
+			tlsConfs[l.SecurityProtocol] = c
 		}
 	}
 	var bound []*listener
 	for _, l := range s.cfg.listeners() {
-		b, err := bind(l, tlsConf)
+		b, err := bind(l, tlsConfs[l.SecurityProtocol])
 		if err != nil {
 			for _, b := range bound {
 				b.ln.Close()
