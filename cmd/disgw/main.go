@@ -515,7 +515,16 @@ func adminOptions(cfg configs.Config, srv *gateway.Server, store disbackend.Back
 		LagInterval: cfg.MetricsLagInterval, Config: kv, Errors: ring, Version: version, Logger: log,
 	}
 	if srv.HasUsers() {
+		// With the authorizer on, only super users: the console and
+		// /metrics show every topic and group, which ACLs would hide.
+		supers := map[string]bool{}
+		for _, u := range cfg.SuperUserList() {
+			supers[u] = true
+		}
 		o.Auth = func(user, password string) bool {
+			if cfg.Authorizer && !supers["User:"+user] {
+				return false
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			return srv.CheckPassword(ctx, user, password)

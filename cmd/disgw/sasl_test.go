@@ -54,8 +54,8 @@ func writeTestCerts(t *testing.T, dir string) (ca, cert, key string) {
 
 // startSASLSSL starts the binary with a SASL_SSL listener (its ready
 // address) and a PLAINTEXT one, TLS from generated certificates, and
-// users from a 0600 users file.
-func startSASLSSL(t *testing.T, dir string) (p *proc, addr, ca string) {
+// users from a 0600 users file; extraEnv is added to its environment.
+func startSASLSSL(t *testing.T, dir string, extraEnv ...string) (p *proc, addr, ca string) {
 	t.Helper()
 	ca, cert, key := writeTestCerts(t, dir)
 	users := filepath.Join(dir, "users")
@@ -63,8 +63,8 @@ func startSASLSSL(t *testing.T, dir string) (p *proc, addr, ca string) {
 		t.Fatal(err)
 	}
 	ready := filepath.Join(dir, "ready")
-	env := environ("DISGW_LISTENERS=SASL_SSL://127.0.0.1:0,PLAINTEXT://127.0.0.1:0",
-		"DISGW_TLS_CERT_FILE="+cert, "DISGW_TLS_KEY_FILE="+key, "DISGW_SASL_USERS_FILE="+users)
+	env := environ(append([]string{"DISGW_LISTENERS=SASL_SSL://127.0.0.1:0,PLAINTEXT://127.0.0.1:0",
+		"DISGW_TLS_CERT_FILE=" + cert, "DISGW_TLS_KEY_FILE=" + key, "DISGW_SASL_USERS_FILE=" + users}, extraEnv...)...)
 	p = start(t, env, "serve", "--data", filepath.Join(dir, "data"), "--ready-file", ready)
 	return p, p.waitReady(t, ready), ca
 }
