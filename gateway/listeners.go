@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"go.uber.org/zap"
 )
 
 // Security protocols of a listener, as Kafka names them
@@ -155,8 +157,8 @@ func bind(l Listener, tlsConf *tls.Config) (*listener, error) {
 // certificate reloaded when its files change, client certificates verified
 // against ClientCAFile (read again when it changes, at the next handshake)
 // as ClientAuth asks.
-func newTLSConfig(cfg TLSConfig) (*tls.Config, error) {
-	kp := &keyPair{certFile: cfg.CertFile, keyFile: cfg.KeyFile}
+func newTLSConfig(cfg TLSConfig, log *zap.Logger) (*tls.Config, error) {
+	kp := &keyPair{certFile: cfg.CertFile, keyFile: cfg.KeyFile, log: log}
 	if _, err := kp.get(); err != nil {
 		return nil, err
 	}
@@ -168,7 +170,7 @@ func newTLSConfig(cfg TLSConfig) (*tls.Config, error) {
 		tc.ClientAuth = tls.RequireAndVerifyClientCert
 	}
 	if cfg.ClientCAFile != "" {
-		cas := &caPool{file: cfg.ClientCAFile}
+		cas := &caPool{file: cfg.ClientCAFile, log: log}
 		pool, err := cas.get()
 		if err != nil {
 			return nil, err
@@ -193,10 +195,12 @@ func newTLSConfig(cfg TLSConfig) (*tls.Config, error) {
 // certificate keeps the last good pool.
 type caPool struct {
 	file string
+	log  *zap.Logger
 
-	mu   sync.Mutex
-	pool *x509.CertPool
-	mod  time.Time
+	mu        sync.Mutex
+	pool      *x509.CertPool
+	mod       time.Time
+	failedMod time.Time // of the last change that did not load (warned once)
 }
 
 func (c *caPool) get() (*x509.CertPool, error) {
@@ -216,9 +220,16 @@ func (c *caPool) get() (*x509.CertPool, error) {
 	}
 	if err != nil {
 		if c.pool != nil {
+			if !m.Equal(c.failedMod) {
+				c.failedMod = m
+				c.log.Warn("TLS client CA file changed but cannot be read; the last good CAs stay in use", zap.String("file", c.file), zap.Error(err))
+			}
 			return c.pool, nil // keep the last good pool; try again at the next handshake
 		}
 		return nil, fmt.Errorf("gateway: TLS client CA file: %w", err)
+	}
+	if c.pool != nil {
+		c.log.Info("TLS client CA file reloaded", zap.String("file", c.file))
 	}
 	c.pool, c.mod = pool, m
 	return pool, nil
@@ -228,11 +239,14 @@ func (c *caPool) get() (*x509.CertPool, error) {
 // either file's modification time changes.
 type keyPair struct {
 	certFile, keyFile string
+	log               *zap.Logger
 
 	mu      sync.Mutex
 	cert    *tls.Certificate
 	certMod time.Time
 	keyMod  time.Time
+	// of the last change that did not load (warned once)
+	failedCertMod, failedKeyMod time.Time
 }
 
 func (k *keyPair) get() (*tls.Certificate, error) {
@@ -254,9 +268,17 @@ func (k *keyPair) get() (*tls.Certificate, error) {
 		if k.cert != nil {
 			// A half-written pair: keep the last good one, try again
 			// at the next handshake. The error names files, not keys.
+			if !cm.Equal(k.failedCertMod) || !km.Equal(k.failedKeyMod) {
+				k.failedCertMod, k.failedKeyMod = cm, km
+				k.log.Warn("TLS certificate or key file changed but the pair does not load; the last good pair stays in use",
+					zap.String("cert_file", k.certFile), zap.String("key_file", k.keyFile), zap.Error(err))
+			}
 			return k.cert, nil
 		}
 		return nil, fmt.Errorf("gateway: TLS certificate %s and key %s: %w", k.certFile, k.keyFile, err)
+	}
+	if k.cert != nil {
+		k.log.Info("TLS certificate reloaded", zap.String("cert_file", k.certFile), zap.String("key_file", k.keyFile))
 	}
 	k.cert, k.certMod, k.keyMod = &c, cm, km
 	return k.cert, nil

@@ -130,6 +130,10 @@ func (s *Server) initSASL(ctx context.Context) error {
 			if err := s.creds.PutScramCredential(ctx, u.Name, cred); err != nil {
 				return fmt.Errorf("gateway: store SCRAM credential of %q: %w", u.Name, err)
 			}
+			// One line per user at start: a credential deleted through
+			// AlterUserScramCredentials comes back here while the user
+			// is in the file.
+			s.log.Info("SCRAM credential of a sasl_users_file user written", zap.String("user", u.Name), zap.String("mechanism", u.Mechanism))
 		default:
 			return fmt.Errorf("gateway: SASL user %q: mechanism %q is not PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", u.Name, u.Mechanism)
 		}

@@ -397,7 +397,7 @@ func (s *Server) Listen() error {
 			if l.SecurityProtocol == ProtocolSASLSSL {
 				cfg.ClientAuth = "none"
 			}
-			c, err := newTLSConfig(cfg)
+			c, err := newTLSConfig(cfg, s.log)
 			if err != nil {
 				return err
 			}
