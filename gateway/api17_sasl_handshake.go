@@ -1,9 +1,12 @@
 package gateway
 
-// SaslHandshake: v0-1. v0 is listed because librdkafka requires it to
-// be advertised (its SASL_HANDSHAKE feature) though it then sends v1; a
-// v0 client that follows with raw, unframed SASL tokens (Kafka < 1.0)
-// is not served: its next frame does not parse and closes the connection.
+// SaslHandshake: v0-1. After a v1 handshake the tokens come in
+// SaslAuthenticate requests; after a v0 handshake (Kafka < 1.0 clients:
+// kafka-python 2.0, sarama before V1_0_0_0) they come as raw frames, a
+// 4-byte size and the token without a request header, each answered by a
+// raw frame of the server's token (empty for PLAIN's success); a failed
+// raw exchange closes the connection without an answer, as Kafka's
+// SaslServerAuthenticator does (rawsasl.go).
 //
 // Picks the mechanism of the SaslAuthenticate exchange that follows; the
 // answer lists the enabled mechanisms (SASLConfig.Mechanisms). A mechanism
@@ -60,6 +63,7 @@ func (c *conn) handleSaslHandshake(req *kafkawire.Request) reply {
 	}
 	st.mechanism = r.Mechanism
 	st.scram, st.scramFinal = nil, nil
+	st.rawTokens = req.Version == 0 && !st.authenticated
 	return ready(req, resp)
 }
 

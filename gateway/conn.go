@@ -37,6 +37,11 @@ type reply struct {
 	// closeAfter closes the connection once the response is written
 	// (failed authentication); the reader stops after queueing it.
 	closeAfter bool
+	// rawToken: the answer is a raw SASL token frame (rawToken bytes
+	// after a 4-byte size, no response header): a token of the exchange
+	// after a v0 SaslHandshake. resp is still set, for the metrics.
+	rawToken []byte
+	raw      bool
 }
 
 // conn is one client connection: readLoop decodes requests and applies
@@ -128,6 +133,20 @@ func (c *conn) readLoop() {
 		if err != nil {
 			c.readFailed(err)
 			return
+		}
+		if c.sasl.rawTokens {
+			r := c.rawSASLToken(frame)
+			r.start, r.cost = time.Now(), cost
+			select {
+			case c.replies <- r:
+			case <-c.ctx.Done():
+				c.s.budget.release(cost)
+				return
+			}
+			if r.closeAfter {
+				return
+			}
+			continue
 		}
 		req, err := kafkawire.ParseRequest(frame)
 		if err != nil && !(errors.Is(err, kafkawire.ErrUnsupportedVersion) && req.Key == apiKeyApiVersions) {
@@ -396,10 +415,17 @@ func (w *responseWriter) write(r reply) bool {
 		}
 		return false
 	}
-	if resp == nil {
+	if r.raw {
+		if r.closeAfter {
+			return false // a failed raw exchange: closed without an answer
+		}
+		w.buf = binary.BigEndian.AppendUint32(w.buf[:0], uint32(len(r.rawToken)))
+		w.buf = append(w.buf, r.rawToken...)
+	} else if resp == nil {
 		return true
+	} else {
+		w.buf = kafkawire.AppendResponse(w.buf[:0], r.req.CorrelationID, resp)
 	}
-	w.buf = kafkawire.AppendResponse(w.buf[:0], r.req.CorrelationID, resp)
 	if w.bw == nil {
 		w.bw = bufio.NewWriterSize(c.nc, 16<<10)
 	}

@@ -89,6 +89,11 @@ type saslState struct {
 	authMechanism string                    // the mechanism of the session
 	user          string                    // the authenticated user
 	expires       time.Time                 // zero: the session does not expire
+	// rawTokens: a v0 SaslHandshake chose the mechanism, so its tokens
+	// follow as raw frames (a 4-byte size and the token, no request
+	// header), as Kafka serves clients from before SaslAuthenticate
+	// (kafka-python 2.0, sarama before V1_0_0_0).
+	rawTokens bool
 }
 
 // initSASL sets up the credential store (the backend's when it implements

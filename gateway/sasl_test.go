@@ -33,6 +33,7 @@ import (
 
 	"github.com/disgw/disgw/disbackend/localstore"
 	"github.com/disgw/disgw/gateway"
+	"github.com/disgw/disgw/kafkawire"
 )
 
 // testPKI is a CA with a server certificate for 127.0.0.1 and a client
@@ -658,4 +659,39 @@ func TestSASLSSLIgnoresClientAuth(t *testing.T) {
 	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl); err == nil {
 		t.Fatal("the SSL listener served a client without a certificate")
 	}
+}
+
+// TestSASLRawTokensAfterV0Handshake: after a v0 SaslHandshake the tokens
+// come as raw frames (Kafka < 1.0 clients: kafka-python 2.0): PLAIN's
+// token is answered by an empty raw frame, then requests are served; a
+// wrong password closes the connection without an answer; a Produce
+// instead of the token closes it too.
+func TestSASLRawTokensAfterV0Handshake(t *testing.T) {
+	g := startGateway(t, saslConfig(nil, gateway.ProtocolSASLPlaintext))
+	handshake := func() *rawConn {
+		r := g.raw(t)
+		hs := kmsg.NewPtrSASLHandshakeRequest()
+		hs.Mechanism = "PLAIN"
+		if resp := r.roundTrip(0, hs).(*kmsg.SASLHandshakeResponse); resp.ErrorCode != 0 {
+			t.Fatalf("handshake v0: error %d", resp.ErrorCode)
+		}
+		return r
+	}
+	r := handshake()
+	r.sendFrame([]byte("\x00alice\x00alice-plain-secret"))
+	_ = r.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if frame, err := kafkawire.ReadFrame(r.c, 1<<20); err != nil || len(frame) != 0 {
+		t.Fatalf("raw PLAIN answer: %q, %v; want an empty frame", frame, err)
+	}
+	if md := r.roundTrip(9, kmsg.NewPtrMetadataRequest()).(*kmsg.MetadataResponse); len(md.Brokers) != 1 {
+		t.Fatalf("Metadata after raw PLAIN: %d brokers", len(md.Brokers))
+	}
+
+	r = handshake()
+	r.sendFrame([]byte("\x00alice\x00wrong"))
+	r.expectClosed()
+
+	r = handshake()
+	r.send(9, kmsg.NewPtrProduceRequest())
+	r.expectClosed()
 }

@@ -43,6 +43,20 @@ def security_config():
     return c
 
 
+def kafka_python_security():
+    """security_config() as kafka-python's keyword arguments."""
+    c = security_config()
+    if not c:
+        return {}
+    kw = {"security_protocol": c["security.protocol"]}
+    if "sasl.mechanisms" in c:
+        kw.update(sasl_mechanism=c["sasl.mechanisms"], sasl_plain_username=c["sasl.username"],
+                  sasl_plain_password=c["sasl.password"])
+    if "ssl.ca.location" in c:
+        kw["ssl_cafile"] = c["ssl.ca.location"]
+    return kw
+
+
 def emit(kind, obj):
     sys.stdout.write("%s %s\n" % (kind, json.dumps(obj)))
     sys.stdout.flush()
@@ -198,12 +212,13 @@ class KafkaPython:
 
         self.k = kafka
         self.a = a
+        self.sec = kafka_python_security()
         info("version", "kafka-python %s (%s)" % (kafka.__version__, sys.executable))
 
     def create(self):
         from kafka.admin import KafkaAdminClient, NewTopic
 
-        adm = KafkaAdminClient(bootstrap_servers=self.a.broker, request_timeout_ms=ADMIN_TIMEOUT * 1000)
+        adm = KafkaAdminClient(bootstrap_servers=self.a.broker, **self.sec, request_timeout_ms=ADMIN_TIMEOUT * 1000)
         try:
             resp = adm.create_topics([NewTopic(self.a.topic, PARTITIONS, 1)])
             errs = getattr(resp, "topic_errors", None) or getattr(resp, "topics", None) or []
@@ -212,7 +227,7 @@ class KafkaPython:
                     raise Fail("create_topics: %r" % (e,))
         finally:
             adm.close()
-        c = self.k.KafkaConsumer(bootstrap_servers=self.a.broker)
+        c = self.k.KafkaConsumer(bootstrap_servers=self.a.broker, **self.sec)
         try:
             parts = c.partitions_for_topic(self.a.topic)
         finally:
@@ -222,7 +237,7 @@ class KafkaPython:
         return "KafkaAdminClient.create_topics made %d partitions" % PARTITIONS
 
     def produce(self):
-        p = self.k.KafkaProducer(bootstrap_servers=self.a.broker)
+        p = self.k.KafkaProducer(bootstrap_servers=self.a.broker, **self.sec)
         try:
             futs = [p.send(self.a.topic, key=key(i).encode(), value=value(i).encode(),
                            headers=[(hk, hv.encode()) for hk, hv in headers(i, self.a.name)]) for i in range(N)]
@@ -236,7 +251,7 @@ class KafkaPython:
     def consume(self, enough):
         from kafka.structs import TopicPartition, OffsetAndMetadata
 
-        c = self.k.KafkaConsumer(self.a.topic, bootstrap_servers=self.a.broker, group_id=self.a.group,
+        c = self.k.KafkaConsumer(self.a.topic, bootstrap_servers=self.a.broker, **self.sec, group_id=self.a.group,
                                  auto_offset_reset="earliest", enable_auto_commit=False)
         out = []
         deadline = time.time() + CONSUME_TIMEOUT
@@ -266,7 +281,7 @@ class KafkaPython:
         from kafka.admin import KafkaAdminClient
         from kafka.structs import TopicPartition
 
-        adm = KafkaAdminClient(bootstrap_servers=self.a.broker, request_timeout_ms=ADMIN_TIMEOUT * 1000)
+        adm = KafkaAdminClient(bootstrap_servers=self.a.broker, **self.sec, request_timeout_ms=ADMIN_TIMEOUT * 1000)
         try:
             if hasattr(adm, "describe_consumer_groups"):  # kafka-python 2.x
                 g = adm.describe_consumer_groups([self.a.group])[0]
@@ -281,7 +296,7 @@ class KafkaPython:
         finally:
             adm.close()
         committed = {tp.partition: om.offset for tp, om in offs.items() if tp.topic == self.a.topic and om.offset >= 0}
-        c = self.k.KafkaConsumer(bootstrap_servers=self.a.broker)
+        c = self.k.KafkaConsumer(bootstrap_servers=self.a.broker, **self.sec)
         try:
             parts = c.partitions_for_topic(self.a.topic) or []
             ends = {tp.partition: o for tp, o in c.end_offsets([TopicPartition(self.a.topic, p) for p in parts]).items()}
