@@ -187,8 +187,14 @@ func (c *conn) fillFetch(r *kmsg.FetchRequest, resp *kmsg.FetchResponse, maxByte
 			var err error
 			if limit <= 0 && !first {
 				// No room left: report the partition's state without
-				// reading any batch.
-				res.Range, err = s.backend.Range(st.Name, rp.Partition)
+				// reading any batch (in the dis authentication mode once
+				// the principal's key may read the stream, as Read checks).
+				if s.disAuth != nil && c.disCreds.Load() != nil {
+					err = s.disAuth.AuthorizeStream(c.backendCtx(), st.Name, disbackend.AccessRead)
+				}
+				if err == nil {
+					res.Range, err = s.backend.Range(st.Name, rp.Partition)
+				}
 				if err == nil && (rp.FetchOffset < res.Range.First || rp.FetchOffset > res.Range.Next) {
 					err = disbackend.ErrOffsetOutOfRange
 				}

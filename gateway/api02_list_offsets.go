@@ -73,6 +73,13 @@ func (s *Server) listOffsets(ctx context.Context, r *kmsg.ListOffsetsRequest) (*
 		t.Topic = rt.Topic
 		lim.topic()
 		st := s.topics.get(rt.Topic)
+		// The dis authentication mode: offsets come from the gateway's
+		// view, so the principal's key must be let read the stream first
+		// (a GetCursor signed with it, remembered dis_principal_ttl).
+		var authErr error
+		if st != nil && s.disAuth != nil && disbackend.CredentialsFrom(ctx) != nil {
+			authErr = s.disAuth.AuthorizeStream(ctx, st.Name, disbackend.AccessRead)
+		}
 		t.Partitions = make([]kmsg.ListOffsetsResponseTopicPartition, 0, len(rt.Partitions))
 		for _, rp := range rt.Partitions {
 			p := kmsg.NewListOffsetsResponseTopicPartition()
@@ -84,6 +91,8 @@ func (s *Server) listOffsets(ctx context.Context, r *kmsg.ListOffsetsRequest) (*
 				p.ErrorCode = kerr.InvalidRequest.Code
 			case st == nil || rp.Partition < 0 || rp.Partition >= st.PartitionCount:
 				p.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case authErr != nil:
+				p.ErrorCode = kafkaError(s.log, authErr)
 			case r.Version >= 4 && rp.CurrentLeaderEpoch >= 0 && rp.CurrentLeaderEpoch < leaderEpoch:
 				p.ErrorCode = kerr.FencedLeaderEpoch.Code
 			case r.Version >= 4 && rp.CurrentLeaderEpoch > leaderEpoch:

@@ -24,6 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/disgw/disgw/disbackend"
 	"github.com/disgw/disgw/kafkawire"
 )
 
@@ -69,6 +70,20 @@ func (c *conn) handleDescribeConfigs(req *kafkawire.Request) reply {
 				res.ErrorMessage = kmsg.StringPtr("")
 				resp.Resources = append(resp.Resources, res)
 				continue
+			}
+			if s.disAuth != nil && c.disCreds.Load() != nil && rr.ResourceName != offsetsTopic {
+				// The dis authentication mode: the configs come from the
+				// gateway's view; the principal's key must be let
+				// describe the stream (DescribeStream signed with it,
+				// remembered dis_principal_ttl).
+				ctx, cancel := c.requestContext(0)
+				err := s.disAuth.AuthorizeStream(ctx, st.Name, disbackend.AccessDescribe)
+				cancel()
+				if err != nil {
+					res.ErrorCode = kafkaError(s.log, err)
+					resp.Resources = append(resp.Resources, res)
+					continue
+				}
 			}
 			entries = s.describeTopicConfig(st)
 		case kmsg.ConfigResourceTypeBroker:

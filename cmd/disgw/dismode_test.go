@@ -255,6 +255,46 @@ func TestDISAuthenticationMode(t *testing.T) {
 	if err != nil || got.ErrorCode != kerr.TopicAuthorizationFailed.Code || len(got.RecordBatches) != 0 {
 		t.Errorf("fetch of %s as pair 2: %v, code %d, %d bytes; want TOPIC_AUTHORIZATION_FAILED and no records", secretTopic, err, gotCode(got), gotLen(got))
 	}
+	// ListOffsets (latest) is answered from the gateway's view of the
+	// partition: refused too, for pair 2 only.
+	listLatest := func(cl *kgo.Client) (int16, error) {
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.ReplicaID = -1
+		lt := kmsg.NewListOffsetsRequestTopic()
+		lt.Topic = secretTopic
+		lp := kmsg.NewListOffsetsRequestTopicPartition()
+		lp.Partition, lp.Timestamp, lp.CurrentLeaderEpoch = 0, -1, -1
+		lt.Partitions = append(lt.Partitions, lp)
+		req.Topics = append(req.Topics, lt)
+		resp, err := req.RequestWith(ctx, cl.SeedBrokers()[0])
+		if err != nil {
+			return 0, err
+		}
+		return resp.Topics[0].Partitions[0].ErrorCode, nil
+	}
+	if code, err := listLatest(p1); err != nil || code != 0 {
+		t.Errorf("ListOffsets of %s as pair 1: %v, code %d", secretTopic, err, code)
+	}
+	if code, err := listLatest(p2); err != nil || code != kerr.TopicAuthorizationFailed.Code {
+		t.Errorf("ListOffsets of %s as pair 2: %v, code %d; want TOPIC_AUTHORIZATION_FAILED", secretTopic, err, code)
+	}
+	describe := func(cl *kgo.Client) (int16, error) {
+		req := kmsg.NewPtrDescribeConfigsRequest()
+		rr := kmsg.NewDescribeConfigsRequestResource()
+		rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeTopic, secretTopic
+		req.Resources = append(req.Resources, rr)
+		resp, err := req.RequestWith(ctx, cl.SeedBrokers()[0])
+		if err != nil {
+			return 0, err
+		}
+		return resp.Resources[0].ErrorCode, nil
+	}
+	if code, err := describe(p1); err != nil || code != 0 {
+		t.Errorf("DescribeConfigs of %s as pair 1: %v, code %d", secretTopic, err, code)
+	}
+	if code, err := describe(p2); err != nil || code != kerr.TopicAuthorizationFailed.Code {
+		t.Errorf("DescribeConfigs of %s as pair 2: %v, code %d; want TOPIC_AUTHORIZATION_FAILED", secretTopic, err, code)
+	}
 	preq := kmsg.NewPtrProduceRequest()
 	preq.Acks, preq.TimeoutMillis = -1, 10000
 	pt := kmsg.NewProduceRequestTopic()
