@@ -1,10 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -230,23 +232,70 @@ func (r *idemRun) verify(l *idemLoad) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	dups, missing, moved := 0, 0, 0
-	for _, at := range seen {
+	var odd []string // diagnostics: the records stored twice or acknowledged elsewhere
+	for id, at := range seen {
 		dups += len(at) - 1
+		if len(at) > 1 {
+			a, ok := l.acked[id]
+			odd = append(odd, fmt.Sprintf("%s stored at %v, acknowledged %v at %d", id, at, ok, a.offset))
+		}
 	}
 	for id, a := range l.acked {
 		at := seen[id]
 		switch {
 		case len(at) == 0:
 			missing++
+			odd = append(odd, fmt.Sprintf("%s missing, acknowledged at %d/%d", id, a.part, a.offset))
 		case at[0] != a:
 			moved++
+			if len(at) == 1 {
+				odd = append(odd, fmt.Sprintf("%s stored at %v, acknowledged at %d", id, at, a.offset))
+			}
 		}
 	}
+	idemOddRuns(t, odd)
 	t.Logf("sent %d, acknowledged %d, failed %d; stored %d: %d duplicates, %d acknowledged missing, %d acknowledged at another offset, %d out of order",
 		l.sent, len(l.acked), l.failed, total, dups, missing, moved, disorder)
 	if dups > 0 || missing > 0 || moved > 0 || disorder > 0 {
 		t.Errorf("%d duplicates, %d acknowledged records missing, %d acknowledged at another offset than they are, %d out of order",
 			dups, missing, moved, disorder)
+	}
+}
+
+// idemOddRuns logs the diagnostics of verify in runs: lines of the same
+// producer and partition with consecutive sequences are one line, the
+// first and the last of the run with its length.
+func idemOddRuns(t *testing.T, odd []string) {
+	type line struct {
+		prod, part, seq int
+		text            string
+	}
+	var ls []line
+	for _, o := range odd {
+		var l line
+		if _, err := fmt.Sscanf(o, "%d/%d/%d", &l.prod, &l.part, &l.seq); err != nil {
+			continue
+		}
+		l.text = o
+		ls = append(ls, l)
+	}
+	slices.SortFunc(ls, func(a, b line) int {
+		return cmp.Or(cmp.Compare(a.part, b.part), cmp.Compare(a.prod, b.prod), cmp.Compare(a.seq, b.seq))
+	})
+	shown := 0
+	for i := 0; i < len(ls); {
+		j := i + 1
+		for j < len(ls) && ls[j].part == ls[i].part && ls[j].prod == ls[i].prod && ls[j].seq == ls[j-1].seq+1 {
+			j++
+		}
+		if shown < 60 {
+			t.Logf("%d records: %s ... %s", j-i, ls[i].text, ls[j-1].text)
+		}
+		shown++
+		i = j
+	}
+	if shown > 60 {
+		t.Logf("... %d runs in all", shown)
 	}
 }
 

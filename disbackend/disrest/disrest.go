@@ -154,6 +154,9 @@ type Options struct {
 	// idemSettle is how long an intent that looks not written is given
 	// to land (idem.go); 0 means defaultIdemSettle, < 0 none (tests).
 	idemSettle time.Duration
+	// idemHold is how long a batch cut short holds the partition's other
+	// writes for its retry (idem.go); 0 means defaultIdemHold (tests).
+	idemHold time.Duration
 	// RetryTimeout bounds how long an append retries DIS.4303, DIS.4305,
 	// DIS.4309, DIS.5xxx and transport errors before it fails with
 	// ErrUnavailable; 0 means 60 s.
