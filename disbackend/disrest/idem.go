@@ -22,10 +22,15 @@ package disrest
 // that the end offset moved past (resolveIntent) were written there and
 // join the window with those offsets, so a producer's retry of one is
 // answered with its original offsets and not written again; the others
-// were not written. Content is not compared: two batches with identical
-// records are different writes, which only the sequence numbers tell
-// apart. When another DIS app writes to P the end offset can move without
-// the intent being written: see the README.
+// were not written; one only partly written (a batch larger than one
+// PutRecords, or cut at the partition's limits, its process killed
+// between two) is completed by the producer's retry, which writes only
+// its other records, and until that retry comes (held, at most
+// defaultIdemHold) the partition's other batches wait, so that the
+// batch's records stay contiguous. Content is not compared: two batches
+// with identical records are different writes, which only the sequence
+// numbers tell apart. When another DIS app writes to P the end offset can
+// move without the intent being written: see the README.
 
 import (
 	"cmp"
