@@ -548,15 +548,11 @@ func (s *Store) resolveIdem(ctx context.Context, k partKey, sid string, ps *putS
 		return nil
 	}
 	written, all, partial := resolveIntentPartial(cp, r.Next)
-	if !all && s.opts.idemSettle >= 0 {
+	if settle := s.settle(); !all && settle > 0 {
 		// A PutRecords of the intent may still be on its way: sent by a
 		// process that died since, or by this one before it gave up, and
 		// DIS applies a request it received whoever waits for the answer.
 		// Look again once such a request has landed.
-		settle := s.opts.idemSettle
-		if settle == 0 {
-			settle = defaultIdemSettle
-		}
 		t := time.NewTimer(settle)
 		select {
 		case <-ctx.Done():
