@@ -336,7 +336,7 @@ func (r *idemRun) waitAcked(l *idemLoad, n int) {
 // acknowledged) and a second batch cut short lost the first (duplicates).
 //
 // 3 kills by default (about 65 s), 10 with DISGW_TEST_IDEM_KILL9=1 (about
-// 190 s, 3.5 min under -race on a busy 2-core machine); IDEM_TEST_TRIALS
+// 190 s, 2.5 to 3.5 min under -race on a busy 2-core machine); IDEM_TEST_TRIALS
 // sets the number. IDEM_TEST_LOG=info keeps the gateway's resolutions in
 // the output (shown when the test fails), IDEM_TEST_CLIENT_LOG=1 logs
 // every franz-go message.
