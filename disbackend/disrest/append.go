@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -108,6 +109,25 @@ func (w *writer) run() {
 			<-w.wake
 			continue
 		}
+		if p := w.s.idem.held(w.k); p != nil && !w.stopped {
+			// A batch cut short holds the partition's other writes until
+			// its retry comes (idem.go): that goes first.
+			i := slices.IndexFunc(w.q, func(j job) bool { return p.isRetry(&j.b) })
+			wait := time.Until(p.until)
+			if i < 0 && wait > 0 {
+				w.mu.Unlock()
+				t := time.NewTimer(wait)
+				select {
+				case <-w.wake:
+				case <-t.C:
+				}
+				t.Stop()
+				continue
+			}
+			if i > 0 {
+				w.q = slices.Concat(w.q[i:i+1], w.q[:i], w.q[i+1:])
+			}
+		}
 		full := w.qRecs >= o.BatchCount || w.qBytes >= o.BatchBytes
 		if wait := time.Until(w.q[0].at.Add(o.Linger)); !full && !w.stopped && wait > 0 {
 			w.mu.Unlock()
@@ -201,6 +221,13 @@ func (s *Store) appendJob(k partKey, b disbackend.Batch, src []int64) *disbacken
 	return p
 }
 
+// isClosed reports whether Close was called.
+func (s *Store) isClosed() bool {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	return s.closed
+}
+
 // complete completes a job, then gives its bytes back to the buffer.
 func (s *Store) complete(j *job, res disbackend.AppendResult, err error) {
 	j.p.Complete(res, err)
@@ -257,6 +284,25 @@ func (s *Store) sendGroup(k partKey, group []job, ps *putState) []job {
 		if err := s.resolveIdem(ctx, k, si.id, ps); err != nil {
 			failAll(group, err)
 			return nil
+		}
+	}
+	if p := s.idem.held(k); p != nil {
+		// A batch cut short: nothing goes before the rest of it.
+		i := slices.IndexFunc(group, func(j job) bool { return p.isRetry(&j.b) })
+		switch {
+		case i > 0:
+			group = slices.Concat(group[i:i+1], group[:i], group[i+1:])
+		case i == 0:
+		case time.Now().Before(p.until) && !s.isClosed():
+			return group // the writer waits for the retry (writer.run)
+		case time.Now().Before(p.until):
+			failAll(group, fmt.Errorf("disrest: append to %s/%d: %w: closing while the partition waits for the retry of a batch cut short", k.stream, k.part, disbackend.ErrUnavailable))
+			return nil
+		default:
+			s.idem.clearPartial(k)
+			s.log.Warn("the retry of a batch cut short did not come: other batches written after its first records",
+				zap.String("stream", k.stream), zap.Int32("partition", k.part), zap.Int64("producer_id", p.pid),
+				zap.Int32("sequence", p.seq), zap.Int64("base_offset", p.base), zap.Int32("written", p.done), zap.Int32("records", p.n))
 		}
 	}
 	logAppend := si.st.Config.TimestampType == disbackend.LogAppendTime

@@ -151,9 +151,14 @@ type Options struct {
 	BufferWait time.Duration
 	// RequestTimeout bounds one HTTP request; 0 means 30 s.
 	RequestTimeout time.Duration
-	// idemSettle is how long an intent that looks not written is given
-	// to land (idem.go); 0 means defaultIdemSettle, < 0 none (tests).
+	// idemSettle is how long an intent that looks not written (idem.go),
+	// or a PutRecords left without an answer that looks not applied
+	// (verifyPut), is given to land; 0 means defaultIdemSettle, < 0 none
+	// (tests).
 	idemSettle time.Duration
+	// idemHold is how long a batch cut short holds the partition's other
+	// writes for its retry (idem.go); 0 means defaultIdemHold (tests).
+	idemHold time.Duration
 	// RetryTimeout bounds how long an append retries DIS.4303, DIS.4305,
 	// DIS.4309, DIS.5xxx and transport errors before it fails with
 	// ErrUnavailable; 0 means 60 s.

@@ -555,7 +555,7 @@ func TestCommitCheckpointsParallel(t *testing.T) {
 // TestPutRecordsTimeout: DIS answers after 0-250 ms and the Store gives a
 // request 150 ms: a PutRecords that times out (dislocal applies it anyway)
 // is checked and, if not written, sent again; every acknowledged batch is
-// at its offset.
+// at its offset, and none is written twice.
 func TestPutRecordsTimeout(t *testing.T) {
 	t.Parallel()
 	_, url := startDIS(t, dislocal.Options{Faults: dislocal.Faults{Jitter: 250 * time.Millisecond}})
@@ -576,6 +576,11 @@ func TestPutRecordsTimeout(t *testing.T) {
 		if len(got) < 2 || !bytes.Equal(got[0].Value, want[0].Value) || !bytes.Equal(got[1].Value, want[1].Value) {
 			t.Fatalf("append %d at offset %d: read back %v, want its records", i, res.BaseOffset, got)
 		}
+	}
+	// And none written twice: a PutRecords that timed out is given time
+	// to land before it is taken as not written.
+	if r, err := reader.describeRange(ctxT(t), stream, 0); err != nil || r.Next != 16 {
+		t.Fatalf("partition range %+v, %v: want the 16 records appended", r, err)
 	}
 }
 

@@ -22,10 +22,15 @@ package disrest
 // that the end offset moved past (resolveIntent) were written there and
 // join the window with those offsets, so a producer's retry of one is
 // answered with its original offsets and not written again; the others
-// were not written. Content is not compared: two batches with identical
-// records are different writes, which only the sequence numbers tell
-// apart. When another DIS app writes to P the end offset can move without
-// the intent being written: see the README.
+// were not written; one only partly written (a batch larger than one
+// PutRecords, or cut at the partition's limits, its process killed
+// between two) is completed by the producer's retry, which writes only
+// its other records, and until that retry comes (held, at most
+// defaultIdemHold) the partition's other batches wait, so that the
+// batch's records stay contiguous. Content is not compared: two batches
+// with identical records are different writes, which only the sequence
+// numbers tell apart. When another DIS app writes to P the end offset can
+// move without the intent being written: see the README.
 
 import (
 	"cmp"
@@ -165,6 +170,35 @@ type idemPartial struct {
 	n     int32
 	base  int64
 	done  int32
+	// until: the partition's other writes wait for the retry until then
+	// (see held).
+	until time.Time
+}
+
+// isRetry reports whether b is the producer's retry of the batch p.
+func (p *idemPartial) isRetry(b *disbackend.Batch) bool {
+	return p.pid == b.ProducerID && p.epoch == b.ProducerEpoch && p.seq == b.BaseSequence && p.n == b.NumRecords
+}
+
+// defaultIdemHold is how long a partition's writes wait, after a batch cut
+// short is found, for the producer's retry of it (see held).
+const defaultIdemHold = 30 * time.Second
+
+// held returns partition k's batch cut short while the partition's other
+// writes wait for its retry: its rest must follow its first records
+// directly, or its records would not be at the offsets the producer is
+// told (base offset + index). After until, the partial is dropped: a retry
+// coming later is written whole (its first records are then in DIS twice,
+// the first copy never acknowledged).
+func (s *idemState) held(k partKey) *idemPartial {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.partials[k]
+	if p == nil {
+		return nil
+	}
+	c := *p
+	return &c
 }
 
 // partialOf returns partition k's partial batch when b is its retry.
@@ -172,13 +206,15 @@ func (s *idemState) partialOf(k partKey, b *disbackend.Batch) *idemPartial {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.partials[k]
-	if p == nil || p.pid != b.ProducerID || p.epoch != b.ProducerEpoch || p.seq != b.BaseSequence || p.n != b.NumRecords {
+	if p == nil || !p.isRetry(b) {
 		return nil
 	}
 	return p
 }
 
-func (s *idemState) setPartial(k partKey, p *idemPartial) {
+// setPartial sets partition k's batch cut short, its retry awaited for
+// hold; the same batch set again keeps its deadline.
+func (s *idemState) setPartial(k partKey, p *idemPartial, hold time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.partials == nil {
@@ -188,10 +224,15 @@ func (s *idemState) setPartial(k partKey, p *idemPartial) {
 		delete(s.partials, k)
 		return
 	}
-	s.partials[k] = p
+	c := *p
+	c.until = time.Now().Add(hold)
+	if o := s.partials[k]; o != nil && o.pid == c.pid && o.epoch == c.epoch && o.seq == c.seq && o.base == c.base {
+		c.until = o.until
+	}
+	s.partials[k] = &c
 }
 
-func (s *idemState) clearPartial(k partKey) { s.setPartial(k, nil) }
+func (s *idemState) clearPartial(k partKey) { s.setPartial(k, nil, 0) }
 
 // pendingPartial returns partition k's partial batch unless intent
 // completes it (the intent then describes it).
@@ -507,15 +548,11 @@ func (s *Store) resolveIdem(ctx context.Context, k partKey, sid string, ps *putS
 		return nil
 	}
 	written, all, partial := resolveIntentPartial(cp, r.Next)
-	if !all && s.opts.idemSettle >= 0 {
+	if settle := s.settle(); !all && settle > 0 {
 		// A PutRecords of the intent may still be on its way: sent by a
 		// process that died since, or by this one before it gave up, and
 		// DIS applies a request it received whoever waits for the answer.
 		// Look again once such a request has landed.
-		settle := s.opts.idemSettle
-		if settle == 0 {
-			settle = defaultIdemSettle
-		}
 		t := time.NewTimer(settle)
 		select {
 		case <-ctx.Done():
@@ -533,7 +570,7 @@ func (s *Store) resolveIdem(ctx context.Context, k partKey, sid string, ps *putS
 		partial = cp.partial // cut short before, its retry not seen yet
 	}
 	if partial != nil {
-		s.idem.setPartial(k, partial) // until its retry comes
+		s.idem.setPartial(k, partial, s.idemHold()) // until its retry comes
 	}
 	batches := written
 	if !ps.idemLoaded {
@@ -553,6 +590,15 @@ func (s *Store) resolveIdem(ctx context.Context, k partKey, sid string, ps *putS
 	// checkpoint first.
 	ps.idemStale = !all
 	return nil
+}
+
+// idemHold is how long a batch cut short holds its partition's other
+// writes (see held).
+func (s *Store) idemHold() time.Duration {
+	if s.opts.idemHold > 0 {
+		return s.opts.idemHold
+	}
+	return defaultIdemHold
 }
 
 // commitIntent commits idemApp's checkpoint on partition k before the

@@ -285,23 +285,81 @@ func TestIdemAcrossRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = c.Close()
-	// Another producer's batch first, through a gateway that dies before
-	// the retry comes: the batch cut short is kept in its checkpoint.
+	// Another producer's batch first, through a gateway that closes
+	// before the retry comes: it waits for the retry, which must follow
+	// the first records directly, and fails at the close unwritten.
 	d0 := newStore(t, url, mod)
 	other := backendtest.MakeBatch(backendtest.BatchOptions{NumRecords: 2, Idempotent: true, ProducerID: 10, Seed: 2})
-	if res, err := d0.Append("idem", 0, other).Wait(ctxT(t)); err != nil || res.BaseOffset != 14 {
-		t.Fatalf("another producer's batch: %+v, %v", res, err)
-	}
+	po := d0.Append("idem", 0, other)
 	_ = d0.Close()
+	if res, err := po.Wait(ctxT(t)); !errors.Is(err, disbackend.ErrUnavailable) {
+		t.Fatalf("another producer's batch while the retry is awaited, then closed: %+v, %v", res, err)
+	}
+	if r, err := c.describeRange(ctxT(t), "idem", 0); err != nil || r.Next != 14 {
+		t.Fatalf("partition range %+v, %v: want 14 records", r, err)
+	}
+	// Again, the retry coming after the other batch: the retry goes
+	// first, its records at 12 to 17, the other batch's after them.
 	d := newStore(t, url, mod)
+	po = d.Append("idem", 0, other)
 	res, err := d.Append("idem", 0, big).Wait(ctxT(t))
 	if err != nil || res.BaseOffset != 12 || res.Duplicate {
 		t.Fatalf("the retry of a batch cut short: %+v, %v", res, err)
 	}
+	if res, err := po.Wait(ctxT(t)); err != nil || res.BaseOffset != 18 {
+		t.Fatalf("another producer's batch, after the retry: %+v, %v", res, err)
+	}
 	if r, err := d.describeRange(ctxT(t), "idem", 0); err != nil || r.Next != 20 {
 		t.Fatalf("partition range %+v, %v: want 20 records", r, err)
 	}
+	got, err := d.rawRecords(ctxT(t), k, 12, 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, g := range got {
+		// The first 2 as written above, the others as the Store writes.
+		want := recs[i]
+		if i >= 2 {
+			rest, err := d.toDISRecords(&big, false, d.opts.RecordFormat)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = rest[i]
+		}
+		if !sameRecord(&want, g.data, g.key) {
+			t.Errorf("offset %d: not record %d of the batch cut short: %q, want %q", g.sn, i, g.data, want.data)
+		}
+	}
 	if res, err := d.Append("idem", 0, big).Wait(ctxT(t)); err != nil || res.BaseOffset != 12 || !res.Duplicate {
 		t.Fatalf("a second retry of it: %+v, %v", res, err)
+	}
+	_ = d.Close()
+
+	// A batch cut short whose retry does not come within the hold: the
+	// other batches go after its first records; its retry, later, is
+	// written whole.
+	e0 := newStore(t, url, mod)
+	si, _ = e0.streamInfo(ctxT(t), "idem", true)
+	cut = &putState{}
+	e0.learn(ctxT(t), k, cut)
+	big2 := backendtest.MakeBatch(backendtest.BatchOptions{NumRecords: 4, Idempotent: true, ProducerID: 9, ProducerEpoch: 2, BaseSequence: 18, Seed: 3})
+	if err := e0.commitIntent(ctxT(t), k, si.id, cut, []idemEntry{{pid: 9, epoch: 2, seq: 18, n: 4, maxTS: big2.MaxTimestamp}}); err != nil {
+		t.Fatal(err)
+	}
+	recs, err = e0.toDISRecords(&big2, false, FormatEnvelope)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e0.putRecords(ctxT(t), k, recs[:1], cut, si.advanced, nil); err != nil {
+		t.Fatal(err)
+	}
+	_ = e0.Close()
+	e := newStore(t, url, func(o *Options) { mod(o); o.idemHold = time.Millisecond })
+	other2 := backendtest.MakeBatch(backendtest.BatchOptions{NumRecords: 2, Idempotent: true, ProducerID: 10, BaseSequence: 2, Seed: 2})
+	if res, err := e.Append("idem", 0, other2).Wait(ctxT(t)); err != nil || res.BaseOffset != 21 {
+		t.Fatalf("another producer's batch after the hold: %+v, %v", res, err)
+	}
+	if res, err := e.Append("idem", 0, big2).Wait(ctxT(t)); err != nil || res.BaseOffset != 23 || res.Duplicate {
+		t.Fatalf("the retry of a batch cut short after the hold: %+v, %v", res, err)
 	}
 }

@@ -75,6 +75,23 @@ func (s *Store) verifyPut(ctx context.Context, k partKey, recs []disRecord, todo
 		return todo, false
 	}
 	added := r.Next - ps.next
+	if settle := s.settle(); added >= 0 && added < int64(len(todo)) && settle > 0 {
+		// The request may still be on its way, as DIS applies a request
+		// it received whoever waits for the answer (after an outage, DIS
+		// works through the requests queued meanwhile in any order):
+		// look again once it has landed, before sending it again.
+		t := time.NewTimer(settle)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return todo, false
+		case <-t.C:
+		}
+		if r, err = s.describeRange(ctx, k.stream, k.part); err != nil {
+			return todo, false
+		}
+		added = r.Next - ps.next
+	}
 	if added == 0 {
 		return todo, true // not applied
 	}
@@ -123,6 +140,19 @@ func (s *Store) verifyPut(ctx context.Context, k partKey, recs []disRecord, todo
 		zap.String("stream", k.stream), zap.Int32("partition", k.part),
 		zap.Int("written", len(todo)-len(left)), zap.Int("to_send_again", len(left)))
 	return left, true
+}
+
+// settle is how long a PutRecords left without an answer, or an intent
+// that looks not written, is given to land in DIS before it is taken as
+// not applied (Options.idemSettle); 0: not at all.
+func (s *Store) settle() time.Duration {
+	switch {
+	case s.opts.idemSettle < 0:
+		return 0
+	case s.opts.idemSettle == 0:
+		return defaultIdemSettle
+	}
+	return s.opts.idemSettle
 }
 
 func sameRecord(r *disRecord, data []byte, key *string) bool {
