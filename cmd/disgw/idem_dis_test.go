@@ -335,8 +335,9 @@ func (r *idemRun) waitAcked(l *idemLoad, n int) {
 // was written after other batches (records at offsets other than those
 // acknowledged) and a second batch cut short lost the first (duplicates).
 //
-// 3 kills by default (about 65 s), 10 with DISGW_TEST_IDEM_KILL9=1 (about
-// 190 s, 2.5 to 3.5 min under -race on a busy 2-core machine); IDEM_TEST_TRIALS
+// 3 kills by default (about 65 s), 10 in CI (CI=true) or with
+// DISGW_TEST_IDEM_KILL9=1 (about 190 s, 2.5 to 3.5 min under -race on a
+// busy 2-core machine), as the issue asks; IDEM_TEST_TRIALS
 // sets the number. IDEM_TEST_LOG=info keeps the gateway's resolutions in
 // the output (shown when the test fails), IDEM_TEST_CLIENT_LOG=1 logs
 // every franz-go message.
@@ -349,7 +350,7 @@ func TestDISIdempotentKill9(t *testing.T) {
 	r.createTopic()
 	l := r.startLoad()
 	trials := 3
-	if os.Getenv("DISGW_TEST_IDEM_KILL9") == "1" {
+	if os.Getenv("DISGW_TEST_IDEM_KILL9") == "1" || os.Getenv("CI") == "true" {
 		trials = 10
 	}
 	if v, err := strconv.Atoi(os.Getenv("IDEM_TEST_TRIALS")); err == nil {
