@@ -154,6 +154,7 @@ func (c *conn) handleProduce(req *kafkawire.Request) reply {
 			res, err := pp.pending.Wait(ctx)
 			throttle = max(throttle, res.Throttle)
 			if err != nil {
+				c.noteBackendErr(err)
 				pp.p.ErrorCode = kafkaError(c.log, err)
 				if producerStateError(pp.p.ErrorCode) {
 					// As Kafka's ReplicaManager.appendToLocalLog: the

@@ -202,6 +202,7 @@ func (c *conn) fillFetch(r *kmsg.FetchRequest, resp *kmsg.FetchResponse, maxByte
 				res, err = s.backend.Read(c.backendCtx(), st.Name, rp.Partition, rp.FetchOffset, max(limit, 1))
 			}
 			if err != nil {
+				c.noteBackendErr(err)
 				// As Kafka's failed LogReadResult: offsets -1 (also on
 				// OFFSET_OUT_OF_RANGE), aborted transactions null.
 				p.ErrorCode, done = kafkaError(c.log, err), true

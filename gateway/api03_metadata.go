@@ -175,6 +175,7 @@ func (c *conn) disAuthorizeTopics(ctx context.Context, resp *kmsg.MetadataRespon
 			kept = append(kept, t)
 			continue
 		}
+		c.noteBackendErr(err)
 		if hide {
 			continue
 		}

@@ -64,6 +64,28 @@ func (c *conn) handleOffsetCommit(req *kafkawire.Request) reply {
 		refused := c.capOffsetCommit(r)
 		ctx, cancel := c.requestContext(0)
 		defer cancel()
+		if check := c.disOffsetsCheck(ctx); check != nil {
+			// The dis authentication mode: a topic the principal's key
+			// may not describe gets TOPIC_AUTHORIZATION_FAILED, and its
+			// offsets are not written with the gateway's credentials.
+			kept := r.Topics[:0:0]
+			for _, t := range r.Topics {
+				err := check(t.Topic)
+				if err == nil {
+					kept = append(kept, t)
+					continue
+				}
+				rt := kmsg.NewOffsetCommitResponseTopic()
+				rt.Topic, rt.TopicID = t.Topic, t.TopicID
+				for _, p := range t.Partitions {
+					rp := kmsg.NewOffsetCommitResponseTopicPartition()
+					rp.Partition, rp.ErrorCode = p.Partition, kafkaError(c.log, err)
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				refused = append(refused, rt)
+			}
+			r.Topics = kept
+		}
 		resp := c.s.groups.CommitOffsets(ctx, r)
 		resp.Topics = append(resp.Topics, unknownIDs...)
 		resp.Topics = append(resp.Topics, refused...)

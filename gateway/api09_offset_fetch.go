@@ -25,9 +25,12 @@ package gateway
 // offset -1 with no error, as Kafka answers (librdkafka relies on it).
 
 import (
+	"context"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/disgw/disgw/disbackend"
 	"github.com/disgw/disgw/kafkawire"
 )
 
@@ -78,6 +81,22 @@ func (c *conn) handleOffsetFetch(req *kafkawire.Request) reply {
 				resp.Topics = append(resp.Topics, rt)
 			}
 			resp.Topics = append(resp.Topics, refused...)
+			if check := c.disOffsetsCheck(ctx); check != nil {
+				kept := resp.Topics[:0]
+				for _, t := range resp.Topics {
+					if err := check(t.Topic); err != nil {
+						if r.Topics == nil {
+							continue // all topics: left out, as Kafka's authorizer does
+						}
+						for j := range t.Partitions {
+							t.Partitions[j].Offset, t.Partitions[j].LeaderEpoch, t.Partitions[j].Metadata = -1, -1, nil
+							t.Partitions[j].ErrorCode = kafkaError(c.log, err)
+						}
+					}
+					kept = append(kept, t)
+				}
+				resp.Topics = kept
+			}
 			if r.Version < 2 && sg.ErrorCode != 0 {
 				// No top-level error before v2: every partition carries it.
 				resp.Topics = resp.Topics[:0]
@@ -151,6 +170,28 @@ func (c *conn) handleOffsetFetch(req *kafkawire.Request) reply {
 				rg.Topics = known
 			}
 			sg := c.s.groups.FetchOffsets(ctx, rg)
+			if check := c.disOffsetsCheck(ctx); check != nil {
+				kept := sg.Topics[:0]
+				for _, t := range sg.Topics {
+					name := t.Topic
+					if name == "" {
+						if st := c.s.topics.getByID(t.TopicID); st != nil {
+							name = st.TopicName
+						}
+					}
+					if err := check(name); err != nil {
+						if rg.Topics == nil {
+							continue // all topics: left out, as Kafka's authorizer does
+						}
+						for j := range t.Partitions {
+							t.Partitions[j].Offset, t.Partitions[j].LeaderEpoch, t.Partitions[j].Metadata = -1, -1, nil
+							t.Partitions[j].ErrorCode = kafkaError(c.log, err)
+						}
+					}
+					kept = append(kept, t)
+				}
+				sg.Topics = kept
+			}
 			sg.Topics = append(sg.Topics, unknownIDs...)
 			sg.Topics = append(sg.Topics, refused...)
 			resp.Groups = append(resp.Groups, sg)
@@ -182,4 +223,30 @@ func refusedPartitions[P any](ps []int32, mk func() P, set func(*P, int32)) []P 
 		out = append(out, rp)
 	}
 	return out
+}
+
+// disOffsetsCheck is, in the dis authentication mode, the check of a
+// topic's committed offsets for the connection's principal: its key must
+// be let describe the stream (DescribeStream signed with it, remembered
+// dis_principal_ttl), as Metadata asks; the offsets are read with the
+// gateway's own credentials. nil outside that mode. Errors become the
+// partitions' codes (TOPIC_AUTHORIZATION_FAILED); a topic the gateway
+// does not know passes (FetchOffsets answers it).
+func (c *conn) disOffsetsCheck(ctx context.Context) func(topic string) error {
+	if c.s.disAuth == nil || c.disCreds.Load() == nil {
+		return nil
+	}
+	seen := map[string]error{}
+	return func(topic string) error {
+		if err, ok := seen[topic]; ok {
+			return err
+		}
+		var err error
+		if st := c.s.topics.get(topic); st != nil && topic != offsetsTopic {
+			err = c.s.disAuth.AuthorizeStream(ctx, st.Name, disbackend.AccessDescribe)
+			c.noteBackendErr(err)
+		}
+		seen[topic] = err
+		return err
+	}
 }

@@ -68,6 +68,12 @@ type conn struct {
 	// call made for its requests carries them (backendCtx, Batch). Set by
 	// the reader, read by both goroutines. Never logged.
 	disCreds atomic.Pointer[disbackend.Credentials]
+	// credsRefused: DIS refused disCreds since they authenticated (the key
+	// deleted or disabled; disbackend.ErrAuthenticationFailed from a
+	// backend call). The writer closes the connection instead of writing
+	// the next response, so that the client authenticates again and is
+	// told at SaslAuthenticate.
+	credsRefused atomic.Bool
 	sasl     saslState // owned by the reader goroutine
 
 	replies  chan reply // reader → writer, capacity cfg.MaxInFlight
@@ -364,6 +370,14 @@ func (c *conn) requestContext(timeoutMillis int32) (context.Context, context.Can
 	return context.WithTimeout(c.backendCtx(), d)
 }
 
+// noteBackendErr marks the connection for closing when err says DIS
+// refused its own credentials (credsRefused).
+func (c *conn) noteBackendErr(err error) {
+	if c.disCreds.Load() != nil && errors.Is(err, disbackend.ErrAuthenticationFailed) {
+		c.credsRefused.Store(true)
+	}
+}
+
 // backendCtx is the connection's context carrying its DIS credentials in
 // the dis authentication mode (disbackend.WithCredentials), so that the
 // backend calls made for its requests are signed with them.
@@ -409,6 +423,10 @@ func (w *responseWriter) write(r reply) bool {
 	c := w.c
 	resp, err := c.complete(r)
 	c.s.observeRequest(r, resp, err)
+	if err == nil && c.credsRefused.Load() {
+		c.log.Info("DIS refused the connection's credentials since they authenticated, closing connection")
+		return false
+	}
 	if err != nil {
 		if !errors.Is(err, errCloseConn) {
 			c.log.Error("request failed, closing connection", zap.Error(err))

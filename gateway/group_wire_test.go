@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -36,6 +37,12 @@ func proto(name string, meta []byte) kmsg.JoinGroupRequestProtocol {
 // joinRaw joins at version v, following MEMBER_ID_REQUIRED once.
 func joinRaw(t *testing.T, rc *rawConn, v int16, req *kmsg.JoinGroupRequest) *kmsg.JoinGroupResponse {
 	resp := rc.roundTrip(v, req).(*kmsg.JoinGroupResponse)
+	// A server just started may still load its groups: retry, as clients
+	// do, on COORDINATOR_LOAD_IN_PROGRESS (failed once in CI).
+	for i := 0; resp.ErrorCode == kerr.CoordinatorLoadInProgress.Code && i < 200; i++ {
+		time.Sleep(10 * time.Millisecond)
+		resp = rc.roundTrip(v, req).(*kmsg.JoinGroupResponse)
+	}
 	if resp.ErrorCode == kerr.MemberIDRequired.Code {
 		req.MemberID = resp.MemberID
 		resp = rc.roundTrip(v, req).(*kmsg.JoinGroupResponse)

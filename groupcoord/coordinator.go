@@ -353,6 +353,11 @@ func (c *Coordinator) backendCode(err error) int16 {
 		return kerr.NotCoordinator.Code
 	case errors.Is(err, disbackend.ErrStreamNotFound), errors.Is(err, disbackend.ErrPartitionNotFound):
 		return kerr.UnknownTopicOrPartition.Code
+	case errors.Is(err, disbackend.ErrNotAuthorized):
+		// DIS's IAM refused the principal's key (403 DIS.4116).
+		return kerr.TopicAuthorizationFailed.Code
+	case errors.Is(err, disbackend.ErrAuthenticationFailed):
+		return kerr.SaslAuthenticationFailed.Code
 	case errors.Is(err, disbackend.ErrInvalidConfig):
 		return kerr.OffsetMetadataTooLarge.Code
 	case errors.Is(err, disbackend.ErrOffsetOutOfRange):

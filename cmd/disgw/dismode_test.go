@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -21,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 )
 
@@ -310,6 +312,52 @@ func TestDISAuthenticationMode(t *testing.T) {
 	if code := presp.Topics[0].Partitions[0].ErrorCode; code != kerr.TopicAuthorizationFailed.Code {
 		t.Errorf("produce to %s as pair 2: code %d (%v), want TOPIC_AUTHORIZATION_FAILED", secretTopic, code, kerr.ErrorForCode(code))
 	}
+	// Committed offsets: pair 1 commits in its group; pair 2 cannot
+	// commit on the stream DIS denies it, and does not see pair 1's
+	// offsets of it (OffsetFetch of all topics leaves it out; by name it
+	// is TOPIC_AUTHORIZATION_FAILED).
+	offs := kadm.Offsets{}
+	offs.Add(kadm.Offset{Topic: secretTopic, Partition: 0, At: 1, LeaderEpoch: -1})
+	if res, err := kadm.NewClient(p1).CommitOffsets(ctx, "g-p1", offs); err != nil || res.Error() != nil {
+		t.Errorf("commit on %s as pair 1: %v %v", secretTopic, err, res.Error())
+	}
+	// By name, at Kafka 3.0's versions (topic ids would need Metadata,
+	// which pair 2 does not get for the stream).
+	p2old := client(p2AK, p2SK, kgo.MaxVersions(kversion.V3_0_0()))
+	oc := kmsg.NewPtrOffsetCommitRequest()
+	oc.Group, oc.Generation = "g-p2", -1
+	oct := kmsg.NewOffsetCommitRequestTopic()
+	oct.Topic = secretTopic
+	ocp := kmsg.NewOffsetCommitRequestTopicPartition()
+	ocp.Partition, ocp.Offset, ocp.LeaderEpoch = 0, 1, -1
+	oct.Partitions = append(oct.Partitions, ocp)
+	oc.Topics = append(oc.Topics, oct)
+	if resp, err := oc.RequestWith(ctx, p2old); err != nil {
+		t.Errorf("commit on %s as pair 2: %v", secretTopic, err)
+	} else if code := resp.Topics[0].Partitions[0].ErrorCode; code != kerr.TopicAuthorizationFailed.Code {
+		t.Errorf("commit on %s as pair 2: code %d, want TOPIC_AUTHORIZATION_FAILED", secretTopic, code)
+	}
+	if got, err := kadm.NewClient(p2).FetchOffsets(ctx, "g-p1"); err != nil {
+		t.Errorf("offsets of g-p1 as pair 2: %v", err)
+	} else if _, ok := got[secretTopic]; ok {
+		t.Errorf("offsets of g-p1 (all topics) as pair 2 list %s: %+v", secretTopic, got[secretTopic])
+	}
+	of := kmsg.NewPtrOffsetFetchRequest()
+	of.Group = "g-p1"
+	oft := kmsg.NewOffsetFetchRequestTopic()
+	oft.Topic, oft.Partitions = secretTopic, []int32{0}
+	of.Topics = append(of.Topics, oft)
+	if resp, err := of.RequestWith(ctx, p2old); err != nil {
+		t.Errorf("offsets of g-p1 for %s as pair 2: %v", secretTopic, err)
+	} else if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 ||
+		resp.Topics[0].Partitions[0].ErrorCode != kerr.TopicAuthorizationFailed.Code || resp.Topics[0].Partitions[0].Offset != -1 {
+		t.Errorf("offset of %s in g-p1 as pair 2: %+v, want TOPIC_AUTHORIZATION_FAILED and offset -1", secretTopic, resp.Topics)
+	}
+	if got, err := kadm.NewClient(p1).FetchOffsets(ctx, "g-p1"); err != nil {
+		t.Errorf("offsets of g-p1 as pair 1: %v", err)
+	} else if o, ok := got.Lookup(secretTopic, 0); !ok || o.At != 1 {
+		t.Errorf("offset of %s in g-p1 as pair 1: %+v, want 1", secretTopic, o)
+	}
 	// Pair 1's writes still go.
 	if err := p1.ProduceSync(ctx, &kgo.Record{Topic: secretTopic, Value: []byte("p1-after")}).FirstErr(); err != nil {
 		t.Errorf("produce to %s as pair 1 after pair 2 was refused: %v", secretTopic, err)
@@ -318,6 +366,40 @@ func TestDISAuthenticationMode(t *testing.T) {
 		if c.Stream == secretTopic && c.AccessKey != p1AK && c.AccessKey != p2AK {
 			t.Errorf("a PutRecords to %s signed by %q", secretTopic, c.AccessKey)
 		}
+	}
+
+	// Pair 2's key deleted in DIS while its connection is open: dislocal
+	// restarted on the same address without it. The connection's next
+	// produce closes it (not UNKNOWN_SERVER_ERROR), and authenticating
+	// again is refused.
+	p2b := client(p2AK, p2SK)
+	if err := p2b.ProduceSync(ctx, &kgo.Record{Topic: shared, Value: []byte("p2-before")}).FirstErr(); err != nil {
+		t.Fatalf("produce as pair 2 before its key is gone: %v", err)
+	}
+	if code := d.stop(t, syscall.SIGTERM); code != 0 {
+		t.Errorf("dislocal exit code %d", code)
+	}
+	_ = os.Remove(disReady)
+	d = start(t, environ("DISGW_DISLOCAL_SK="+gwSK, "DISGW_DISLOCAL_KEYS="+p1AK+":"+p1SK),
+		"dislocal", "--listen", strings.TrimPrefix(endpoint, "http://"), "--data", filepath.Join(dir, "dis"), "--ak", gwAK,
+		"--project-id", project, "--ready-file", disReady)
+	d.waitReady(t, disReady)
+	preq2 := kmsg.NewPtrProduceRequest()
+	preq2.Acks, preq2.TimeoutMillis = -1, 10000
+	pt2 := kmsg.NewProduceRequestTopic()
+	pt2.Topic = shared
+	if m, err := kadm.NewClient(p1).Metadata(ctx, shared); err == nil {
+		pt2.TopicID = m.Topics[shared].ID // Produce v13+ names topics by id
+	}
+	pp2 := kmsg.NewProduceRequestTopicPartition()
+	pp2.Records = wireBatch(1, time.Now().UnixMilli(), -1, -1, -1)
+	pt2.Partitions = append(pt2.Partitions, pp2)
+	preq2.Topics = append(preq2.Topics, pt2)
+	if resp, err := preq2.RequestWith(ctx, p2b.Broker(0)); err == nil {
+		t.Errorf("produce as pair 2 after its key was deleted: answered (code %d), want the connection closed", resp.Topics[0].Partitions[0].ErrorCode)
+	}
+	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, client(p2AK, p2SK)); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+		t.Errorf("authenticating as pair 2 after its key was deleted: %v, want SASL_AUTHENTICATION_FAILED", err)
 	}
 
 	// DIS unreachable: authentication fails, saying so, not as a wrong

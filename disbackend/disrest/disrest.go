@@ -578,6 +578,12 @@ func callWith[T any](ctx context.Context, s *Store, op string, toEnd bool, f fun
 			if c := disbackend.CredentialsFrom(ctx); c != nil && de.principal == "" {
 				d := *de
 				d.principal = c.AK
+				if d.sentinel == nil && strings.HasPrefix(d.code, disapi.CodePrefixAuth) {
+					// A principal's key refused since it authenticated
+					// (deleted, disabled): the gateway closes its
+					// connection, so that the client authenticates again.
+					d.sentinel = disbackend.ErrAuthenticationFailed
+				}
 				de = &d
 			}
 			if de.code == disapi.CodeTooManyRequests || de.code == disapi.CodeIPBlacklisted {

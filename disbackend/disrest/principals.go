@@ -252,8 +252,9 @@ func (s *Store) VerifyCredentials(ctx context.Context, c disbackend.Credentials)
 // for disbackend.AccessRead with a GetCursor (LATEST, partition 0), for
 // AccessDescribe with a DescribeStream (one partition), signed with them,
 // unless the same check succeeded within PrincipalTTL. nil when ctx
-// carries no credentials. Errors: ErrNotAuthorized (DIS.4116, or DIS
-// refusing the credentials), ErrStreamNotFound, ErrUnavailable.
+// carries no credentials. Errors: ErrNotAuthorized (DIS.4116),
+// ErrAuthenticationFailed (DIS refusing the credentials since they were
+// verified: a deleted or disabled key), ErrStreamNotFound, ErrUnavailable.
 func (s *Store) AuthorizeStream(ctx context.Context, stream string, access disbackend.StreamAccess) error {
 	c := disbackend.CredentialsFrom(ctx)
 	if c == nil {
@@ -278,8 +279,9 @@ func (s *Store) AuthorizeStream(ctx context.Context, stream string, access disba
 		s.principals.forget(k)
 		if code := codeOf(err); strings.HasPrefix(code, disapi.CodePrefixAuth) && !errors.Is(err, disbackend.ErrNotAuthorized) {
 			// Credentials refused since authentication (a deleted AK):
-			// not this stream's fault, but not to be served either.
-			return fmt.Errorf("disrest: authorize %s on %s: %w: %w", c.AK, stream, disbackend.ErrNotAuthorized, err)
+			// not this stream's fault, but not to be served either; the
+			// gateway closes the connection (ErrAuthenticationFailed).
+			return fmt.Errorf("disrest: authorize %s on %s: %w", c.AK, stream, err)
 		}
 		return fmt.Errorf("disrest: authorize %s on %s: %w", c.AK, stream, err)
 	}
