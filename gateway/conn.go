@@ -74,7 +74,7 @@ type conn struct {
 	// the next response, so that the client authenticates again and is
 	// told at SaslAuthenticate.
 	credsRefused atomic.Bool
-	sasl     saslState // owned by the reader goroutine
+	sasl         saslState // owned by the reader goroutine
 
 	replies  chan reply // reader → writer, capacity cfg.MaxInFlight
 	stopOnce sync.Once
