@@ -82,20 +82,14 @@ func (c *conn) handleOffsetFetch(req *kafkawire.Request) reply {
 			}
 			resp.Topics = append(resp.Topics, refused...)
 			if check := c.disOffsetsCheck(ctx); check != nil {
-				kept := resp.Topics[:0]
-				for _, t := range resp.Topics {
-					if err := check(t.Topic); err != nil {
-						if r.Topics == nil {
-							continue // all topics: left out, as Kafka's authorizer does
-						}
+				resp.Topics = filterOffsets(c, resp.Topics, r.Topics == nil, check,
+					func(t *kmsg.OffsetFetchResponseTopic) string { return t.Topic },
+					func(t *kmsg.OffsetFetchResponseTopic, code int16) {
 						for j := range t.Partitions {
-							t.Partitions[j].Offset, t.Partitions[j].LeaderEpoch, t.Partitions[j].Metadata = -1, -1, nil
-							t.Partitions[j].ErrorCode = kafkaError(c.log, err)
+							p := &t.Partitions[j]
+							p.Offset, p.LeaderEpoch, p.Metadata, p.ErrorCode = -1, -1, nil, code
 						}
-					}
-					kept = append(kept, t)
-				}
-				resp.Topics = kept
+					})
 			}
 			if r.Version < 2 && sg.ErrorCode != 0 {
 				// No top-level error before v2: every partition carries it.
@@ -171,26 +165,14 @@ func (c *conn) handleOffsetFetch(req *kafkawire.Request) reply {
 			}
 			sg := c.s.groups.FetchOffsets(ctx, rg)
 			if check := c.disOffsetsCheck(ctx); check != nil {
-				kept := sg.Topics[:0]
-				for _, t := range sg.Topics {
-					name := t.Topic
-					if name == "" {
-						if st := c.s.topics.getByID(t.TopicID); st != nil {
-							name = st.TopicName
-						}
-					}
-					if err := check(name); err != nil {
-						if rg.Topics == nil {
-							continue // all topics: left out, as Kafka's authorizer does
-						}
+				sg.Topics = filterOffsets(c, sg.Topics, rg.Topics == nil, check,
+					func(t *kmsg.OffsetFetchResponseGroupTopic) string { return c.topicName(t.Topic, t.TopicID) },
+					func(t *kmsg.OffsetFetchResponseGroupTopic, code int16) {
 						for j := range t.Partitions {
-							t.Partitions[j].Offset, t.Partitions[j].LeaderEpoch, t.Partitions[j].Metadata = -1, -1, nil
-							t.Partitions[j].ErrorCode = kafkaError(c.log, err)
+							p := &t.Partitions[j]
+							p.Offset, p.LeaderEpoch, p.Metadata, p.ErrorCode = -1, -1, nil, code
 						}
-					}
-					kept = append(kept, t)
-				}
-				sg.Topics = kept
+					})
 			}
 			sg.Topics = append(sg.Topics, unknownIDs...)
 			sg.Topics = append(sg.Topics, refused...)
@@ -223,6 +205,25 @@ func refusedPartitions[P any](ps []int32, mk func() P, set func(*P, int32)) []P 
 		out = append(out, rp)
 	}
 	return out
+}
+
+// filterOffsets applies check to the topics of an OffsetFetch answer (v0-7
+// or a v8+ group's): a refused topic is left out when all topics were
+// asked (as Kafka's authorizer does), else its partitions get the error's
+// code (refuse) and no offset.
+func filterOffsets[T any](c *conn, ts []T, all bool, check func(string) error, name func(*T) string, refuse func(*T, int16)) []T {
+	kept := ts[:0]
+	for i := range ts {
+		t := &ts[i]
+		if err := check(name(t)); err != nil {
+			if all {
+				continue
+			}
+			refuse(t, kafkaError(c.log, err))
+		}
+		kept = append(kept, *t)
+	}
+	return kept
 }
 
 // disOffsetsCheck is, in the dis authentication mode, the check of a

@@ -143,13 +143,7 @@ func (c *conn) readLoop() {
 		if c.sasl.rawTokens {
 			r := c.rawSASLToken(frame)
 			r.start, r.cost = time.Now(), cost
-			select {
-			case c.replies <- r:
-			case <-c.ctx.Done():
-				c.s.budget.release(cost)
-				return
-			}
-			if r.closeAfter {
+			if !c.queue(r) {
 				return
 			}
 			continue
@@ -186,16 +180,22 @@ func (c *conn) readLoop() {
 			return
 		}
 		r.cost = cost
-		select {
-		case c.replies <- r:
-		case <-c.ctx.Done():
-			c.s.budget.release(cost)
-			return
-		}
-		if r.closeAfter {
+		if !c.queue(r) {
 			return
 		}
 	}
+}
+
+// queue hands r to the writer; false means the reader stops: the
+// connection ended (r's budget is given back) or r closes it.
+func (c *conn) queue(r reply) bool {
+	select {
+	case c.replies <- r:
+	case <-c.ctx.Done():
+		c.s.budget.release(r.cost)
+		return false
+	}
+	return !r.closeAfter
 }
 
 // tlsHandshake runs the TLS handshake of a TLS listener's connection

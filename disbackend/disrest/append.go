@@ -69,6 +69,18 @@ func jobMem(b *disbackend.Batch) int {
 	return n
 }
 
+// sleepUnlocked releases w.mu (held by the caller) and waits up to d, or
+// until signal wakes the writer.
+func (w *writer) sleepUnlocked(d time.Duration) {
+	w.mu.Unlock()
+	t := time.NewTimer(d)
+	select {
+	case <-w.wake:
+	case <-t.C:
+	}
+	t.Stop()
+}
+
 func (w *writer) signal() {
 	select {
 	case w.wake <- struct{}{}:
@@ -115,13 +127,7 @@ func (w *writer) run() {
 			i := slices.IndexFunc(w.q, func(j job) bool { return p.isRetry(&j.b) })
 			wait := time.Until(p.until)
 			if i < 0 && wait > 0 {
-				w.mu.Unlock()
-				t := time.NewTimer(wait)
-				select {
-				case <-w.wake:
-				case <-t.C:
-				}
-				t.Stop()
+				w.sleepUnlocked(wait)
 				continue
 			}
 			if i > 0 {
@@ -130,13 +136,7 @@ func (w *writer) run() {
 		}
 		full := w.qRecs >= o.BatchCount || w.qBytes >= o.BatchBytes
 		if wait := time.Until(w.q[0].at.Add(o.Linger)); !full && !w.stopped && wait > 0 {
-			w.mu.Unlock()
-			t := time.NewTimer(wait)
-			select {
-			case <-w.wake:
-			case <-t.C:
-			}
-			t.Stop()
+			w.sleepUnlocked(wait)
 			continue
 		}
 		n, recs, size := 0, 0, 0

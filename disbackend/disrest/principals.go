@@ -104,24 +104,36 @@ func refusedKey(c disbackend.Credentials) string {
 func (p *principalCache) wasRefused(c disbackend.Credentials, now time.Time) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	at, ok := p.refused[refusedKey(c)]
-	return ok && now.Sub(at) < p.ttl
+	return fresh(p.refused, refusedKey(c), now, p.ttl)
 }
 
 func (p *principalCache) refuse(c disbackend.Credentials, now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.refused) >= maxStreamChecks {
-		for k, at := range p.refused {
-			if now.Sub(at) >= p.ttl {
-				delete(p.refused, k)
+	stamp(p.refused, refusedKey(c), now, p.ttl)
+}
+
+// fresh reports whether m holds k stamped less than ttl before now.
+func fresh[K comparable](m map[K]time.Time, k K, now time.Time, ttl time.Duration) bool {
+	at, ok := m[k]
+	return ok && now.Sub(at) < ttl
+}
+
+// stamp sets m[k] to now, keeping m within maxStreamChecks entries: when
+// full it first drops the entries ttl old, and all of them if none is (all
+// fresh: ask DIS again rather than grow).
+func stamp[K comparable](m map[K]time.Time, k K, now time.Time, ttl time.Duration) {
+	if len(m) >= maxStreamChecks {
+		for ck, at := range m {
+			if now.Sub(at) >= ttl {
+				delete(m, ck)
 			}
 		}
-		if len(p.refused) >= maxStreamChecks {
-			clear(p.refused)
+		if len(m) >= maxStreamChecks {
+			clear(m)
 		}
 	}
-	p.refused[refusedKey(c)] = now
+	m[k] = now
 }
 
 // clientKey is the cache key of a key pair: both halves, so that a
@@ -157,24 +169,13 @@ func (p *principalCache) put(c *disbackend.Credentials, cl *dis.DisClient) {
 func (p *principalCache) checked(k streamCheck, now time.Time) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	at, ok := p.checks[k]
-	return ok && now.Sub(at) < p.ttl
+	return fresh(p.checks, k, now, p.ttl)
 }
 
 func (p *principalCache) remember(k streamCheck, now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.checks) >= maxStreamChecks {
-		for ck, at := range p.checks {
-			if now.Sub(at) >= p.ttl {
-				delete(p.checks, ck)
-			}
-		}
-		if len(p.checks) >= maxStreamChecks {
-			clear(p.checks) // all fresh: check again rather than grow
-		}
-	}
-	p.checks[k] = now
+	stamp(p.checks, k, now, p.ttl)
 }
 
 // forget drops the checks of stream (deleted, or a check that failed).
