@@ -99,13 +99,6 @@ func (b *requestBudget) takeUpTo(n int64) int64 {
 	return got
 }
 
-// available returns what a large request could take now.
-func (b *requestBudget) available() int64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return max(b.capacity-b.reserve-b.used, 0)
-}
-
 // grow turns a held reservation of held bytes into one of total bytes
 // (total > held): at once when there is room, else it gives held back and
 // waits for total, so that readers waiting to grow never hold the budget

@@ -221,17 +221,6 @@ func (q *quota) take() bool {
 	return false
 }
 
-// takeN takes n entries at once (a topic's partitions): all or none.
-func (q *quota) takeN(n int) bool {
-	if q.left >= n {
-		q.left -= n
-		return true
-	}
-	q.left = 0
-	q.refused += n
-	return false
-}
-
 // report logs through the limiter when entries were refused.
 func (q *quota) report(c *conn, kind int, api string) {
 	if q.refused > 0 {

@@ -1,3 +1,9 @@
+// The error strings of this file are Kafka's ConfigDef messages ("Value must
+// be at least 1"), sent to clients as Kafka words them: they keep Kafka's
+// capitals.
+//
+//lint:file-ignore ST1005 Kafka's ConfigDef error messages, sent on the wire as Kafka words them
+
 package gateway
 
 import (

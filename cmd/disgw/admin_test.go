@@ -123,13 +123,12 @@ func (c *produceCounter) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _
 // adminFixture is a running gateway with a topic of three partitions that
 // got n records from franz-go, all consumed and committed by a group.
 type adminFixture struct {
-	gw        *proc
-	kafka     string // Kafka address
-	admin     string // http://HOST:PORT of the admin listener
-	topic     string
-	group     string
-	produced  int64 // Produce requests the producer wrote
-	partition int32
+	gw       *proc
+	kafka    string // Kafka address
+	admin    string // http://HOST:PORT of the admin listener
+	topic    string
+	group    string
+	produced int64 // Produce requests the producer wrote
 }
 
 const adminPartitions = 3

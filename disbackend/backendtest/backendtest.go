@@ -189,19 +189,19 @@ type stored struct {
 
 // appendBatch appends batch and waits; it returns the result and the bytes
 // the backend must now hold (a copy taken before the backend owned Raw).
-func appendBatch(t *testing.T, b disbackend.Backend, stream string, part int32, bt disbackend.Batch) (disbackend.AppendResult, error, []byte) {
+func appendBatch(t *testing.T, b disbackend.Backend, stream string, part int32, bt disbackend.Batch) (disbackend.AppendResult, []byte, error) {
 	t.Helper()
 	want := bytes.Clone(bt.Raw)
 	res, err := b.Append(stream, part, bt).Wait(ctxT(t))
 	if err == nil {
 		batch.SetBaseOffset(want, res.BaseOffset)
 	}
-	return res, err, want
+	return res, want, err
 }
 
 func mustAppend(t *testing.T, b disbackend.Backend, stream string, part int32, batch disbackend.Batch) stored {
 	t.Helper()
-	res, err, want := appendBatch(t, b, stream, part, batch)
+	res, want, err := appendBatch(t, b, stream, part, batch)
 	if err != nil {
 		t.Fatalf("Append(%q, %d): %v", stream, part, err)
 	}
@@ -304,10 +304,6 @@ func waitClosed(t *testing.T, ch <-chan struct{}, what string) {
 	case <-time.After(waitTimeout):
 		t.Fatalf("%s: not woken within %v", what, waitTimeout)
 	}
-}
-
-func seedOf(t *testing.T, i int) uint64 {
-	return uint64(len(t.Name()))<<32 | uint64(i)
 }
 
 func name(prefix string, i int) string { return fmt.Sprintf("%s-%d", prefix, i) }

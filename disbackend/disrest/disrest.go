@@ -71,7 +71,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/huaweicloud/huaweicloud-sdk-go-v3/core"
 	"github.com/huaweicloud/huaweicloud-sdk-go-v3/core/auth"
 	"github.com/huaweicloud/huaweicloud-sdk-go-v3/core/auth/basic"
 	"github.com/huaweicloud/huaweicloud-sdk-go-v3/core/config"
@@ -425,10 +424,6 @@ func (c *tokenCredentials) ProcessAuthRequest(_ *impl.DefaultHttpClient, req *re
 		AddHeaderParam("X-Auth-Token", c.token)
 	return req, nil
 }
-
-// hc returns the SDK's HTTP client, for requests the generated client has
-// no model for (PutRecords with record timestamps).
-func (s *Store) hc() *core.HcHttpClient { return s.c.HcClient }
 
 // Changed returns a channel closed at the next append through this Store
 // or the next poll tick (records written by other nodes or DIS apps).

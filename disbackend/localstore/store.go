@@ -250,7 +250,8 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("localstore: open %s: %w", dir, err)
 	}
 	segDir := opts.FS.PathJoin(dir, segmentDirName)
-	if err := opts.FS.MkdirAll(segDir, dirPerm); err == nil {
+	err = opts.FS.MkdirAll(segDir, dirPerm)
+	if err == nil {
 		err = syncDir(opts.FS, dir)
 	}
 	if err != nil {

@@ -1,9 +1,9 @@
 package layers
 
 import (
+	"go/build"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 )
@@ -65,7 +65,7 @@ var rules = []rule{
 func TestImports(t *testing.T) {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		goBin = filepath.Join(build.Default.GOROOT, "bin", "go")
 	}
 	cmd := exec.Command(goBin, "list", "-f", `{{.ImportPath}} {{join .Deps " "}}`, mod+"/...")
 	out, err := cmd.Output()

@@ -470,8 +470,6 @@ func (r *disGoRun) describe() (string, error) {
 	return fmt.Sprintf("ShowStream ranges end at %s = ShowCheckpoint", scen.FmtOffsets(hi)), nil
 }
 
-func ptrTo[T any](v T) *T { return &v }
-
 func deref[T any](p *T) T {
 	var zero T
 	if p == nil {

@@ -40,7 +40,7 @@ func (k kafkaGoClient) Create(ctx context.Context, topic string) (string, error)
 		return "", fmt.Errorf("Client.Metadata: %w", err)
 	}
 	if len(md.Topics) != 1 || md.Topics[0].Error != nil || len(md.Topics[0].Partitions) != scen.Partitions {
-		return "", fmt.Errorf("Metadata after create: %+v, want %d partitions", md.Topics, scen.Partitions)
+		return "", fmt.Errorf("metadata after create: %+v, want %d partitions", md.Topics, scen.Partitions)
 	}
 	return fmt.Sprintf("Client.CreateTopics made %d partitions", scen.Partitions), nil
 }

@@ -303,7 +303,7 @@ func (r *mirrorRun) consumeOnKafka() (string, error) {
 		return "", err
 	}
 	if scen.FmtOffsets(got) != scen.FmtOffsets(r.committed) {
-		return "", fmt.Errorf("Kafka has %s committed for the group, the consumer committed %s", scen.FmtOffsets(got), scen.FmtOffsets(r.committed))
+		return "", fmt.Errorf("the Kafka cluster has %s committed for the group, the consumer committed %s", scen.FmtOffsets(got), scen.FmtOffsets(r.committed))
 	}
 	state, err := waitGroupState(ctx, aadm, r.group, "Empty")
 	if err != nil {

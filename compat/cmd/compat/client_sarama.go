@@ -73,7 +73,6 @@ type saramaHandler struct {
 	enough    func([]scen.Rec) bool
 	done      chan struct{}
 	closeOnce sync.Once
-	commitErr error
 }
 
 func (h *saramaHandler) Setup(sarama.ConsumerGroupSession) error   { return nil }

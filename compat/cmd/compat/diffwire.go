@@ -118,11 +118,9 @@ func downconvert(resp kmsg.Response, version int16) (kmsg.Response, error) {
 
 // fieldDiff is one field whose values differ.
 type fieldDiff struct {
-	Path          string
-	Kafka, Disgw  string
-	kval, dval    reflect.Value
-	keptBy        *keptRule
-	shapeMismatch bool
+	Path         string
+	Kafka, Disgw string
+	kval, dval   reflect.Value
 }
 
 // keyFields name, in order of preference, the field that identifies an

@@ -315,7 +315,8 @@ func driverMain(args []string) int {
 		}
 	}
 	if *out != "" {
-		if err := os.MkdirAll(filepath.Dir(*out), 0o755); err == nil {
+		err := os.MkdirAll(filepath.Dir(*out), 0o755)
+		if err == nil {
 			err = os.WriteFile(*out, []byte(md), 0o644)
 		}
 		if err != nil {

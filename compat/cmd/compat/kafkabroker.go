@@ -43,7 +43,7 @@ type kafkaBroker struct {
 func startKafkaBroker(tools string, extra ...string) (*kafkaBroker, error) {
 	jars := filepath.Join(tools, kafkaBrokerJarsDir)
 	if _, err := os.Stat(filepath.Join(jars, kafkaBrokerJar)); err != nil {
-		return nil, fmt.Errorf("Apache Kafka 4.4.0 broker jars missing under %s (run compat/setup)", jars)
+		return nil, fmt.Errorf("the Apache Kafka 4.4.0 broker jars missing under %s (run compat/setup)", jars)
 	}
 	dir, err := os.MkdirTemp("", "disgw-compat-kafka-")
 	if err != nil {
