@@ -12,7 +12,7 @@ import (
 	"github.com/disgw/disgw/internal/metrics"
 )
 
-// DIS's per-partition limits (reference/dis-api.md): writes of 1 MB/s or
+// DIS's per-partition limits (docs/dis-api.md §6.1): writes of 1 MB/s or
 // 1000 records/s, reads of 2 MB/s.
 const (
 	disWriteBytesPerSec   = 1 << 20

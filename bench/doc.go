@@ -1,4 +1,4 @@
-// Package bench holds the throughput benchmarks of DESIGN.md section 8:
+// Package bench holds the throughput benchmarks (their goals are in README.md):
 // produce and fetch MB/s through disgw (gateway over localstore, synced
 // before every acknowledgement) against franz-go's in-memory kfake cluster,
 // with the same kgo client options; and TestDIS (issue 5), the DIS

@@ -76,7 +76,8 @@ type StreamConfig struct {
 	// gateway's default (config max_decompressed_message_bytes).
 	MaxDecompressedMessageBytes int64
 	// RecordFormat is the topic config dis.record.format: how the DIS
-	// backend stores the topic's records (DESIGN.md section 3),
+	// backend stores the topic's records (docs/dis-backend.md, "Records
+	// and the envelope"),
 	// RecordFormatAuto, RecordFormatNative or RecordFormatEnvelope; ""
 	// means the backend's default (config dis_record_format). The embedded
 	// store keeps Kafka batches whole and only keeps the value.

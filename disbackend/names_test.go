@@ -85,7 +85,7 @@ func TestStreamNameForTopicLong(t *testing.T) {
 			t.Errorf("PlainStreamNameForTopic(%q) = %q, %v", topic, plain, err)
 		}
 	}
-	// The README's example.
+	// The example of docs/dis-backend.md, "Topic names and DIS stream names".
 	if got, _ := StreamNameForTopic("com.example.payments.eu-west-1.settlement-batches.reconciliation-reports"); got != "com_example_payments_eu-west-1_settlement-batch-af9006bb08b646ca" {
 		t.Errorf("README example maps to %q", got)
 	}

@@ -9,8 +9,8 @@ package gateway
 //     top-level fields to Coordinators.
 //   - v5, v6: no change here (v6 adds share-group keys, type 2).
 //
-// This node coordinates every group (a single node; section 7 of DESIGN.md
-// will hash groups over nodes). Transactions are not offered, so type 1 gets
+// This node coordinates every group (a single node: see docs/limits.md,
+// "Not yet", on several nodes). Transactions are not offered, so type 1 gets
 // TRANSACTIONAL_ID_AUTHORIZATION_FAILED (as InitProducerId does for a
 // transactional id); share groups (type 2) and unknown types INVALID_REQUEST.
 //

@@ -9,7 +9,7 @@ package gateway
 // transactions: CoordinatorEpoch and CurrentTxnStartOffset are -1, as
 // Kafka gives for an idempotent producer. The embedded store's states
 // are those its log implies (rebuilt at start); the DIS backend's are this
-// process's (see the README's DIS backend section).
+// process's (see docs/dis-backend.md, "Idempotent producers").
 //
 // As a one-node Kafka 4.4: an unknown topic gets
 // UNKNOWN_TOPIC_OR_PARTITION with "This server does not host this

@@ -2,7 +2,7 @@ package gateway
 
 import "go.uber.org/zap"
 
-// Log field helpers: keys are defined once (STYLE.md).
+// Log field helpers: each key is spelled once, here.
 func zapTopic(t string) zap.Field    { return zap.String("topic", t) }
 func zapPartition(p int32) zap.Field { return zap.Int32("partition", p) }
 func zapErr(err error) zap.Field     { return zap.Error(err) }

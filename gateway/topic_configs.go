@@ -48,7 +48,7 @@ const (
 	// batch to it, Kafka each record (see decompress.go).
 	cfgMaxDecompressed = "max.decompressed.message.bytes"
 	cfgTimestampType   = "message.timestamp.type"
-	cfgRecordFormat    = "dis.record.format" // disgw's own (DESIGN.md section 3)
+	cfgRecordFormat    = "dis.record.format" // disgw's own (docs/dis-backend.md)
 	cfgCompressionType = "compression.type"
 )
 

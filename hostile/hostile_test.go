@@ -832,7 +832,7 @@ func TestLargeFetches(t *testing.T) {
 }
 
 // TestTinyBatches: Produce requests of 10,000 partitions each with a
-// one-record batch, pipelined 16 deep on 2 connections (320,000 stored batches: the embedded store keeps an index entry and a cache entry of each in memory, about 300 bytes; see the README).
+// one-record batch, pipelined 16 deep on 2 connections (320,000 stored batches: the embedded store keeps an index entry and a cache entry of each in memory, about 300 bytes; see docs/limits.md).
 func TestTinyBatches(t *testing.T) {
 	g := start(t)
 	createTopic(t, g.addr, "tiny", 10000)

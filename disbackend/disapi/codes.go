@@ -1,8 +1,8 @@
 // Package disapi holds facts of the Huawei Cloud DIS REST API v2 that are
 // shared by the client (disbackend/disrest) and the emulator
 // (disbackend/dislocal): DIS's error codes and its documented limits, as
-// named constants, each with DIS's meaning as shared/reference/dis-api.md
-// (sections 6 and 7) gives it.
+// named constants, each with DIS's meaning as docs/dis-api.md (§6 and §7)
+// gives it.
 //
 // It owns no behaviour: no HTTP, no JSON or protobuf models, no mapping of
 // codes to backend errors (disrest's errors.go does that) and nothing of
@@ -10,7 +10,7 @@
 // wire can use it without depending on each other.
 package disapi
 
-// DIS error codes (dis-api.md section 7). DIS answers them in the body
+// DIS error codes (docs/dis-api.md §7). DIS answers them in the body
 // {"errorCode":"DIS.xxxx","message":"..."}, with HTTP 441 for the
 // authentication failures DIS.4100-DIS.4115, 403 for DIS.4116, 500 for
 // DIS.5xxx and 400 otherwise; PutRecords also returns them per record in an

@@ -2,13 +2,14 @@ package disapi
 
 import "time"
 
-// DIS's limits (dis-api.md sections 2-6). DIS documents sizes in MB; like
+// DIS's limits (docs/dis-api.md §2-§6). DIS documents sizes in MB; like
 // the SDKs, these take 1 MB as 1 MiB (1 << 20 bytes). Limits by stream type
 // are named Common... (stream_type COMMON) and Advanced... (ADVANCED).
 
-// Write and read rates of one partition (dis-api.md 6.1): a partition takes
-// its write bytes or its write records per second, whichever it reaches
-// first; a PutRecords beyond them is refused with CodeFlowControl.
+// Write and read rates of one partition (docs/dis-api.md §6.1): a
+// partition takes its write bytes or its write records per second,
+// whichever it reaches first; a PutRecords beyond them is refused with
+// CodeFlowControl.
 const (
 	// CommonWriteBytesPerSec is a COMMON partition's write rate: 1 MB/s.
 	CommonWriteBytesPerSec = 1 << 20
@@ -28,7 +29,7 @@ const (
 	AdvancedReadBytesPerSec = 10 << 20
 )
 
-// Sizes of records and requests (dis-api.md 6.1).
+// Sizes of records and requests (docs/dis-api.md §6.1).
 const (
 	// MaxRecordBytes is the largest payload of one record, before Base64:
 	// 1 MB.
@@ -41,7 +42,7 @@ const (
 	AdvancedPutRecordsBytes = 5 << 20
 )
 
-// GetRecords and cursors (dis-api.md 2.3, 2.4).
+// GetRecords and cursors (docs/dis-api.md §2.3, §2.4).
 const (
 	// DefaultGetRecordsLimit is GetRecords' limit (records per answer) when
 	// the request has none: 1000 (Python SDK doc; the server's default is
@@ -57,7 +58,7 @@ const (
 	MaxCursorLen = 512
 )
 
-// Streams, apps and checkpoints (dis-api.md 3, 4, 6.1).
+// Streams, apps and checkpoints (docs/dis-api.md §3, §4, §6.1).
 const (
 	// MinRetentionHours is the shortest data_duration: 24 hours.
 	MinRetentionHours = 24
@@ -87,7 +88,7 @@ const (
 	MaxTransferTasksPerStream = 5
 )
 
-// Stream tags (dis-api.md 5.2).
+// Stream tags (docs/dis-api.md §5.2).
 const (
 	// MaxTagsPerStream is how many tags a stream may have: 10.
 	MaxTagsPerStream = 10
@@ -100,8 +101,8 @@ const (
 	MaxTagFilterLimit = 1000
 )
 
-// Paging of list operations (dis-api.md 3.2, 3.3, 4): each takes a limit
-// between 1 and its Max, Default when absent.
+// Paging of list operations (docs/dis-api.md §3.2, §3.3, §4): each takes
+// a limit between 1 and its Max, Default when absent.
 const (
 	// DefaultListStreamsLimit is ListStreams' limit when absent: 10
 	// streams.

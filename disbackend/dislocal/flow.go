@@ -8,10 +8,10 @@ import (
 	"github.com/disgw/disgw/disbackend/disapi"
 )
 
-// Flow control: per partition, token buckets at DIS's limits (dis-api.md
-// 6.1), each holding at most one second of its rate. A write takes its
-// bytes and one record from the write buckets, a read its bytes from the
-// read bucket; a record that does not fit is refused with DIS.4303 and
+// Flow control: per partition, token buckets at DIS's limits
+// (docs/dis-api.md §6.1, §6.2), each holding at most one second of its
+// rate. A write takes its bytes and one record from the write buckets, a
+// read its bytes from the read bucket; a record that does not fit is refused with DIS.4303 and
 // takes nothing, so a smaller record after it may still pass, as on DIS.
 // DIS's exact algorithm is UNCONFIRMED; this is the simplest that keeps the
 // documented rates.

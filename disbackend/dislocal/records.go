@@ -62,7 +62,7 @@ type pendingRecord struct {
 
 // hashPartition maps a hash in 0 … 2^63−1 to one of n partitions: with
 // w = floor((2^63−1)/n), partition i covers [i·w : (i+1)·w − 1], the last
-// one up to 2^63−1 (dis-api.md 6.3).
+// one up to 2^63−1 (docs/dis-api.md §6.3).
 func hashPartition(h uint64, n int32) int32 {
 	w := uint64(math.MaxInt64) / uint64(n)
 	i := h / w

@@ -17,7 +17,7 @@ import (
 	"github.com/disgw/disgw/disbackend/disapi"
 )
 
-// AK/SK request signing, the variants DIS accepts (dis-api.md 1.4): two
+// AK/SK request signing, the variants DIS accepts (docs/dis-api.md §1.4): two
 // under the label SDK-HMAC-SHA256 and the derived-key one of the Python
 // DIS SDK:
 //

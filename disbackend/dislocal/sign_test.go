@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// The published vectors of dis-api.md 1.5.
+// The vectors of docs/dis-api.md §1.5.
 func TestSignatureVectors(t *testing.T) {
 	t.Parallel()
 	cases := []struct {

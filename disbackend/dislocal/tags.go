@@ -8,7 +8,7 @@ import (
 	"github.com/disgw/disgw/disbackend/disapi"
 )
 
-// Stream tags (dis-api.md 5.2): keyed by stream_id under the singular
+// Stream tags (docs/dis-api.md §5.2): keyed by stream_id under the singular
 // /stream/ path; at most disapi.MaxTagsPerStream (10) per stream; key
 // 1-disapi.MaxTagKeyLen (36) characters, value at most disapi.MaxTagValueLen
 // (43), of letters (CJK included), digits, '-' and '_' (values also '.').

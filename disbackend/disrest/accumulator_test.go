@@ -215,8 +215,8 @@ func TestThrottle(t *testing.T) {
 	t.Logf("throttle %v", res.Throttle)
 }
 
-// TestIdempotentStateAcrossRestart pins the guarantee the README states
-// for idempotent producers on DIS: their dedupe window is kept in DIS
+// TestIdempotentStateAcrossRestart pins the guarantee docs/dis-backend.md
+// states for idempotent producers on DIS: their dedupe window is kept in DIS
 // (idem.go). Within one Store a retried batch is a duplicate; so it is in
 // a new Store (a gateway restart), which also checks the producer's next
 // sequence. (Until the window was kept in DIS, the new Store wrote the

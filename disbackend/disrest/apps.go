@@ -535,7 +535,8 @@ func (s *Store) deleteCheckpoints(ctx context.Context, app, stream string, parti
 // pidAllocator hands out producer ids from blocks reserved in the metadata
 // of gatewayApp's checkpoint on MetaStream ("next=<id>"). Several gateway
 // nodes reserving at the same instant can get the same block: DIS has no
-// conditional write. Documented in the README.
+// conditional write. Documented in docs/dis-backend.md ("Batches larger
+// than one PutRecords").
 type pidAllocator struct {
 	mu         sync.Mutex
 	next, stop int64

@@ -22,7 +22,7 @@ import (
 	"github.com/disgw/disgw/kafkawire/batch"
 )
 
-// Compacted topics on DIS (DESIGN.md section 2). DIS expires records by age
+// Compacted topics on DIS (docs/compaction.md). DIS expires records by age
 // only. For a stream whose cleanup.policy is compact (without delete), the
 // compactor keeps every live key by re-appending the key's latest record
 // (a copy: same key, value, headers and timestamp, a new offset) before DIS
@@ -57,7 +57,7 @@ import (
 // whose outcome is unknown (until a sweep has read past it), so a copy
 // never overtakes a newer value of its key written through this gateway
 // node. Writes by other nodes or DIS applications are indexed when a sweep
-// reads them, but can race a copy: the README says that a compacted
+// reads them, but can race a copy: docs/compaction.md says that a compacted
 // partition must have one writing gateway node.
 //
 // The key index of a partition (a 16-byte SHA-256 prefix of each key, the

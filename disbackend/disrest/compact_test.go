@@ -298,7 +298,7 @@ func TestArrivedAfter(t *testing.T) {
 
 // BenchmarkSnapshotRestore measures a gateway start's read of a compacted
 // partition's key index of 1,000,000 keys from its snapshot in dislocal
-// (the README's start-up bound): go test -run - -bench SnapshotRestore
+// (docs/compaction.md's start-up bound): go test -run - -bench SnapshotRestore
 // -benchtime 3x ./disbackend/disrest/
 func BenchmarkSnapshotRestore(b *testing.B) {
 	const keys = 1_000_000

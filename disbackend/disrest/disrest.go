@@ -55,10 +55,10 @@
 // producer-partition, disbackend.ProducerStates) is kept in DIS as a
 // write-ahead checkpoint of each partition (idem.go), exact while the
 // gateway is the partition's only writer. Weaker than the embedded store,
-// and documented in the README: an OffsetCommit is one CommitCheckpoint
-// per partition (up to 8 at once), validated first but not atomic on DIS;
-// DIS keeps no commit time, so Checkpoint.CommittedAt is the time of the
-// read.
+// and documented in docs/dis-backend.md: an OffsetCommit is one
+// CommitCheckpoint per partition (up to 8 at once), validated first but
+// not atomic on DIS; DIS keeps no commit time, so Checkpoint.CommittedAt is
+// the time of the read.
 package disrest
 
 import (
@@ -94,7 +94,7 @@ var (
 // record, so Append wants Batch.Records (disbackend.RecordLog).
 func (s *Store) StoresRecords() bool { return true }
 
-// Record formats (DESIGN.md section 3).
+// Record formats (docs/dis-backend.md, "Records and the envelope").
 const (
 	// FormatAuto stores a record natively when DIS can hold it (UTF-8 key or
 	// none, non-empty value, no headers, value not starting with the envelope

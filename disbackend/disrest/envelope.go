@@ -10,7 +10,7 @@ import (
 	"github.com/disgw/disgw/kafkawire/batch"
 )
 
-// The envelope (DESIGN.md section 3) carries what a plain DIS record cannot:
+// The envelope (docs/dis-backend.md) carries what a plain DIS record cannot:
 // headers, binary, empty or long keys, null and empty values, and values that
 // start with the magic. Layout, all integers big-endian or Kafka varints:
 //

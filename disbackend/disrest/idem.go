@@ -30,7 +30,8 @@ package disrest
 // batch's records stay contiguous. Content is not compared: two batches
 // with identical records are different writes, which only the sequence
 // numbers tell apart. When another DIS app writes to P the end offset can
-// move without the intent being written: see the README.
+// move without the intent being written: see docs/dis-backend.md,
+// "Idempotent producers".
 
 import (
 	"cmp"

@@ -12,7 +12,7 @@ import (
 const paceFraction = 0.9
 
 // pacer keeps one partition's PutRecords under its stream type's limits on
-// our side (DESIGN section 4), so that DIS does not refuse records with
+// our side (docs/dis-backend.md), so that DIS does not refuse records with
 // DIS.4303. A refusal in the middle of a PutRecords lets DIS accept a later
 // record of the same call before the refused one is sent again: the
 // partition's records would be out of order and a Kafka batch's offsets

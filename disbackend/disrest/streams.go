@@ -122,8 +122,9 @@ func (c *streamCache) idOf(name string, created int64) (string, bool) {
 	return id, ok
 }
 
-// topicID derives the Kafka topic id from DIS's stream_id (DESIGN.md
-// section 2): stable across restarts and nodes, new for a re-created stream.
+// topicID derives the Kafka topic id from DIS's stream_id
+// (docs/dis-backend.md, "Topics, tags and retention"): stable across
+// restarts and nodes, new for a re-created stream.
 func topicID(streamID string) [16]byte {
 	sum := sha256.Sum256([]byte("disgw topic id\x00" + streamID))
 	var id [16]byte

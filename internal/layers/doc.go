@@ -1,5 +1,5 @@
 // Package layers holds no code: its test checks that the packages of disgw
-// import only what DESIGN.md section 1 lets them (imports point down:
+// import only what docs/architecture.md §2 lets them (imports point down:
 // cmd → configs, cmd → gateway → {groupcoord, kafkawire, disbackend};
 // the backends import disbackend and the leaf batch codec, never kmsg;
 // internal/metrics is a leaf every layer may import; cmd → admin → gateway).

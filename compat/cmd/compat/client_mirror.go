@@ -43,11 +43,11 @@ import (
 //     partition the translated offset is at or before the one committed on
 //     Kafka, never after.
 //   - stop MM2: MirrorMaker stops on SIGTERM within 60s and logs that it
-//     stopped. It is stopped before the consumers move, as the README's
-//     recipe says: while its group offset sync runs, it may write the
-//     translated offsets into the group again whenever the group is empty
-//     (a restarted MirrorCheckpointTask has no view of the target group
-//     yet and writes them unconditionally), rewinding a group that
+//     stopped. It is stopped before the consumers move, as the recipe of
+//     docs/migration.md says: while its group offset sync runs, it may
+//     write the translated offsets into the group again whenever the group
+//     is empty (a restarted MirrorCheckpointTask has no view of the target
+//     group yet and writes them unconditionally), rewinding a group that
 //     consumed on disgw meanwhile. Seen once on the DIS backend, whose
 //     compactor's copies of mm2-configs make MirrorMaker restart its
 //     tasks.

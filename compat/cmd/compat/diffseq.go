@@ -192,8 +192,8 @@ func seqConfigs(t *diffTarget, p string) {
 	describeConfigs(t, "DescribeConfigs the broker, every key", nil, broker)
 	describeConfigs(t, "DescribeConfigs an unknown topic", nil, topicRes(p+"unknown"))
 
-	// 48 hours: within DIS's 24 to 168 (the README's stated limit of the
-	// DIS backend), so that both backends take it.
+	// 48 hours: within DIS's 24 to 168 (docs/dis-backend.md's stated limit
+	// of the DIS backend), so that both backends take it.
 	ac := kmsg.NewPtrAlterConfigsRequest()
 	ac.Resources = []kmsg.AlterConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: c1, Configs: []kmsg.AlterConfigsRequestResourceConfig{
 		{Name: "retention.ms", Value: ptr("172800000")}, {Name: "cleanup.policy", Value: ptr("delete")}}}}
