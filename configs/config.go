@@ -227,7 +227,7 @@ type Config struct {
 	// arrived (and again after waiting for `queued_max_request_bytes`): a
 	// client that starts a frame and stalls is closed after this. At most
 	// `idle_timeout`.
-	FrameReadTimeout time.Duration `yaml:"frame_read_timeout" default:"30s" range:"> 0"`
+	FrameReadTimeout time.Duration `yaml:"frame_read_timeout" default:"30s" range:"> 0 and at most idle_timeout"`
 	// QueuedMaxRequestBytes bounds the memory of the requests being read,
 	// decoded and answered, across all connections (Kafka
 	// `queued.max.request.bytes`). Before reading a frame's body a
@@ -339,7 +339,7 @@ type Config struct {
 	// a key, allocated as a pass needs it (Kafka
 	// `log.cleaner.dedupe.buffer.size`); a partition with more keys than it
 	// holds is cleaned in several passes.
-	CleanerDedupeBufferBytes int64 `yaml:"cleaner_dedupe_buffer_bytes" default:"134217728" range:"at least 1024" unit:"bytes"`
+	CleanerDedupeBufferBytes int64 `yaml:"cleaner_dedupe_buffer_bytes" default:"134217728" range:"at least 1024 bytes" unit:"bytes"`
 	// GroupInitialRebalanceDelay is how long a new consumer group waits for
 	// more members before its first rebalance (Kafka
 	// `group.initial.rebalance.delay.ms`); `-1` means no delay.
