@@ -50,8 +50,8 @@ func TestExampleFileIsDefault(t *testing.T) {
 	}
 }
 
-// The settings table of docs/configuration.md (moved there from the README)
-// documents every key and its environment variable.
+// The settings table (docs/configuration.md, generated) documents every key
+// and its environment variable.
 func TestREADMEDocumentsEveryKey(t *testing.T) {
 	t.Parallel()
 	b, err := os.ReadFile("../docs/configuration.md")

@@ -2,18 +2,15 @@ package configs
 
 import (
 	"fmt"
-	"reflect"
 	"time"
 )
 
 // Masked stands in for a secret's value in Effective.
 const Masked = "******"
 
-// secretKeys are the keys whose values Effective masks.
-var secretKeys = map[string]bool{"dis_ak": true, "dis_sk": true, "dis_token": true}
-
-// Secret reports whether key holds a secret (never logged or shown).
-func Secret(key string) bool { return secretKeys[key] }
+// Secret reports whether key holds a secret (its secret tag): never logged
+// or shown.
+func Secret(key string) bool { return byKey[key].Secret }
 
 // KeyValue is one key of the effective configuration.
 type KeyValue struct {
@@ -24,12 +21,10 @@ type KeyValue struct {
 // Config's fields (durations as Go durations); a set secret (dis_ak,
 // dis_sk, dis_token) reads as Masked, an empty one as "".
 func (c Config) Effective() []KeyValue {
-	v := reflect.ValueOf(c)
-	t := v.Type()
-	out := make([]KeyValue, 0, t.NumField())
-	for i := range t.NumField() {
-		key := yamlKey(t.Field(i))
-		f := v.Field(i)
+	out := make([]KeyValue, 0, len(settings))
+	for _, st := range settings {
+		key := st.Key
+		f := c.Value(st)
 		var s string
 		if d, ok := f.Interface().(time.Duration); ok {
 			s = d.String()

@@ -26,7 +26,7 @@ const (
 
 // TLSClientAuths are the values tls_client_auth accepts (Kafka
 // ssl.client.auth).
-var TLSClientAuths = []string{"none", "requested", "required"}
+var TLSClientAuths = Values("tls_client_auth")
 
 // ListenerSpec is one listener of the listeners key, with its advertised
 // address (advertised_listeners; empty: the bound address) and security
@@ -176,11 +176,12 @@ func (c Config) EnabledSASLMechanisms() []string {
 	return out
 }
 
-// validateSecurity adds the problems of the listener, TLS and SASL keys.
-func (c Config) validateSecurity(bad func(key, format string, args ...any)) {
+// validateSecurity adds the problems across the listener, TLS and SASL
+// keys.
+func (c Config) validateSecurity(p *problems) {
 	ls, err := c.Listeners()
 	if err != nil {
-		bad("listeners", "%v", err)
+		p.add("listeners", "%v", err)
 	}
 	var needTLS, needSASL bool
 	for _, l := range ls {
@@ -188,42 +189,21 @@ func (c Config) validateSecurity(bad func(key, format string, args ...any)) {
 		needSASL = needSASL || strings.HasPrefix(l.SecurityProtocol, "SASL_")
 	}
 	if needTLS && (c.TLSCertFile == "" || c.TLSKeyFile == "") {
-		bad("tls_cert_file", "an SSL or SASL_SSL listener needs tls_cert_file and tls_key_file")
-	}
-	if !slices.Contains(TLSClientAuths, c.TLSClientAuth) {
-		bad("tls_client_auth", "%q is not one of %s", c.TLSClientAuth, strings.Join(TLSClientAuths, ", "))
+		p.add("tls_cert_file", "an SSL or SASL_SSL listener needs tls_cert_file and tls_key_file")
 	}
 	if c.TLSClientAuth == "required" && c.TLSClientCAFile == "" {
-		bad("tls_client_ca_file", "tls_client_auth required needs tls_client_ca_file")
+		p.add("tls_client_ca_file", "tls_client_auth required needs tls_client_ca_file")
 	}
 	mechs := c.EnabledSASLMechanisms()
-	for _, m := range mechs {
-		if !slices.Contains(SASLMechanisms, m) {
-			bad("sasl_enabled_mechanisms", "%q is not one of %s", m, strings.Join(SASLMechanisms, ", "))
-		}
-	}
 	if needSASL && len(mechs) == 0 {
-		bad("sasl_enabled_mechanisms", "a SASL listener needs at least one mechanism")
+		p.add("sasl_enabled_mechanisms", "a SASL listener needs at least one mechanism")
 	}
-	switch c.SASLPlainAuthentication {
-	case SASLPlainUsers:
-	case SASLPlainDIS:
+	if c.SASLPlainAuthentication == SASLPlainDIS {
 		if c.Backend != BackendDIS {
-			bad("sasl_plain_authentication", "dis needs backend dis (it checks PLAIN's AK/SK against DIS)")
+			p.add("sasl_plain_authentication", "dis needs backend dis (it checks PLAIN's AK/SK against DIS)")
 		}
 		if !slices.Contains(mechs, "PLAIN") || !needSASL {
-			bad("sasl_plain_authentication", "dis needs PLAIN in sasl_enabled_mechanisms and a SASL_PLAINTEXT or SASL_SSL listener")
+			p.add("sasl_plain_authentication", "dis needs PLAIN in sasl_enabled_mechanisms and a SASL_PLAINTEXT or SASL_SSL listener")
 		}
-	default:
-		bad("sasl_plain_authentication", "%q is not users or dis", c.SASLPlainAuthentication)
-	}
-	if c.DISPrincipalClients < 1 {
-		bad("dis_principal_clients", "%d must be at least 1", c.DISPrincipalClients)
-	}
-	if c.DISPrincipalTTL <= 0 {
-		bad("dis_principal_ttl", "%v must be > 0", c.DISPrincipalTTL)
-	}
-	if c.ConnectionsMaxReauth < 0 {
-		bad("connections_max_reauth", "%v must be >= 0 (0: sessions do not expire)", c.ConnectionsMaxReauth)
 	}
 }

@@ -19,18 +19,6 @@ import (
 	"github.com/disgw/disgw/kafkawire/batch"
 )
 
-// Defaults of the decompression limits.
-const (
-	// DefaultDecompressionBudgetBytes is Config.DecompressionBudgetBytes'
-	// default: 256 MiB.
-	DefaultDecompressionBudgetBytes = 256 << 20
-	// DefaultMaxDecompressedMessageBytes is
-	// Config.MaxDecompressedMessageBytes' default: 100 MiB, a hundred
-	// times Kafka's default max.request.size, so that clients' batches of
-	// even very compressible data pass.
-	DefaultMaxDecompressedMessageBytes = 100 << 20
-)
-
 // decompressLimits returns the limits of decoding a batch of st: the
 // topic's max.decompressed.message.bytes (or the gateway's default), at
 // most batch.MaxDecompressedBytes and the whole budget, and the budget.

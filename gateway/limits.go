@@ -25,40 +25,39 @@ import (
 )
 
 // RequestLimits bounds what one request may ask for. Zero fields take the
-// defaults of DefaultRequestLimits.
+// defaults of DefaultRequestLimits, those of the disgw settings that fill
+// them (max_request_topics, max_request_partitions, max_request_groups,
+// auto_create_topics_per_request, auto_create_topics_per_second,
+// partition_mutations_per_second).
 type RequestLimits struct {
 	// MaxTopics is the most topics (or config resources, or coordinator
-	// keys) one request is served; the others get an error each. Default
-	// 50000.
+	// keys) one request is served; the others get an error each.
 	MaxTopics int
 	// MaxPartitions is the most partitions one request is served, summed
-	// over its topics; the others get an error each. Default 200000.
+	// over its topics; the others get an error each.
 	MaxPartitions int
 	// MaxGroups is the most groups one request is served (DescribeGroups,
-	// DeleteGroups, OffsetFetch v8+, FindCoordinator v4+). Default 50000.
+	// DeleteGroups, OffsetFetch v8+, FindCoordinator v4+).
 	MaxGroups int
 	// AutoCreatePerRequest is the most topics one Metadata request may
 	// auto-create; the others get UNKNOWN_TOPIC_OR_PARTITION with a
-	// throttle time, and the client retries. Default 100.
+	// throttle time, and the client retries.
 	AutoCreatePerRequest int
 	// AutoCreatePerSecond is how many topics Metadata may auto-create per
 	// second across all connections (a token bucket holding at most
-	// max(AutoCreatePerSecond, AutoCreatePerRequest) tokens). Default 20.
+	// max(AutoCreatePerSecond, AutoCreatePerRequest) tokens).
 	AutoCreatePerSecond float64
 	// PartitionMutationsPerSecond is how many partitions CreateTopics and
 	// CreatePartitions may create per second across all connections
 	// (KIP-599's controller mutation rate): a token bucket of ten seconds'
 	// worth; a request is admitted while the bucket is not empty (it may
 	// go below zero, as Kafka's), the others get THROTTLING_QUOTA_EXCEEDED
-	// and a throttle time. Default 1000.
+	// and a throttle time.
 	PartitionMutationsPerSecond float64
 }
 
-// DefaultRequestLimits returns the defaults listed on RequestLimits.
-func DefaultRequestLimits() RequestLimits {
-	return RequestLimits{MaxTopics: 50_000, MaxPartitions: 200_000, MaxGroups: 50_000,
-		AutoCreatePerRequest: 100, AutoCreatePerSecond: 20, PartitionMutationsPerSecond: 1000}
-}
+// DefaultRequestLimits returns the defaults of RequestLimits: DefaultConfig's.
+func DefaultRequestLimits() RequestLimits { return DefaultConfig().Limits }
 
 func (l *RequestLimits) fill() {
 	d := DefaultRequestLimits()

@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"reflect"
 	"runtime/debug"
 	"strings"
 	"syscall"
@@ -168,25 +169,21 @@ func printVersion(w io.Writer) {
 	}
 }
 
-// flagKeys maps each flag that mirrors a configuration key to that key.
-var flagKeys = map[string]string{
-	"listen":    "listen",
-	"advertise": "advertise",
-	"data":      "data",
-	"backend":   "backend",
-	"log-level": "log_level",
-
-	"admin-listen": "admin_listen",
-
-	"dis-endpoint":   "dis_endpoint",
-	"dis-project-id": "dis_project_id",
-	"dis-region":     "dis_region",
-
-	"dis-credentials-file": "dis_credentials_file",
+// flagKey returns the configuration key that flag name of serve sets: the
+// key whose flag tag names it (TestFlagsMatchSettings checks that every
+// such tag has its flag in serveFlags, and every flag but --config and
+// --ready-file a tag).
+func flagKey(name string) (string, bool) {
+	for _, s := range configs.Settings() {
+		if s.Flag == name {
+			return s.Key, true
+		}
+	}
+	return "", false
 }
 
 // serveFlags defines serve's flags on a new flag set writing to w; the
-// flags that mirror a configuration key are read back by name (flagKeys).
+// flags that mirror a configuration key are read back by name (flagKey).
 func serveFlags(w io.Writer) (fs *flag.FlagSet, configFile, readyFile *string) {
 	def := configs.Default()
 	fs = flag.NewFlagSet("disgw serve", flag.ContinueOnError)
@@ -236,7 +233,7 @@ func serve(args []string, getenv func(string) string, stderr io.Writer) int {
 		errs = append(errs, err)
 	}
 	fs.Visit(func(f *flag.Flag) {
-		if key, ok := flagKeys[f.Name]; ok {
+		if key, ok := flagKey(f.Name); ok {
 			if err := cfg.Set(key, f.Value.String()); err != nil {
 				errs = append(errs, fmt.Errorf("--%s: %w", f.Name, err))
 			}
@@ -281,7 +278,7 @@ func runGateway(cfg configs.Config, readyFile string, log *zap.Logger, ring *adm
 			return err
 		}
 	}
-	m := metrics.New(metrics.Options{MaxTopics: int(cfg.MetricsMaxTopics), MaxGroups: int(cfg.MetricsMaxGroups)})
+	m := metrics.New(metricsOptions(cfg))
 	store, err := openBackend(cfg, creds, log, m)
 	if err != nil {
 		return err
@@ -389,40 +386,26 @@ func runGateway(cfg configs.Config, readyFile string, log *zap.Logger, ring *adm
 	return nil
 }
 
-// gatewayConfig maps cfg onto the gateway's configuration:
-// gateway.DefaultConfig with every key of cfg that mirrors a gateway setting
-// applied (configs does not import gateway).
+// gatewayConfig maps cfg onto the gateway's configuration (configs does
+// not import gateway): gateway.DefaultConfig, then every setting copied
+// onto the gateway.Config field it fills (configs.Setting.GatewayField: the
+// field of the same name, or the one its gateway tag names), then the
+// settings that need code: a derived value, a list, or a value for one
+// backend only.
 func gatewayConfig(cfg configs.Config) gateway.Config {
 	g := gateway.DefaultConfig()
-	g.Listen = cfg.Listen
-	g.Advertise = cfg.Advertise
-	g.MaxFrameBytes = cfg.MaxFrameBytes
-	g.IdleTimeout = cfg.IdleTimeout
-	g.FrameReadTimeout = cfg.FrameReadTimeout
-	g.QueuedMaxRequestBytes = cfg.QueuedMaxRequestBytes
-	g.MaxConnections = int(cfg.MaxConnections)
-	g.MaxConnectionsPerIP = int(cfg.MaxConnectionsPerIP)
-	g.AutoCreateTopics = cfg.AutoCreateTopics
-	g.DefaultPartitions = cfg.DefaultPartitions
+	gv := reflect.ValueOf(&g).Elem()
+	for _, s := range configs.Settings() {
+		path, ok, err := s.GatewayField(func(path string) bool { return gatewayField(gv, path).IsValid() })
+		if err != nil {
+			panic(err) // a wrong tag: TestGatewayConfigMapsEverySetting names it
+		}
+		if ok {
+			copySetting(gatewayField(gv, path), cfg.Value(s), s.Key)
+		}
+	}
 	g.DefaultRetention = cfg.RetentionDefault()
-	g.MaxMessageBytes = cfg.MaxMessageBytes
-	g.MaxDecompressedMessageBytes = cfg.MaxDecompressedMessageBytes
-	g.DecompressionBudgetBytes = cfg.DecompressionBudgetBytes
-	g.DefaultRecordFormat = cfg.DISRecordFormat
-	g.ShutdownGrace = cfg.ShutdownGrace
-	g.MaxPartitions = cfg.MaxPartitions
-	g.Limits = gateway.RequestLimits{MaxTopics: int(cfg.MaxRequestTopics), MaxPartitions: int(cfg.MaxRequestPartitions),
-		MaxGroups: int(cfg.MaxRequestGroups), AutoCreatePerRequest: int(cfg.AutoCreateTopicsPerRequest),
-		AutoCreatePerSecond: cfg.AutoCreateTopicsPerSecond, PartitionMutationsPerSecond: cfg.PartitionMutationsPerSecond}
-	g.FetchMaxBytes = cfg.FetchMaxBytes
-	g.GroupInitialRebalanceDelay = cfg.GroupInitialRebalanceDelay
-	g.GroupMinSessionTimeout = cfg.GroupMinSessionTimeout
-	g.GroupMaxSessionTimeout = cfg.GroupMaxSessionTimeout
-	g.OffsetsRetention = cfg.OffsetsRetention
-	g.Authorizer = cfg.Authorizer
 	g.SuperUsers = cfg.SuperUserList()
-	g.AllowEveryoneIfNoACL = cfg.AllowEveryoneIfNoACLFound
-	g.ACLRefreshInterval = cfg.ACLRefreshInterval
 	if cfg.Backend == configs.BackendDIS {
 		g.MetadataRefresh = cfg.DISMetadataRefresh
 	}
@@ -431,10 +414,41 @@ func gatewayConfig(cfg configs.Config) gateway.Config {
 			g.Listeners = append(g.Listeners, gateway.Listener{Name: l.Name, SecurityProtocol: l.SecurityProtocol, Listen: l.Listen, Advertise: l.Advertise})
 		}
 	}
-	g.TLS = gateway.TLSConfig{CertFile: cfg.TLSCertFile, KeyFile: cfg.TLSKeyFile, ClientCAFile: cfg.TLSClientCAFile, ClientAuth: cfg.TLSClientAuth}
-	g.SASL = gateway.SASLConfig{Mechanisms: cfg.EnabledSASLMechanisms(), MaxReauth: cfg.ConnectionsMaxReauth,
-		PlainDIS: cfg.SASLPlainAuthentication == configs.SASLPlainDIS}
+	g.SASL.Mechanisms = cfg.EnabledSASLMechanisms()
+	g.SASL.PlainDIS = cfg.SASLPlainAuthentication == configs.SASLPlainDIS
 	return g
+}
+
+// gatewayField returns the field of the struct v at the dotted path
+// ("Limits.MaxTopics"), or the zero Value when there is none.
+func gatewayField(v reflect.Value, path string) reflect.Value {
+	for name := range strings.SplitSeq(path, ".") {
+		if v.Kind() != reflect.Struct {
+			return reflect.Value{}
+		}
+		if v = v.FieldByName(name); !v.IsValid() {
+			return v
+		}
+	}
+	return v
+}
+
+// copySetting sets dst to the value of setting key, converting between
+// numbers (int32 to int); other kinds must match. A mismatch panics:
+// TestGatewayConfigMapsEverySetting names it.
+func copySetting(dst, src reflect.Value, key string) {
+	number := func(k reflect.Kind) bool {
+		return k >= reflect.Int && k <= reflect.Int64 || k == reflect.Float32 || k == reflect.Float64
+	}
+	if src.Kind() != dst.Kind() && !(number(src.Kind()) && number(dst.Kind())) {
+		panic(fmt.Sprintf("setting %s: a %s cannot fill a gateway.Config field of type %s; tag it gateway:\"-\" and map it in gatewayConfig", key, src.Type(), dst.Type()))
+	}
+	dst.Set(src.Convert(dst.Type()))
+}
+
+// metricsOptions maps cfg onto the metrics' options.
+func metricsOptions(cfg configs.Config) metrics.Options {
+	return metrics.Options{MaxTopics: int(cfg.MetricsMaxTopics), MaxGroups: int(cfg.MetricsMaxGroups)}
 }
 
 // saslUsers reads sasl_users_file into g.SASL.Users.
@@ -473,28 +487,38 @@ func disCredentials(cfg configs.Config, log *zap.Logger) (configs.DISCredentials
 func openBackend(cfg configs.Config, creds configs.DISCredentials, log *zap.Logger, m *metrics.Metrics) (disbackend.Backend, error) {
 	if cfg.Backend == configs.BackendDIS {
 		log.Info("connecting to DIS", zap.String("dis_endpoint", cfg.DISEndpoint), zap.String("dis_project_id", creds.ProjectID))
-		return disrest.New(disrest.Options{
-			Endpoint: cfg.DISEndpoint, Region: cfg.DISRegion, ProjectID: creds.ProjectID,
-			AK: creds.AK, SK: creds.SK, SecurityToken: creds.SecurityToken, Token: creds.Token,
-			RecordFormat: cfg.DISRecordFormat, Logger: log,
-			Linger:     disLinger(cfg.DISLinger),
-			BatchBytes: int(cfg.DISBatchBytes), BatchCount: int(cfg.DISBatchCount),
-			BufferBytes:       int(cfg.DISBufferBytes),
-			CompactionMaxKeys: int(cfg.DISCompactionMaxKeys),
-			PrincipalClients:  int(cfg.DISPrincipalClients),
-			PrincipalTTL:      cfg.DISPrincipalTTL,
-			Metrics:           m,
-		})
+		return disrest.New(disrestOptions(cfg, creds, log, m))
 	}
 	if err := os.MkdirAll(cfg.Data, 0o700); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
-	return localstore.Open(cfg.Data, localstore.Options{
+	return localstore.Open(cfg.Data, localstoreOptions(cfg, log))
+}
+
+// disrestOptions maps cfg and creds onto the DIS backend's options.
+func disrestOptions(cfg configs.Config, creds configs.DISCredentials, log *zap.Logger, m *metrics.Metrics) disrest.Options {
+	return disrest.Options{
+		Endpoint: cfg.DISEndpoint, Region: cfg.DISRegion, ProjectID: creds.ProjectID,
+		AK: creds.AK, SK: creds.SK, SecurityToken: creds.SecurityToken, Token: creds.Token,
+		RecordFormat: cfg.DISRecordFormat, Logger: log,
+		Linger:     disLinger(cfg.DISLinger),
+		BatchBytes: int(cfg.DISBatchBytes), BatchCount: int(cfg.DISBatchCount),
+		BufferBytes:       int(cfg.DISBufferBytes),
+		CompactionMaxKeys: int(cfg.DISCompactionMaxKeys),
+		PrincipalClients:  int(cfg.DISPrincipalClients),
+		PrincipalTTL:      cfg.DISPrincipalTTL,
+		Metrics:           m,
+	}
+}
+
+// localstoreOptions maps cfg onto the embedded store's options.
+func localstoreOptions(cfg configs.Config, log *zap.Logger) localstore.Options {
+	return localstore.Options{
 		Logger:                 log,
 		RetentionCheckInterval: cfg.RetentionCheckInterval,
 		CleanerInterval:        cfg.CleanerCheckInterval,
 		CleanerBufferBytes:     cfg.CleanerDedupeBufferBytes,
-	})
+	}
 }
 
 // recentErrors is how many warnings and errors the console keeps.
@@ -509,11 +533,9 @@ func adminOptions(cfg configs.Config, srv *gateway.Server, store disbackend.Back
 	for _, e := range cfg.Effective() {
 		kv = append(kv, admin.KV{Key: e.Key, Value: e.Value})
 	}
-	o := admin.Options{
-		Listen: cfg.AdminListen, TLSCertFile: cfg.AdminTLSCertFile, TLSKeyFile: cfg.AdminTLSKeyFile,
-		Gateway: srv, Backend: store, BackendName: cfg.Backend, Metrics: m,
-		LagInterval: cfg.MetricsLagInterval, Config: kv, Errors: ring, Version: version, Logger: log,
-	}
+	o := adminSettings(cfg)
+	o.Gateway, o.Backend, o.BackendName, o.Metrics = srv, store, cfg.Backend, m
+	o.Config, o.Errors, o.Version, o.Logger = kv, ring, version, log
 	if srv.HasUsers() {
 		// With the authorizer on, only super users: the console and
 		// /metrics show every topic and group, which ACLs would hide.
@@ -531,6 +553,12 @@ func adminOptions(cfg configs.Config, srv *gateway.Server, store disbackend.Back
 		}
 	}
 	return o
+}
+
+// adminSettings are the admin listener's options that settings give.
+func adminSettings(cfg configs.Config) admin.Options {
+	return admin.Options{Listen: cfg.AdminListen, TLSCertFile: cfg.AdminTLSCertFile, TLSKeyFile: cfg.AdminTLSKeyFile,
+		LagInterval: cfg.MetricsLagInterval}
 }
 
 // effectiveConfig is every configuration key for the started line, the
