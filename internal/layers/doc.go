@@ -3,5 +3,6 @@
 // cmd → configs, cmd → gateway → {groupcoord, kafkawire, disbackend};
 // the backends import disbackend and the leaf batch codec, never kmsg;
 // internal/metrics and internal/bytebudget are leaves every layer may
-// import; cmd → admin → gateway).
+// import; internal/errmap, the Kafka error table, sits under gateway and
+// groupcoord; cmd → admin → gateway).
 package layers

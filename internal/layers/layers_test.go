@@ -53,6 +53,11 @@ var rules = []rule{
 		func(dep string) bool { return ours(dep) || franz(dep) }},
 	{mod + "/internal/bytebudget", "the byte budget (request budget, disrest buffer, decompression budget) is a leaf every layer may import: nothing of ours, no kmsg",
 		func(dep string) bool { return ours(dep) || franz(dep) }},
+	{mod + "/internal/errmap", "the Kafka error table the gateway and groupcoord share reads disbackend's and the batch codec's sentinels: no backend, nothing above it",
+		func(dep string) bool {
+			return isBackend(dep) || under(mod+"/gateway", dep) || under(mod+"/groupcoord", dep) || under(mod+"/configs", dep) ||
+				under(mod+"/cmd", dep) || under(mod+"/admin", dep) || dep == mod+"/kafkawire"
+		}},
 	{mod + "/admin", "the admin listener reads the gateway and the disbackend.Backend interface; cmd injects them",
 		func(dep string) bool { return isBackend(dep) || under(mod+"/configs", dep) || under(mod+"/cmd", dep) }},
 	{mod + "/configs", "configs describes settings; cmd maps them onto each package's options",
