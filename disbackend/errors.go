@@ -3,7 +3,8 @@ package disbackend
 import "errors"
 
 // Error sentinels. Backends wrap them with %w, adding operation, stream and
-// partition; the gateway maps them to Kafka error codes (gateway/errmap.go).
+// partition; the gateway and groupcoord map them to Kafka error codes with
+// one table (internal/errmap), where a new sentinel takes a row.
 var (
 	// ErrStreamNotFound: no such stream. Kafka UNKNOWN_TOPIC_OR_PARTITION (3).
 	ErrStreamNotFound = errors.New("stream not found")

@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
+
+	"github.com/disgw/disgw/internal/bytebudget"
 )
 
 // errOverBudget: a request costs more than the request budget could ever
@@ -25,9 +26,7 @@ type requestBudget struct {
 	reserve    int64 // bytes only small requests may take
 	smallBytes int64 // a request costing at most this is small
 
-	mu   sync.Mutex
-	used int64         // guarded by mu
-	wake chan struct{} // guarded by mu; closed and replaced at each release
+	bytes bytebudget.Budget // the bytes taken; its own lock
 }
 
 func newRequestBudget(capacity int64) *requestBudget {
@@ -36,7 +35,6 @@ func newRequestBudget(capacity int64) *requestBudget {
 		capacity:   capacity,
 		reserve:    reserve,
 		smallBytes: min(reserve/16, 1<<20),
-		wake:       make(chan struct{}),
 	}
 }
 
@@ -69,74 +67,34 @@ func (b *requestBudget) acquire(ctx context.Context, stop <-chan struct{}, n int
 	if n > b.limit(n) {
 		return false, fmt.Errorf("%w: the request costs %d bytes, the budget gives at most %d", errOverBudget, n, b.limit(n))
 	}
-	for {
-		b.mu.Lock()
-		if b.used+n <= b.limit(n) {
-			b.used += n
-			b.mu.Unlock()
-			return waited, nil
-		}
-		wake := b.wake
-		b.mu.Unlock()
-		waited = true
-		select {
-		case <-wake:
-		case <-ctx.Done():
-			return waited, ctx.Err()
-		case <-stop:
-			return waited, errStopped
-		}
+	waited, err = b.bytes.Acquire(ctx, stop, n, b.limit(n))
+	if errors.Is(err, bytebudget.ErrStopped) {
+		err = errStopped
 	}
+	return waited, err
 }
 
 // takeUpTo takes, without waiting, as much of n bytes as a large request
 // may still take, and returns what it took (0 when the budget is full).
-func (b *requestBudget) takeUpTo(n int64) int64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	got := max(min(n, b.capacity-b.reserve-b.used), 0)
-	b.used += got
-	return got
-}
+func (b *requestBudget) takeUpTo(n int64) int64 { return b.bytes.TakeUpTo(n, b.capacity-b.reserve) }
 
 // grow turns a held reservation of held bytes into one of total bytes
 // (total > held): at once when there is room, else it gives held back and
 // waits for total, so that readers waiting to grow never hold the budget
 // between them. On error nothing is held. Errors as acquire.
 func (b *requestBudget) grow(ctx context.Context, stop <-chan struct{}, held, total int64) error {
-	b.mu.Lock()
-	if b.used-held+total <= b.limit(total) {
-		b.used += total - held
-		b.mu.Unlock()
+	if b.bytes.Resize(held, total, b.limit(total)) {
 		return nil
 	}
-	b.mu.Unlock()
 	b.release(held)
 	_, err := b.acquire(ctx, stop, total)
 	return err
 }
 
 // release gives n bytes back and wakes the waiting readers.
-func (b *requestBudget) release(n int64) {
-	if n == 0 {
-		return
-	}
-	b.mu.Lock()
-	b.used -= n
-	if b.used < 0 {
-		b.mu.Unlock()
-		panic("gateway: request budget released more than it gave")
-	}
-	close(b.wake)
-	b.wake = make(chan struct{})
-	b.mu.Unlock()
-}
+func (b *requestBudget) release(n int64) { b.bytes.Release(n) }
 
 // inUse returns the bytes taken now.
-func (b *requestBudget) inUse() int64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.used
-}
+func (b *requestBudget) inUse() int64 { return b.bytes.InUse() }
 
 var errStopped = errors.New("connection stops reading")

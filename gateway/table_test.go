@@ -1,17 +1,9 @@
 package gateway
 
 import (
-	"errors"
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/disgw/disgw/disbackend"
 )
 
 // cappedBelowKmsg lists API keys we serve below the newest version kmsg
@@ -43,70 +35,6 @@ func TestAPITableAgainstKmsg(t *testing.T) {
 	if p, f, m := lookupAPI(0), lookupAPI(1), lookupAPI(3); p.max >= 13 || f.max >= 13 {
 		if m == nil || m.max < 10 {
 			t.Errorf("topic-id versions of Produce/Fetch advertised without Metadata v10+")
-		}
-	}
-}
-
-// TestErrTableCoversSentinels: every exported Err* sentinel of disbackend
-// has a row in errTable.
-func TestErrTableCoversSentinels(t *testing.T) {
-	fset := token.NewFileSet()
-	paths, err := filepath.Glob("../disbackend/*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, path := range paths {
-		if strings.HasSuffix(path, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, path, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, d := range f.Decls {
-			gd, ok := d.(*ast.GenDecl)
-			if !ok || gd.Tok != token.VAR {
-				continue
-			}
-			for _, s := range gd.Specs {
-				for _, n := range s.(*ast.ValueSpec).Names {
-					if strings.HasPrefix(n.Name, "Err") {
-						names = append(names, n.Name)
-					}
-				}
-			}
-		}
-	}
-	if len(names) == 0 {
-		t.Fatal("no sentinels found")
-	}
-	sentinels := map[string]error{
-		"ErrStreamNotFound": disbackend.ErrStreamNotFound, "ErrPartitionNotFound": disbackend.ErrPartitionNotFound,
-		"ErrStreamExists": disbackend.ErrStreamExists, "ErrNameCollision": disbackend.ErrNameCollision,
-		"ErrInvalidName": disbackend.ErrInvalidName, "ErrInvalidPartitionCount": disbackend.ErrInvalidPartitionCount,
-		"ErrInvalidConfig": disbackend.ErrInvalidConfig, "ErrOffsetOutOfRange": disbackend.ErrOffsetOutOfRange,
-		"ErrOutOfOrderSequence": disbackend.ErrOutOfOrderSequence, "ErrInvalidProducerEpoch": disbackend.ErrInvalidProducerEpoch,
-		"ErrClosed": disbackend.ErrClosed, "ErrUnavailable": disbackend.ErrUnavailable,
-		"ErrAppNotFound": disbackend.ErrAppNotFound, "ErrAppExists": disbackend.ErrAppExists,
-		"ErrInvalidRecord": disbackend.ErrInvalidRecord, "ErrRecordTooLarge": disbackend.ErrRecordTooLarge,
-		"ErrCredentialNotFound": disbackend.ErrCredentialNotFound,
-		"ErrNotAuthorized":      disbackend.ErrNotAuthorized, "ErrAuthenticationFailed": disbackend.ErrAuthenticationFailed,
-	}
-	for _, n := range names {
-		s, ok := sentinels[n]
-		if !ok {
-			t.Errorf("disbackend.%s is new: add it to this test and a row to errTable", n)
-			continue
-		}
-		found := false
-		for _, row := range errTable {
-			if errors.Is(s, row.err) {
-				found = true
-			}
-		}
-		if !found {
-			t.Errorf("disbackend.%s has no row in errTable", n)
 		}
 	}
 }

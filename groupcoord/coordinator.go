@@ -30,6 +30,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/internal/errmap"
 	"github.com/disgw/disgw/internal/metrics"
 )
 
@@ -341,36 +342,58 @@ func (c *Coordinator) send(id string, create bool, run func(*group), abort func(
 	}
 }
 
-// backendCode maps a backend error of an offset operation to the Kafka code
-// Kafka's coordinator gives for the like failure of its offsets log
-// (GroupMetadataManager: storage unavailable → COORDINATOR_NOT_AVAILABLE,
-// gone → NOT_COORDINATOR), so clients retry rather than fail.
+// groupRows are where Kafka's group coordinator answers otherwise than the
+// gateway's table (errmap.Rows) does for the like failure; backendCode
+// looks at them first. Kafka's coordinator answers failures of its offsets
+// log (GroupMetadataManager) with codes that make clients look for the
+// coordinator again and retry, not fail.
+var groupRows = []errmap.Row{
+	// The coordinator or the backend is closing: as a coordinator that lost
+	// its __consumer_offsets partition, NOT_COORDINATOR (the client finds
+	// the coordinator again), not UNKNOWN_SERVER_ERROR.
+	{Err: errClosed, Code: kerr.NotCoordinator},
+	{Err: disbackend.ErrClosed, Code: kerr.NotCoordinator},
+	// The backend refused a checkpoint's metadata (longer than it keeps):
+	// OffsetCommit's code for metadata over Kafka's
+	// offset.metadata.max.bytes, not INVALID_CONFIG.
+	{Err: disbackend.ErrInvalidConfig, Code: kerr.OffsetMetadataTooLarge},
+	// The group id names no app the backend can hold (or another group's):
+	// INVALID_GROUP_ID, as Kafka answers a group id it cannot take; the
+	// gateway's INVALID_TOPIC_EXCEPTION is for topic names.
+	{Err: disbackend.ErrNameCollision, Code: kerr.InvalidGroupID},
+	{Err: disbackend.ErrInvalidName, Code: kerr.InvalidGroupID},
+	{Err: errGroupCollision, Code: kerr.InvalidGroupID},
+	// Storage unavailable or too slow: COORDINATOR_NOT_AVAILABLE, as Kafka
+	// answers when its offsets log cannot be written (the client retries),
+	// not the gateway's REQUEST_TIMED_OUT.
+	{Err: disbackend.ErrUnavailable, Code: kerr.CoordinatorNotAvailable},
+	{Err: context.DeadlineExceeded, Code: kerr.CoordinatorNotAvailable},
+	{Err: context.Canceled, Code: kerr.CoordinatorNotAvailable},
+	{Err: errNoApps, Code: kerr.CoordinatorNotAvailable},
+	// Group paths handle a missing app where one may be missing (no
+	// offsets, a Dead group, GROUP_ID_NOT_FOUND on delete, the app created
+	// again on commit); one missing anywhere else is unexpected: unmapped
+	// (logged, UNKNOWN_SERVER_ERROR), not the gateway's GROUP_ID_NOT_FOUND.
+	{Err: disbackend.ErrAppNotFound, Code: nil},
+}
+
+// backendCode maps a backend error of a group or offset operation to the
+// Kafka code: groupRows, then the gateway's table errmap.Rows. Offsets
+// outside the partition's range are logged at Info, unmapped errors at
+// Error.
 func (c *Coordinator) backendCode(err error) int16 {
-	switch {
-	case err == nil:
+	if err == nil {
 		return 0
-	case errors.Is(err, errClosed), errors.Is(err, disbackend.ErrClosed):
-		return kerr.NotCoordinator.Code
-	case errors.Is(err, disbackend.ErrStreamNotFound), errors.Is(err, disbackend.ErrPartitionNotFound):
-		return kerr.UnknownTopicOrPartition.Code
-	case errors.Is(err, disbackend.ErrNotAuthorized):
-		// DIS's IAM refused the principal's key (403 DIS.4116).
-		return kerr.TopicAuthorizationFailed.Code
-	case errors.Is(err, disbackend.ErrAuthenticationFailed):
-		return kerr.SaslAuthenticationFailed.Code
-	case errors.Is(err, disbackend.ErrInvalidConfig):
-		return kerr.OffsetMetadataTooLarge.Code
-	case errors.Is(err, disbackend.ErrOffsetOutOfRange):
+	}
+	k, ok := errmap.Lookup(err, groupRows)
+	if !ok {
+		c.log.Error("backend failed", zap.Error(err))
+		return kerr.UnknownServerError.Code
+	}
+	if k == kerr.OffsetOutOfRange {
 		// DIS keeps checkpoints only inside the partition's range (Kafka
 		// takes any offset): the nearest Kafka code, with the reason logged.
 		c.log.Info("offset commit outside the partition's range", zap.Error(err))
-		return kerr.OffsetOutOfRange.Code
-	case errors.Is(err, disbackend.ErrNameCollision), errors.Is(err, disbackend.ErrInvalidName), errors.Is(err, errGroupCollision):
-		return kerr.InvalidGroupID.Code
-	case errors.Is(err, disbackend.ErrUnavailable), errors.Is(err, context.DeadlineExceeded),
-		errors.Is(err, context.Canceled), errors.Is(err, errNoApps):
-		return kerr.CoordinatorNotAvailable.Code
 	}
-	c.log.Error("backend failed", zap.Error(err))
-	return kerr.UnknownServerError.Code
+	return k.Code
 }

@@ -2,5 +2,7 @@
 // import only what docs/architecture.md §2 lets them (imports point down:
 // cmd → configs, cmd → gateway → {groupcoord, kafkawire, disbackend};
 // the backends import disbackend and the leaf batch codec, never kmsg;
-// internal/metrics is a leaf every layer may import; cmd → admin → gateway).
+// internal/metrics and internal/bytebudget are leaves every layer may
+// import; internal/errmap, the Kafka error table, sits under gateway and
+// groupcoord; cmd → admin → gateway).
 package layers

@@ -38,16 +38,26 @@ func isBackend(dep string) bool {
 }
 
 var rules = []rule{
-	{mod + "/kafkawire/batch", "the record-batch codec is a leaf: nothing of ours, no kmsg",
-		func(dep string) bool { return ours(dep) || franz(dep) }},
+	{mod + "/kafkawire/batch", "the record-batch codec is a leaf: of ours only the byte budget (its decompression budget), no kmsg",
+		func(dep string) bool { return (ours(dep) && dep != mod+"/internal/bytebudget") || franz(dep) }},
 	{mod + "/kafkawire", "kafkawire frames requests: of ours only the batch codec",
-		func(dep string) bool { return ours(dep) && dep != mod+"/kafkawire/batch" }},
+		func(dep string) bool {
+			return ours(dep) && dep != mod+"/kafkawire/batch" && dep != mod+"/internal/bytebudget"
+		}},
 	{mod + "/disbackend/...", "backends know no Kafka wire types (kmsg) and no layer above them",
 		func(dep string) bool {
-			return franz(dep) || (ours(dep) && !under(mod+"/disbackend", dep) && dep != mod+"/kafkawire/batch" && dep != mod+"/internal/metrics")
+			return franz(dep) || (ours(dep) && !under(mod+"/disbackend", dep) && dep != mod+"/kafkawire/batch" &&
+				dep != mod+"/internal/metrics" && dep != mod+"/internal/bytebudget")
 		}},
 	{mod + "/internal/metrics", "the metric definitions are a leaf every layer may import: nothing of ours, no kmsg",
 		func(dep string) bool { return ours(dep) || franz(dep) }},
+	{mod + "/internal/bytebudget", "the byte budget (request budget, disrest buffer, decompression budget) is a leaf every layer may import: nothing of ours, no kmsg",
+		func(dep string) bool { return ours(dep) || franz(dep) }},
+	{mod + "/internal/errmap", "the Kafka error table the gateway and groupcoord share reads disbackend's and the batch codec's sentinels: no backend, nothing above it",
+		func(dep string) bool {
+			return isBackend(dep) || under(mod+"/gateway", dep) || under(mod+"/groupcoord", dep) || under(mod+"/configs", dep) ||
+				under(mod+"/cmd", dep) || under(mod+"/admin", dep) || dep == mod+"/kafkawire"
+		}},
 	{mod + "/admin", "the admin listener reads the gateway and the disbackend.Backend interface; cmd injects them",
 		func(dep string) bool { return isBackend(dep) || under(mod+"/configs", dep) || under(mod+"/cmd", dep) }},
 	{mod + "/configs", "configs describes settings; cmd maps them onto each package's options",

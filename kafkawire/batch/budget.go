@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/disgw/disgw/internal/bytebudget"
 )
 
 // Budget bounds the decompressed bytes that every connection and request
@@ -15,12 +17,10 @@ import (
 // from the gateway. Safe for concurrent use. A nil *Budget bounds nothing.
 type Budget struct {
 	total int64
+	bytes bytebudget.Budget // the bytes charged; its own lock, taken after mu
 
-	mu       sync.Mutex // guards the fields below
-	used     int64
-	acquired int64         // every byte ever acquired (tests, metrics)
-	room     chan struct{} // closed and replaced by every Release
-	prio     any           // the holder waiting for room (see acquire), or nil
+	mu   sync.Mutex // guards prio
+	prio any        // the holder waiting for room (see acquire), or nil
 }
 
 // BudgetChunk is the smallest step, in bytes, by which a decoder grows its
@@ -30,7 +30,7 @@ const BudgetChunk = 1 << 20
 
 // NewBudget returns a budget of total bytes (> 0).
 func NewBudget(total int64) *Budget {
-	return &Budget{total: total, room: make(chan struct{})}
+	return &Budget{total: total}
 }
 
 // Total is the budget's size in bytes; 0 for a nil Budget.
@@ -46,9 +46,7 @@ func (b *Budget) InUse() int64 {
 	if b == nil {
 		return 0
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.used
+	return b.bytes.InUse()
 }
 
 // Acquired is how many bytes were ever charged (for tests: how much one
@@ -57,9 +55,7 @@ func (b *Budget) Acquired() int64 {
 	if b == nil {
 		return 0
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.acquired
+	return b.bytes.Taken()
 }
 
 // Acquire charges n bytes, waiting until they fit. It fails at once when n
@@ -90,23 +86,26 @@ func (b *Budget) acquire(ctx context.Context, n int64, holder any) error {
 	}
 	for {
 		b.mu.Lock()
-		if b.used+n <= b.total && (b.prio == nil || b.prio == holder) {
-			b.used += n
-			b.acquired += n
-			if b.prio != nil {
-				b.prio = nil
-				b.wakeLocked() // the others may take again
+		var room <-chan struct{}
+		if b.prio == nil || b.prio == holder {
+			var ok bool
+			if ok, room = b.bytes.TryAcquireOrWait(n, b.total); ok {
+				if b.prio != nil {
+					b.prio = nil
+					b.bytes.Wake() // the others may take again
+				}
+				b.mu.Unlock()
+				return nil
 			}
-			b.mu.Unlock()
-			return nil
-		}
-		if holder != nil && b.prio == nil {
-			b.prio = holder
-		} else if holder != nil && b.prio != holder {
+			if holder != nil {
+				b.prio = holder
+			}
+		} else if holder != nil {
 			b.mu.Unlock()
 			return errRestart
+		} else {
+			room = b.bytes.Released()
 		}
-		room := b.room
 		b.mu.Unlock()
 		select {
 		case <-room:
@@ -114,7 +113,7 @@ func (b *Budget) acquire(ctx context.Context, n int64, holder any) error {
 			b.mu.Lock()
 			if holder != nil && b.prio == holder {
 				b.prio = nil
-				b.wakeLocked()
+				b.bytes.Wake()
 			}
 			b.mu.Unlock()
 			return fmt.Errorf("%w: waiting for %d bytes of the decompression budget (%d bytes): %w", ErrBudgetWait, n, b.total, ctx.Err())
@@ -131,7 +130,7 @@ func (b *Budget) waitNoPriority(ctx context.Context) error {
 			b.mu.Unlock()
 			return nil
 		}
-		room := b.room
+		room := b.bytes.Released()
 		b.mu.Unlock()
 		select {
 		case <-room:
@@ -142,25 +141,13 @@ func (b *Budget) waitNoPriority(ctx context.Context) error {
 	return nil
 }
 
-// wakeLocked wakes every waiter; b.mu is held.
-func (b *Budget) wakeLocked() {
-	close(b.room)
-	b.room = make(chan struct{})
-}
-
-// Release gives back n bytes charged by Acquire.
+// Release gives back n bytes charged by Acquire. It panics when more is
+// given back than was charged.
 func (b *Budget) Release(n int64) {
 	if b == nil || n <= 0 {
 		return
 	}
-	b.mu.Lock()
-	b.used -= n
-	if b.used < 0 {
-		b.mu.Unlock()
-		panic("batch: decompression budget released more than was acquired")
-	}
-	b.wakeLocked()
-	b.mu.Unlock()
+	b.bytes.Release(n)
 }
 
 // Limits bound one batch's decompression.
