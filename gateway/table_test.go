@@ -47,6 +47,31 @@ func TestAPITableAgainstKmsg(t *testing.T) {
 	}
 }
 
+// TestRegisterAPIWithoutAuthorization: a row without authorization checks
+// (or with a nil one) panics naming the API and is not added, so a gateway
+// missing one fails at start-up instead of serving the API unchecked.
+func TestRegisterAPIWithoutAuthorization(t *testing.T) {
+	const key = 4 // LeaderAndIsr, not served
+	if apiTable[key] != nil {
+		t.Fatalf("key %d is served; pick another", key)
+	}
+	for _, auth := range [][]authCheck{nil, {nil}, {authNone, nil}} {
+		func() {
+			defer func() {
+				msg, _ := recover().(string)
+				if !strings.Contains(msg, "LeaderAndISR") || !strings.Contains(msg, "authorization") {
+					t.Errorf("registerAPI with %d checks: panic %q, want one naming LeaderAndISR and its authorization", len(auth), msg)
+				}
+			}()
+			registerAPI(key, 0, 0, nil, auth...)
+		}()
+		if apiTable[key] != nil {
+			apiTable[key] = nil
+			t.Errorf("registerAPI with %d checks added the row", len(auth))
+		}
+	}
+}
+
 // TestErrTableCoversSentinels: every exported Err* sentinel of disbackend
 // has a row in errTable.
 func TestErrTableCoversSentinels(t *testing.T) {
