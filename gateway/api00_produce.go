@@ -34,11 +34,55 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/internal/acl"
 	"github.com/disgw/disgw/kafkawire"
 	"github.com/disgw/disgw/kafkawire/batch"
 )
 
-func init() { registerAPI(0, 3, 13, (*conn).handleProduce) }
+func init() { registerAPI(0, 3, 13, (*conn).handleProduce, (*conn).authorizeProduce) }
+
+// authorizeProduce: WRITE on the transactional id, if any (else every
+// topic is refused TRANSACTIONAL_ID_AUTHORIZATION_FAILED), and WRITE on
+// each topic (else TOPIC_AUTHORIZATION_FAILED). Refused topics are taken
+// out of the request and answered on each partition; the others are still
+// written. With acks 0 a refusal closes the connection instead, as Kafka
+// does.
+func (c *conn) authorizeProduce(req *kafkawire.Request) (kmsg.Response, postAuth) {
+	r := req.Body.(*kmsg.ProduceRequest)
+	txnDenied := r.TransactionID != nil && !c.may(acl.OpWrite, acl.ResourceTransactionalID, *r.TransactionID)
+	var denied []kmsg.ProduceResponseTopic
+	kept := r.Topics[:0]
+	for _, t := range r.Topics {
+		code := int16(0)
+		if txnDenied {
+			code = errTxnAuth
+		} else if name := c.topicName(t.Topic, t.TopicID); name != "" && !c.mayTopic(acl.OpWrite, name) {
+			code = errTopicAuth
+		}
+		if code == 0 {
+			kept = append(kept, t)
+			continue
+		}
+		d := kmsg.NewProduceResponseTopic()
+		d.Topic, d.TopicID = t.Topic, t.TopicID
+		for _, p := range t.Partitions {
+			dp := kmsg.NewProduceResponseTopicPartition()
+			dp.Partition, dp.ErrorCode, dp.BaseOffset, dp.LogAppendTime, dp.LogStartOffset = p.Partition, code, -1, -1, -1
+			d.Partitions = append(d.Partitions, dp)
+		}
+		denied = append(denied, d)
+	}
+	r.Topics = kept
+	if len(denied) == 0 {
+		return nil, nil
+	}
+	if r.Acks == 0 {
+		// Kafka closes the connection on an error of an acks=0 produce; the
+		// authorized topics are still written.
+		return nil, func(kmsg.Response) error { return errCloseConn }
+	}
+	return nil, appendDenied(denied, func(r *kmsg.ProduceResponse) *[]kmsg.ProduceResponseTopic { return &r.Topics })
+}
 
 // producePart is one partition's outcome: an error known at once, or a
 // pending append.

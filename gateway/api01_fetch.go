@@ -35,11 +35,52 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/internal/acl"
 	"github.com/disgw/disgw/kafkawire"
 	"github.com/disgw/disgw/kafkawire/batch"
 )
 
-func init() { registerAPI(1, 4, 18, (*conn).handleFetch) }
+func init() { registerAPI(1, 4, 18, (*conn).handleFetch, (*conn).authorizeFetch) }
+
+// authorizeFetch: a replica's fetch needs CLUSTER_ACTION, a consumer's
+// READ on each topic. Refused topics are taken out of the request and
+// answered TOPIC_AUTHORIZATION_FAILED on each partition; with one refused,
+// the fetch does not wait (Kafka answers at once when a partition has an
+// error).
+func (c *conn) authorizeFetch(req *kafkawire.Request) (kmsg.Response, postAuth) {
+	r := req.Body.(*kmsg.FetchRequest)
+	replica := r.ReplicaID >= 0 || r.Version >= 15 && r.ReplicaState.ID >= 0
+	replicaOK := replica && c.mayCluster(acl.OpClusterAction)
+	var denied []kmsg.FetchResponseTopic
+	kept := r.Topics[:0]
+	for _, t := range r.Topics {
+		name := c.topicName(t.Topic, t.TopicID)
+		ok := name == "" || c.mayTopic(acl.OpRead, name)
+		if replica {
+			ok = replicaOK
+		}
+		if ok {
+			kept = append(kept, t)
+			continue
+		}
+		d := kmsg.NewFetchResponseTopic()
+		d.Topic, d.TopicID = t.Topic, t.TopicID
+		for _, p := range t.Partitions {
+			dp := kmsg.NewFetchResponseTopicPartition()
+			dp.Partition, dp.ErrorCode, dp.HighWatermark, dp.LastStableOffset, dp.LogStartOffset = p.Partition, errTopicAuth, -1, -1, -1
+			dp.PreferredReadReplica = -1
+			dp.RecordBatches = noRecords // empty, not null: librdkafka reads a null as MessageSetSize -1 and retries at once, forever
+			dp.AbortedTransactions = noAborted
+			d.Partitions = append(d.Partitions, dp)
+		}
+		denied = append(denied, d)
+	}
+	r.Topics = kept
+	if len(denied) > 0 {
+		r.MaxWaitMillis = 0
+	}
+	return nil, appendDenied(denied, func(r *kmsg.FetchResponse) *[]kmsg.FetchResponseTopic { return &r.Topics })
+}
 
 func (c *conn) handleFetch(req *kafkawire.Request) reply {
 	r := req.Body.(*kmsg.FetchRequest)

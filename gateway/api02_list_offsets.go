@@ -32,11 +32,26 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/internal/acl"
 	"github.com/disgw/disgw/kafkawire"
 	"github.com/disgw/disgw/kafkawire/batch"
 )
 
-func init() { registerAPI(2, 1, 11, (*conn).handleListOffsets) }
+func init() {
+	registerAPI(2, 1, 11, (*conn).handleListOffsets, filterTopics(acl.OpDescribe,
+		func(r *kmsg.ListOffsetsResponse) []kmsg.ListOffsetsResponseTopic { return r.Topics },
+		func(t *kmsg.ListOffsetsResponseTopic) string { return t.Topic },
+		refuseListOffsetsTopic))
+}
+
+// refuseListOffsetsTopic answers each partition of a topic the principal
+// may not DESCRIBE with TOPIC_AUTHORIZATION_FAILED and no offset.
+func refuseListOffsetsTopic(t *kmsg.ListOffsetsResponseTopic) {
+	for j := range t.Partitions {
+		p := &t.Partitions[j]
+		p.ErrorCode, p.Timestamp, p.Offset, p.LeaderEpoch, p.OldStyleOffsets = errTopicAuth, -1, -1, -1, nil
+	}
+}
 
 func (c *conn) handleListOffsets(req *kafkawire.Request) reply {
 	r := req.Body.(*kmsg.ListOffsetsRequest)

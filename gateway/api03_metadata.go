@@ -41,10 +41,98 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/internal/acl"
 	"github.com/disgw/disgw/kafkawire"
 )
 
-func init() { registerAPI(3, 0, 13, (*conn).handleMetadata) }
+func init() { registerAPI(3, 0, 13, (*conn).handleMetadata, (*conn).authorizeMetadata) }
+
+// authorizeMetadata: DESCRIBE on each topic. A listing of every topic
+// leaves out those the principal may not describe. A named topic it may not
+// describe is taken out and answered TOPIC_AUTHORIZATION_FAILED
+// (UNKNOWN_TOPIC_ID when named by id), and so is one this request would
+// auto-create without CREATE on the cluster or on the topic. Authorized
+// operations (KIP-430), when asked for, are the principal's.
+func (c *conn) authorizeMetadata(req *kafkawire.Request) (kmsg.Response, postAuth) {
+	r := req.Body.(*kmsg.MetadataRequest)
+	all := r.Topics == nil || r.Version == 0 && len(r.Topics) == 0
+	var denied []kmsg.MetadataResponseTopic
+	dropAll := false
+	if !all {
+		denied = c.denyMetadataTopics(r)
+		// v0 reads an empty list as every topic: none left is none answered.
+		dropAll = len(r.Topics) == 0 && r.Version == 0
+	}
+	return nil, func(resp kmsg.Response) error {
+		c.filterMetadata(r, resp.(*kmsg.MetadataResponse), all, dropAll, denied)
+		return nil
+	}
+}
+
+// denyMetadataTopics takes the named topics the principal may not describe
+// (or may not auto-create) out of r and returns their answers.
+func (c *conn) denyMetadataTopics(r *kmsg.MetadataRequest) []kmsg.MetadataResponseTopic {
+	autoCreate := c.s.cfg.AutoCreateTopics && (r.Version <= 3 || r.AllowAutoTopicCreation)
+	mayCreateAny := c.mayCluster(acl.OpCreate)
+	var denied []kmsg.MetadataResponseTopic
+	kept := r.Topics[:0]
+	for _, rt := range r.Topics {
+		named := rt.Topic != nil && *rt.Topic != ""
+		var name string
+		if named {
+			name = *rt.Topic
+		}
+		name = c.topicName(name, rt.TopicID)
+		d := kmsg.NewMetadataResponseTopic()
+		d.Topic, d.TopicID, d.ErrorCode = rt.Topic, rt.TopicID, errTopicAuth
+		switch {
+		case name == "":
+			kept = append(kept, rt)
+		case !c.mayTopic(acl.OpDescribe, name):
+			if !named {
+				d.ErrorCode = kmsgUnknownTopicID
+			}
+			denied = append(denied, d)
+		case named && autoCreate && !mayCreateAny && !c.mayTopic(acl.OpCreate, name) && !c.topicExists(name):
+			denied = append(denied, d)
+		default:
+			kept = append(kept, rt)
+		}
+	}
+	r.Topics = kept
+	return denied
+}
+
+// filterMetadata completes the handler's answer mr to r: it hides the
+// topics of a listing (all) the principal may not describe, appends the
+// refused topics (denied), and sets the authorized operations asked for.
+func (c *conn) filterMetadata(r *kmsg.MetadataRequest, mr *kmsg.MetadataResponse, all, dropAll bool, denied []kmsg.MetadataResponseTopic) {
+	if dropAll {
+		mr.Topics = nil
+	}
+	kept := mr.Topics[:0]
+	for _, t := range mr.Topics {
+		name := ""
+		if t.Topic != nil {
+			name = *t.Topic
+		}
+		if all && !c.mayTopic(acl.OpDescribe, name) {
+			continue // hidden, as Kafka hides topics a principal may not describe
+		}
+		if r.IncludeTopicAuthorizedOperations && t.ErrorCode == 0 {
+			t.AuthorizedOperations = c.opsOf(acl.ResourceTopic, name, topicAuthorizedOps)
+		}
+		kept = append(kept, t)
+	}
+	for _, d := range denied {
+		d.AuthorizedOperations = authorizedOps(r.IncludeTopicAuthorizedOperations, 0)
+		kept = append(kept, d)
+	}
+	mr.Topics = kept
+	if r.Version <= 10 && r.IncludeClusterAuthorizedOperations {
+		mr.AuthorizedOperations = c.opsOf(acl.ResourceCluster, acl.ClusterName, clusterAuthorizedOps)
+	}
+}
 
 // leaderEpoch is the leader epoch of every partition: one node leads
 // everything and leadership never moves.

@@ -30,10 +30,49 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/disgw/disgw/internal/acl"
 	"github.com/disgw/disgw/kafkawire"
 )
 
-func init() { registerAPI(8, 0, 10, (*conn).handleOffsetCommit) }
+func init() { registerAPI(8, 0, 10, (*conn).handleOffsetCommit, (*conn).authorizeOffsetCommit) }
+
+// authorizeOffsetCommit: READ on the group (else the request is refused,
+// GROUP_AUTHORIZATION_FAILED on every partition) and on each topic (else
+// the topic is taken out and answered TOPIC_AUTHORIZATION_FAILED on each
+// partition).
+func (c *conn) authorizeOffsetCommit(req *kafkawire.Request) (kmsg.Response, postAuth) {
+	r := req.Body.(*kmsg.OffsetCommitRequest)
+	groupOK := c.mayGroup(acl.OpRead, r.Group)
+	var denied []kmsg.OffsetCommitResponseTopic
+	kept := r.Topics[:0]
+	for _, t := range r.Topics {
+		code := int16(0)
+		if !groupOK {
+			code = errGroupAuth
+		} else if name := c.topicName(t.Topic, t.TopicID); name != "" && !c.mayTopic(acl.OpRead, name) {
+			code = errTopicAuth
+		}
+		if code == 0 {
+			kept = append(kept, t)
+			continue
+		}
+		d := kmsg.NewOffsetCommitResponseTopic()
+		d.Topic, d.TopicID = t.Topic, t.TopicID
+		for _, p := range t.Partitions {
+			dp := kmsg.NewOffsetCommitResponseTopicPartition()
+			dp.Partition, dp.ErrorCode = p.Partition, code
+			d.Partitions = append(d.Partitions, dp)
+		}
+		denied = append(denied, d)
+	}
+	if !groupOK {
+		resp := r.ResponseKind().(*kmsg.OffsetCommitResponse)
+		resp.Topics = denied
+		return resp, nil
+	}
+	r.Topics = kept
+	return nil, appendDenied(denied, func(r *kmsg.OffsetCommitResponse) *[]kmsg.OffsetCommitResponseTopic { return &r.Topics })
+}
 
 func (c *conn) handleOffsetCommit(req *kafkawire.Request) reply {
 	r := req.Body.(*kmsg.OffsetCommitRequest)

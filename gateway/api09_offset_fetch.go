@@ -31,10 +31,94 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/internal/acl"
 	"github.com/disgw/disgw/kafkawire"
 )
 
-func init() { registerAPI(9, 0, 10, (*conn).handleOffsetFetch) }
+func init() { registerAPI(9, 0, 10, (*conn).handleOffsetFetch, (*conn).authorizeOffsetFetch) }
+
+// authorizeOffsetFetch: DESCRIBE on each group (else the group is answered
+// GROUP_AUTHORIZATION_FAILED without offsets) and on each topic (else its
+// partitions are answered TOPIC_AUTHORIZATION_FAILED, or, when the request
+// asked for every committed topic, the topic is left out).
+func (c *conn) authorizeOffsetFetch(req *kafkawire.Request) (kmsg.Response, postAuth) {
+	r := req.Body.(*kmsg.OffsetFetchRequest)
+	return nil, func(resp kmsg.Response) error {
+		or := resp.(*kmsg.OffsetFetchResponse)
+		if r.Version < 8 {
+			c.filterOffsetFetchV0(r, or)
+			return nil
+		}
+		for i := range or.Groups {
+			c.filterOffsetFetchGroupV8(r, &or.Groups[i])
+		}
+		return nil
+	}
+}
+
+// filterOffsetFetchV0 filters or, the answer (v0-7) for r's one group.
+func (c *conn) filterOffsetFetchV0(r *kmsg.OffsetFetchRequest, or *kmsg.OffsetFetchResponse) {
+	if !c.mayGroup(acl.OpDescribe, r.Group) {
+		or.ErrorCode, or.Topics = errGroupAuth, nil
+		if r.Version < 2 {
+			// v0-1 carry errors per partition only.
+			for _, t := range r.Topics {
+				rt := kmsg.NewOffsetFetchResponseTopic()
+				rt.Topic = t.Topic
+				for _, p := range t.Partitions {
+					rp := kmsg.NewOffsetFetchResponseTopicPartition()
+					rp.Partition, rp.Offset, rp.ErrorCode = p, -1, errGroupAuth
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				or.Topics = append(or.Topics, rt)
+			}
+		}
+		return
+	}
+	kept := or.Topics[:0]
+	for _, t := range or.Topics {
+		if !c.mayTopic(acl.OpDescribe, t.Topic) {
+			if r.Topics == nil {
+				continue
+			}
+			for j := range t.Partitions {
+				p := &t.Partitions[j]
+				p.ErrorCode, p.Offset, p.LeaderEpoch, p.Metadata = errTopicAuth, -1, -1, nil
+			}
+		}
+		kept = append(kept, t)
+	}
+	or.Topics = kept
+}
+
+// filterOffsetFetchGroupV8 filters g, the answer (v8+) for one of r's
+// groups.
+func (c *conn) filterOffsetFetchGroupV8(r *kmsg.OffsetFetchRequest, g *kmsg.OffsetFetchResponseGroup) {
+	if !c.mayGroup(acl.OpDescribe, g.Group) {
+		g.ErrorCode, g.Topics = errGroupAuth, nil
+		return
+	}
+	var asked bool
+	for _, rg := range r.Groups {
+		if rg.Group == g.Group {
+			asked = rg.Topics != nil
+		}
+	}
+	kept := g.Topics[:0]
+	for _, t := range g.Topics {
+		if name := c.topicName(t.Topic, t.TopicID); !c.mayTopic(acl.OpDescribe, name) {
+			if !asked {
+				continue
+			}
+			for j := range t.Partitions {
+				p := &t.Partitions[j]
+				p.ErrorCode, p.Offset, p.LeaderEpoch, p.Metadata = errTopicAuth, -1, -1, nil
+			}
+		}
+		kept = append(kept, t)
+	}
+	g.Topics = kept
+}
 
 func (c *conn) handleOffsetFetch(req *kafkawire.Request) reply {
 	r := req.Body.(*kmsg.OffsetFetchRequest)

@@ -28,10 +28,39 @@ import (
 
 	"github.com/disgw/disgw/disbackend"
 	"github.com/disgw/disgw/groupcoord"
+	"github.com/disgw/disgw/internal/acl"
 	"github.com/disgw/disgw/kafkawire"
 )
 
-func init() { registerAPI(10, 0, 6, (*conn).handleFindCoordinator) }
+func init() { registerAPI(10, 0, 6, (*conn).handleFindCoordinator, (*conn).authorizeFindCoordinator) }
+
+// authorizeFindCoordinator: DESCRIBE on each key, a group or (coordinator
+// type 1) a transactional id; a refused key is answered
+// GROUP_AUTHORIZATION_FAILED or TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+// without a coordinator.
+func (c *conn) authorizeFindCoordinator(req *kafkawire.Request) (kmsg.Response, postAuth) {
+	r := req.Body.(*kmsg.FindCoordinatorRequest)
+	return nil, func(resp kmsg.Response) error {
+		fr := resp.(*kmsg.FindCoordinatorResponse)
+		rt, code := acl.ResourceGroup, errGroupAuth
+		if r.CoordinatorType == 1 {
+			rt, code = acl.ResourceTransactionalID, errTxnAuth
+		}
+		if r.Version < 4 {
+			if !c.may(acl.OpDescribe, rt, r.CoordinatorKey) {
+				fr.ErrorCode, fr.NodeID, fr.Host, fr.Port = code, -1, "", -1
+			}
+			return nil
+		}
+		for i := range fr.Coordinators {
+			k := &fr.Coordinators[i]
+			if !c.may(acl.OpDescribe, rt, k.Key) {
+				k.ErrorCode, k.NodeID, k.Host, k.Port = code, -1, "", -1
+			}
+		}
+		return nil
+	}
+}
 
 func (c *conn) handleFindCoordinator(req *kafkawire.Request) reply {
 	r := req.Body.(*kmsg.FindCoordinatorRequest)

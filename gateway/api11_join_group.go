@@ -21,10 +21,21 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/disgw/disgw/internal/acl"
 	"github.com/disgw/disgw/kafkawire"
 )
 
-func init() { registerAPI(11, 0, 9, (*conn).handleJoinGroup) }
+func init() {
+	registerAPI(11, 0, 9, (*conn).handleJoinGroup,
+		groupOp(acl.OpRead, func(r *kmsg.JoinGroupRequest) string { return r.Group }, refuseJoinGroup))
+}
+
+// refuseJoinGroup answers code with generation -1.
+func refuseJoinGroup(r *kmsg.JoinGroupRequest, code int16) kmsg.Response {
+	resp := r.ResponseKind().(*kmsg.JoinGroupResponse)
+	resp.ErrorCode, resp.Generation = code, -1
+	return resp
+}
 
 func (c *conn) handleJoinGroup(req *kafkawire.Request) reply {
 	r := req.Body.(*kmsg.JoinGroupRequest)

@@ -8,10 +8,21 @@ package gateway
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/disgw/disgw/internal/acl"
 	"github.com/disgw/disgw/kafkawire"
 )
 
-func init() { registerAPI(12, 0, 4, (*conn).handleHeartbeat) }
+func init() {
+	registerAPI(12, 0, 4, (*conn).handleHeartbeat,
+		groupOp(acl.OpRead, func(r *kmsg.HeartbeatRequest) string { return r.Group }, refuseHeartbeat))
+}
+
+// refuseHeartbeat answers the request with code.
+func refuseHeartbeat(r *kmsg.HeartbeatRequest, code int16) kmsg.Response {
+	resp := r.ResponseKind().(*kmsg.HeartbeatResponse)
+	resp.ErrorCode = code
+	return resp
+}
 
 func (c *conn) handleHeartbeat(req *kafkawire.Request) reply {
 	r := req.Body.(*kmsg.HeartbeatRequest)

@@ -12,10 +12,21 @@ package gateway
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/disgw/disgw/internal/acl"
 	"github.com/disgw/disgw/kafkawire"
 )
 
-func init() { registerAPI(13, 0, 5, (*conn).handleLeaveGroup) }
+func init() {
+	registerAPI(13, 0, 5, (*conn).handleLeaveGroup,
+		groupOp(acl.OpRead, func(r *kmsg.LeaveGroupRequest) string { return r.Group }, refuseLeaveGroup))
+}
+
+// refuseLeaveGroup answers the request with code.
+func refuseLeaveGroup(r *kmsg.LeaveGroupRequest, code int16) kmsg.Response {
+	resp := r.ResponseKind().(*kmsg.LeaveGroupResponse)
+	resp.ErrorCode = code
+	return resp
+}
 
 func (c *conn) handleLeaveGroup(req *kafkawire.Request) reply {
 	r := req.Body.(*kmsg.LeaveGroupRequest)

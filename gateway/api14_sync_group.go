@@ -14,10 +14,21 @@ package gateway
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/disgw/disgw/internal/acl"
 	"github.com/disgw/disgw/kafkawire"
 )
 
-func init() { registerAPI(14, 0, 5, (*conn).handleSyncGroup) }
+func init() {
+	registerAPI(14, 0, 5, (*conn).handleSyncGroup,
+		groupOp(acl.OpRead, func(r *kmsg.SyncGroupRequest) string { return r.Group }, refuseSyncGroup))
+}
+
+// refuseSyncGroup answers the request with code.
+func refuseSyncGroup(r *kmsg.SyncGroupRequest, code int16) kmsg.Response {
+	resp := r.ResponseKind().(*kmsg.SyncGroupResponse)
+	resp.ErrorCode = code
+	return resp
+}
 
 func (c *conn) handleSyncGroup(req *kafkawire.Request) reply {
 	r := req.Body.(*kmsg.SyncGroupRequest)

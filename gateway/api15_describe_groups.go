@@ -21,10 +21,34 @@ package gateway
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/disgw/disgw/internal/acl"
 	"github.com/disgw/disgw/kafkawire"
 )
 
-func init() { registerAPI(15, 0, 6, (*conn).handleDescribeGroups) }
+func init() { registerAPI(15, 0, 6, (*conn).handleDescribeGroups, (*conn).authorizeDescribeGroups) }
+
+// authorizeDescribeGroups: DESCRIBE on each group, else the group is
+// answered GROUP_AUTHORIZATION_FAILED and nothing else; the authorized
+// operations (KIP-430), when asked for, are the principal's.
+func (c *conn) authorizeDescribeGroups(req *kafkawire.Request) (kmsg.Response, postAuth) {
+	r := req.Body.(*kmsg.DescribeGroupsRequest)
+	return nil, func(resp kmsg.Response) error {
+		dr := resp.(*kmsg.DescribeGroupsResponse)
+		for i := range dr.Groups {
+			g := &dr.Groups[i]
+			if !c.mayGroup(acl.OpDescribe, g.Group) {
+				name := g.Group
+				*g = kmsg.NewDescribeGroupsResponseGroup()
+				g.Group, g.ErrorCode = name, errGroupAuth
+				continue
+			}
+			if r.IncludeAuthorizedOperations {
+				g.AuthorizedOperations = c.opsOf(acl.ResourceGroup, g.Group, groupAuthorizedOps)
+			}
+		}
+		return nil
+	}
+}
 
 func (c *conn) handleDescribeGroups(req *kafkawire.Request) reply {
 	r := req.Body.(*kmsg.DescribeGroupsRequest)

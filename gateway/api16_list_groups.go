@@ -14,10 +14,30 @@ package gateway
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/disgw/disgw/internal/acl"
 	"github.com/disgw/disgw/kafkawire"
 )
 
-func init() { registerAPI(16, 0, 5, (*conn).handleListGroups) }
+func init() { registerAPI(16, 0, 5, (*conn).handleListGroups, (*conn).authorizeListGroups) }
+
+// authorizeListGroups: with DESCRIBE on the cluster every group is listed,
+// else only those the principal may DESCRIBE.
+func (c *conn) authorizeListGroups(*kafkawire.Request) (kmsg.Response, postAuth) {
+	if c.mayCluster(acl.OpDescribe) {
+		return nil, nil
+	}
+	return nil, func(resp kmsg.Response) error {
+		lr := resp.(*kmsg.ListGroupsResponse)
+		kept := lr.Groups[:0]
+		for _, g := range lr.Groups {
+			if c.mayGroup(acl.OpDescribe, g.Group) {
+				kept = append(kept, g)
+			}
+		}
+		lr.Groups = kept
+		return nil
+	}
+}
 
 func (c *conn) handleListGroups(req *kafkawire.Request) reply {
 	r := req.Body.(*kmsg.ListGroupsRequest)

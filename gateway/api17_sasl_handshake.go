@@ -30,7 +30,7 @@ const (
 	apiKeySaslAuthenticate = 36
 )
 
-func init() { registerAPI(apiKeySaslHandshake, 0, 1, (*conn).handleSaslHandshake) }
+func init() { registerAPI(apiKeySaslHandshake, 0, 1, (*conn).handleSaslHandshake, authNone) }
 
 func (c *conn) handleSaslHandshake(req *kafkawire.Request) reply {
 	r := req.Body.(*kmsg.SASLHandshakeRequest)

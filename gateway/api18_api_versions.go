@@ -24,7 +24,7 @@ import (
 	"github.com/disgw/disgw/kafkawire"
 )
 
-func init() { registerAPI(apiKeyApiVersions, 0, 5, nil) }
+func init() { registerAPI(apiKeyApiVersions, 0, 5, nil, authNone) }
 
 // advertisedKeys returns our dispatch table as ApiVersions lists it.
 func advertisedKeys() []kmsg.ApiVersionsResponseApiKey {

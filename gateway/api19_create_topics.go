@@ -28,10 +28,48 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/internal/acl"
 	"github.com/disgw/disgw/kafkawire"
 )
 
-func init() { registerAPI(19, 0, 7, (*conn).handleCreateTopics) }
+func init() { registerAPI(19, 0, 7, (*conn).handleCreateTopics, (*conn).authorizeCreateTopics) }
+
+// authorizeCreateTopics: CREATE on the cluster, or else on each topic (a
+// refused topic is taken out and answered TOPIC_AUTHORIZATION_FAILED); the
+// configs of a created topic (v5+) are answered only with DESCRIBE_CONFIGS
+// on it (else TOPIC_AUTHORIZATION_FAILED as its config error).
+func (c *conn) authorizeCreateTopics(req *kafkawire.Request) (kmsg.Response, postAuth) {
+	r := req.Body.(*kmsg.CreateTopicsRequest)
+	configs := c.createdTopicConfigs
+	if c.mayCluster(acl.OpCreate) {
+		return nil, configs
+	}
+	var denied []kmsg.CreateTopicsResponseTopic
+	kept := r.Topics[:0]
+	for _, t := range r.Topics {
+		if c.mayTopic(acl.OpCreate, t.Topic) {
+			kept = append(kept, t)
+			continue
+		}
+		d := kmsg.NewCreateTopicsResponseTopic()
+		d.Topic, d.ErrorCode, d.ConfigErrorCode, d.NumPartitions, d.ReplicationFactor = t.Topic, errTopicAuth, errTopicAuth, -1, -1
+		denied = append(denied, d)
+	}
+	r.Topics = kept
+	return nil, chainPost(configs, appendDenied(denied, func(r *kmsg.CreateTopicsResponse) *[]kmsg.CreateTopicsResponseTopic { return &r.Topics }))
+}
+
+// createdTopicConfigs drops the configs of each created topic the principal
+// may not DESCRIBE_CONFIGS.
+func (c *conn) createdTopicConfigs(resp kmsg.Response) error {
+	for i := range resp.(*kmsg.CreateTopicsResponse).Topics {
+		t := &resp.(*kmsg.CreateTopicsResponse).Topics[i]
+		if t.ErrorCode == 0 && !c.mayTopic(acl.OpDescribeConfigs, t.Topic) {
+			t.Configs, t.ConfigErrorCode = nil, errTopicAuth
+		}
+	}
+	return nil
+}
 
 func (c *conn) handleCreateTopics(req *kafkawire.Request) reply {
 	r := req.Body.(*kmsg.CreateTopicsRequest)

@@ -20,10 +20,52 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/disgw/disgw/internal/acl"
 	"github.com/disgw/disgw/kafkawire"
 )
 
-func init() { registerAPI(20, 0, 6, (*conn).handleDeleteTopics) }
+func init() { registerAPI(20, 0, 6, (*conn).handleDeleteTopics, (*conn).authorizeDeleteTopics) }
+
+// authorizeDeleteTopics: DELETE on each topic, named (v0-5) or by name or
+// id (v6). A refused topic is taken out and answered
+// TOPIC_AUTHORIZATION_FAILED, or UNKNOWN_TOPIC_ID when named by an id the
+// principal may not even DESCRIBE (Kafka does not tell that it exists).
+func (c *conn) authorizeDeleteTopics(req *kafkawire.Request) (kmsg.Response, postAuth) {
+	r := req.Body.(*kmsg.DeleteTopicsRequest)
+	var denied []kmsg.DeleteTopicsResponseTopic
+	deny := func(name *string, id [16]byte, code int16) {
+		d := kmsg.NewDeleteTopicsResponseTopic()
+		d.Topic, d.TopicID, d.ErrorCode = name, id, code
+		denied = append(denied, d)
+	}
+	keptNames := r.TopicNames[:0]
+	for _, n := range r.TopicNames {
+		if c.mayTopic(acl.OpDelete, n) {
+			keptNames = append(keptNames, n)
+		} else {
+			deny(&n, [16]byte{}, errTopicAuth)
+		}
+	}
+	r.TopicNames = keptNames
+	kept := r.Topics[:0]
+	for _, t := range r.Topics {
+		var name string
+		if t.Topic != nil {
+			name = *t.Topic
+		}
+		name = c.topicName(name, t.TopicID)
+		switch {
+		case name == "" || c.mayTopic(acl.OpDelete, name):
+			kept = append(kept, t)
+		case t.Topic == nil && !c.mayTopic(acl.OpDescribe, name):
+			deny(nil, t.TopicID, kmsgUnknownTopicID)
+		default:
+			deny(t.Topic, t.TopicID, errTopicAuth)
+		}
+	}
+	r.Topics = kept
+	return nil, appendDenied(denied, func(r *kmsg.DeleteTopicsResponse) *[]kmsg.DeleteTopicsResponseTopic { return &r.Topics })
+}
 
 func (c *conn) handleDeleteTopics(req *kafkawire.Request) reply {
 	r := req.Body.(*kmsg.DeleteTopicsRequest)

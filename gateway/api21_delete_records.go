@@ -25,10 +25,30 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/internal/acl"
 	"github.com/disgw/disgw/kafkawire"
 )
 
-func init() { registerAPI(21, 0, 2, (*conn).handleDeleteRecords) }
+func init() {
+	registerAPI(21, 0, 2, (*conn).handleDeleteRecords, denyTopics(acl.OpDelete,
+		func(r *kmsg.DeleteRecordsRequest) *[]kmsg.DeleteRecordsRequestTopic { return &r.Topics },
+		func(t kmsg.DeleteRecordsRequestTopic) string { return t.Topic },
+		refuseDeleteRecordsTopic,
+		func(r *kmsg.DeleteRecordsResponse) *[]kmsg.DeleteRecordsResponseTopic { return &r.Topics }))
+}
+
+// refuseDeleteRecordsTopic answers each partition of a refused topic with
+// code and no low watermark.
+func refuseDeleteRecordsTopic(t kmsg.DeleteRecordsRequestTopic, code int16) kmsg.DeleteRecordsResponseTopic {
+	d := kmsg.NewDeleteRecordsResponseTopic()
+	d.Topic = t.Topic
+	for _, p := range t.Partitions {
+		dp := kmsg.NewDeleteRecordsResponseTopicPartition()
+		dp.Partition, dp.LowWatermark, dp.ErrorCode = p.Partition, -1, code
+		d.Partitions = append(d.Partitions, dp)
+	}
+	return d
+}
 
 func (c *conn) handleDeleteRecords(req *kafkawire.Request) reply {
 	r := req.Body.(*kmsg.DeleteRecordsRequest)

@@ -14,10 +14,36 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/disgw/disgw/internal/acl"
 	"github.com/disgw/disgw/kafkawire"
 )
 
-func init() { registerAPI(22, 0, 5, (*conn).handleInitProducerID) }
+// InitProducerID needs WRITE on the transactional id when one is named,
+// else IDEMPOTENT_WRITE on the cluster or WRITE on some topic.
+func init() {
+	registerAPI(22, 0, 5, (*conn).handleInitProducerID,
+		txnIDOp(acl.OpWrite, func(r *kmsg.InitProducerIDRequest) *string { return r.TransactionalID }, refuseInitProducerID),
+		(*conn).authorizeIdempotentWrite)
+}
+
+// authorizeIdempotentWrite: a producer without a transactional id needs
+// IDEMPOTENT_WRITE on the cluster or WRITE on any topic (Kafka 4.4's
+// KafkaApis), else CLUSTER_AUTHORIZATION_FAILED.
+func (c *conn) authorizeIdempotentWrite(req *kafkawire.Request) (kmsg.Response, postAuth) {
+	r := req.Body.(*kmsg.InitProducerIDRequest)
+	if r.TransactionalID != nil || c.mayCluster(acl.OpIdempotentWrite) ||
+		c.s.authz.AuthorizeByResourceType(c.kafkaPrincipal(), c.ip, acl.OpWrite, acl.ResourceTopic) {
+		return nil, nil
+	}
+	return refuseInitProducerID(r, errClustAuth), nil
+}
+
+// refuseInitProducerID answers code with no producer id or epoch.
+func refuseInitProducerID(r *kmsg.InitProducerIDRequest, code int16) kmsg.Response {
+	resp := r.ResponseKind().(*kmsg.InitProducerIDResponse)
+	resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch = code, -1, -1
+	return resp
+}
 
 func (c *conn) handleInitProducerID(req *kafkawire.Request) reply {
 	r := req.Body.(*kmsg.InitProducerIDRequest)

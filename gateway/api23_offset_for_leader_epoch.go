@@ -15,10 +15,37 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/disgw/disgw/internal/acl"
 	"github.com/disgw/disgw/kafkawire"
 )
 
-func init() { registerAPI(23, 0, 4, (*conn).handleOffsetForLeaderEpoch) }
+func init() {
+	registerAPI(23, 0, 4, (*conn).handleOffsetForLeaderEpoch, (*conn).authorizeOffsetForLeaderEpoch)
+}
+
+// authorizeOffsetForLeaderEpoch: DESCRIBE on each topic, or, for a
+// replica (v3+), CLUSTER_ACTION on the cluster; a refused topic is answered
+// TOPIC_AUTHORIZATION_FAILED on each partition, without an epoch or offset.
+func (c *conn) authorizeOffsetForLeaderEpoch(req *kafkawire.Request) (kmsg.Response, postAuth) {
+	r := req.Body.(*kmsg.OffsetForLeaderEpochRequest)
+	return nil, func(resp kmsg.Response) error {
+		or := resp.(*kmsg.OffsetForLeaderEpochResponse)
+		for i := range or.Topics {
+			t := &or.Topics[i]
+			ok := c.mayTopic(acl.OpDescribe, t.Topic)
+			if r.ReplicaID >= 0 && r.Version >= 3 {
+				ok = c.mayCluster(acl.OpClusterAction)
+			}
+			if !ok {
+				for j := range t.Partitions {
+					p := &t.Partitions[j]
+					p.ErrorCode, p.LeaderEpoch, p.EndOffset = errTopicAuth, -1, -1
+				}
+			}
+		}
+		return nil
+	}
+}
 
 func (c *conn) handleOffsetForLeaderEpoch(req *kafkawire.Request) reply {
 	r := req.Body.(*kmsg.OffsetForLeaderEpochRequest)

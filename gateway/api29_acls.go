@@ -6,7 +6,9 @@ package gateway
 // With no authorizer (Config.Authorizer off) each answers
 // SECURITY_DISABLED, as Kafka does. DescribeAcls needs DESCRIBE on the
 // cluster, CreateAcls and DeleteAcls ALTER (else
-// CLUSTER_AUTHORIZATION_FAILED). A creation that is not a valid binding
+// CLUSTER_AUTHORIZATION_FAILED), checked like every API's authorization
+// before the handler runs, but only once the request is known to be
+// parseable (aclsParsedFirst). A creation that is not a valid binding
 // (unknown or ANY/MATCH codes, empty name, a CLUSTER resource not named
 // kafka-cluster, a principal not TYPE:NAME) gets INVALID_REQUEST; so does a
 // creation past acl.MaxBindings. A filter with an UNKNOWN code gets
@@ -27,26 +29,63 @@ import (
 )
 
 func init() {
-	registerAPI(29, 1, 3, (*conn).handleDescribeACLs)
-	registerAPI(30, 1, 3, (*conn).handleCreateACLs)
-	registerAPI(31, 1, 3, (*conn).handleDeleteACLs)
+	registerAPI(29, 1, 3, (*conn).handleDescribeACLs, aclsParsedFirst(clusterOp(acl.OpDescribe, refuseDescribeACLs)))
+	registerAPI(30, 1, 3, (*conn).handleCreateACLs, aclsParsedFirst(clusterOp(acl.OpAlter, refuseCreateACLs)))
+	registerAPI(31, 1, 3, (*conn).handleDeleteACLs, aclsParsedFirst(clusterOp(acl.OpAlter, refuseDeleteACLs)))
+}
+
+// aclsParsedFirst runs check only on an ACL request without UNKNOWN
+// elements: Kafka refuses one with them while parsing it, before any
+// authorization, so its handler closes the connection whoever sent it.
+func aclsParsedFirst(check authCheck) authCheck {
+	return func(c *conn, req *kafkawire.Request) (kmsg.Response, postAuth) {
+		if hasUnknownACLElements(req.Body) {
+			return nil, nil
+		}
+		return check(c, req)
+	}
+}
+
+// refuseDescribeACLs answers the request with code.
+func refuseDescribeACLs(r *kmsg.DescribeACLsRequest, code int16) kmsg.Response {
+	resp := r.ResponseKind().(*kmsg.DescribeACLsResponse)
+	resp.ErrorCode = code
+	return resp
+}
+
+// refuseCreateACLs answers each creation with code.
+func refuseCreateACLs(r *kmsg.CreateACLsRequest, code int16) kmsg.Response {
+	resp := r.ResponseKind().(*kmsg.CreateACLsResponse)
+	resp.Results = make([]kmsg.CreateACLsResponseResult, len(r.Creations))
+	for i := range resp.Results {
+		resp.Results[i] = kmsg.NewCreateACLsResponseResult()
+		resp.Results[i].ErrorCode = code
+	}
+	return resp
+}
+
+// refuseDeleteACLs answers each filter with code.
+func refuseDeleteACLs(r *kmsg.DeleteACLsRequest, code int16) kmsg.Response {
+	resp := r.ResponseKind().(*kmsg.DeleteACLsResponse)
+	resp.Results = make([]kmsg.DeleteACLsResponseResult, len(r.Filters))
+	for i := range resp.Results {
+		resp.Results[i] = kmsg.NewDeleteACLsResponseResult()
+		resp.Results[i].ErrorCode = code
+	}
+	return resp
 }
 
 var msgNoAuthorizer = "No Authorizer is configured."
 
 func (c *conn) handleDescribeACLs(req *kafkawire.Request) reply {
 	r := req.Body.(*kmsg.DescribeACLsRequest)
-	if unknownACLElements(r.ResourceType, r.ResourcePatternType, r.Operation, r.PermissionType) {
+	if hasUnknownACLElements(r) {
 		return closeWithoutAnswer(req)
 	}
 	resp := r.ResponseKind().(*kmsg.DescribeACLsResponse)
 	a := c.s.authz
-	switch {
-	case a == nil:
+	if a == nil {
 		resp.ErrorCode, resp.ErrorMessage = kerr.SecurityDisabled.Code, &msgNoAuthorizer
-		return ready(req, resp)
-	case !c.mayCluster(acl.OpDescribe):
-		resp.ErrorCode = errClustAuth
 		return ready(req, resp)
 	}
 	f := acl.Filter{ResourceType: int8(r.ResourceType), ResourceName: r.ResourceName, PatternType: int8(r.ResourcePatternType),
@@ -99,22 +138,16 @@ func describedResources(bs []acl.Binding) []kmsg.DescribeACLsResponseResource {
 
 func (c *conn) handleCreateACLs(req *kafkawire.Request) reply {
 	r := req.Body.(*kmsg.CreateACLsRequest)
-	for _, cr := range r.Creations {
-		if unknownACLElements(cr.ResourceType, cr.ResourcePatternType, cr.Operation, cr.PermissionType) {
-			return closeWithoutAnswer(req)
-		}
+	if hasUnknownACLElements(r) {
+		return closeWithoutAnswer(req)
 	}
 	resp := r.ResponseKind().(*kmsg.CreateACLsResponse)
 	resp.Results = make([]kmsg.CreateACLsResponseResult, len(r.Creations))
 	a := c.s.authz
-	if a == nil || !c.mayCluster(acl.OpAlter) {
+	if a == nil {
 		for i := range resp.Results {
 			resp.Results[i] = kmsg.NewCreateACLsResponseResult()
-			if a == nil {
-				resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = kerr.SecurityDisabled.Code, &msgNoAuthorizer
-			} else {
-				resp.Results[i].ErrorCode = errClustAuth
-			}
+			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = kerr.SecurityDisabled.Code, &msgNoAuthorizer
 		}
 		return ready(req, resp)
 	}
@@ -158,22 +191,16 @@ func (c *conn) handleCreateACLs(req *kafkawire.Request) reply {
 
 func (c *conn) handleDeleteACLs(req *kafkawire.Request) reply {
 	r := req.Body.(*kmsg.DeleteACLsRequest)
-	for _, f := range r.Filters {
-		if unknownACLElements(f.ResourceType, f.ResourcePatternType, f.Operation, f.PermissionType) {
-			return closeWithoutAnswer(req)
-		}
+	if hasUnknownACLElements(r) {
+		return closeWithoutAnswer(req)
 	}
 	resp := r.ResponseKind().(*kmsg.DeleteACLsResponse)
 	resp.Results = make([]kmsg.DeleteACLsResponseResult, len(r.Filters))
 	a := c.s.authz
-	if a == nil || !c.mayCluster(acl.OpAlter) {
+	if a == nil {
 		for i := range resp.Results {
 			resp.Results[i] = kmsg.NewDeleteACLsResponseResult()
-			if a == nil {
-				resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = kerr.SecurityDisabled.Code, &msgNoAuthorizer
-			} else {
-				resp.Results[i].ErrorCode = errClustAuth
-			}
+			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = kerr.SecurityDisabled.Code, &msgNoAuthorizer
 		}
 		return ready(req, resp)
 	}
@@ -230,6 +257,29 @@ func (c *conn) handleDeleteACLs(req *kafkawire.Request) reply {
 // closes the connection without an answer; so does disgw.
 func unknownACLElements(rt kmsg.ACLResourceType, pt kmsg.ACLResourcePatternType, op kmsg.ACLOperation, perm kmsg.ACLPermissionType) bool {
 	return rt < 1 || rt > 7 || pt < 1 || pt > 4 || op < 1 || op > 15 || perm < 1 || perm > 3
+}
+
+// hasUnknownACLElements reports whether an ACL request (DescribeAcls'
+// filter, a CreateAcls creation, a DeleteAcls filter) has UNKNOWN elements
+// (unknownACLElements).
+func hasUnknownACLElements(body kmsg.Request) bool {
+	switch r := body.(type) {
+	case *kmsg.DescribeACLsRequest:
+		return unknownACLElements(r.ResourceType, r.ResourcePatternType, r.Operation, r.PermissionType)
+	case *kmsg.CreateACLsRequest:
+		for _, cr := range r.Creations {
+			if unknownACLElements(cr.ResourceType, cr.ResourcePatternType, cr.Operation, cr.PermissionType) {
+				return true
+			}
+		}
+	case *kmsg.DeleteACLsRequest:
+		for _, f := range r.Filters {
+			if unknownACLElements(f.ResourceType, f.ResourcePatternType, f.Operation, f.PermissionType) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // closeWithoutAnswer closes the connection without answering req.

@@ -25,10 +25,30 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/internal/acl"
 	"github.com/disgw/disgw/kafkawire"
 )
 
-func init() { registerAPI(32, 0, 4, (*conn).handleDescribeConfigs) }
+func init() { registerAPI(32, 0, 4, (*conn).handleDescribeConfigs, (*conn).authorizeDescribeConfigs) }
+
+// authorizeDescribeConfigs: DESCRIBE_CONFIGS on each resource, checked on
+// the topic, the group or (brokers, broker loggers) the cluster
+// (configAuth); a refused resource is answered with the refusal and no
+// configs.
+func (c *conn) authorizeDescribeConfigs(*kafkawire.Request) (kmsg.Response, postAuth) {
+	return nil, func(resp kmsg.Response) error {
+		dr := resp.(*kmsg.DescribeConfigsResponse)
+		for i := range dr.Resources {
+			res := &dr.Resources[i]
+			if code := c.configAuth(acl.OpDescribeConfigs, res.ResourceType, res.ResourceName); code != 0 {
+				res.ErrorCode, res.Configs = code, nil
+				msg := "not authorized to describe the configs of " + res.ResourceName
+				res.ErrorMessage = &msg
+			}
+		}
+		return nil
+	}
+}
 
 func (c *conn) handleDescribeConfigs(req *kafkawire.Request) reply {
 	r := req.Body.(*kmsg.DescribeConfigsRequest)

@@ -12,10 +12,23 @@ package gateway
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/disgw/disgw/internal/acl"
 	"github.com/disgw/disgw/kafkawire"
 )
 
-func init() { registerAPI(33, 0, 2, (*conn).handleAlterConfigs) }
+func init() {
+	registerAPI(33, 0, 2, (*conn).handleAlterConfigs, denyEach(
+		func(r *kmsg.AlterConfigsRequest) *[]kmsg.AlterConfigsRequestResource { return &r.Resources },
+		func(c *conn, res kmsg.AlterConfigsRequestResource) int16 {
+			return c.configAuth(acl.OpAlterConfigs, res.ResourceType, res.ResourceName)
+		},
+		func(res kmsg.AlterConfigsRequestResource, code int16) kmsg.AlterConfigsResponseResource {
+			d := kmsg.NewAlterConfigsResponseResource()
+			d.ResourceType, d.ResourceName, d.ErrorCode = res.ResourceType, res.ResourceName, code
+			return d
+		},
+		func(r *kmsg.AlterConfigsResponse) *[]kmsg.AlterConfigsResponseResource { return &r.Resources }))
+}
 
 func (c *conn) handleAlterConfigs(req *kafkawire.Request) reply {
 	r := req.Body.(*kmsg.AlterConfigsRequest)

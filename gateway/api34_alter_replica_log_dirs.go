@@ -15,10 +15,32 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/internal/acl"
 	"github.com/disgw/disgw/kafkawire"
 )
 
-func init() { registerAPI(34, 1, 2, (*conn).handleAlterReplicaLogDirs) }
+func init() {
+	registerAPI(34, 1, 2, (*conn).handleAlterReplicaLogDirs, clusterOp(acl.OpAlter, refuseAlterReplicaLogDirs))
+}
+
+// refuseAlterReplicaLogDirs answers every partition of the request with
+// code.
+func refuseAlterReplicaLogDirs(r *kmsg.AlterReplicaLogDirsRequest, code int16) kmsg.Response {
+	resp := r.ResponseKind().(*kmsg.AlterReplicaLogDirsResponse)
+	for _, d := range r.Dirs {
+		for _, t := range d.Topics {
+			rt := kmsg.NewAlterReplicaLogDirsResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewAlterReplicaLogDirsResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p, code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+	}
+	return resp
+}
 
 func (c *conn) handleAlterReplicaLogDirs(req *kafkawire.Request) reply {
 	r := req.Body.(*kmsg.AlterReplicaLogDirsRequest)

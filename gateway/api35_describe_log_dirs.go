@@ -22,10 +22,20 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/internal/acl"
 	"github.com/disgw/disgw/kafkawire"
 )
 
-func init() { registerAPI(35, 1, 5, (*conn).handleDescribeLogDirs) }
+func init() {
+	registerAPI(35, 1, 5, (*conn).handleDescribeLogDirs, clusterOp(acl.OpDescribe, refuseDescribeLogDirs))
+}
+
+// refuseDescribeLogDirs answers the request with code.
+func refuseDescribeLogDirs(r *kmsg.DescribeLogDirsRequest, code int16) kmsg.Response {
+	resp := r.ResponseKind().(*kmsg.DescribeLogDirsResponse)
+	resp.ErrorCode = code
+	return resp
+}
 
 func (c *conn) handleDescribeLogDirs(req *kafkawire.Request) reply {
 	r := req.Body.(*kmsg.DescribeLogDirsRequest)

@@ -33,7 +33,7 @@ import (
 	"github.com/disgw/disgw/kafkawire"
 )
 
-func init() { registerAPI(apiKeySaslAuthenticate, 0, 2, (*conn).handleSaslAuthenticate) }
+func init() { registerAPI(apiKeySaslAuthenticate, 0, 2, (*conn).handleSaslAuthenticate, authNone) }
 
 func (c *conn) handleSaslAuthenticate(req *kafkawire.Request) reply {
 	r := req.Body.(*kmsg.SASLAuthenticateRequest)

@@ -17,10 +17,24 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/disgw/disgw/internal/acl"
 	"github.com/disgw/disgw/kafkawire"
 )
 
-func init() { registerAPI(37, 0, 3, (*conn).handleCreatePartitions) }
+func init() {
+	registerAPI(37, 0, 3, (*conn).handleCreatePartitions, denyTopics(acl.OpAlter,
+		func(r *kmsg.CreatePartitionsRequest) *[]kmsg.CreatePartitionsRequestTopic { return &r.Topics },
+		func(t kmsg.CreatePartitionsRequestTopic) string { return t.Topic },
+		refuseCreatePartitionsTopic,
+		func(r *kmsg.CreatePartitionsResponse) *[]kmsg.CreatePartitionsResponseTopic { return &r.Topics }))
+}
+
+// refuseCreatePartitionsTopic answers a refused topic with code.
+func refuseCreatePartitionsTopic(t kmsg.CreatePartitionsRequestTopic, code int16) kmsg.CreatePartitionsResponseTopic {
+	d := kmsg.NewCreatePartitionsResponseTopic()
+	d.Topic, d.ErrorCode = t.Topic, code
+	return d
+}
 
 func (c *conn) handleCreatePartitions(req *kafkawire.Request) reply {
 	r := req.Body.(*kmsg.CreatePartitionsRequest)

@@ -12,10 +12,30 @@ package gateway
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/disgw/disgw/internal/acl"
 	"github.com/disgw/disgw/kafkawire"
 )
 
-func init() { registerAPI(42, 0, 3, (*conn).handleDeleteGroups) }
+func init() {
+	registerAPI(42, 0, 3, (*conn).handleDeleteGroups, denyEach(
+		func(r *kmsg.DeleteGroupsRequest) *[]string { return &r.Groups },
+		func(c *conn, group string) int16 {
+			if c.mayGroup(acl.OpDelete, group) {
+				return 0
+			}
+			return errGroupAuth
+		},
+		refuseDeleteGroupsGroup,
+		func(r *kmsg.DeleteGroupsResponse) *[]kmsg.DeleteGroupsResponseGroup { return &r.Groups }))
+}
+
+// refuseDeleteGroupsGroup answers a group the principal may not DELETE
+// with code.
+func refuseDeleteGroupsGroup(group string, code int16) kmsg.DeleteGroupsResponseGroup {
+	d := kmsg.NewDeleteGroupsResponseGroup()
+	d.Group, d.ErrorCode = group, code
+	return d
+}
 
 func (c *conn) handleDeleteGroups(req *kafkawire.Request) reply {
 	r := req.Body.(*kmsg.DeleteGroupsRequest)

@@ -27,10 +27,31 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/disgw/disgw/internal/acl"
 	"github.com/disgw/disgw/kafkawire"
 )
 
-func init() { registerAPI(43, 0, 2, (*conn).handleElectLeaders) }
+func init() {
+	registerAPI(43, 0, 2, (*conn).handleElectLeaders, clusterOp(acl.OpAlter, refuseElectLeaders))
+}
+
+// refuseElectLeaders answers the request and each of its partitions with
+// code.
+func refuseElectLeaders(r *kmsg.ElectLeadersRequest, code int16) kmsg.Response {
+	resp := r.ResponseKind().(*kmsg.ElectLeadersResponse)
+	resp.ErrorCode = code
+	for _, t := range r.Topics {
+		rt := kmsg.NewElectLeadersResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewElectLeadersResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p, code
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
 
 // electionNotNeededMessage is Kafka's message with ELECTION_NOT_NEEDED;
 // every such answer points at it (encoding only reads it).

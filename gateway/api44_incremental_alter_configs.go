@@ -28,10 +28,27 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/internal/acl"
 	"github.com/disgw/disgw/kafkawire"
 )
 
-func init() { registerAPI(44, 0, 1, (*conn).handleIncrementalAlterConfigs) }
+func init() {
+	registerAPI(44, 0, 1, (*conn).handleIncrementalAlterConfigs, denyEach(
+		func(r *kmsg.IncrementalAlterConfigsRequest) *[]kmsg.IncrementalAlterConfigsRequestResource {
+			return &r.Resources
+		},
+		func(c *conn, res kmsg.IncrementalAlterConfigsRequestResource) int16 {
+			return c.configAuth(acl.OpAlterConfigs, res.ResourceType, res.ResourceName)
+		},
+		func(res kmsg.IncrementalAlterConfigsRequestResource, code int16) kmsg.IncrementalAlterConfigsResponseResource {
+			d := kmsg.NewIncrementalAlterConfigsResponseResource()
+			d.ResourceType, d.ResourceName, d.ErrorCode = res.ResourceType, res.ResourceName, code
+			return d
+		},
+		func(r *kmsg.IncrementalAlterConfigsResponse) *[]kmsg.IncrementalAlterConfigsResponseResource {
+			return &r.Resources
+		}))
+}
 
 func (c *conn) handleIncrementalAlterConfigs(req *kafkawire.Request) reply {
 	r := req.Body.(*kmsg.IncrementalAlterConfigsRequest)

@@ -26,10 +26,20 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/internal/acl"
 	"github.com/disgw/disgw/kafkawire"
 )
 
-func init() { registerAPI(45, 0, 1, (*conn).handleAlterPartitionAssignments) }
+func init() {
+	registerAPI(45, 0, 1, (*conn).handleAlterPartitionAssignments, clusterOp(acl.OpAlter, refuseAlterPartitionAssignments))
+}
+
+// refuseAlterPartitionAssignments answers the request with code.
+func refuseAlterPartitionAssignments(r *kmsg.AlterPartitionAssignmentsRequest, code int16) kmsg.Response {
+	resp := r.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
+	resp.ErrorCode = code
+	return resp
+}
 
 func (c *conn) handleAlterPartitionAssignments(req *kafkawire.Request) reply {
 	r := req.Body.(*kmsg.AlterPartitionAssignmentsRequest)

@@ -10,10 +10,22 @@ package gateway
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/disgw/disgw/internal/acl"
 	"github.com/disgw/disgw/kafkawire"
 )
 
-func init() { registerAPI(48, 0, 1, (*conn).handleDescribeClientQuotas) }
+// DescribeClientQuotas needs DESCRIBE_CONFIGS on the cluster, as Kafka's
+// ControllerApis checks it.
+func init() {
+	registerAPI(48, 0, 1, (*conn).handleDescribeClientQuotas, clusterOp(acl.OpDescribeConfigs, refuseDescribeClientQuotas))
+}
+
+// refuseDescribeClientQuotas answers the request with code.
+func refuseDescribeClientQuotas(r *kmsg.DescribeClientQuotasRequest, code int16) kmsg.Response {
+	resp := r.ResponseKind().(*kmsg.DescribeClientQuotasResponse)
+	resp.ErrorCode = code
+	return resp
+}
 
 func (c *conn) handleDescribeClientQuotas(req *kafkawire.Request) reply {
 	r := req.Body.(*kmsg.DescribeClientQuotasRequest)

@@ -18,10 +18,20 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/internal/acl"
 	"github.com/disgw/disgw/kafkawire"
 )
 
-func init() { registerAPI(50, 0, 0, (*conn).handleDescribeUserScramCredentials) }
+func init() {
+	registerAPI(50, 0, 0, (*conn).handleDescribeUserScramCredentials, clusterOp(acl.OpDescribe, refuseDescribeUserSCRAMCredentials))
+}
+
+// refuseDescribeUserSCRAMCredentials answers the request with code.
+func refuseDescribeUserSCRAMCredentials(r *kmsg.DescribeUserSCRAMCredentialsRequest, code int16) kmsg.Response {
+	resp := r.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
+	resp.ErrorCode = code
+	return resp
+}
 
 // scramMechanismCode is the int8 of a mechanism in the SCRAM APIs
 // (Kafka's ScramMechanism): 1 SCRAM-SHA-256, 2 SCRAM-SHA-512, 0 unknown.

@@ -25,10 +25,35 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/internal/acl"
 	"github.com/disgw/disgw/kafkawire"
 )
 
-func init() { registerAPI(51, 0, 0, (*conn).handleAlterUserScramCredentials) }
+func init() {
+	registerAPI(51, 0, 0, (*conn).handleAlterUserScramCredentials, clusterOp(acl.OpAlter, refuseAlterUserSCRAMCredentials))
+}
+
+// refuseAlterUserSCRAMCredentials answers each user the request names,
+// once, with code.
+func refuseAlterUserSCRAMCredentials(r *kmsg.AlterUserSCRAMCredentialsRequest, code int16) kmsg.Response {
+	resp := r.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
+	seen := map[string]bool{}
+	add := func(user string) {
+		if !seen[user] {
+			seen[user] = true
+			res := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
+			res.User, res.ErrorCode = user, code
+			resp.Results = append(resp.Results, res)
+		}
+	}
+	for _, d := range r.Deletions {
+		add(d.Name)
+	}
+	for _, u := range r.Upsertions {
+		add(u.Name)
+	}
+	return resp
+}
 
 // scramOp is one deletion (cred nil) or upsertion of a user.
 type scramOp struct {

@@ -22,10 +22,35 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/disgw/disgw/internal/acl"
 	"github.com/disgw/disgw/kafkawire"
 )
 
-func init() { registerAPI(60, 0, 2, (*conn).handleDescribeCluster) }
+// DescribeCluster needs DESCRIBE on the cluster; the cluster's authorized
+// operations, when asked for, are the principal's.
+func init() {
+	registerAPI(60, 0, 2, (*conn).handleDescribeCluster,
+		clusterOp(acl.OpDescribe, refuseDescribeCluster), (*conn).clusterOpsAsked)
+}
+
+// refuseDescribeCluster answers the request with code.
+func refuseDescribeCluster(r *kmsg.DescribeClusterRequest, code int16) kmsg.Response {
+	resp := r.ResponseKind().(*kmsg.DescribeClusterResponse)
+	resp.ErrorCode = code
+	return resp
+}
+
+// clusterOpsAsked sets the cluster's authorized operations (KIP-430) to the
+// principal's when the request asks for them.
+func (c *conn) clusterOpsAsked(req *kafkawire.Request) (kmsg.Response, postAuth) {
+	if !req.Body.(*kmsg.DescribeClusterRequest).IncludeClusterAuthorizedOperations {
+		return nil, nil
+	}
+	return nil, func(resp kmsg.Response) error {
+		resp.(*kmsg.DescribeClusterResponse).ClusterAuthorizedOperations = c.opsOf(acl.ResourceCluster, acl.ClusterName, clusterAuthorizedOps)
+		return nil
+	}
+}
 
 func (c *conn) handleDescribeCluster(req *kafkawire.Request) reply {
 	r := req.Body.(*kmsg.DescribeClusterRequest)

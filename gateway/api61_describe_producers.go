@@ -22,10 +22,25 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/internal/acl"
 	"github.com/disgw/disgw/kafkawire"
 )
 
-func init() { registerAPI(61, 0, 0, (*conn).handleDescribeProducers) }
+func init() {
+	registerAPI(61, 0, 0, (*conn).handleDescribeProducers, filterTopics(acl.OpRead,
+		func(r *kmsg.DescribeProducersResponse) []kmsg.DescribeProducersResponseTopic { return r.Topics },
+		func(t *kmsg.DescribeProducersResponseTopic) string { return t.Topic },
+		refuseDescribeProducersTopic))
+}
+
+// refuseDescribeProducersTopic answers each partition of a topic the
+// principal may not READ with TOPIC_AUTHORIZATION_FAILED and no producers.
+func refuseDescribeProducersTopic(t *kmsg.DescribeProducersResponseTopic) {
+	for j := range t.Partitions {
+		p := &t.Partitions[j]
+		p.ErrorCode, p.ErrorMessage, p.ActiveProducers = errTopicAuth, nil, nil
+	}
+}
 
 // notHostedMessage is Kafka's message for a partition of an unknown topic;
 // every such answer points at it (encoding only reads it).

@@ -38,10 +38,42 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/internal/acl"
 	"github.com/disgw/disgw/kafkawire"
 )
 
-func init() { registerAPI(75, 0, 0, (*conn).handleDescribeTopicPartitions) }
+func init() {
+	registerAPI(75, 0, 0, (*conn).handleDescribeTopicPartitions, (*conn).authorizeDescribeTopicPartitions)
+}
+
+// authorizeDescribeTopicPartitions: DESCRIBE on each topic. A listing of
+// every topic leaves out those the principal may not describe; a listed one
+// is answered TOPIC_AUTHORIZATION_FAILED with no partitions or id. The
+// topics' authorized operations are the principal's.
+func (c *conn) authorizeDescribeTopicPartitions(req *kafkawire.Request) (kmsg.Response, postAuth) {
+	listing := len(req.Body.(*kmsg.DescribeTopicPartitionsRequest).Topics) == 0
+	return nil, func(resp kmsg.Response) error {
+		dr := resp.(*kmsg.DescribeTopicPartitionsResponse)
+		kept := dr.Topics[:0]
+		for _, t := range dr.Topics {
+			name := ""
+			if t.Topic != nil {
+				name = *t.Topic
+			}
+			if !c.mayTopic(acl.OpDescribe, name) {
+				if listing {
+					continue
+				}
+				t.ErrorCode, t.Partitions, t.TopicID, t.IsInternal = errTopicAuth, nil, [16]byte{}, false
+			} else if t.ErrorCode == 0 {
+				t.AuthorizedOperations = c.opsOf(acl.ResourceTopic, name, topicAuthorizedOps)
+			}
+			kept = append(kept, t)
+		}
+		dr.Topics = kept
+		return nil
+	}
+}
 
 // maxResponsePartitions is Kafka's max.request.partition.size.limit
 // default: the most partitions one DescribeTopicPartitions answers.

@@ -12,8 +12,9 @@ const (
 )
 
 // apiEntry is one row of the dispatch table: the versions we serve of an
-// API key and its handler. ApiVersions advertises exactly these rows, and
-// the connection reader refuses any other key or version.
+// API key, its handler and how it is authorized. ApiVersions advertises
+// exactly these rows, and the connection reader refuses any other key or
+// version.
 type apiEntry struct {
 	key      int16
 	name     string
@@ -21,16 +22,32 @@ type apiEntry struct {
 	// handle runs on the connection's reader goroutine, in request order;
 	// work that waits (syncs, long polls) goes into the reply's finish.
 	handle func(c *conn, req *kafkawire.Request) reply
+	// auth are the checks the request passes, in order, before handle when
+	// an authorizer is configured (authorize.go); authNone for an API that
+	// is not authorized. Never empty.
+	auth []authCheck
 }
 
 var apiTable [kmsg.MaxKey + 1]*apiEntry
 
-// registerAPI adds a row; each api file calls it from init.
-func registerAPI(key, min, max int16, handle func(c *conn, req *kafkawire.Request) reply) {
+// registerAPI adds a row; each api file calls it from init. auth is how
+// the API is authorized (at least one check, authNone for none): a row
+// without it panics, so the gateway does not start serving an API whose
+// authorization was not decided.
+func registerAPI(key, min, max int16, handle func(c *conn, req *kafkawire.Request) reply, auth ...authCheck) {
+	name := kmsg.NameForKey(key)
 	if apiTable[key] != nil {
-		panic("gateway: API key registered twice: " + kmsg.NameForKey(key))
+		panic("gateway: API key registered twice: " + name)
 	}
-	apiTable[key] = &apiEntry{key: key, name: kmsg.NameForKey(key), min: min, max: max, handle: handle}
+	if len(auth) == 0 {
+		panic("gateway: API " + name + " registered without its authorization: give registerAPI its checks (authorize.go), or authNone")
+	}
+	for _, check := range auth {
+		if check == nil {
+			panic("gateway: API " + name + " registered with a nil authorization check")
+		}
+	}
+	apiTable[key] = &apiEntry{key: key, name: name, min: min, max: max, handle: handle, auth: auth}
 }
 
 func lookupAPI(key int16) *apiEntry {

@@ -33,6 +33,15 @@ func RegisteredAPIKeys() []int16 {
 	return keys
 }
 
+// AuthorizationChecks returns how many authorization checks the dispatch
+// table's row of key names (0 for a key not served).
+func AuthorizationChecks(key int16) int {
+	if e := lookupAPI(key); e != nil {
+		return len(e.auth)
+	}
+	return 0
+}
+
 // Principals returns the principal ("" for none) and listener name of
 // every open connection of s.
 func Principals(s *Server) map[string]string {

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -35,6 +36,31 @@ func TestAPITableAgainstKmsg(t *testing.T) {
 	if p, f, m := lookupAPI(0), lookupAPI(1), lookupAPI(3); p.max >= 13 || f.max >= 13 {
 		if m == nil || m.max < 10 {
 			t.Errorf("topic-id versions of Produce/Fetch advertised without Metadata v10+")
+		}
+	}
+}
+
+// TestRegisterAPIWithoutAuthorization: a row without authorization checks
+// (or with a nil one) panics naming the API and is not added, so a gateway
+// missing one fails at start-up instead of serving the API unchecked.
+func TestRegisterAPIWithoutAuthorization(t *testing.T) {
+	const key = 4 // LeaderAndIsr, not served
+	if apiTable[key] != nil {
+		t.Fatalf("key %d is served; pick another", key)
+	}
+	for _, auth := range [][]authCheck{nil, {nil}, {authNone, nil}} {
+		func() {
+			defer func() {
+				msg, _ := recover().(string)
+				if !strings.Contains(msg, "LeaderAndISR") || !strings.Contains(msg, "authorization") {
+					t.Errorf("registerAPI with %d checks: panic %q, want one naming LeaderAndISR and its authorization", len(auth), msg)
+				}
+			}()
+			registerAPI(key, 0, 0, nil, auth...)
+		}()
+		if apiTable[key] != nil {
+			apiTable[key] = nil
+			t.Errorf("registerAPI with %d checks added the row", len(auth))
 		}
 	}
 }
