@@ -351,7 +351,7 @@ func TestAdminReadyzFollowsDIS(t *testing.T) {
 	if body, _ := httpGet(t, base+"/readyz"); !strings.Contains(body, "backend") {
 		t.Errorf("/readyz body %q does not name the backend", body)
 	}
-	d = d.restart(t) // on the same address
+	d.restart(t) // on the same address
 	eventually(t, "ready again with dislocal back", readyz(http.StatusOK))
 	if v, _ := sum(scrape(t, base), "disgw_backend_calls_total", map[string]string{"code": "TRANSPORT"}); v < 1 {
 		t.Errorf("no DIS call counted with code TRANSPORT while dislocal was down")

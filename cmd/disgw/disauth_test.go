@@ -84,7 +84,7 @@ func TestServeOnDISCredentialsRejected(t *testing.T) {
 		t.Fatalf("dislocal exit code %d", code)
 	}
 	// On the same address and data, with another SK.
-	d = d.restart(t, func(o *disLocalOpts) { o.account.sk = "rotated-" + sk })
+	d.restart(t, func(o *disLocalOpts) { o.account.sk = "rotated-" + sk })
 
 	begin := time.Now()
 	err = cl.ProduceSync(ctx, &kgo.Record{Value: []byte("after")}).FirstErr()
