@@ -1,6 +1,10 @@
 package disbackend
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
 
 // Error sentinels. Backends wrap them with %w, adding operation, stream and
 // partition; the gateway and groupcoord map them to Kafka error codes with
@@ -53,3 +57,45 @@ var (
 	// NOT_LEADER_OR_FOLLOWER is wrong here, so it maps to REQUEST_TIMED_OUT (7).
 	ErrUnavailable = errors.New("backend unavailable")
 )
+
+// RecordError is one record of a batch refused for itself (Kafka's
+// ProduceResponse record_errors entry, KIP-467).
+type RecordError struct {
+	// Index is the record's position in its batch, from 0 (Kafka's
+	// batch_index).
+	Index int32
+	// Message says why the record is refused (Kafka's
+	// batch_index_error_message).
+	Message string
+}
+
+// RecordsError is a batch refused, whole, because of some of its records
+// (Kafka's RecordValidationException): none of its records is stored. Err
+// is the batch's error, a sentinel of this package (or one wrapping it)
+// that the error table maps to the partition's error code:
+// ErrInvalidRecord (INVALID_RECORD) or ErrRecordTooLarge
+// (MESSAGE_TOO_LARGE). Records are the records at fault, in batch order;
+// the others of the batch are refused only for being in it. Backends and
+// the gateway return it, wrapped or not; the gateway finds it with
+// errors.As and answers record_errors (Produce v8+).
+type RecordsError struct {
+	Err     error
+	Records []RecordError
+}
+
+// Error names the batch's error and the first three records at fault.
+func (e *RecordsError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%v: %d records refused", e.Err, len(e.Records))
+	for i, r := range e.Records {
+		if i == 3 {
+			fmt.Fprintf(&b, "; and %d more", len(e.Records)-i)
+			break
+		}
+		fmt.Fprintf(&b, "; record %d: %s", r.Index, r.Message)
+	}
+	return b.String()
+}
+
+// Unwrap returns Err.
+func (e *RecordsError) Unwrap() error { return e.Err }

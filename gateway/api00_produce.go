@@ -6,7 +6,11 @@ package gateway
 //   - v3: record batches (magic 2) only, transactional id. Exactly one batch
 //     per partition (else INVALID_RECORD, as Kafka).
 //   - v5: LogStartOffset in the response. v7: zstd allowed (below v7 a zstd
-//     batch gets UNSUPPORTED_COMPRESSION_TYPE). v8: ErrorMessage (KIP-467).
+//     batch gets UNSUPPORTED_COMPRESSION_TYPE). v8: ErrorMessage and
+//     record_errors (KIP-467): a batch refused for some of its records (a
+//     compacted topic's records without a key; on DIS, records that
+//     dis.record.format native cannot store or that DIS cannot hold as one
+//     record) names each of them, as Kafka's RecordValidationException.
 //   - v9: flexible. v13: topics by id (UNKNOWN_TOPIC_ID when unknown).
 //   - Transactions are not offered: a request with a transactional id gets
 //     TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition.
@@ -27,6 +31,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -163,6 +168,7 @@ func (c *conn) handleProduce(req *kafkawire.Request) reply {
 				if err != nil {
 					s.logDecompressRefusal("produce", st, rp.Partition, len(rp.Records), err)
 					setErr(p, kafkaError(c.log, err), err)
+					c.setRecordErrors(p, r.Version, st, err)
 					continue
 				}
 				parts = append(parts, producePart{p: p, st: st, pending: pending, records: records, bytes: bytes})
@@ -211,6 +217,7 @@ func (c *conn) handleProduce(req *kafkawire.Request) reply {
 				if r.Version >= 8 {
 					pp.p.ErrorMessage = errMessage(err)
 				}
+				c.setRecordErrors(pp.p, r.Version, pp.st, err)
 				continue
 			}
 			s.cfg.Metrics.In(pp.st.TopicName, pp.p.Partition, pp.records, pp.bytes)
@@ -235,8 +242,10 @@ func (c *conn) handleProduce(req *kafkawire.Request) reply {
 // backend stay charged until its Pending completes. Errors:
 // MESSAGE_TOO_LARGE, the batch package's errors (CORRUPT_MESSAGE,
 // INVALID_RECORD, among them max.decompressed.message.bytes,
-// UNSUPPORTED_COMPRESSION_TYPE), and, when the budget has no room before
-// ctx ends, one that maps to REQUEST_TIMED_OUT.
+// UNSUPPORTED_COMPRESSION_TYPE), a disbackend.RecordsError
+// (INVALID_RECORD: records without a key to a compacted topic), and, when
+// the budget has no room before ctx ends, one that maps to
+// REQUEST_TIMED_OUT.
 func (c *conn) appendBatch(ctx context.Context, version int16, frameBytes int, st *disbackend.Stream, rp *kmsg.ProduceRequestTopicPartition) (_ *disbackend.Pending, err error) {
 	raw := rp.Records
 	if len(raw) > int(st.Config.MaxMessageBytes) {
@@ -273,9 +282,7 @@ func (c *conn) appendBatch(ctx context.Context, version int16, frameBytes int, s
 		}
 	}()
 	if checked.Keyless > 0 && st.Config.Compacted() {
-		// Kafka's LogValidator.validateKey: INVALID_RECORD.
-		return nil, fmt.Errorf("%w: compacted topic cannot accept a record without a key (%d of %d records have none)",
-			batch.ErrInvalidRecord, checked.Keyless, h.NumRecords)
+		return nil, keylessRefusal(ctx, st.TopicName, rp.Partition, raw, h, recs, lim)
 	}
 	if raw, h, err = c.s.recompress(ctx, st, raw, h, lim); err != nil {
 		return nil, err
@@ -295,6 +302,75 @@ func (c *conn) appendBatch(ctx context.Context, version int16, frameBytes int, s
 	pending := c.s.backend.Append(st.Name, rp.Partition, disbackend.Batch{Raw: raw, Header: h, Records: recs, Credentials: c.disCreds.Load()})
 	pending.AfterDone(hold.Release) // the backend no longer holds the records
 	return pending, nil
+}
+
+// keylessRefusal is the refusal of a batch to a compacted topic with
+// records without a key, as Kafka's LogValidator.validateKey: INVALID_RECORD
+// with a record error naming each of them, in Kafka's words (KIP-467).
+// recs are the batch's records when the gateway decoded them (a backend
+// that stores records), else the batch is walked again for their indexes.
+func keylessRefusal(ctx context.Context, topic string, partition int32, raw []byte, h batch.Header, recs []disbackend.Record, lim batch.Limits) error {
+	var keyless []int32
+	if recs != nil {
+		for i := range recs {
+			if recs[i].Key == nil {
+				keyless = append(keyless, int32(i))
+			}
+		}
+	} else {
+		var err error
+		if keyless, err = batch.KeylessRecords(ctx, raw, h, lim); err != nil {
+			return err
+		}
+	}
+	msg := fmt.Sprintf("Compacted topic cannot accept message without key in topic partition %s-%d", topic, partition)
+	re := &disbackend.RecordsError{Err: disbackend.ErrInvalidRecord, Records: make([]disbackend.RecordError, len(keyless))}
+	for i, idx := range keyless {
+		re.Records[i] = disbackend.RecordError{Index: idx, Message: msg}
+	}
+	return re
+}
+
+// setRecordErrors answers a batch refused for some of its records
+// (disbackend.RecordsError in err's chain; nothing else is changed) as
+// Kafka's ReplicaManager answers a RecordValidationException: the
+// partition's log start offset (v5+) and, from v8 (KIP-467), record_errors
+// (kmsg's ErrorRecords) naming each record at fault (batch_index,
+// batch_index_error_message: RelativeOffset, ErrorMessage) and Kafka's
+// error_message (LogValidator.processRecordErrors). The error code
+// is the caller's, from the error table (the RecordsError's Err).
+func (c *conn) setRecordErrors(p *kmsg.ProduceResponseTopicPartition, version int16, st *disbackend.Stream, err error) {
+	var re *disbackend.RecordsError
+	if !errors.As(err, &re) || len(re.Records) == 0 {
+		return
+	}
+	p.LogStartOffset = c.logStartOffset(st, p.Partition)
+	if version < 8 {
+		return
+	}
+	p.ErrorRecords = make([]kmsg.ProduceResponseTopicPartitionErrorRecord, len(re.Records))
+	for i, r := range re.Records {
+		e := &p.ErrorRecords[i]
+		*e = kmsg.NewProduceResponseTopicPartitionErrorRecord()
+		e.RelativeOffset, e.ErrorMessage = r.Index, kmsg.StringPtr(r.Message)
+	}
+	p.ErrorMessage = kmsg.StringPtr(recordErrorsMessage(re.Records))
+}
+
+// recordErrorsMessage is Kafka's error_message for a batch refused for
+// some of its records (LogValidator.processRecordErrors): their count and
+// the first three, as Java prints a List of ProduceResponse.RecordError.
+func recordErrorsMessage(recs []disbackend.RecordError) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "One or more records have been rejected due to %d record errors in total, and only showing the first three errors at most: [", len(recs))
+	for i, r := range recs[:min(len(recs), 3)] {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "RecordError(batchIndex=%d, message='%s')", r.Index, r.Message)
+	}
+	b.WriteString("]")
+	return b.String()
 }
 
 // producerStateError reports whether code is an idempotent producer's

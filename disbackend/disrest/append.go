@@ -517,7 +517,11 @@ func (s *Store) finish(k partKey, pr prepared, sns []int64, logAppend bool, thro
 
 // toDISRecords maps a producer's batch to DIS records in format, from the
 // records the gateway decoded (Batch.Records); a batch given without them
-// (not through the gateway) is decoded here.
+// (not through the gateway) is decoded here. A batch with records that
+// format native cannot store or that are larger than DIS takes in one
+// record is refused whole with a disbackend.RecordsError naming each
+// (KIP-467 record errors): ErrRecordTooLarge (Kafka MESSAGE_TOO_LARGE) when
+// any is too large, else errNeedsEnvelope (ErrInvalidRecord).
 func (s *Store) toDISRecords(b *disbackend.Batch, logAppend bool, format string) ([]disRecord, error) {
 	recs := b.Records
 	if recs == nil {
@@ -531,18 +535,31 @@ func (s *Store) toDISRecords(b *disbackend.Batch, logAppend bool, format string)
 		return nil, errors.New("batch has no records")
 	}
 	out := make([]disRecord, len(recs))
+	var refused []disbackend.RecordError
+	tooLarge := false
 	for i := range recs {
-		d, err := toDIS(&recs[i], format)
-		if err != nil {
-			return nil, fmt.Errorf("record %d: %w", i, err)
-		}
-		if len(d.data) > maxRecordBytes {
-			return nil, fmt.Errorf("%w: record %d: %d bytes, more than the %d DIS takes in one record", disbackend.ErrRecordTooLarge, i, len(d.data), maxRecordBytes)
+		d, reason := toDIS(&recs[i], format)
+		switch {
+		case reason != "":
+			refused = append(refused, disbackend.RecordError{Index: int32(i), Message: nativeRefusal + reason})
+			continue
+		case len(d.data) > maxRecordBytes:
+			tooLarge = true
+			refused = append(refused, disbackend.RecordError{Index: int32(i),
+				Message: fmt.Sprintf("the record is %d bytes in DIS, more than the %d DIS takes in one record", len(d.data), maxRecordBytes)})
+			continue
 		}
 		if logAppend {
 			d.ts = -1 // DIS stamps it
 		}
 		out[i] = d
+	}
+	if refused != nil {
+		re := &disbackend.RecordsError{Err: errNeedsEnvelope, Records: refused}
+		if tooLarge {
+			re.Err = disbackend.ErrRecordTooLarge
+		}
+		return nil, re
 	}
 	return out, nil
 }

@@ -61,6 +61,10 @@ const batchOverhead1 = 61 + 3 + 1 + 1 + 1
 // errNeedsEnvelope is why a record cannot be plain (format native refuses it).
 var errNeedsEnvelope = fmt.Errorf("%w: record needs an envelope", disbackend.ErrInvalidRecord)
 
+// nativeRefusal begins the record error (KIP-467) of a record that record
+// format native refuses; the reason (plainReason) follows.
+const nativeRefusal = "dis.record.format native cannot store the record without an envelope: "
+
 // plainReason returns "" when the record can be a plain DIS record (value
 // as data, key as partition_key), else why not.
 func plainReason(r *disbackend.Record) string {
@@ -179,21 +183,22 @@ type disRecord struct {
 	ts   int64   // ms; sent as the record's timestamp
 }
 
-// toDIS maps a Kafka record to a DIS record in format.
-func toDIS(r *disbackend.Record, format string) (disRecord, error) {
+// toDIS maps a Kafka record to a DIS record in format; refused, when not
+// "", is why format native cannot store it (plainReason).
+func toDIS(r *disbackend.Record, format string) (d disRecord, refused string) {
 	reason := plainReason(r)
 	switch {
 	case format == FormatEnvelope || (format == FormatAuto && reason != ""):
-		return disRecord{data: encodeEnvelope(r), ts: r.Timestamp}, nil
+		return disRecord{data: encodeEnvelope(r), ts: r.Timestamp}, ""
 	case reason != "":
-		return disRecord{}, fmt.Errorf("%w: record format native cannot store the record: %s", errNeedsEnvelope, reason)
+		return disRecord{}, reason
 	}
-	d := disRecord{data: r.Value, ts: r.Timestamp}
+	d = disRecord{data: r.Value, ts: r.Timestamp}
 	if r.Key != nil {
 		k := string(r.Key)
 		d.key = &k
 	}
-	return d, nil
+	return d, ""
 }
 
 // fromDIS maps a DIS record (timestamp ts, ms) back to a Kafka record: an

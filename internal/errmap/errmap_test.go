@@ -103,6 +103,11 @@ func TestLookup(t *testing.T) {
 		{"unmapped by the caller", disbackend.ErrAppNotFound, first, nil},
 		{"mapped by the gateway", disbackend.ErrAppNotFound, nil, kerr.GroupIDNotFound},
 		{"no row", errors.New("other"), first, nil},
+		// A batch refused for some of its records maps by its Err.
+		{"record errors", fmt.Errorf("op: %w", &disbackend.RecordsError{Err: disbackend.ErrInvalidRecord,
+			Records: []disbackend.RecordError{{Index: 3, Message: "m"}}}), nil, kerr.InvalidRecord},
+		{"record errors too large", &disbackend.RecordsError{Err: fmt.Errorf("op: %w", disbackend.ErrRecordTooLarge),
+			Records: []disbackend.RecordError{{Index: 0, Message: "m"}}}, nil, kerr.MessageTooLarge},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"runtime"
+	"slices"
 	"testing"
 
 	"github.com/klauspost/compress/s2"
@@ -622,6 +623,56 @@ func TestRecompress(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// TestKeylessRecords: KeylessRecords names the records with a null key by
+// their position, in every codec; an empty key is a key.
+func TestKeylessRecords(t *testing.T) {
+	for _, codec := range allCodecs {
+		var recs []byte
+		var want []int32
+		for i := 0; i < 100; i++ {
+			r := kmsg.NewRecord()
+			r.OffsetDelta, r.TimestampDelta64, r.Value = int32(i), int64(i), []byte("v")
+			switch {
+			case i%10 == 3:
+				want = append(want, int32(i)) // null key
+			case i == 4:
+				r.Key = []byte{}
+			default:
+				r.Key = []byte{byte(i)}
+			}
+			body := r.AppendTo(nil)[1:]
+			recs = binary.AppendVarint(recs, int64(len(body)))
+			recs = append(recs, body...)
+		}
+		if codec != CodecNone {
+			c, err := kgo.DefaultCompressor(codecFor(codec))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, _ := c.Compress(new(bytes.Buffer), recs)
+			recs = append([]byte(nil), out...)
+		}
+		b := kmsg.RecordBatch{PartitionLeaderEpoch: -1, Magic: 2, Attributes: int16(codec), LastOffsetDelta: 99,
+			FirstTimestamp: 1000, MaxTimestamp: 1099, ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1,
+			NumRecords: 100, Records: recs}
+		raw := b.AppendTo(nil)
+		binary.BigEndian.PutUint32(raw[8:], uint32(len(raw)-12))
+		raw = resign(raw)
+		h, err := Parse(raw)
+		if err != nil {
+			t.Fatalf("%s: %v", codec, err)
+		}
+		checked, err := Validate(raw, h)
+		if err != nil || checked.Keyless != len(want) {
+			t.Fatalf("%s: Validate: %+v, %v", codec, checked, err)
+		}
+		got, err := KeylessRecords(context.Background(), raw, h, Limits{})
+		if err != nil || !slices.Equal(got, want) {
+			t.Fatalf("%s: KeylessRecords %v, %v; want %v", codec, got, err, want)
 		}
 	}
 }

@@ -93,6 +93,32 @@ func ValidateAndDecodeLimited(ctx context.Context, raw []byte, h Header, lim Lim
 	return decodeWith(ctx, raw, &h, true, true, lim, nil)
 }
 
+// KeylessRecords returns the positions in the batch (from 0, in order) of
+// its records whose key is null: the records a compacted topic refuses
+// (Kafka's LogValidator.validateKey), for the answer's record errors
+// (KIP-467). It walks the records of a batch that Validate accepted once
+// more, within lim as ValidateLimited, keeping none: only a refusal pays
+// for it. Errors: as ValidateLimited.
+func KeylessRecords(ctx context.Context, raw []byte, h Header, lim Limits) ([]int32, error) {
+	var keyless []int32
+	_, _, hold, err := decodeWith(ctx, raw, &h, true, false, lim, func(r *Record) bool {
+		// Strict: the offset delta is the record's position. A walk that
+		// starts again (errRestart) sees record 0 again.
+		if r.OffsetDelta == 0 {
+			keyless = keyless[:0]
+		}
+		if r.Key == nil {
+			keyless = append(keyless, r.OffsetDelta)
+		}
+		return false
+	})
+	hold.Release()
+	if err != nil {
+		return nil, err
+	}
+	return keyless, nil
+}
+
 // DecodeRecords decodes the records of a stored batch (any codec). Offset
 // deltas need only increase: a stored batch may have gaps (DIS sequence
 // numbers, compaction). Errors: ErrCorruptMessage, ErrInvalidRecord.
