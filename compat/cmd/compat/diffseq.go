@@ -355,6 +355,35 @@ func seqRecords(t *diffTarget, p string) {
 	oe.Topics = []kmsg.OffsetForLeaderEpochRequestTopic{{Topic: r1, Partitions: []kmsg.OffsetForLeaderEpochRequestTopicPartition{
 		{Partition: 0, CurrentLeaderEpoch: -1, LeaderEpoch: 0}, {Partition: 1, CurrentLeaderEpoch: -1, LeaderEpoch: 5}, {Partition: 9, CurrentLeaderEpoch: -1, LeaderEpoch: 0}}}}
 	t.do("OffsetForLeaderEpoch r1[0] epoch 0, r1[1] epoch 5, r1[9]", oe)
+
+	// KIP-467: a compacted topic refuses a batch with records without a
+	// key, naming each in record_errors (LogValidator.validateKey).
+	rc := p + "rc"
+	createTopic(t, "", rc, 1, map[string]string{"cleanup.policy": "compact"})
+	produce(t, "Produce 20 records, every fifth without a key, to compacted rc[0]", produceReq(rc, 0, keylessBatch(20, 5)))
+	produce(t, "Produce 3 records with keys to compacted rc[0]", produceReq(rc, 0, recordBatch(3, -1, -1, -1)))
+}
+
+// keylessBatch is recordBatch's batch of n records (no headers) where
+// every record i with i%every == 0 has no key.
+func keylessBatch(n, every int) []byte {
+	var recs []byte
+	for i := 0; i < n; i++ {
+		r := kmsg.Record{OffsetDelta: int32(i), Value: []byte("value-" + itoa32(int32(i)))}
+		if i%every != 0 {
+			r.Key = []byte("key-" + itoa32(int32(i)))
+		}
+		body := r.AppendTo(nil)
+		r.Length = int32(len(body) - 1)
+		recs = r.AppendTo(recs)
+	}
+	b := kmsg.RecordBatch{PartitionLeaderEpoch: -1, Magic: 2, LastOffsetDelta: int32(n - 1), FirstTimestamp: diffTS, MaxTimestamp: diffTS,
+		ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1, NumRecords: int32(n), Records: recs}
+	raw := b.AppendTo(nil)
+	b.Length = int32(len(raw) - 12)
+	raw = b.AppendTo(nil)
+	b.CRC = int32(crc32.Checksum(raw[21:], crc32.MakeTable(crc32.Castagnoli)))
+	return b.AppendTo(nil)
 }
 
 func consumerMeta(topic string) []byte {
