@@ -66,16 +66,11 @@ func recordsBatch(t *testing.T, n int, codec *kgo.CompressionCodec, rec func(i i
 // need an envelope the same way (the embedded store keeps them).
 func TestProduceRecordErrors(t *testing.T) {
 	t.Parallel()
-	for _, backend := range []string{"local", "dis"} {
-		t.Run(backend, func(t *testing.T) {
-			t.Parallel()
-			testProduceRecordErrors(t, backend)
-		})
-	}
+	forEachBackend(t, testProduceRecordErrors)
 }
 
-func testProduceRecordErrors(t *testing.T, backend string) {
-	addr := startBackendGateway(t, backend)
+func testProduceRecordErrors(t *testing.T, b backendFixture) {
+	addr := b.gateway(t, gatewayOpts{}).addr
 	w := dialWire(t, addr)
 	const compact, native = "rec.compact", "rec.native"
 	ct := kmsg.NewPtrCreateTopicsRequest()
@@ -172,7 +167,7 @@ func testProduceRecordErrors(t *testing.T, backend string) {
 		}
 	}
 	p := produce(9, native, recordsBatch(t, 100, nil, withHeaders))
-	if backend == "local" {
+	if b.dis == nil {
 		if p.ErrorCode != 0 || p.ErrorRecords != nil {
 			t.Errorf("records with headers to a native topic on the embedded store: %+v", p)
 		}
