@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/disbackend/disapi"
 	"github.com/disgw/disgw/kafkawire/batch"
 )
 
@@ -547,22 +548,31 @@ func (s *Store) toDISRecords(b *disbackend.Batch, logAppend bool, format string)
 	return out, nil
 }
 
-// putEntry is a PutRecords entry with the record timestamp, which the SDK's
-// model lacks (the Java SDK and the protobuf schema have it).
-type putEntry struct {
-	Data         string  `json:"data"`
-	PartitionID  string  `json:"partition_id"`
-	PartitionKey *string `json:"partition_key,omitempty"`
-	Timestamp    *int64  `json:"timestamp,omitempty"`
-}
-
-type putBody struct {
-	StreamName string     `json:"stream_name"`
-	Records    []putEntry `json:"records"`
-}
-
+// putRequest is the SDK's request of a PutRecords: its body is ours, with
+// the records' timestamps, which the SDK's model lacks.
 type putRequest struct {
-	Body *putBody `json:"body,omitempty"`
+	Body *disapi.PutRecordsRequest `json:"body,omitempty"`
+}
+
+// putRecordsBody is the PutRecords body of the records of recs at todo
+// (indexes into recs, in order) to partition part of stream: each with its
+// data in Base64, its partition_key when it has one and its timestamp
+// unless DIS stamps it (ts < 0).
+func putRecordsBody(stream string, part int32, recs []disRecord, todo []int) *disapi.PutRecordsRequest {
+	pid := disbackend.PartitionID(part)
+	body := &disapi.PutRecordsRequest{StreamName: stream, Records: make([]disapi.PutRecordsRequestEntry, len(todo))}
+	data := make([]string, len(todo))
+	for i, idx := range todo {
+		rec := recs[idx]
+		data[i] = base64.StdEncoding.EncodeToString(rec.data)
+		e := disapi.PutRecordsRequestEntry{Data: &data[i], PartitionID: pid, PartitionKey: rec.key}
+		if rec.ts >= 0 {
+			ts := rec.ts
+			e.Timestamp = &ts
+		}
+		body.Records[i] = e
+	}
+	return body
 }
 
 // putRecordsDef is the SDK's SendRecords definition with our request model.
@@ -702,17 +712,8 @@ func (r *putRun) pace(ctx context.Context) (size int, err error) {
 // request to end even when ctx ends first), then charges the pacer with
 // them, whatever the answer.
 func (r *putRun) send(ctx context.Context, size int) (*model.SendRecordsResponse, error) {
-	s, pid := r.s, disbackend.PartitionID(r.k.part)
-	body := &putBody{StreamName: r.k.stream, Records: make([]putEntry, len(r.todo))}
-	for i, idx := range r.todo {
-		rec := r.recs[idx]
-		e := putEntry{Data: base64.StdEncoding.EncodeToString(rec.data), PartitionID: pid, PartitionKey: rec.key}
-		if rec.ts >= 0 {
-			ts := rec.ts
-			e.Timestamp = &ts
-		}
-		body.Records[i] = e
-	}
+	s := r.s
+	body := putRecordsBody(r.k.stream, r.k.part, r.recs, r.todo)
 	rctx, cancel := context.WithTimeout(disbackend.WithCredentials(ctx, r.creds), s.opts.RequestTimeout)
 	hc := s.hcOf(r.creds)
 	resp, err := callToEnd(rctx, s, "put records", func() (*model.SendRecordsResponse, error) {

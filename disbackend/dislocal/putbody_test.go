@@ -1,0 +1,72 @@
+package dislocal
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/disgw/disgw/disbackend/disapi"
+)
+
+// The PutRecords JSON body as dislocal defined it before the type moved to
+// disapi, kept here to pin what a body decodes to.
+type oldPutRecordsRequest struct {
+	StreamName string              `json:"stream_name"`
+	StreamID   string              `json:"stream_id"`
+	Records    []oldPutRecordEntry `json:"records"`
+}
+
+type oldPutRecordEntry struct {
+	Data            *string `json:"data"`
+	ExplicitHashKey string  `json:"explicit_hash_key"`
+	PartitionID     string  `json:"partition_id"`
+	PartitionKey    *string `json:"partition_key"`
+	Timestamp       *int64  `json:"timestamp"`
+}
+
+// TestPutRecordsBodyDecode: bodies decode to the same values with disapi's
+// PutRecordsRequest as with dislocal's former type, and fail alike (the
+// DIS.4300 message names the Go type, the only difference).
+func TestPutRecordsBodyDecode(t *testing.T) {
+	t.Parallel()
+	bodies := []string{
+		`{"stream_name":"s","records":[{"data":"dmFsdWU=","partition_id":"shardId-0000000000","partition_key":"k","timestamp":1700000000123}]}`,
+		`{"stream_name":"s","stream_id":"id1","records":[{"data":"","explicit_hash_key":"42"},{"data":null},{},{"partition_key":null,"timestamp":null}]}`,
+		`{"stream_id":"id1","records":[{"data":"eA==","partition_key":"","timestamp":0,"unknown":1}],"extra":true}`,
+		`{"stream_name":"s","records":[]}`,
+		`{"stream_name":"s"}`,
+		`{"stream_name":"s","records":null}`,
+		`{"stream_name":"s","records":[{"data":5}]}`,
+		`{"stream_name":"s","records":[{"timestamp":"1"}]}`,
+		`{"stream_name":1}`,
+		`[]`,
+		`{`,
+		`  `,
+	}
+	for _, body := range bodies {
+		var got disapi.PutRecordsRequest
+		var want oldPutRecordsRequest
+		gotErr, wantErr := decodeBody([]byte(body), &got), decodeBody([]byte(body), &want)
+		if (gotErr == nil) != (wantErr == nil) {
+			t.Errorf("%s: error %v, want %v", body, gotErr, wantErr)
+			continue
+		}
+		if gotErr != nil {
+			norm := strings.NewReplacer("disapi.", "", "dislocal.", "", "PutRecordsRequestEntry", "T", "PutRecordsRequest", "T", "oldPutRecordEntry", "T", "oldPutRecordsRequest", "T")
+			if gotErr.Code != wantErr.Code || norm.Replace(gotErr.Message) != norm.Replace(wantErr.Message) {
+				t.Errorf("%s: error %+v, want %+v", body, gotErr, wantErr)
+			}
+			continue
+		}
+		if got.StreamName != want.StreamName || got.StreamID != want.StreamID || len(got.Records) != len(want.Records) || (got.Records == nil) != (want.Records == nil) {
+			t.Errorf("%s: decoded %+v, want %+v", body, got, want)
+			continue
+		}
+		for i := range got.Records {
+			g, w := got.Records[i], want.Records[i]
+			if !reflect.DeepEqual(oldPutRecordEntry{Data: g.Data, ExplicitHashKey: g.ExplicitHashKey, PartitionID: g.PartitionID, PartitionKey: g.PartitionKey, Timestamp: g.Timestamp}, w) {
+				t.Errorf("%s: record %d %+v, want %+v", body, i, g, w)
+			}
+		}
+	}
+}
