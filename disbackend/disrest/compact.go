@@ -58,8 +58,9 @@ import (
 // starting faster.
 //
 // This file keeps the set of compacted partitions; compactindex.go is the
-// key index, compactsweep.go the sweeps and their copies, compactsnap.go
-// the snapshots.
+// key index, which the partition's writer keeps up to date through its
+// keyHook (produce.go), compactsweep.go the sweeps and their copies,
+// compactsnap.go the snapshots.
 
 // DefaultCompactionMaxKeys is Options.CompactionMaxKeys' default: the
 // keys of compacted partitions one Store indexes, about 100 bytes of memory

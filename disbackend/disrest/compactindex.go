@@ -222,3 +222,50 @@ func (cp *cpart) pruneSamples(first int64) {
 	}
 	cp.samples = cp.samples[i:]
 }
+
+// hook returns the keyHook of partition k of si's stream when the
+// compactor indexes its keys (part), nil otherwise.
+func (c *compactor) hook(k partKey, si streamInfo) keyHook {
+	cp := c.part(k, si)
+	if cp == nil {
+		return nil
+	}
+	return indexHook{c, cp}
+}
+
+// indexHook is the keyHook of a compacted partition: what the writer sends
+// counts as pending in its index (begin) until it is written (written) or
+// has failed (failed), and a copy job is sent only with its copies that
+// are still their key's latest record.
+type indexHook struct {
+	c  *compactor
+	cp *cpart
+}
+
+func (h indexHook) prepare(j *job, convert func() ([]disRecord, error)) ([]disRecord, bool, error) {
+	if j.src == nil {
+		recs, err := convert()
+		if err != nil {
+			return nil, true, err
+		}
+		if _, _, err := h.c.begin(h.cp, j.b.Records, nil); err != nil {
+			return nil, true, err
+		}
+		return recs, true, nil
+	}
+	// A copy: sent only if it is still its key's latest record.
+	kept, src, _ := h.c.begin(h.cp, j.b.Records, j.src)
+	if len(kept) == 0 {
+		return nil, false, nil
+	}
+	j.b.Records, j.src, j.b.NumRecords = kept, src, int32(len(kept))
+	recs, err := convert()
+	if err != nil {
+		h.c.release(h.cp, j.b.Records)
+	}
+	return recs, true, err
+}
+
+func (h indexHook) written(j *job, sns []int64) { h.c.written(h.cp, j.b.Records, sns) }
+
+func (h indexHook) failed(j *job) { h.c.failed(h.cp, j.b.Records) }

@@ -1,5 +1,22 @@
 package disrest
 
+// The produce path of a partition: its writer (append.go) hands sendGroup
+// a group of jobs taken from its queue in order, which goes through these
+// steps, each a function below:
+//
+//   - writableStream: the stream, described again when the partition is
+//     beyond the partitions known;
+//   - readIdem: the dedupe window and the last write intent read back from
+//     DIS when they may be stale (idem.go);
+//   - retryFirst: the retry of a batch cut short goes first, or the group
+//     waits for it (idem.go's hold);
+//   - plan: each job checked (idempotence, compaction's keyHook) and
+//     converted into DIS records, with the write intent of the records;
+//   - writeIntent: the intent committed to DIS before the records go;
+//   - send: the records in as few PutRecords as the limits allow
+//     (putRecords, putrecords.go), each job completed (finish) once its
+//     records are written.
+
 import (
 	"context"
 	"errors"
@@ -34,227 +51,363 @@ type prepared struct {
 func (s *Store) sendGroup(k partKey, group []job, ps *putState) []job {
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.RetryTimeout+s.opts.RequestTimeout)
 	defer cancel()
-	failAll := func(jobs []job, err error) {
-		for i := range jobs {
-			s.complete(&jobs[i], disbackend.AppendResult{}, err)
-		}
+	si, err := s.writableStream(ctx, k)
+	if err != nil {
+		s.failJobs(group, err)
+		return nil
 	}
+	defer func() { ps.lastWrite = time.Now() }()
+	if err := s.readIdem(ctx, k, si.id, ps); err != nil {
+		s.failJobs(group, err)
+		return nil
+	}
+	group, hold, err := s.retryFirst(k, group)
+	if hold {
+		return group // the writer waits for the retry (writer.run)
+	}
+	if err != nil {
+		s.failJobs(group, err)
+		return nil
+	}
+	p, rest := s.plan(k, si, group)
+	if len(p.out) == 0 {
+		return rest
+	}
+	if err := s.writeIntent(ctx, p, ps); err != nil {
+		p.failFrom(0, err)
+		return rest
+	}
+	s.send(ctx, p, ps)
+	return rest
+}
+
+// failJobs completes jobs with err.
+func (s *Store) failJobs(jobs []job, err error) {
+	for i := range jobs {
+		s.complete(&jobs[i], disbackend.AppendResult{}, err)
+	}
+}
+
+// writableStream returns the stream of partition k, described again when k
+// is beyond the partitions known (grown by another node?). Errors: the
+// stream's (streamInfo), ErrPartitionNotFound.
+func (s *Store) writableStream(ctx context.Context, k partKey) (streamInfo, error) {
 	si, err := s.streamInfo(ctx, k.stream, false)
 	if err == nil && k.part >= si.st.PartitionCount {
 		si, err = s.streamInfo(ctx, k.stream, true) // grown by another node?
 	}
 	if err != nil {
-		failAll(group, err)
-		return nil
+		return si, err
 	}
 	if k.part < 0 || k.part >= si.st.PartitionCount {
-		failAll(group, fmt.Errorf("disrest: append to %s/%d: %w", k.stream, k.part, disbackend.ErrPartitionNotFound))
-		return nil
+		return si, fmt.Errorf("disrest: append to %s/%d: %w", k.stream, k.part, disbackend.ErrPartitionNotFound)
 	}
+	return si, nil
+}
+
+// readIdem reads partition k's dedupe window and last intent back from DIS
+// (resolveIdem) at the first write since start, after a write whose
+// outcome is unknown, and after idemIdle without a write. Errors wrap
+// ErrUnavailable.
+func (s *Store) readIdem(ctx context.Context, k partKey, sid string, ps *putState) error {
 	if ps.idemResolved && time.Since(ps.lastWrite) >= idemIdle {
 		// Idle for a while: another node may have led the partition
 		// meanwhile; merge its window and learn the end offset again.
 		ps.idemResolved, ps.idemLoaded, ps.known = false, false, false
 	}
-	defer func() { ps.lastWrite = time.Now() }()
-	if !ps.idemResolved {
-		// The first write since start, or the last one's outcome is
-		// unknown: the dedupe window and the last intent from DIS first.
-		if err := s.resolveIdem(ctx, k, si.id, ps); err != nil {
-			failAll(group, err)
-			return nil
-		}
+	if ps.idemResolved {
+		return nil
 	}
-	if p := s.idem.held(k); p != nil {
-		// A batch cut short: nothing goes before the rest of it.
-		i := slices.IndexFunc(group, func(j job) bool { return p.isRetry(&j.b) })
-		switch {
-		case i > 0:
-			group = slices.Concat(group[i:i+1], group[:i], group[i+1:])
-		case i == 0:
-		case time.Now().Before(p.until) && !s.isClosed():
-			return group // the writer waits for the retry (writer.run)
-		case time.Now().Before(p.until):
-			failAll(group, fmt.Errorf("disrest: append to %s/%d: %w: closing while the partition waits for the retry of a batch cut short", k.stream, k.part, disbackend.ErrUnavailable))
-			return nil
-		default:
-			s.idem.clearPartial(k)
-			s.log.Warn("the retry of a batch cut short did not come: other batches written after its first records",
-				zap.String("stream", k.stream), zap.Int32("partition", k.part), zap.Int64("producer_id", p.pid),
-				zap.Int32("sequence", p.seq), zap.Int64("base_offset", p.base), zap.Int32("written", p.done), zap.Int32("records", p.n))
-		}
+	// The first write since start, or the last one's outcome is unknown:
+	// the dedupe window and the last intent from DIS first.
+	return s.resolveIdem(ctx, k, sid, ps)
+}
+
+// retryFirst orders group for partition k's batch cut short (idem.go),
+// whose rest must follow its first records: its retry goes first. Without
+// the retry in group, hold is true while the partition waits for it (the
+// group goes back to the queue); when the Store closes meanwhile, err
+// (ErrUnavailable) fails the group; once the wait is over, the batch cut
+// short is dropped (logged) and group goes as it is.
+func (s *Store) retryFirst(k partKey, group []job) (ordered []job, hold bool, err error) {
+	p := s.idem.held(k)
+	if p == nil {
+		return group, false, nil
 	}
-	logAppend := si.st.Config.TimestampType == disbackend.LogAppendTime
-	cp := s.compact.part(k, si) // nil unless the compactor keeps the partition's keys
+	i := slices.IndexFunc(group, func(j job) bool { return p.isRetry(&j.b) })
+	switch {
+	case i > 0:
+		return slices.Concat(group[i:i+1], group[:i], group[i+1:]), false, nil
+	case i == 0:
+		return group, false, nil
+	case time.Now().Before(p.until) && !s.isClosed():
+		return group, true, nil
+	case time.Now().Before(p.until):
+		return group, false, fmt.Errorf("disrest: append to %s/%d: %w: closing while the partition waits for the retry of a batch cut short", k.stream, k.part, disbackend.ErrUnavailable)
+	}
+	s.idem.clearPartial(k)
+	s.log.Warn("the retry of a batch cut short did not come: other batches written after its first records",
+		zap.String("stream", k.stream), zap.Int32("partition", k.part), zap.Int64("producer_id", p.pid),
+		zap.Int32("sequence", p.seq), zap.Int64("base_offset", p.base), zap.Int32("written", p.done), zap.Int32("records", p.n))
+	return group, false, nil
+}
+
+// keyHook is compaction's part in the writes of a partition whose keys the
+// compactor indexes (compactindex.go; compactor.hook gives it). The writer
+// calls prepare for each job it plans, then written or failed with the
+// outcome of each job prepare let through.
+type keyHook interface {
+	// prepare returns the records of j to send, converted by convert. A
+	// copy job (j.src set) first loses its stale copies, and send is
+	// false when none is left; a producer's batch is refused (err) when
+	// its new keys would exceed CompactionMaxKeys.
+	prepare(j *job, convert func() ([]disRecord, error)) (recs []disRecord, send bool, err error)
+	// written: DIS stored j's records at sns.
+	written(j *job, sns []int64)
+	// failed: j's append failed, its records may be in DIS.
+	failed(j *job)
+}
+
+// groupPlan is what a group comes to: the records of its PutRecords, in
+// order, the jobs they complete, and their write intent (idem.go).
+type groupPlan struct {
+	s         *Store
+	k         partKey
+	si        streamInfo
+	logAppend bool
+	format    string
+	keys      keyHook                 // nil unless the compactor indexes the partition's keys
+	creds     *disbackend.Credentials // the group's (writer.run never mixes them); nil: the gateway's
+
+	out        []disRecord
+	preps      []prepared
+	intent     []idemEntry // of preps, in order
+	idempotent bool        // an idempotent batch among preps
+	// producers: for each producer of an idempotent batch in preps, the
+	// epoch and the sequence its next batch must start at.
+	producers map[int64]nextBatch
+}
+
+type nextBatch struct {
+	epoch int16
+	seq   int32
+}
+
+// plan checks and converts the jobs of group, in order, into a groupPlan.
+// It completes the jobs that are not to be written (an idempotent
+// producer's retry, answered with the original's offsets; a copy no longer
+// needed) or cannot be (refused, or records DIS cannot take), and returns
+// the jobs from the first that must wait for the next PutRecords (see
+// admit) as rest.
+func (s *Store) plan(k partKey, si streamInfo, group []job) (p *groupPlan, rest []job) {
 	format := si.st.Config.RecordFormat
 	if format == "" {
 		format = s.opts.RecordFormat
 	}
-
-	// Producers of idempotent batches to be written in this group: the
-	// epoch and the sequence their next batch must start at.
-	type next struct {
-		epoch int16
-		seq   int32
-	}
-	producers := map[int64]next{}
-	var out []disRecord
-	var preps []prepared
-	var rest []job
-	var intent []idemEntry // of preps, in order; see idem.go
-	idempotent := false
+	p = &groupPlan{s: s, k: k, si: si, logAppend: si.st.Config.TimestampType == disbackend.LogAppendTime, format: format,
+		keys: s.compact.hook(k, si), creds: group[0].b.Credentials, producers: map[int64]nextBatch{}}
 	for i := range group {
 		j := &group[i]
-		if len(intent) >= maxIntentEntries && (j.b.ProducerID >= 0 || intent[len(intent)-1].pid >= 0) {
-			rest = group[i:] // the next PutRecords
-			break
+		next, done := p.admit(j)
+		if next {
+			return p, group[i:]
 		}
-		fail := func(err error) {
-			s.complete(j, disbackend.AppendResult{}, fmt.Errorf("disrest: append to %s/%d: %w", k.stream, k.part, err))
+		if done {
+			continue
 		}
-		if pid := j.b.ProducerID; pid >= 0 {
-			if n, ok := producers[pid]; ok {
-				if n.epoch != j.b.ProducerEpoch || n.seq != j.b.BaseSequence {
-					rest = group[i:]
-					break
-				}
-			} else {
-				dup, err := s.idem.check(k, &j.b)
-				if err != nil {
-					fail(err)
-					continue
-				}
-				if dup != nil {
-					// As Kafka: a retry is answered with the stored
-					// batch's max timestamp as its LogAppendTime.
-					s.complete(j, disbackend.AppendResult{BaseOffset: dup.BaseOffset, LogStartOffset: s.ranges.first(k), LogAppendTime: dup.MaxTimestamp, Duplicate: true}, nil)
-					continue
-				}
-			}
+		if recs, partial, ok := p.records(j); ok {
+			p.add(j, recs, partial)
 		}
-		if j.src != nil {
-			// A copy: sent only if it is still its key's latest record.
-			if cp == nil {
-				s.complete(j, disbackend.AppendResult{BaseOffset: -1}, nil)
-				continue
-			}
-			kept, src, _ := s.compact.begin(cp, j.b.Records, j.src)
-			if len(kept) == 0 {
-				s.complete(j, disbackend.AppendResult{BaseOffset: -1}, nil)
-				continue
-			}
-			j.b.Records, j.src, j.b.NumRecords = kept, src, int32(len(kept))
+	}
+	return p, nil
+}
+
+// admit applies the group's bounds and Kafka's idempotence rules
+// (idemState.check) to j. next: j and the jobs after it wait for the next
+// PutRecords, as the intent is full (maxIntentEntries) or j does not
+// continue its producer's previous batch in the group. done: j is
+// completed, a retry (answered as Kafka does, with the stored batch's
+// offsets and its max timestamp as LogAppendTime) or refused.
+func (p *groupPlan) admit(j *job) (next, done bool) {
+	if n := len(p.intent); n >= maxIntentEntries && (j.b.ProducerID >= 0 || p.intent[n-1].pid >= 0) {
+		return true, false
+	}
+	pid := j.b.ProducerID
+	if pid < 0 {
+		return false, false
+	}
+	if n, ok := p.producers[pid]; ok {
+		return n.epoch != j.b.ProducerEpoch || n.seq != j.b.BaseSequence, false
+	}
+	dup, err := p.s.idem.check(p.k, &j.b)
+	switch {
+	case err != nil:
+		p.fail(j, err)
+	case dup != nil:
+		p.s.complete(j, disbackend.AppendResult{BaseOffset: dup.BaseOffset, LogStartOffset: p.s.ranges.first(p.k), LogAppendTime: dup.MaxTimestamp, Duplicate: true}, nil)
+	default:
+		return false, false
+	}
+	return false, true
+}
+
+// records converts j's records to DIS records (toDISRecords): through the
+// keyHook when the partition's keys are indexed; otherwise a copy job is
+// dropped (its partition is no longer compacted), and of the retry of a
+// batch cut short (idem.go) only the records not yet written are sent,
+// partial saying where the others are. ok is false when j was completed.
+func (p *groupPlan) records(j *job) (recs []disRecord, partial *idemPartial, ok bool) {
+	convert := func() ([]disRecord, error) { return p.s.toDISRecords(&j.b, p.logAppend, p.format) }
+	var err error
+	switch {
+	case p.keys != nil:
+		var send bool
+		if recs, send, err = p.keys.prepare(j, convert); err == nil && !send {
+			p.s.complete(j, disbackend.AppendResult{BaseOffset: -1}, nil)
+			return nil, nil, false
 		}
-		recs, err := s.toDISRecords(&j.b, logAppend, format)
-		var partial *idemPartial
-		if err == nil && j.b.ProducerID >= 0 && cp == nil {
-			if partial = s.idem.partialOf(k, &j.b); partial != nil {
+	case j.src != nil:
+		p.s.complete(j, disbackend.AppendResult{BaseOffset: -1}, nil)
+		return nil, nil, false
+	default:
+		recs, err = convert()
+		if err == nil && j.b.ProducerID >= 0 {
+			if partial = p.s.idem.partialOf(p.k, &j.b); partial != nil {
 				recs = recs[partial.done:] // written before: only the rest
 			}
 		}
-		if err != nil {
-			if cp != nil && j.src != nil {
-				s.compact.release(cp, j.b.Records)
-			}
-			fail(err)
-			continue
-		}
-		if cp != nil && j.src == nil {
-			if _, _, err := s.compact.begin(cp, j.b.Records, nil); err != nil {
-				fail(err)
-				continue
-			}
-		}
-		if pid := j.b.ProducerID; pid >= 0 {
-			producers[pid] = next{j.b.ProducerEpoch, disbackend.IncSequence(j.b.BaseSequence, j.b.NumRecords)}
-			maxTS := j.b.MaxTimestamp
-			if logAppend {
-				maxTS = time.Now().UnixMilli()
-			}
-			e := idemEntry{pid: pid, epoch: j.b.ProducerEpoch, seq: j.b.BaseSequence, n: int32(len(recs)), maxTS: maxTS}
-			if partial != nil {
-				e.n, e.done, e.base = j.b.NumRecords, partial.done, partial.base
-			}
-			intent = append(intent, e)
-			idempotent = true
-		} else if n := len(intent); n > 0 && intent[n-1].pid < 0 {
-			intent[n-1].n += int32(len(recs))
-		} else {
-			intent = append(intent, idemEntry{pid: -1, n: int32(len(recs))})
-		}
-		preps = append(preps, prepared{j: j, start: len(out), end: len(out) + len(recs), partial: partial})
-		out = append(out, recs...)
 	}
-	if len(out) == 0 {
-		return rest
+	if err != nil {
+		p.fail(j, err)
+		return nil, nil, false
 	}
-	failPreps := func(preps []prepared, err error) {
-		for _, pr := range preps {
-			if cp != nil {
-				s.compact.failed(cp, pr.j.b.Records)
-			}
-			s.complete(pr.j, disbackend.AppendResult{}, fmt.Errorf("disrest: append to %s/%d: %w", k.stream, k.part, err))
-		}
-	}
-	if idempotent || ps.idemStale {
-		// Write-ahead: the intent (or, after one that was not written,
-		// none) is in DIS before the records are.
-		if !idempotent {
-			intent = nil
-		}
-		s.learn(ctx, k, ps)
-		err := fmt.Errorf("%w: the end offset is not known", disbackend.ErrUnavailable)
-		if ps.known {
-			err = s.commitIntent(ctx, k, si.id, ps, intent)
-		}
-		if err != nil {
-			ps.idemStale = true
-			if !errors.Is(err, disbackend.ErrUnavailable) {
-				err = fmt.Errorf("%w: keep the write intent: %v", disbackend.ErrUnavailable, err)
-			}
-			failPreps(preps, err)
-			return rest
-		}
-		ps.idemStale = false
-	}
+	return recs, partial, true
+}
 
-	// A PutRecords also holds at most what DIS's buckets hold (one second
-	// of the stream type's limits, which is also DIS's limit on one
-	// PutRecords): the pacer sends it once its model, which never holds
-	// more than DIS's buckets, holds all of it.
-	cb, cr := paceCapacity(si.advanced)
-	maxBytes, maxCount := min(s.opts.BatchBytes, int(cb)), min(s.opts.BatchCount, int(cr))
-	sns := make([]int64, len(out))
+// add appends j's records, recs, to the plan, and j to the intent: an
+// idempotent batch as its own entry, other records counted in a run.
+func (p *groupPlan) add(j *job, recs []disRecord, partial *idemPartial) {
+	if pid := j.b.ProducerID; pid >= 0 {
+		p.producers[pid] = nextBatch{j.b.ProducerEpoch, disbackend.IncSequence(j.b.BaseSequence, j.b.NumRecords)}
+		maxTS := j.b.MaxTimestamp
+		if p.logAppend {
+			maxTS = time.Now().UnixMilli()
+		}
+		e := idemEntry{pid: pid, epoch: j.b.ProducerEpoch, seq: j.b.BaseSequence, n: int32(len(recs)), maxTS: maxTS}
+		if partial != nil {
+			e.n, e.done, e.base = j.b.NumRecords, partial.done, partial.base
+		}
+		p.intent = append(p.intent, e)
+		p.idempotent = true
+	} else if n := len(p.intent); n > 0 && p.intent[n-1].pid < 0 {
+		p.intent[n-1].n += int32(len(recs))
+	} else {
+		p.intent = append(p.intent, idemEntry{pid: -1, n: int32(len(recs))})
+	}
+	p.preps = append(p.preps, prepared{j: j, start: len(p.out), end: len(p.out) + len(recs), partial: partial})
+	p.out = append(p.out, recs...)
+}
+
+// fail completes j, not written, with err.
+func (p *groupPlan) fail(j *job, err error) {
+	p.s.complete(j, disbackend.AppendResult{}, fmt.Errorf("disrest: append to %s/%d: %w", p.k.stream, p.k.part, err))
+}
+
+// failFrom fails the planned jobs from preps[i] on, whose append failed
+// with err.
+func (p *groupPlan) failFrom(i int, err error) {
+	for _, pr := range p.preps[i:] {
+		if p.keys != nil {
+			p.keys.failed(pr.j)
+		}
+		p.fail(pr.j, err)
+	}
+}
+
+// writeIntent commits the plan's write intent (commitIntent) before its
+// records go, when it has an idempotent batch; when it has none but the
+// checkpoint may hold an intent that was not written (ps.idemStale), an
+// empty one replaces it. Errors wrap ErrUnavailable; the checkpoint stays
+// stale then.
+func (s *Store) writeIntent(ctx context.Context, p *groupPlan, ps *putState) error {
+	if !p.idempotent && !ps.idemStale {
+		return nil
+	}
+	intent := p.intent
+	if !p.idempotent {
+		intent = nil
+	}
+	s.learn(ctx, p.k, ps)
+	err := fmt.Errorf("%w: the end offset is not known", disbackend.ErrUnavailable)
+	if ps.known {
+		err = s.commitIntent(ctx, p.k, p.si.id, ps, intent)
+	}
+	if err != nil {
+		ps.idemStale = true
+		if !errors.Is(err, disbackend.ErrUnavailable) {
+			err = fmt.Errorf("%w: keep the write intent: %v", disbackend.ErrUnavailable, err)
+		}
+		return err
+	}
+	ps.idemStale = false
+	return nil
+}
+
+// send writes the plan's records with as few PutRecords as putLimit
+// allows (putRecords), completing each job once its last record is written
+// (finish, after the keyHook's written). When a PutRecords fails, the jobs
+// not completed fail with its error, and an idempotent group's outcome is
+// resolved (readIdem) before the partition's next write.
+func (s *Store) send(ctx context.Context, p *groupPlan, ps *putState) {
+	maxBytes, maxCount := s.putLimit(p.si.advanced)
+	sns := make([]int64, len(p.out))
 	var throttle time.Duration
 	done := 0 // preps completed
-	for start := 0; start < len(out); {
-		end, size := start, 0
-		safe := ps.underPressure(time.Now())
-		for end < len(out) && end-start < maxCount && (end == start || size+len(out[end].data) <= maxBytes &&
-			!(safe && len(out[end].data) < len(out[end-1].data))) {
-			size += len(out[end].data)
-			end++
-		}
-		got, waited, err := s.putRecords(ctx, k, out[start:end], ps, si.advanced, group[0].b.Credentials)
+	for start := 0; start < len(p.out); {
+		end := p.chunk(start, maxBytes, maxCount, ps.underPressure(time.Now()))
+		got, waited, err := s.putRecords(ctx, p.k, p.out[start:end], ps, p.si.advanced, p.creds)
 		throttle += waited
 		if err != nil {
-			if idempotent {
+			if p.idempotent {
 				ps.idemResolved = false // the outcome is unknown: resolve before the next write
 			}
-			failPreps(preps[done:], err)
-			return rest
+			p.failFrom(done, err)
+			return
 		}
 		copy(sns[start:end], got)
 		start = end
-		for done < len(preps) && preps[done].end <= start {
-			if cp != nil {
-				s.compact.written(cp, preps[done].j.b.Records, sns[preps[done].start:preps[done].end])
+		for ; done < len(p.preps) && p.preps[done].end <= start; done++ {
+			pr := p.preps[done]
+			if p.keys != nil {
+				p.keys.written(pr.j, sns[pr.start:pr.end])
 			}
-			s.finish(k, preps[done], sns, logAppend, throttle)
-			done++
+			s.finish(p.k, pr, sns, p.logAppend, throttle)
 		}
 	}
-	return rest
+}
+
+// putLimit is what one PutRecords holds at most, in bytes of data and
+// records: BatchBytes and BatchCount, and at most what DIS's buckets hold
+// (one second of the stream type's limits, which is also DIS's limit on
+// one PutRecords): the pacer sends it once its model, which never holds
+// more than DIS's buckets, holds all of it.
+func (s *Store) putLimit(advanced bool) (maxBytes, maxCount int) {
+	cb, cr := paceCapacity(advanced)
+	return min(s.opts.BatchBytes, int(cb)), min(s.opts.BatchCount, int(cr))
+}
+
+// chunk returns the end of the PutRecords of p.out from start: at least
+// one record, at most maxCount records and maxBytes of data and, when the
+// partition is at its limits (pressed: pacer.underPressure), cut before a
+// record smaller than the one before it.
+func (p *groupPlan) chunk(start, maxBytes, maxCount int, pressed bool) (end int) {
+	end, size := start, 0
+	for end < len(p.out) && end-start < maxCount && (end == start || size+len(p.out[end].data) <= maxBytes &&
+		!(pressed && len(p.out[end].data) < len(p.out[end-1].data))) {
+		size += len(p.out[end].data)
+		end++
+	}
+	return end
 }
 
 // finish completes a job whose records all have sequence numbers.
@@ -268,16 +421,8 @@ func (s *Store) finish(k partKey, pr prepared, sns []int64, logAppend bool, thro
 		s.log.Info("the rest of a batch cut short written", zap.String("stream", k.stream), zap.Int32("partition", k.part),
 			zap.Int64("producer_id", pr.j.b.ProducerID), zap.Int64("base_offset", base), zap.Int("written_before", int(pr.partial.done)))
 	}
-	for i := pr.start + 1; i < pr.end && pr.partial == nil; i++ {
-		if want := base + int64(i-pr.start); sns[i] != want {
-			// Another writer interleaved, or DIS accepted a later record
-			// after refusing an earlier one: the producer is told base,
-			// and the records are where DIS put them.
-			s.log.Warn("sequence numbers of a batch not contiguous",
-				zap.String("stream", k.stream), zap.Int32("partition", k.part),
-				zap.Int64("want", want), zap.Int64("got", sns[i]), zap.Int64("out_of_order_total", s.outOfOrder.Add(1)))
-			break
-		}
+	if pr.partial == nil {
+		s.checkContiguous(k, sns[pr.start:pr.end])
 	}
 	res := disbackend.AppendResult{BaseOffset: base, LogAppendTime: -1, Throttle: throttle}
 	maxTS := pr.j.b.MaxTimestamp
@@ -292,6 +437,21 @@ func (s *Store) finish(k partKey, pr prepared, sns []int64, logAppend bool, thro
 	s.notify()
 	res.LogStartOffset = s.ranges.first(k)
 	s.complete(pr.j, res, nil)
+}
+
+// checkContiguous warns when the sequence numbers of a batch's records,
+// sns, are not contiguous: another writer interleaved, or DIS accepted a
+// later record after refusing an earlier one. The producer is told the
+// first, and the records are where DIS put them.
+func (s *Store) checkContiguous(k partKey, sns []int64) {
+	for i := 1; i < len(sns); i++ {
+		if want := sns[0] + int64(i); sns[i] != want {
+			s.log.Warn("sequence numbers of a batch not contiguous",
+				zap.String("stream", k.stream), zap.Int32("partition", k.part),
+				zap.Int64("want", want), zap.Int64("got", sns[i]), zap.Int64("out_of_order_total", s.outOfOrder.Add(1)))
+			return
+		}
+	}
 }
 
 // toDISRecords maps a producer's batch to DIS records in format, from the
