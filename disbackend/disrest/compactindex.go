@@ -236,7 +236,7 @@ func (c *compactor) hook(k partKey, si streamInfo) keyHook {
 // indexHook is the keyHook of a compacted partition: what the writer sends
 // counts as pending in its index (begin) until it is written (written) or
 // has failed (failed), and a copy job is sent only with its copies that
-// are still their key's latest record.
+// are still their key's latest record. Its calls take cp.mu.
 type indexHook struct {
 	c  *compactor
 	cp *cpart

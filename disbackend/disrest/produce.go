@@ -169,7 +169,8 @@ type keyHook interface {
 }
 
 // groupPlan is what a group comes to: the records of its PutRecords, in
-// order, the jobs they complete, and their write intent (idem.go).
+// order, the jobs they complete, and their write intent (idem.go). Only the
+// partition's writer goroutine uses it.
 type groupPlan struct {
 	s         *Store
 	k         partKey

@@ -71,24 +71,28 @@ func TestPutRecordsBodyBytes(t *testing.T) {
 		{data: bytes.Repeat([]byte("x"), 1000), key: nil, ts: 1<<53 + 1},
 	}
 	cases := []struct {
+		name   string
 		stream string
 		part   int32
 		todo   []int
 	}{
-		{"s", 0, []int{0, 1, 2, 3, 4}},
-		{"stream-<é>", 12, []int{4, 2}},
-		{"s", 2147483647, []int{1}},
-		{"s", 3, []int{}},
+		{"all records", "s", 0, []int{0, 1, 2, 3, 4}},
+		{"some, out of order", "stream-<é>", 12, []int{4, 2}},
+		{"largest partition", "s", 2147483647, []int{1}},
+		{"none", "s", 3, []int{}},
 	}
-	for _, c := range cases {
-		got := sdkJSON(t, &putRequest{Body: putRecordsBody(c.stream, c.part, recs, c.todo)})
-		want := sdkJSON(t, &oldPutRequest{Body: oldPutRecordsBody(c.stream, c.part, recs, c.todo)})
-		if !bytes.Equal(got, want) {
-			t.Errorf("%s/%d %v:\n got %s\nwant %s", c.stream, c.part, c.todo, got, want)
-		}
-		gotBody, wantBody := sdkJSON(t, putRecordsBody(c.stream, c.part, recs, c.todo)), sdkJSON(t, oldPutRecordsBody(c.stream, c.part, recs, c.todo))
-		if !bytes.Equal(gotBody, wantBody) {
-			t.Errorf("%s/%d %v body:\n got %s\nwant %s", c.stream, c.part, c.todo, gotBody, wantBody)
-		}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := sdkJSON(t, &putRequest{Body: putRecordsBody(tc.stream, tc.part, recs, tc.todo)})
+			want := sdkJSON(t, &oldPutRequest{Body: oldPutRecordsBody(tc.stream, tc.part, recs, tc.todo)})
+			if !bytes.Equal(got, want) {
+				t.Errorf("request:\n got %s\nwant %s", got, want)
+			}
+			got = sdkJSON(t, putRecordsBody(tc.stream, tc.part, recs, tc.todo))
+			want = sdkJSON(t, oldPutRecordsBody(tc.stream, tc.part, recs, tc.todo))
+			if !bytes.Equal(got, want) {
+				t.Errorf("body:\n got %s\nwant %s", got, want)
+			}
+		})
 	}
 }
