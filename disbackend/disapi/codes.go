@@ -4,10 +4,11 @@
 // named constants, each with DIS's meaning as docs/dis-api.md (§6 and §7)
 // gives it.
 //
-// It owns no behaviour: no HTTP, no JSON or protobuf models, no mapping of
-// codes to backend errors (disrest's errors.go does that) and nothing of
-// Kafka. It imports only the standard library, so that both sides of the
-// wire can use it without depending on each other.
+// It owns no behaviour: no HTTP, no mapping of codes to backend errors
+// (disrest's errors.go does that) and nothing of Kafka. Its one model is
+// the JSON body of PutRecords (records.go), which disrest encodes and
+// dislocal decodes. It imports only the standard library, so that both
+// sides of the wire can use it without depending on each other.
 package disapi
 
 // DIS error codes (docs/dis-api.md §7). DIS answers them in the body

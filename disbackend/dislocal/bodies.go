@@ -152,7 +152,7 @@ type putRecordInput struct {
 // DIS.4200 for a record without data or (JSON) with data not in Base64.
 func decodePutRecords(body []byte, pb bool) (putRecordsInput, *disError) {
 	if !pb {
-		var req putRecordsRequest
+		var req disapi.PutRecordsRequest
 		if derr := decodeBody(body, &req); derr != nil {
 			return putRecordsInput{}, derr
 		}

@@ -26,20 +26,6 @@ const (
 	defaultFetchBytesAdvanced = disapi.AdvancedReadBytesPerSec
 )
 
-type putRecordsRequest struct {
-	StreamName string           `json:"stream_name"`
-	StreamID   string           `json:"stream_id"`
-	Records    []putRecordEntry `json:"records"`
-}
-
-type putRecordEntry struct {
-	Data            *string `json:"data"`
-	ExplicitHashKey string  `json:"explicit_hash_key"`
-	PartitionID     string  `json:"partition_id"`
-	PartitionKey    *string `json:"partition_key"`
-	Timestamp       *int64  `json:"timestamp"`
-}
-
 type putRecordsResult struct {
 	FailedRecordCount int               `json:"failed_record_count"`
 	Records           []putRecordResult `json:"records"`

@@ -27,7 +27,7 @@ const gatewayApp = "__disgw"
 
 // compactApp is the gateway-owned app whose checkpoint on each partition
 // of a compacted stream points at the partition's key-index snapshot
-// (compact.go).
+// (compactsnap.go).
 const compactApp = "__disgw-compact"
 
 // epochAppPrefix begins the name of a group app's epoch app: the

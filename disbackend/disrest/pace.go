@@ -58,7 +58,7 @@ const (
 // waited for them (at least pressureWait, or a DIS.4303) within
 // pressureWindow. A second line of defence, for
 // when DIS's metering differs from the pacer's model: calls are then cut
-// where a record is smaller than the one before it (see sendGroup), so
+// where a record is smaller than the one before it (groupPlan.chunk), so
 // that within a call a refusal for want of bytes is not followed by the
 // acceptance of a smaller record.
 func (p *pacer) underPressure(now time.Time) bool {
