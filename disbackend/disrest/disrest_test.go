@@ -36,7 +36,16 @@ const (
 // on 127.0.0.1:0.
 func startDIS(t *testing.T, opts dislocal.Options) (*dislocal.Server, string) {
 	t.Helper()
-	st, err := localstore.Open("dis", localstore.Options{FS: vfs.NewMem(), RetentionCheckInterval: -1, Logger: zaptest.NewLogger(t)})
+	s, _, url := startDISStore(t, opts)
+	return s, url
+}
+
+// startDISStore is startDIS also returning the localstore under dislocal,
+// which runs retention only when told (EnforceRetention) on opts.Now.
+func startDISStore(t *testing.T, opts dislocal.Options) (*dislocal.Server, *localstore.Store, string) {
+	t.Helper()
+	st, err := localstore.Open("dis", localstore.Options{FS: vfs.NewMem(), RetentionCheckInterval: -1, Now: opts.Now,
+		Logger: zaptest.NewLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +59,7 @@ func startDIS(t *testing.T, opts dislocal.Options) (*dislocal.Server, string) {
 	}
 	hs := httptest.NewServer(s)
 	t.Cleanup(hs.Close)
-	return s, hs.URL
+	return s, st, hs.URL
 }
 
 func newStore(t *testing.T, endpoint string, mod func(*Options)) *Store {
