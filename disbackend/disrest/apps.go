@@ -39,7 +39,7 @@ const compactApp = "__disgw-compact"
 // (AppNameForGroup escapes '_').
 const epochAppPrefix = "__disgw-epoch-"
 
-// epochApp is the name of app's epoch app: epochAppPrefix and the app's
+// epochApp is the name of app's side app (kept.go): epochAppPrefix and the app's
 // name, or, when that is longer than DIS allows, a prefix of it, '-' and
 // 16 hex digits of the name's SHA-256.
 func epochApp(app string) string {
@@ -182,7 +182,7 @@ func (s *Store) CreateApp(ctx context.Context, app disbackend.App) (disbackend.A
 	return s.DescribeApp(ctx, app.Name)
 }
 
-// DeleteApp deletes the app, then its epoch app if it has one. DIS
+// DeleteApp deletes the app, then its side app if it has one. DIS
 // DeleteApp.
 func (s *Store) DeleteApp(ctx context.Context, name string) error {
 	if err := s.deleteApp(ctx, name); err != nil {
@@ -517,7 +517,7 @@ func (s *Store) checkpoints(ctx context.Context, app, stream string) ([]disbacke
 }
 
 // DeleteCheckpoints deletes the checkpoints, then their leader epochs in
-// the app's epoch app if it has one. DIS DeleteCheckpoint.
+// the app's side app (kept.go) if it has one. DIS DeleteCheckpoint.
 func (s *Store) DeleteCheckpoints(ctx context.Context, app, stream string, partitions []int32) error {
 	if err := s.deleteCheckpoints(ctx, app, stream, partitions); err != nil {
 		return err

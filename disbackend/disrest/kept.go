@@ -1,6 +1,7 @@
 package disrest
 
-// Kept commits: what a Kafka commit holds that a DIS checkpoint cannot.
+// Kept commits: what a Kafka commit holds that a DIS checkpoint cannot
+// (for operators: docs/dis-backend.md, "Kept commits").
 //
 // A group's committed offset is its app's LAST_READ checkpoint (apps.go),
 // which DIS takes only inside the partition's sequence-number range
