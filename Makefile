@@ -2,6 +2,9 @@
 #
 #   make run     build and start disgw on 127.0.0.1:9092, data under ./data
 #   make test    make lint, then every test with the race detector
+#   make test-short  the inner loop: every test with -short and the race
+#                detector, without the long ones (kill -9 loops, DIS
+#                outages, expiries, soaks, the Java-tool tests); < 5 min
 #   make lint    go vet and staticcheck (the version go.mod pins) on both modules
 #   make build   build bin/disgw
 #   make bench   run the benchmarks of ./bench
@@ -20,7 +23,7 @@ FUZZTIME ?= 30s
 # The whole suite takes minutes; the timeout only stops a hung test.
 TESTTIMEOUT ?= 30m
 
-.PHONY: build run test vet lint bench bench-dis fuzz compat compat-dis clean
+.PHONY: build run test test-short vet lint bench bench-dis fuzz compat compat-dis clean
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/disgw
@@ -52,6 +55,12 @@ lint: vet $(STATICCHECK)
 test: lint
 	$(GO) test -race -count=1 -timeout $(TESTTIMEOUT) $$($(GO) list ./... | grep -v '/hostile$$')
 	$(GO) test -race -count=1 -timeout $(TESTTIMEOUT) ./hostile
+
+# make test with -short, hostile alone as there: a test skipped in short
+# mode says t.Skip("long: why"). Not make lint (run it before a commit).
+test-short:
+	$(GO) test -short -race -count=1 -timeout $(TESTTIMEOUT) $$($(GO) list ./... | grep -v '/hostile$$')
+	$(GO) test -short -race -count=1 -timeout $(TESTTIMEOUT) ./hostile
 
 bench:
 	$(GO) test -run '^$$' -bench . ./bench/...

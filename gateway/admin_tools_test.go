@@ -59,6 +59,9 @@ func runKafkaTool(t *testing.T, cp, tool, addr string, args ...string) (string, 
 // topic, with its node id 1 as the gateway's 0 (the topic id and the
 // configs differ by design and are not compared here).
 func TestKafkaAdminTools(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long: Kafka's Java tools, a JVM per tool run")
+	}
 	cp := kafkaToolsClasspath(t)
 	g := startGateway(t)
 	_, t3, _ := adminTopics(t, g)

@@ -10,7 +10,9 @@ import (
 // authorizer configured: every operation the resource type supports, one
 // bit per AclOperation code (AuthHelper.authorizedOperations over
 // ResourceType's supported operations; checked against Apache Kafka 4.4:
-// a topic 3576, the cluster 8096). disgw has no authorizer.
+// a topic 3576, the cluster 8096). That is disgw's answer without the
+// authorizer (Config.Authorizer off); with it, authorize.go computes the
+// operations the principal is allowed.
 const (
 	// topicAuthorizedOps: READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE,
 	// DESCRIBE_CONFIGS, ALTER_CONFIGS.

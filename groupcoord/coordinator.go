@@ -7,7 +7,8 @@
 // expiries are messages posted to it, so its state needs no locks.
 // Committed offsets live only in the backend, so a restart loses none.
 // Members live in memory; with a backend that keeps them
-// (disbackend.GroupStateStore, the embedded store) Stable groups are saved
+// (disbackend.GroupStateStore: the embedded store, and on DIS the
+// gateway stream __disgw_groups) Stable groups are saved
 // and restored across a restart, as Kafka keeps them (persist.go);
 // otherwise a gateway restart makes clients rejoin.
 //

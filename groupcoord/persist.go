@@ -17,7 +17,8 @@ import (
 // it when it takes the group over, so a broker restart does not make a
 // stable group rebalance: its members go on heartbeating and committing
 // with the generation they have. With a backend that keeps such state
-// (disbackend.GroupStateStore: the embedded store), the coordinator does
+// (disbackend.GroupStateStore: the embedded store, and on DIS the gateway
+// stream __disgw_groups), the coordinator does
 // the same: it saves a group when it becomes Stable (and when a static
 // member is replaced without a rebalance), saves it with no members and
 // its protocol type when the group becomes empty (deleted with the group

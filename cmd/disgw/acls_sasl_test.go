@@ -31,174 +31,156 @@ import (
 // what was added, and after a restart the same holds.
 func TestKafkaACLsSASLConsumer(t *testing.T) {
 	t.Parallel()
-	for _, backend := range []string{"local", "dis"} {
-		t.Run(backend, func(t *testing.T) {
-			t.Parallel()
-			dir := t.TempDir()
-			users := filepath.Join(dir, "users")
-			const adminPass, alicePass = "admin-secret-512", "alice-secret-256"
-			if err := os.WriteFile(users, []byte("SCRAM-SHA-512 admin "+adminPass+"\nSCRAM-SHA-256 alice "+alicePass+"\n"), 0o600); err != nil {
+	forEachBackend(t, func(t *testing.T, b backendFixture) {
+		dir := t.TempDir()
+		users := filepath.Join(dir, "users")
+		const adminPass, alicePass = "admin-secret-512", "alice-secret-256"
+		if err := os.WriteFile(users, []byte("SCRAM-SHA-512 admin "+adminPass+"\nSCRAM-SHA-256 alice "+alicePass+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+		defer cancel()
+		gw := b.gateway(t, gatewayOpts{listeners: "SASL_PLAINTEXT://127.0.0.1:0", env: []string{"DISGW_SASL_USERS_FILE=" + users,
+			"DISGW_AUTHORIZER=true", "DISGW_SUPER_USERS=User:admin"}})
+		addr := gw.addr
+
+		adminOpt := kgo.SASL(scram.Auth{User: "admin", Pass: adminPass}.AsSha512Mechanism())
+		aliceOpt := kgo.SASL(scram.Auth{User: "alice", Pass: alicePass}.AsSha256Mechanism())
+		client := func(addr string, opts ...kgo.Opt) *kgo.Client {
+			t.Helper()
+			cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr)}, opts...)...)
+			if err != nil {
 				t.Fatal(err)
 			}
-			ready := filepath.Join(dir, "gw-ready")
-			args := []string{"serve", "--ready-file", ready}
-			vars := []string{"DISGW_LISTENERS=SASL_PLAINTEXT://127.0.0.1:0", "DISGW_SASL_USERS_FILE=" + users,
-				"DISGW_AUTHORIZER=true", "DISGW_SUPER_USERS=User:admin"}
-			if backend == "dis" {
-				const ak, sk, project = "acl-sasl-access-key", "acl-sasl-secret-key", "aclsaslproject"
-				disReady := filepath.Join(dir, "dis-ready")
-				d := start(t, environ("DISGW_DISLOCAL_SK="+sk), "dislocal", "--listen", "127.0.0.1:0",
-					"--data", filepath.Join(dir, "dis"), "--ak", ak, "--project-id", project, "--ready-file", disReady)
-				endpoint := "http://" + d.waitReady(t, disReady)
-				args = append(args, "--backend", "dis", "--dis-endpoint", endpoint, "--dis-project-id", project)
-				vars = append(vars, "DISGW_DIS_AK="+ak, "DISGW_DIS_SK="+sk)
-			} else {
-				args = append(args, "--data", filepath.Join(dir, "data"))
-			}
-			env := environ(vars...)
-			ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
-			defer cancel()
-			gw := start(t, env, args...)
-			addr := gw.waitReady(t, ready)
+			t.Cleanup(cl.Close)
+			return cl
+		}
 
-			adminOpt := kgo.SASL(scram.Auth{User: "admin", Pass: adminPass}.AsSha512Mechanism())
-			aliceOpt := kgo.SASL(scram.Auth{User: "alice", Pass: alicePass}.AsSha256Mechanism())
-			client := func(addr string, opts ...kgo.Opt) *kgo.Client {
-				t.Helper()
-				cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr)}, opts...)...)
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(cl.Close)
-				return cl
+		// admin: the topics, one record each.
+		admin := client(addr, adminOpt)
+		adm := kadm.NewClient(admin)
+		for _, topic := range []string{"team-a.x", "team-b.x"} {
+			if r, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil || r.Err != nil {
+				t.Fatalf("admin creates %s: %v %v", topic, err, r.Err)
 			}
+			if err := admin.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("in " + topic)}).FirstErr(); err != nil {
+				t.Fatalf("admin produces to %s: %v", topic, err)
+			}
+		}
 
-			// admin: the topics, one record each.
-			admin := client(addr, adminOpt)
-			adm := kadm.NewClient(admin)
-			for _, topic := range []string{"team-a.x", "team-b.x"} {
-				if r, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil || r.Err != nil {
-					t.Fatalf("admin creates %s: %v %v", topic, err, r.Err)
-				}
-				if err := admin.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("in " + topic)}).FirstErr(); err != nil {
-					t.Fatalf("admin produces to %s: %v", topic, err)
-				}
-			}
-
-			want := []string{
-				"GROUP team-a- PREFIXED User:alice * READ ALLOW",
-				"TOPIC team-a. PREFIXED User:alice * DESCRIBE ALLOW",
-				"TOPIC team-a. PREFIXED User:alice * READ ALLOW",
-			}
-			java := kafkaTools(t)
-			props := filepath.Join(dir, "admin.properties")
-			if err := os.WriteFile(props, []byte("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-512\n"+
-				`sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="`+adminPass+"\";\n"), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			list := func(addr string) []string {
-				t.Helper()
-				if java != nil {
-					return parseACLList(java(t, "org.apache.kafka.tools.AclCommand", "--bootstrap-server", addr, "--command-config", props, "--list"))
-				}
-				return kadmACLs(ctx, t, addr, adminOpt)
-			}
+		want := []string{
+			"GROUP team-a- PREFIXED User:alice * READ ALLOW",
+			"TOPIC team-a. PREFIXED User:alice * DESCRIBE ALLOW",
+			"TOPIC team-a. PREFIXED User:alice * READ ALLOW",
+		}
+		java := kafkaTools(t)
+		props := filepath.Join(dir, "admin.properties")
+		if err := os.WriteFile(props, []byte("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-512\n"+
+			`sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="`+adminPass+"\";\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		list := func(addr string) []string {
+			t.Helper()
 			if java != nil {
-				java(t, "org.apache.kafka.tools.AclCommand", "--bootstrap-server", addr, "--command-config", props, "--add",
-					"--allow-principal", "User:alice", "--consumer", "--topic", "team-a.", "--group", "team-a-", "--resource-pattern-type", "prefixed")
-			} else {
-				for _, b := range []*kadm.ACLBuilder{
-					kadm.NewACLs().Topics("team-a.").ResourcePatternType(kadm.ACLPatternPrefixed).Allow("User:alice").AllowHosts("*").Operations(kadm.OpRead, kadm.OpDescribe),
-					kadm.NewACLs().Groups("team-a-").ResourcePatternType(kadm.ACLPatternPrefixed).Allow("User:alice").AllowHosts("*").Operations(kadm.OpRead),
-				} {
-					if _, err := adm.CreateACLs(ctx, b); err != nil {
-						t.Fatal(err)
-					}
-				}
+				return parseACLList(java(t, "org.apache.kafka.tools.AclCommand", "--bootstrap-server", addr, "--command-config", props, "--list"))
 			}
-			if got := list(addr); !slices.Equal(got, want) {
-				t.Fatalf("kafka-acls --list = %q, want %q", got, want)
-			}
-
-			check := func(addr, group string) {
-				t.Helper()
-				// alice reads team-a.x in a group of the prefix team-a-.
-				cons := client(addr, aliceOpt, kgo.ConsumerGroup(group), kgo.ConsumeTopics("team-a.x"),
-					kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-				fctx, fcancel := context.WithTimeout(ctx, 30*time.Second)
-				fs := cons.PollFetches(fctx)
-				fcancel()
-				if err := fs.Err(); err != nil {
-					t.Fatalf("alice consuming team-a.x: %v", err)
-				}
-				if recs := fs.Records(); len(recs) != 1 || string(recs[0].Value) != "in team-a.x" {
-					t.Fatalf("alice read %d records from team-a.x, want the 1 produced", len(recs))
-				}
-				cons.Close()
-
-				alice := client(addr, aliceOpt)
-				md, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, alice)
-				if err != nil {
+			return kadmACLs(ctx, t, addr, adminOpt)
+		}
+		if java != nil {
+			java(t, "org.apache.kafka.tools.AclCommand", "--bootstrap-server", addr, "--command-config", props, "--add",
+				"--allow-principal", "User:alice", "--consumer", "--topic", "team-a.", "--group", "team-a-", "--resource-pattern-type", "prefixed")
+		} else {
+			for _, b := range []*kadm.ACLBuilder{
+				kadm.NewACLs().Topics("team-a.").ResourcePatternType(kadm.ACLPatternPrefixed).Allow("User:alice").AllowHosts("*").Operations(kadm.OpRead, kadm.OpDescribe),
+				kadm.NewACLs().Groups("team-a-").ResourcePatternType(kadm.ACLPatternPrefixed).Allow("User:alice").AllowHosts("*").Operations(kadm.OpRead),
+			} {
+				if _, err := adm.CreateACLs(ctx, b); err != nil {
 					t.Fatal(err)
 				}
-				var seen []string
-				for _, tp := range md.Topics {
-					seen = append(seen, *tp.Topic)
-				}
-				if !slices.Equal(seen, []string{"team-a.x"}) {
-					t.Fatalf("alice's Metadata of all topics lists %q, want only team-a.x", seen)
-				}
+			}
+		}
+		if got := list(addr); !slices.Equal(got, want) {
+			t.Fatalf("kafka-acls --list = %q, want %q", got, want)
+		}
 
-				fetch := kmsg.NewPtrFetchRequest()
-				fetch.MaxWaitMillis, fetch.MaxBytes = 100, 1<<20
-				ft := kmsg.NewFetchRequestTopic()
-				ft.Topic = "team-b.x"
-				fp := kmsg.NewFetchRequestTopicPartition()
-				fp.PartitionMaxBytes = 1 << 20
-				ft.Partitions = append(ft.Partitions, fp)
-				fetch.Topics = append(fetch.Topics, ft)
-				// Fetch v12 (Kafka 3.0's newest): by topic name; v13+ names
-				// topics by id, which Metadata does not give alice.
-				old := client(addr, aliceOpt, kgo.MaxVersions(kversion.V3_0_0()))
-				resp, err := fetch.RequestWith(ctx, old)
-				if err != nil {
-					t.Fatal(err)
-				}
-				fr := resp
-				if len(fr.Topics) != 1 || len(fr.Topics[0].Partitions) != 1 {
-					t.Fatalf("Fetch of team-b.x: %+v", fr)
-				}
-				p := fr.Topics[0].Partitions[0]
-				if err := kerr.ErrorForCode(p.ErrorCode); !errors.Is(err, kerr.TopicAuthorizationFailed) || len(p.RecordBatches) != 0 {
-					t.Fatalf("alice fetching team-b.x: %v with %d bytes, want TOPIC_AUTHORIZATION_FAILED and none", err, len(p.RecordBatches))
-				}
+		check := func(addr, group string) {
+			t.Helper()
+			// alice reads team-a.x in a group of the prefix team-a-.
+			cons := client(addr, aliceOpt, kgo.ConsumerGroup(group), kgo.ConsumeTopics("team-a.x"),
+				kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+			fctx, fcancel := context.WithTimeout(ctx, 30*time.Second)
+			fs := cons.PollFetches(fctx)
+			fcancel()
+			if err := fs.Err(); err != nil {
+				t.Fatalf("alice consuming team-a.x: %v", err)
+			}
+			if recs := fs.Records(); len(recs) != 1 || string(recs[0].Value) != "in team-a.x" {
+				t.Fatalf("alice read %d records from team-a.x, want the 1 produced", len(recs))
+			}
+			cons.Close()
 
-				del, err := kadm.NewClient(alice).DeleteTopics(ctx, "team-a.x", "team-b.x")
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, topic := range []string{"team-a.x", "team-b.x"} {
-					if !errors.Is(del[topic].Err, kerr.TopicAuthorizationFailed) {
-						t.Fatalf("alice deleting %s: %v, want TOPIC_AUTHORIZATION_FAILED", topic, del[topic].Err)
-					}
-				}
+			alice := client(addr, aliceOpt)
+			md, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, alice)
+			if err != nil {
+				t.Fatal(err)
 			}
-			check(addr, "team-a-1")
+			var seen []string
+			for _, tp := range md.Topics {
+				seen = append(seen, *tp.Topic)
+			}
+			if !slices.Equal(seen, []string{"team-a.x"}) {
+				t.Fatalf("alice's Metadata of all topics lists %q, want only team-a.x", seen)
+			}
 
-			if code := gw.stop(t, syscall.SIGTERM); code != 0 {
-				t.Fatalf("exit code after SIGTERM = %d, want 0", code)
+			fetch := kmsg.NewPtrFetchRequest()
+			fetch.MaxWaitMillis, fetch.MaxBytes = 100, 1<<20
+			ft := kmsg.NewFetchRequestTopic()
+			ft.Topic = "team-b.x"
+			fp := kmsg.NewFetchRequestTopicPartition()
+			fp.PartitionMaxBytes = 1 << 20
+			ft.Partitions = append(ft.Partitions, fp)
+			fetch.Topics = append(fetch.Topics, ft)
+			// Fetch v12 (Kafka 3.0's newest): by topic name; v13+ names
+			// topics by id, which Metadata does not give alice.
+			old := client(addr, aliceOpt, kgo.MaxVersions(kversion.V3_0_0()))
+			resp, err := fetch.RequestWith(ctx, old)
+			if err != nil {
+				t.Fatal(err)
 			}
-			gw = start(t, env, args...)
-			addr = gw.waitReady(t, ready)
-			if got := list(addr); !slices.Equal(got, want) {
-				t.Fatalf("after a restart kafka-acls --list = %q, want %q", got, want)
+			fr := resp
+			if len(fr.Topics) != 1 || len(fr.Topics[0].Partitions) != 1 {
+				t.Fatalf("Fetch of team-b.x: %+v", fr)
 			}
-			check(addr, "team-a-2")
-			if code := gw.stop(t, syscall.SIGTERM); code != 0 {
-				t.Fatalf("exit code after SIGTERM = %d, want 0", code)
+			p := fr.Topics[0].Partitions[0]
+			if err := kerr.ErrorForCode(p.ErrorCode); !errors.Is(err, kerr.TopicAuthorizationFailed) || len(p.RecordBatches) != 0 {
+				t.Fatalf("alice fetching team-b.x: %v with %d bytes, want TOPIC_AUTHORIZATION_FAILED and none", err, len(p.RecordBatches))
 			}
-		})
-	}
+
+			del, err := kadm.NewClient(alice).DeleteTopics(ctx, "team-a.x", "team-b.x")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, topic := range []string{"team-a.x", "team-b.x"} {
+				if !errors.Is(del[topic].Err, kerr.TopicAuthorizationFailed) {
+					t.Fatalf("alice deleting %s: %v, want TOPIC_AUTHORIZATION_FAILED", topic, del[topic].Err)
+				}
+			}
+		}
+		check(addr, "team-a-1")
+
+		if code := gw.stop(t, syscall.SIGTERM); code != 0 {
+			t.Fatalf("exit code after SIGTERM = %d, want 0", code)
+		}
+		gw = gw.restart(t)
+		addr = gw.addr
+		if got := list(addr); !slices.Equal(got, want) {
+			t.Fatalf("after a restart kafka-acls --list = %q, want %q", got, want)
+		}
+		check(addr, "team-a-2")
+		if code := gw.stop(t, syscall.SIGTERM); code != 0 {
+			t.Fatalf("exit code after SIGTERM = %d, want 0", code)
+		}
+	}, disAccount{"acl-sasl-access-key", "acl-sasl-secret-key", "aclsaslproject"})
 }
 
 // TestKcatFetchRefused: kcat (librdkafka) as a user that may DESCRIBE a
@@ -220,10 +202,9 @@ func TestKcatFetchRefused(t *testing.T) {
 	if err := os.WriteFile(users, []byte("SCRAM-SHA-512 admin admin-secret\nSCRAM-SHA-256 carol carol-secret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ready := filepath.Join(dir, "ready")
-	gw := start(t, environ("DISGW_LISTENERS=SASL_PLAINTEXT://127.0.0.1:0", "DISGW_SASL_USERS_FILE="+users,
-		"DISGW_AUTHORIZER=true", "DISGW_SUPER_USERS=User:admin"), "serve", "--data", filepath.Join(dir, "data"), "--ready-file", ready)
-	addr := gw.waitReady(t, ready)
+	gw := startGateway(t, gatewayOpts{listeners: "SASL_PLAINTEXT://127.0.0.1:0", env: []string{"DISGW_SASL_USERS_FILE=" + users,
+		"DISGW_AUTHORIZER=true", "DISGW_SUPER_USERS=User:admin"}})
+	addr := gw.addr
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	admin, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.SASL(scram.Auth{User: "admin", Pass: "admin-secret"}.AsSha512Mechanism()))

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -23,76 +22,58 @@ import (
 // restart of the gateway.
 func TestKafkaACLsRestart(t *testing.T) {
 	t.Parallel()
-	for _, backend := range []string{"local", "dis"} {
-		t.Run(backend, func(t *testing.T) {
-			t.Parallel()
-			dir := t.TempDir()
-			ready := filepath.Join(dir, "gw-ready")
-			args := []string{"serve", "--listen", "127.0.0.1:0", "--ready-file", ready}
-			env := environ("DISGW_AUTHORIZER=true", "DISGW_SUPER_USERS=User:admin;User:ANONYMOUS")
-			if backend == "dis" {
-				const ak, sk, project = "acl-access-key", "acl-secret-key", "aclproject"
-				disReady := filepath.Join(dir, "dis-ready")
-				d := start(t, environ("DISGW_DISLOCAL_SK="+sk), "dislocal", "--listen", "127.0.0.1:0",
-					"--data", filepath.Join(dir, "dis"), "--ak", ak, "--project-id", project, "--ready-file", disReady)
-				endpoint := "http://" + d.waitReady(t, disReady)
-				args = append(args, "--backend", "dis", "--dis-endpoint", endpoint, "--dis-project-id", project)
-				env = environ("DISGW_AUTHORIZER=true", "DISGW_SUPER_USERS=User:admin;User:ANONYMOUS", "DISGW_DIS_AK="+ak, "DISGW_DIS_SK="+sk)
-			} else {
-				args = append(args, "--data", filepath.Join(dir, "data"))
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-			defer cancel()
-			gw := start(t, env, args...)
-			addr := gw.waitReady(t, ready)
+	forEachBackend(t, func(t *testing.T, b backendFixture) {
+		ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+		defer cancel()
+		gw := b.gateway(t, gatewayOpts{env: []string{"DISGW_AUTHORIZER=true", "DISGW_SUPER_USERS=User:admin;User:ANONYMOUS"}})
+		addr := gw.addr
 
-			want := []string{
-				"GROUP team-a- PREFIXED User:alice * READ ALLOW",
-				"TOPIC team-a. PREFIXED User:alice * DESCRIBE ALLOW",
-				"TOPIC team-a. PREFIXED User:alice * READ ALLOW",
-			}
-			java := kafkaTools(t)
-			list := func(addr string) []string {
-				t.Helper()
-				if java != nil {
-					return parseACLList(java(t, "org.apache.kafka.tools.AclCommand", "--bootstrap-server", addr, "--list"))
-				}
-				return kadmACLs(ctx, t, addr)
-			}
+		want := []string{
+			"GROUP team-a- PREFIXED User:alice * READ ALLOW",
+			"TOPIC team-a. PREFIXED User:alice * DESCRIBE ALLOW",
+			"TOPIC team-a. PREFIXED User:alice * READ ALLOW",
+		}
+		java := kafkaTools(t)
+		list := func(addr string) []string {
+			t.Helper()
 			if java != nil {
-				java(t, "org.apache.kafka.tools.AclCommand", "--bootstrap-server", addr, "--add", "--allow-principal", "User:alice",
-					"--consumer", "--topic", "team-a.", "--group", "team-a-", "--resource-pattern-type", "prefixed")
-			} else {
-				cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
-				if err != nil {
+				return parseACLList(java(t, "org.apache.kafka.tools.AclCommand", "--bootstrap-server", addr, "--list"))
+			}
+			return kadmACLs(ctx, t, addr)
+		}
+		if java != nil {
+			java(t, "org.apache.kafka.tools.AclCommand", "--bootstrap-server", addr, "--add", "--allow-principal", "User:alice",
+				"--consumer", "--topic", "team-a.", "--group", "team-a-", "--resource-pattern-type", "prefixed")
+		} else {
+			cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+			if err != nil {
+				t.Fatal(err)
+			}
+			adm := kadm.NewClient(cl)
+			for _, b := range []*kadm.ACLBuilder{
+				kadm.NewACLs().Topics("team-a.").ResourcePatternType(kadm.ACLPatternPrefixed).Allow("User:alice").AllowHosts("*").Operations(kadm.OpRead, kadm.OpDescribe),
+				kadm.NewACLs().Groups("team-a-").ResourcePatternType(kadm.ACLPatternPrefixed).Allow("User:alice").AllowHosts("*").Operations(kadm.OpRead),
+			} {
+				if _, err := adm.CreateACLs(ctx, b); err != nil {
 					t.Fatal(err)
 				}
-				adm := kadm.NewClient(cl)
-				for _, b := range []*kadm.ACLBuilder{
-					kadm.NewACLs().Topics("team-a.").ResourcePatternType(kadm.ACLPatternPrefixed).Allow("User:alice").AllowHosts("*").Operations(kadm.OpRead, kadm.OpDescribe),
-					kadm.NewACLs().Groups("team-a-").ResourcePatternType(kadm.ACLPatternPrefixed).Allow("User:alice").AllowHosts("*").Operations(kadm.OpRead),
-				} {
-					if _, err := adm.CreateACLs(ctx, b); err != nil {
-						t.Fatal(err)
-					}
-				}
-				cl.Close()
 			}
-			if got := list(addr); !slices.Equal(got, want) {
-				t.Fatalf("kafka-acls --list = %q, want %q", got, want)
-			}
-			if code := gw.stop(t, syscall.SIGTERM); code != 0 {
-				t.Fatalf("exit code after SIGTERM = %d, want 0", code)
-			}
-			gw = start(t, env, args...)
-			if got := list(gw.waitReady(t, ready)); !slices.Equal(got, want) {
-				t.Fatalf("after a restart kafka-acls --list = %q, want %q", got, want)
-			}
-			if code := gw.stop(t, syscall.SIGTERM); code != 0 {
-				t.Fatalf("exit code after SIGTERM = %d, want 0", code)
-			}
-		})
-	}
+			cl.Close()
+		}
+		if got := list(addr); !slices.Equal(got, want) {
+			t.Fatalf("kafka-acls --list = %q, want %q", got, want)
+		}
+		if code := gw.stop(t, syscall.SIGTERM); code != 0 {
+			t.Fatalf("exit code after SIGTERM = %d, want 0", code)
+		}
+		gw = gw.restart(t)
+		if got := list(gw.addr); !slices.Equal(got, want) {
+			t.Fatalf("after a restart kafka-acls --list = %q, want %q", got, want)
+		}
+		if code := gw.stop(t, syscall.SIGTERM); code != 0 {
+			t.Fatalf("exit code after SIGTERM = %d, want 0", code)
+		}
+	}, disAccount{"acl-access-key", "acl-secret-key", "aclproject"})
 }
 
 // parseACLList reads kafka-acls --list's output:

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -123,7 +122,7 @@ func (c *produceCounter) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _
 // adminFixture is a running gateway with a topic of three partitions that
 // got n records from franz-go, all consumed and committed by a group.
 type adminFixture struct {
-	gw       *proc
+	gw       *gatewayProc
 	kafka    string // Kafka address
 	admin    string // http://HOST:PORT of the admin listener
 	topic    string
@@ -135,11 +134,9 @@ const adminPartitions = 3
 
 func startAdminFixture(t *testing.T, n int, extraArgs ...string) *adminFixture {
 	t.Helper()
-	dir := t.TempDir()
-	ready := filepath.Join(dir, "ready")
-	args := append([]string{"serve", "--listen", "127.0.0.1:0", "--data", filepath.Join(dir, "data"), "--ready-file", ready}, extraArgs...)
-	gw := start(t, environ("DISGW_METRICS_LAG_INTERVAL=200ms", "DISGW_GROUP_INITIAL_REBALANCE_DELAY=100ms"), args...)
-	f := &adminFixture{gw: gw, kafka: gw.waitReady(t, ready), topic: "ops.metrics-e2e", group: "ops-console-group"}
+	gw := startGateway(t, gatewayOpts{env: []string{"DISGW_METRICS_LAG_INTERVAL=200ms", "DISGW_GROUP_INITIAL_REBALANCE_DELAY=100ms"},
+		args: extraArgs})
+	f := &adminFixture{gw: gw, kafka: gw.addr, topic: "ops.metrics-e2e", group: "ops-console-group"}
 	started := gw.logLine(t, "started")
 	addr, _ := started["admin_listen"].(string)
 	if addr == "" {
@@ -300,20 +297,10 @@ func TestAdminMetricsCountsAndLag(t *testing.T) {
 func TestAdminReadyzFollowsDIS(t *testing.T) {
 	t.Parallel()
 	const ak, sk, project = "e2e-access-key", "e2e-secret-key-not-logged", "e2eproject"
-	dir := t.TempDir()
-	disReady := filepath.Join(dir, "dis-ready")
-	disArgs := func(listen string) []string {
-		return []string{"dislocal", "--listen", listen, "--data", filepath.Join(dir, "dis"), "--ak", ak,
-			"--project-id", project, "--ready-file", disReady}
-	}
-	d := start(t, environ("DISGW_DISLOCAL_SK="+sk), disArgs("127.0.0.1:0")...)
-	disAddr := d.waitReady(t, disReady)
+	d := startDISLocal(t, disLocalOpts{account: disAccount{ak, sk, project}})
 
-	gwReady := filepath.Join(dir, "gw-ready")
-	gw := start(t, environ("DISGW_DIS_AK="+ak, "DISGW_DIS_SK="+sk, "DISGW_METRICS_LAG_INTERVAL=200ms"), "serve",
-		"--listen", "127.0.0.1:0", "--backend", "dis", "--dis-endpoint", "http://"+disAddr, "--dis-project-id", project,
-		"--ready-file", gwReady)
-	kafka := gw.waitReady(t, gwReady)
+	gw := startGateway(t, gatewayOpts{dis: d, env: []string{"DISGW_METRICS_LAG_INTERVAL=200ms"}})
+	kafka := gw.addr
 	started := gw.logLine(t, "started")
 	base := "http://" + started["admin_listen"].(string)
 	cfg, _ := started["config"].(map[string]any)
@@ -364,8 +351,7 @@ func TestAdminReadyzFollowsDIS(t *testing.T) {
 	if body, _ := httpGet(t, base+"/readyz"); !strings.Contains(body, "backend") {
 		t.Errorf("/readyz body %q does not name the backend", body)
 	}
-	d = start(t, environ("DISGW_DISLOCAL_SK="+sk), disArgs(disAddr)...)
-	d.waitReady(t, disReady)
+	d.restart(t) // on the same address
 	eventually(t, "ready again with dislocal back", readyz(http.StatusOK))
 	if v, _ := sum(scrape(t, base), "disgw_backend_calls_total", map[string]string{"code": "TRANSPORT"}); v < 1 {
 		t.Errorf("no DIS call counted with code TRANSPORT while dislocal was down")

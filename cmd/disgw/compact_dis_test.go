@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -26,19 +25,14 @@ import (
 // there and no tombstoned key is (delete.retention.ms 2 s). retention.ms
 // -1 and the configs no stream tag holds read back as they are kept.
 func TestCompactedTopicOnDIS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long: waits twice for records to expire in DIS (16.8 s a generation)")
+	}
 	t.Parallel()
 	const ak, sk, project = "compact-access-key", "compact-secret-key", "compactproject"
-	dir := t.TempDir()
-	disReady := filepath.Join(dir, "dis-ready")
-	d := start(t, environ("DISGW_DISLOCAL_SK="+sk), "dislocal", "--listen", "127.0.0.1:0", "--retention-unit", "100ms",
-		"--data", filepath.Join(dir, "dis"), "--ak", ak, "--project-id", project, "--ready-file", disReady)
-	endpoint := "http://" + d.waitReady(t, disReady)
-	gwReady := filepath.Join(dir, "gw-ready")
-	env := environ("DISGW_DIS_AK="+ak, "DISGW_DIS_SK="+sk)
-	args := []string{"serve", "--listen", "127.0.0.1:0", "--backend", "dis", "--dis-endpoint", endpoint,
-		"--dis-project-id", project, "--ready-file", gwReady}
-	gw := start(t, env, args...)
-	addr := gw.waitReady(t, gwReady)
+	d := startDISLocal(t, disLocalOpts{account: disAccount{ak, sk, project}, args: []string{"--retention-unit", "100ms"}})
+	gw := startGateway(t, gatewayOpts{dis: d})
+	addr := gw.addr
 
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -149,11 +143,11 @@ func TestCompactedTopicOnDIS(t *testing.T) {
 	if code := gw.stop(t, syscall.SIGKILL); code == 0 {
 		t.Fatal("a killed gateway exited 0")
 	}
-	if err := os.Remove(gwReady); err != nil {
+	if err := os.Remove(gw.ready); err != nil {
 		t.Fatal(err)
 	}
-	gw = start(t, env, args...)
-	addr = gw.waitReady(t, gwReady)
+	gw = gw.restart(t)
+	addr = gw.addr
 	cl2, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	if err != nil {
 		t.Fatal(err)

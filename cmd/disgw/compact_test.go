@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -109,12 +108,8 @@ func readTopicErr(t *testing.T, addr, topic string) (map[int32][]fetchedRecord, 
 // cluster id.
 func TestCompactedTopic(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	ready := filepath.Join(dir, "ready")
-	args := []string{"serve", "--listen", "127.0.0.1:0", "--data", filepath.Join(dir, "data"), "--ready-file", ready}
-	env := environ("DISGW_CLEANER_CHECK_INTERVAL=100ms")
-	p := start(t, env, args...)
-	addr := p.waitReady(t, ready)
+	p := startGateway(t, gatewayOpts{env: []string{"DISGW_CLEANER_CHECK_INTERVAL=100ms"}})
+	addr := p.addr
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic("compacted"))
@@ -205,8 +200,8 @@ func TestCompactedTopic(t *testing.T) {
 	if code := p.stop(t, syscall.SIGTERM); code != 0 {
 		t.Fatalf("exit code %d", code)
 	}
-	p = start(t, env, args...)
-	addr = p.waitReady(t, ready)
+	p = p.restart(t)
+	addr = p.addr
 	if err := check(true); err != nil {
 		t.Fatalf("after a restart: %v", err)
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -25,136 +24,121 @@ import (
 // DIS, the stream's ext config checkpoint).
 func TestConfigsOnBothBackends(t *testing.T) {
 	t.Parallel()
-	for _, backend := range []string{"local", "dis"} {
-		t.Run(backend, func(t *testing.T) {
-			t.Parallel()
-			dir := t.TempDir()
-			var args []string
-			env := environ()
-			wantRetention := "604800000 DEFAULT_CONFIG"
-			if backend == "dis" {
-				endpoint := startDISLocal(t)
-				env = environ("DISGW_DIS_AK="+credsAK, "DISGW_DIS_SK="+credsSK)
-				args = []string{"--backend", "dis", "--dis-endpoint", endpoint, "--dis-project-id", credsProject, "--dis-region", "cn-north-4"}
-				wantRetention = "86400000 STATIC_BROKER_CONFIG [log.retention.ms=86400000/STATIC_BROKER_CONFIG]"
-			} else {
-				args = []string{"--data", filepath.Join(dir, "data")}
-			}
-			serve := func(n int) (*proc, string) {
-				ready := filepath.Join(dir, fmt.Sprint("ready", n))
-				p := start(t, env, append([]string{"serve", "--listen", "127.0.0.1:0", "--ready-file", ready}, args...)...)
-				return p, p.waitReady(t, ready)
-			}
-			gw, addr := serve(1)
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic("cfg.zstd"),
-				kgo.ProducerBatchCompression(kgo.GzipCompression()))
-			if err != nil {
+	forEachBackend(t, func(t *testing.T, b backendFixture) {
+		wantRetention := "604800000 DEFAULT_CONFIG"
+		if b.dis != nil {
+			wantRetention = "86400000 STATIC_BROKER_CONFIG [log.retention.ms=86400000/STATIC_BROKER_CONFIG]"
+		}
+		gw := b.gateway(t, gatewayOpts{args: b.onDIS("--dis-region", "cn-north-4")})
+		addr := gw.addr
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic("cfg.zstd"),
+			kgo.ProducerBatchCompression(kgo.GzipCompression()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		str := func(s string) *string { return &s }
+		if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, map[string]*string{
+			"compression.type": str("zstd"), "compression.zstd.level": str("10"),
+		}, "cfg.zstd"); err != nil {
+			t.Fatal(err)
+		}
+		var recs []*kgo.Record
+		for i := range 10 {
+			recs = append(recs, &kgo.Record{Key: fmt.Append(nil, i), Value: []byte(strings.Repeat("x", 100) + fmt.Sprint(i))})
+		}
+		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		cons, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics("cfg.zstd"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cons.Close()
+		for n := 0; n < 10; {
+			fs := cons.PollFetches(ctx)
+			if err := fs.Err(); err != nil {
 				t.Fatal(err)
 			}
-			defer cl.Close()
-			str := func(s string) *string { return &s }
-			if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, map[string]*string{
-				"compression.type": str("zstd"), "compression.zstd.level": str("10"),
-			}, "cfg.zstd"); err != nil {
-				t.Fatal(err)
-			}
-			var recs []*kgo.Record
-			for i := range 10 {
-				recs = append(recs, &kgo.Record{Key: fmt.Append(nil, i), Value: []byte(strings.Repeat("x", 100) + fmt.Sprint(i))})
-			}
-			if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-				t.Fatal(err)
-			}
-			cons, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics("cfg.zstd"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cons.Close()
-			for n := 0; n < 10; {
-				fs := cons.PollFetches(ctx)
-				if err := fs.Err(); err != nil {
-					t.Fatal(err)
+			fs.EachRecord(func(r *kgo.Record) {
+				if string(r.Value) != strings.Repeat("x", 100)+string(r.Key) {
+					t.Errorf("record %q = %q", r.Key, r.Value)
 				}
-				fs.EachRecord(func(r *kgo.Record) {
-					if string(r.Value) != strings.Repeat("x", 100)+string(r.Key) {
-						t.Errorf("record %q = %q", r.Key, r.Value)
-					}
-					n++
-				})
-			}
+				n++
+			})
+		}
 
-			check := func(addr string) {
-				t.Helper()
-				c, err := kgo.NewClient(kgo.SeedBrokers(addr))
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer c.Close()
-				req := kmsg.NewPtrDescribeConfigsRequest()
-				req.IncludeSynonyms = true
-				for _, rr := range []struct {
-					typ  kmsg.ConfigResourceType
-					name string
-				}{{kmsg.ConfigResourceTypeTopic, "cfg.zstd"}, {kmsg.ConfigResourceTypeBroker, ""}} {
-					res := kmsg.NewDescribeConfigsRequestResource()
-					res.ResourceType, res.ResourceName = rr.typ, rr.name
-					req.Resources = append(req.Resources, res)
-				}
-				resp, err := req.RequestWith(ctx, c)
-				if err != nil {
-					t.Fatal(err)
-				}
-				got := map[string]string{}
-				for _, res := range resp.Resources {
-					for _, cfg := range res.Configs {
-						v := "<null>"
-						if cfg.Value != nil {
-							v = *cfg.Value
-						}
-						s := v + " " + cfg.Source.String()
-						var syn []string
-						for _, sy := range cfg.ConfigSynonyms {
-							if sy.Source != kmsg.ConfigSourceDefaultConfig {
-								syn = append(syn, sy.Name+"="+*sy.Value+"/"+sy.Source.String())
-							}
-						}
-						if len(syn) > 0 {
-							s += " [" + strings.Join(syn, " ") + "]"
-						}
-						got[res.ResourceType.String()+" "+cfg.Name] = s
+		check := func(addr string) {
+			t.Helper()
+			c, err := kgo.NewClient(kgo.SeedBrokers(addr))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			req := kmsg.NewPtrDescribeConfigsRequest()
+			req.IncludeSynonyms = true
+			for _, rr := range []struct {
+				typ  kmsg.ConfigResourceType
+				name string
+			}{{kmsg.ConfigResourceTypeTopic, "cfg.zstd"}, {kmsg.ConfigResourceTypeBroker, ""}} {
+				res := kmsg.NewDescribeConfigsRequestResource()
+				res.ResourceType, res.ResourceName = rr.typ, rr.name
+				req.Resources = append(req.Resources, res)
+			}
+			resp, err := req.RequestWith(ctx, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]string{}
+			for _, res := range resp.Resources {
+				for _, cfg := range res.Configs {
+					v := "<null>"
+					if cfg.Value != nil {
+						v = *cfg.Value
 					}
-				}
-				for k, v := range map[string]string{
-					"TOPIC compression.type":       "zstd DYNAMIC_TOPIC_CONFIG [compression.type=zstd/DYNAMIC_TOPIC_CONFIG]",
-					"TOPIC compression.zstd.level": "10 DYNAMIC_TOPIC_CONFIG [compression.zstd.level=10/DYNAMIC_TOPIC_CONFIG]",
-					"TOPIC retention.ms":           wantRetention,
-					"BROKER advertised.listeners":  "PLAINTEXT://" + addr + " STATIC_BROKER_CONFIG [advertised.listeners=PLAINTEXT://" + addr + "/STATIC_BROKER_CONFIG]",
-				} {
-					if got[k] != v {
-						t.Errorf("%s = %q, want %q", k, got[k], v)
+					s := v + " " + cfg.Source.String()
+					var syn []string
+					for _, sy := range cfg.ConfigSynonyms {
+						if sy.Source != kmsg.ConfigSourceDefaultConfig {
+							syn = append(syn, sy.Name+"="+*sy.Value+"/"+sy.Source.String())
+						}
 					}
-				}
-				meta := kmsg.NewPtrMetadataRequest()
-				mresp, err := meta.RequestWith(ctx, c)
-				if err != nil {
-					t.Fatal(err)
-				}
-				internal := false
-				for _, tp := range mresp.Topics {
-					internal = internal || *tp.Topic == "__consumer_offsets" && tp.IsInternal
-				}
-				if !internal {
-					t.Error("__consumer_offsets is not listed as internal")
+					if len(syn) > 0 {
+						s += " [" + strings.Join(syn, " ") + "]"
+					}
+					got[res.ResourceType.String()+" "+cfg.Name] = s
 				}
 			}
-			check(addr)
-			if code := gw.stop(t, syscall.SIGTERM); code != 0 {
-				t.Fatalf("exit code %d", code)
+			for k, v := range map[string]string{
+				"TOPIC compression.type":       "zstd DYNAMIC_TOPIC_CONFIG [compression.type=zstd/DYNAMIC_TOPIC_CONFIG]",
+				"TOPIC compression.zstd.level": "10 DYNAMIC_TOPIC_CONFIG [compression.zstd.level=10/DYNAMIC_TOPIC_CONFIG]",
+				"TOPIC retention.ms":           wantRetention,
+				"BROKER advertised.listeners":  "PLAINTEXT://" + addr + " STATIC_BROKER_CONFIG [advertised.listeners=PLAINTEXT://" + addr + "/STATIC_BROKER_CONFIG]",
+			} {
+				if got[k] != v {
+					t.Errorf("%s = %q, want %q", k, got[k], v)
+				}
 			}
-			_, addr = serve(2)
-			check(addr)
-		})
-	}
+			meta := kmsg.NewPtrMetadataRequest()
+			mresp, err := meta.RequestWith(ctx, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			internal := false
+			for _, tp := range mresp.Topics {
+				internal = internal || *tp.Topic == "__consumer_offsets" && tp.IsInternal
+			}
+			if !internal {
+				t.Error("__consumer_offsets is not listed as internal")
+			}
+		}
+		check(addr)
+		if code := gw.stop(t, syscall.SIGTERM); code != 0 {
+			t.Fatalf("exit code %d", code)
+		}
+		addr = gw.restart(t).addr
+		check(addr)
+	}, credsAccount)
 }

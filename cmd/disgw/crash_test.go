@@ -21,6 +21,9 @@ import (
 // page cache, so this proves the process-crash path; the machine-crash path
 // is proven by backendtest's crash test on Pebble's crashable filesystem.)
 func TestKill9(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long: a kill -9 loop, five rounds")
+	}
 	dir := t.TempDir()
 	const crashTopic, parts, rounds = "crash.stream", 3, 5
 	type key struct {
@@ -30,10 +33,10 @@ func TestKill9(t *testing.T) {
 	acked := map[key]string{}
 	var mu sync.Mutex
 
-	startAt := func(t *testing.T, round int) (*proc, string) {
+	startAt := func(t *testing.T, round int) (*gatewayProc, string) {
 		ready := filepath.Join(t.TempDir(), fmt.Sprintf("ready-%d", round))
-		p := start(t, environ(), "serve", "--listen", "127.0.0.1:0", "--data", dir, "--ready-file", ready, "--log-level", "warn")
-		return p, p.waitReady(t, ready)
+		p := startGateway(t, gatewayOpts{data: dir, ready: ready, args: []string{"--log-level", "warn"}})
+		return p, p.addr
 	}
 	verify := func(t *testing.T, addr string) {
 		t.Helper()
@@ -133,12 +136,16 @@ func TestKill9(t *testing.T) {
 // SIGKILL and started again, and a new consumer of the same group starts
 // exactly at the committed offsets: no record before them, none skipped.
 func TestKill9GroupResume(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long: kill -9 after 900 records produced one at a time")
+	}
 	dir := t.TempDir()
 	const grpTopic, group, parts, n = "grp.crash", "crash-group", 3, 900
-	startAt := func(name string) (*proc, string) {
+	startAt := func(name string) (*gatewayProc, string) {
 		ready := filepath.Join(t.TempDir(), name)
-		p := start(t, environ("DISGW_GROUP_INITIAL_REBALANCE_DELAY=100ms"), "serve", "--listen", "127.0.0.1:0", "--data", dir, "--ready-file", ready, "--log-level", "warn")
-		return p, p.waitReady(t, ready)
+		p := startGateway(t, gatewayOpts{data: dir, ready: ready, env: []string{"DISGW_GROUP_INITIAL_REBALANCE_DELAY=100ms"},
+			args: []string{"--log-level", "warn"}})
+		return p, p.addr
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

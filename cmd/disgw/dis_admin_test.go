@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -21,15 +20,8 @@ import (
 func TestAdminAPIsOnDIS(t *testing.T) {
 	t.Parallel()
 	const ak, sk, project = "admin-access-key", "admin-secret-key", "adminproject"
-	dir := t.TempDir()
-	disReady := filepath.Join(dir, "dis-ready")
-	d := start(t, environ("DISGW_DISLOCAL_SK="+sk), "dislocal", "--listen", "127.0.0.1:0",
-		"--data", filepath.Join(dir, "dis"), "--ak", ak, "--project-id", project, "--ready-file", disReady)
-	endpoint := "http://" + d.waitReady(t, disReady)
-	gwReady := filepath.Join(dir, "gw-ready")
-	gw := start(t, environ("DISGW_DIS_AK="+ak, "DISGW_DIS_SK="+sk), "serve", "--listen", "127.0.0.1:0",
-		"--backend", "dis", "--dis-endpoint", endpoint, "--dis-project-id", project, "--ready-file", gwReady)
-	addr := gw.waitReady(t, gwReady)
+	d := startDISLocal(t, disLocalOpts{account: disAccount{ak, sk, project}})
+	addr := startGateway(t, gatewayOpts{dis: d}).addr
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

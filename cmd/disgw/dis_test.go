@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -29,17 +28,11 @@ import (
 func TestServeOnDIS(t *testing.T) {
 	t.Parallel()
 	const ak, sk, project = "e2e-access-key", "e2e-secret-key-not-logged", "e2eproject"
-	dir := t.TempDir()
-	disReady := filepath.Join(dir, "dis-ready")
-	d := start(t, environ("DISGW_DISLOCAL_SK="+sk), "dislocal", "--listen", "127.0.0.1:0",
-		"--data", filepath.Join(dir, "dis"), "--ak", ak, "--project-id", project, "--ready-file", disReady)
-	endpoint := "http://" + d.waitReady(t, disReady)
+	d := startDISLocal(t, disLocalOpts{account: disAccount{ak, sk, project}})
+	endpoint := d.endpoint
 
-	gwReady := filepath.Join(dir, "gw-ready")
-	gw := start(t, environ("DISGW_DIS_AK="+ak, "DISGW_DIS_SK="+sk), "serve", "--listen", "127.0.0.1:0",
-		"--backend", "dis", "--dis-endpoint", endpoint, "--dis-project-id", project, "--dis-region", "cn-north-4",
-		"--ready-file", gwReady)
-	addr := gw.waitReady(t, gwReady)
+	gw := startGateway(t, gatewayOpts{dis: d, args: []string{"--dis-region", "cn-north-4"}})
+	addr := gw.addr
 
 	const topic = "dis.e2e"
 	ts := time.UnixMilli(1_700_000_000_123)

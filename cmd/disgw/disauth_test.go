@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -41,16 +40,11 @@ func disAuthLines(t *testing.T, out, code, sk string) []map[string]any {
 func TestServeOnDISWrongSecretKey(t *testing.T) {
 	t.Parallel()
 	const ak, sk, project = "e2e-access-key", "e2e-secret-key", "e2eproject"
-	dir := t.TempDir()
-	disReady := filepath.Join(dir, "dis-ready")
-	d := start(t, environ("DISGW_DISLOCAL_SK="+sk), "dislocal", "--listen", "127.0.0.1:0",
-		"--data", filepath.Join(dir, "dis"), "--ak", ak, "--project-id", project, "--ready-file", disReady)
-	endpoint := "http://" + d.waitReady(t, disReady)
+	d := startDISLocal(t, disLocalOpts{account: disAccount{ak, sk, project}})
 
 	const wrong = "wrong-secret-key-not-logged"
-	gwReady := filepath.Join(dir, "gw-ready")
-	gw := start(t, environ("DISGW_DIS_AK="+ak, "DISGW_DIS_SK="+wrong), "serve", "--listen", "127.0.0.1:0",
-		"--backend", "dis", "--dis-endpoint", endpoint, "--dis-project-id", project, "--ready-file", gwReady)
+	gw := startGateway(t, gatewayOpts{dis: d, ownCredentials: true, env: []string{"DISGW_DIS_AK=" + ak, "DISGW_DIS_SK=" + wrong},
+		args: []string{"--dis-project-id", project}, noWait: true})
 	if code := gw.wait(t); code != exitError {
 		t.Fatalf("serve with a wrong SK: exit code %d, want %d", code, exitError)
 	}
@@ -68,16 +62,10 @@ func TestServeOnDISWrongSecretKey(t *testing.T) {
 func TestServeOnDISCredentialsRejected(t *testing.T) {
 	t.Parallel()
 	const ak, sk, project = "e2e-access-key", "e2e-secret-key", "e2eproject"
-	dir := t.TempDir()
-	disReady := filepath.Join(dir, "dis-ready")
-	d := start(t, environ("DISGW_DISLOCAL_SK="+sk), "dislocal", "--listen", "127.0.0.1:0",
-		"--data", filepath.Join(dir, "dis"), "--ak", ak, "--project-id", project, "--ready-file", disReady)
-	disAddr := d.waitReady(t, disReady)
+	d := startDISLocal(t, disLocalOpts{account: disAccount{ak, sk, project}})
 
-	gwReady := filepath.Join(dir, "gw-ready")
-	gw := start(t, environ("DISGW_DIS_AK="+ak, "DISGW_DIS_SK="+sk), "serve", "--listen", "127.0.0.1:0",
-		"--backend", "dis", "--dis-endpoint", "http://"+disAddr, "--dis-project-id", project, "--ready-file", gwReady)
-	addr := gw.waitReady(t, gwReady)
+	gw := startGateway(t, gatewayOpts{dis: d})
+	addr := gw.addr
 
 	const deliveryTimeout = 20 * time.Second
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic("auth.topic"), kgo.AllowAutoTopicCreation(),
@@ -95,9 +83,8 @@ func TestServeOnDISCredentialsRejected(t *testing.T) {
 	if code := d.stop(t, syscall.SIGTERM); code != 0 {
 		t.Fatalf("dislocal exit code %d", code)
 	}
-	d = start(t, environ("DISGW_DISLOCAL_SK=rotated-"+sk), "dislocal", "--listen", disAddr,
-		"--data", filepath.Join(dir, "dis"), "--ak", ak, "--project-id", project, "--ready-file", disReady)
-	d.waitReady(t, disReady)
+	// On the same address and data, with another SK.
+	d.restart(t, func(o *disLocalOpts) { o.account.sk = "rotated-" + sk })
 
 	begin := time.Now()
 	err = cl.ProduceSync(ctx, &kgo.Record{Value: []byte("after")}).FirstErr()

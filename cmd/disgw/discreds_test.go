@@ -19,16 +19,8 @@ const (
 	credsProject = "credsproject"
 )
 
-// startDISLocal starts `disgw dislocal` checking signatures with credsAK and
-// credsSK and returns its endpoint URL.
-func startDISLocal(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	ready := filepath.Join(dir, "dis-ready")
-	d := start(t, environ("DISGW_DISLOCAL_SK="+credsSK), "dislocal", "--listen", "127.0.0.1:0",
-		"--data", filepath.Join(dir, "dis"), "--ak", credsAK, "--project-id", credsProject, "--ready-file", ready)
-	return "http://" + d.waitReady(t, ready)
-}
+// credsAccount is the account of the dislocal of the credentials tests.
+var credsAccount = disAccount{credsAK, credsSK, credsProject}
 
 // writeCredsFile writes an SDK credentials file of mode perm and returns its
 // path.
@@ -96,14 +88,12 @@ func TestServeOnDISCredentialsFile(t *testing.T) {
 	// it; the gateway produces and consumes, and no secret is in its output.
 	t.Run("file only", func(t *testing.T) {
 		t.Parallel()
-		endpoint := startDISLocal(t)
+		d := startDISLocal(t, disLocalOpts{account: credsAccount})
 		const stsToken = "security-token-not-logged" // sent as X-Security-Token, signed; dislocal ignores it
 		file := writeCredsFile(t, "# disgw e2e\n[basic]\nak = "+credsAK+"\nsk = "+credsSK+"\nproject_id = "+credsProject+
 			"\nsecurity_token = "+stsToken+"\n", 0o600)
-		ready := filepath.Join(t.TempDir(), "gw-ready")
-		gw := start(t, environ("DISGW_DIS_CREDENTIALS_FILE="+file), "serve", "--listen", "127.0.0.1:0",
-			"--backend", "dis", "--dis-endpoint", endpoint, "--ready-file", ready)
-		roundTrip(t, gw.waitReady(t, ready), "creds.file")
+		gw := startGateway(t, gatewayOpts{dis: d, ownCredentials: true, env: []string{"DISGW_DIS_CREDENTIALS_FILE=" + file}})
+		roundTrip(t, gw.addr, "creds.file")
 		if code := gw.stop(t, syscall.SIGTERM); code != 0 {
 			t.Fatalf("serve exit code after SIGTERM = %d", code)
 		}
@@ -123,12 +113,11 @@ func TestServeOnDISCredentialsFile(t *testing.T) {
 	// does not start (exit 1) and logs one error line naming DIS.4100.
 	t.Run("wrong secret", func(t *testing.T) {
 		t.Parallel()
-		endpoint := startDISLocal(t)
+		d := startDISLocal(t, disLocalOpts{account: credsAccount})
 		const wrong = "wrong-file-secret-not-logged"
 		file := writeCredsFile(t, "[basic]\nak = "+credsAK+"\nsk = "+wrong+"\n", 0o600)
-		ready := filepath.Join(t.TempDir(), "gw-ready")
-		gw := start(t, environ(), "serve", "--listen", "127.0.0.1:0", "--backend", "dis", "--dis-endpoint", endpoint,
-			"--dis-project-id", credsProject, "--dis-credentials-file", file, "--ready-file", ready)
+		gw := startGateway(t, gatewayOpts{dis: d, ownCredentials: true,
+			args: []string{"--dis-project-id", credsProject, "--dis-credentials-file", file}, noWait: true})
 		if code := gw.wait(t); code != exitError {
 			t.Fatalf("serve with a wrong secret in the file: exit code %d, want %d", code, exitError)
 		}
@@ -136,7 +125,7 @@ func TestServeOnDISCredentialsFile(t *testing.T) {
 		if len(lines) != 1 || lines[0]["level"] != "error" || !strings.Contains(lines[0]["error"].(string), "credentials") {
 			t.Fatalf("want one error line naming DIS.4100 and the credentials, got %v", lines)
 		}
-		if _, err := os.Stat(ready); err == nil {
+		if _, err := os.Stat(gw.ready); err == nil {
 			t.Fatal("ready file written")
 		}
 	})
@@ -145,14 +134,12 @@ func TestServeOnDISCredentialsFile(t *testing.T) {
 	// (its secret is wrong); an info line says so.
 	t.Run("environment over file", func(t *testing.T) {
 		t.Parallel()
-		endpoint := startDISLocal(t)
+		d := startDISLocal(t, disLocalOpts{account: credsAccount})
 		const wrong = "wrong-file-secret-not-logged"
 		file := writeCredsFile(t, "[basic]\nak = "+credsAK+"\nsk = "+wrong+"\n", 0o644)
-		ready := filepath.Join(t.TempDir(), "gw-ready")
-		gw := start(t, environ("DISGW_DIS_AK="+credsAK, "DISGW_DIS_SK="+credsSK, "DISGW_DIS_CREDENTIALS_FILE="+file),
-			"serve", "--listen", "127.0.0.1:0", "--backend", "dis", "--dis-endpoint", endpoint,
-			"--dis-project-id", credsProject, "--ready-file", ready)
-		roundTrip(t, gw.waitReady(t, ready), "creds.env")
+		// The account's DISGW_DIS_AK, DISGW_DIS_SK and --dis-project-id.
+		gw := startGateway(t, gatewayOpts{dis: d, env: []string{"DISGW_DIS_CREDENTIALS_FILE=" + file}})
+		roundTrip(t, gw.addr, "creds.env")
 		if code := gw.stop(t, syscall.SIGTERM); code != 0 {
 			t.Fatalf("serve exit code after SIGTERM = %d", code)
 		}
@@ -175,12 +162,11 @@ func TestServeOnDISCredentialsFile(t *testing.T) {
 	// (SSH would refuse such a key).
 	t.Run("open to others", func(t *testing.T) {
 		t.Parallel()
-		endpoint := startDISLocal(t)
+		d := startDISLocal(t, disLocalOpts{account: credsAccount})
 		file := writeCredsFile(t, "[basic]\nak = "+credsAK+"\nsk = "+credsSK+"\n", 0o644)
-		ready := filepath.Join(t.TempDir(), "gw-ready")
-		gw := start(t, environ("DISGW_DIS_CREDENTIALS_FILE="+file, "DISGW_DIS_PROJECT_ID="+credsProject), "serve",
-			"--listen", "127.0.0.1:0", "--backend", "dis", "--dis-endpoint", endpoint, "--ready-file", ready)
-		roundTrip(t, gw.waitReady(t, ready), "creds.open")
+		gw := startGateway(t, gatewayOpts{dis: d, ownCredentials: true,
+			env: []string{"DISGW_DIS_CREDENTIALS_FILE=" + file, "DISGW_DIS_PROJECT_ID=" + credsProject}})
+		roundTrip(t, gw.addr, "creds.open")
 		if code := gw.stop(t, syscall.SIGTERM); code != 0 {
 			t.Fatalf("serve exit code after SIGTERM = %d", code)
 		}
@@ -224,9 +210,8 @@ func TestServeOnDISCredentialsFileErrors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			ready := filepath.Join(t.TempDir(), "gw-ready")
-			gw := start(t, environ("DISGW_DIS_CREDENTIALS_FILE="+tc.file), "serve", "--listen", "127.0.0.1:0",
-				"--backend", "dis", "--dis-endpoint", "http://127.0.0.1:1", "--ready-file", ready)
+			// Nothing listens at the endpoint: the start fails before DIS is contacted.
+			gw := startGateway(t, gatewayOpts{disEndpoint: "http://127.0.0.1:1", env: []string{"DISGW_DIS_CREDENTIALS_FILE=" + tc.file}, noWait: true})
 			if code := gw.wait(t); code != exitError {
 				t.Fatalf("exit code %d, want %d", code, exitError)
 			}

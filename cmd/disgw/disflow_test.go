@@ -5,7 +5,6 @@ import (
 	be "encoding/binary"
 	"errors"
 	"math/rand/v2"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -29,19 +28,12 @@ import (
 // test failed most runs.
 func TestServeOnDISFlowControl(t *testing.T) {
 	if testing.Short() {
-		t.Skip("produces at DIS's rate limits for several seconds")
+		t.Skip("long: produces at DIS's rate limits for several seconds")
 	}
 	t.Parallel()
 	const ak, sk, project = "e2e-access-key", "e2e-secret-key", "e2eproject"
-	dir := t.TempDir()
-	disReady := filepath.Join(dir, "dis-ready")
-	d := start(t, environ("DISGW_DISLOCAL_SK="+sk), "dislocal", "--listen", "127.0.0.1:0", "--flow-control", "--fault-jitter", "300ms",
-		"--data", filepath.Join(dir, "dis"), "--ak", ak, "--project-id", project, "--ready-file", disReady)
-	endpoint := "http://" + d.waitReady(t, disReady)
-	gwReady := filepath.Join(dir, "gw-ready")
-	gw := start(t, environ("DISGW_DIS_AK="+ak, "DISGW_DIS_SK="+sk), "serve", "--listen", "127.0.0.1:0",
-		"--backend", "dis", "--dis-endpoint", endpoint, "--dis-project-id", project, "--ready-file", gwReady)
-	addr := gw.waitReady(t, gwReady)
+	d := startDISLocal(t, disLocalOpts{account: disAccount{ak, sk, project}, args: []string{"--flow-control", "--fault-jitter", "300ms"}})
+	addr := startGateway(t, gatewayOpts{dis: d}).addr
 
 	const (
 		topic      = "dis.flow"
@@ -161,18 +153,13 @@ func TestServeOnDISFlowControl(t *testing.T) {
 // once and in the order produced within its partition.
 func TestServeOnDISFaults(t *testing.T) {
 	if testing.Short() {
-		t.Skip("end to end with two processes")
+		t.Skip("long: 3,000 records through 30% injected DIS faults")
 	}
 	t.Parallel()
-	dir := t.TempDir()
-	disReady := filepath.Join(dir, "dis-ready")
-	d := start(t, environ(), "dislocal", "--listen", "127.0.0.1:0", "--data", filepath.Join(dir, "dis"),
-		"--fault-error-rate", "0.1", "--fault-drop-rate", "0.1", "--fault-lost-rate", "0.1", "--ready-file", disReady)
-	endpoint := "http://" + d.waitReady(t, disReady)
-	gwReady := filepath.Join(dir, "gw-ready")
-	gw := start(t, environ("DISGW_DIS_AK=ak", "DISGW_DIS_SK=sk"), "serve", "--listen", "127.0.0.1:0", "--backend", "dis", "--dis-endpoint", endpoint,
-		"--dis-project-id", "faults", "--ready-file", gwReady)
-	addr := gw.waitReady(t, gwReady)
+	// dislocal checks no signature; the gateway signs with any key.
+	d := startDISLocal(t, disLocalOpts{args: []string{"--fault-error-rate", "0.1", "--fault-drop-rate", "0.1", "--fault-lost-rate", "0.1"}})
+	addr := startGateway(t, gatewayOpts{dis: d, ownCredentials: true, env: []string{"DISGW_DIS_AK=ak", "DISGW_DIS_SK=sk"},
+		args: []string{"--dis-project-id", "faults"}}).addr
 
 	const (
 		topic      = "dis.faults"

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"os"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -19,11 +18,7 @@ import (
 // it on the same data directory and finds the stream with its stream type.
 func TestDislocalCommand(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	ready := filepath.Join(dir, "ready")
-	env := environ("DISGW_DISLOCAL_SK=secret-key")
-	args := []string{"dislocal", "--listen", "127.0.0.1:0", "--data", filepath.Join(dir, "data"),
-		"--ak", "access-key", "--project-id", "pid", "--ready-file", ready}
+	opts := disLocalOpts{account: disAccount{"access-key", "secret-key", "pid"}}
 
 	client := func(addr string) *dis.DisClient {
 		cred, err := basic.NewCredentialsBuilder().WithAk("access-key").WithSk("secret-key").WithProjectId("pid").SafeBuild()
@@ -38,8 +33,8 @@ func TestDislocalCommand(t *testing.T) {
 		return dis.NewDisClient(hc)
 	}
 
-	p := start(t, env, args...)
-	c := client(p.waitReady(t, ready))
+	p := startDISLocal(t, opts)
+	c := client(p.addr)
 	advanced := model.GetCreateStreamReqStreamTypeEnum().ADVANCED
 	if _, err := c.CreateStream(&model.CreateStreamRequest{Body: &model.CreateStreamReq{StreamName: "cmd", PartitionCount: 2, StreamType: &advanced}}); err != nil {
 		t.Fatal(err)
@@ -48,12 +43,13 @@ func TestDislocalCommand(t *testing.T) {
 		t.Fatalf("exit code after SIGTERM = %d, want 0", code)
 	}
 	p.logLine(t, "stopped")
-	if _, err := os.Stat(ready); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(p.ready); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("ready file left after exit: %v", err)
 	}
 
-	p = start(t, env, args...)
-	c = client(p.waitReady(t, ready))
+	opts.data = p.opts.data // the same data directory, on a port of its own again
+	p = startDISLocal(t, opts)
+	c = client(p.addr)
 	desc, err := c.ShowStream(&model.ShowStreamRequest{StreamName: "cmd"})
 	if err != nil {
 		t.Fatal(err)

@@ -71,10 +71,7 @@ func TestDislocalSecretFlagsRefused(t *testing.T) {
 func TestDislocalSKFlagNeverStarts(t *testing.T) {
 	t.Parallel()
 	const sk = "flag-sk-do-not-show"
-	dir := t.TempDir()
-	ready := filepath.Join(dir, "ready")
-	p := start(t, environ(), "dislocal", "--listen", "127.0.0.1:0", "--data", filepath.Join(dir, "data"),
-		"--ak", "ak", "--sk", sk, "--ready-file", ready)
+	p := startDISLocal(t, disLocalOpts{account: disAccount{ak: "ak"}, args: []string{"--sk", sk}, noWait: true})
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		select {
@@ -88,7 +85,7 @@ func TestDislocalSKFlagNeverStarts(t *testing.T) {
 			return
 		case <-time.After(20 * time.Millisecond):
 		}
-		if _, err := os.Stat(ready); err == nil {
+		if _, err := os.Stat(p.ready); err == nil {
 			cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.cmd.Process.Pid))
 			t.Fatalf("dislocal started with --sk: its secret key is in /proc/PID/cmdline %q", cmdline)
 		}
@@ -123,11 +120,9 @@ func TestDislocalCredentials(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			sub := t.TempDir()
-			ready := filepath.Join(sub, "ready")
-			args := append([]string{"dislocal", "--listen", "127.0.0.1:0", "--data", filepath.Join(sub, "data"), "--ready-file", ready}, tc.args...)
-			p := start(t, environ(tc.env...), args...)
-			addr := p.waitReady(t, ready)
+			// The account only as tc gives it.
+			p := startDISLocal(t, disLocalOpts{env: tc.env, args: tc.args})
+			addr := p.addr
 			cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.cmd.Process.Pid))
 			if err != nil {
 				t.Fatal(err)
@@ -180,8 +175,8 @@ func TestDataFileModes(t *testing.T) {
 	}
 
 	gwData, gwReady := filepath.Join(dir, "gw", "data"), filepath.Join(dir, "gw.ready")
-	g := start(t, environ(), "serve", "--listen", "127.0.0.1:0", "--data", gwData, "--ready-file", gwReady)
-	addr := g.waitReady(t, gwReady)
+	g := startGateway(t, gatewayOpts{data: gwData, ready: gwReady})
+	addr := g.addr
 	readyMode(gwReady)
 	produce(t, addr)
 	consume(t, addr)
@@ -189,11 +184,10 @@ func TestDataFileModes(t *testing.T) {
 		t.Fatalf("disgw serve exit code %d", code)
 	}
 
-	disData, disReady := filepath.Join(dir, "dis", "data"), filepath.Join(dir, "dis.ready")
-	d := start(t, environ("DISGW_DISLOCAL_SK=sk"), "dislocal", "--listen", "127.0.0.1:0", "--ak", "ak",
-		"--data", disData, "--ready-file", disReady)
-	c := disClient(t, d.waitReady(t, disReady), "ak", "sk", "p")
-	readyMode(disReady)
+	disData := filepath.Join(dir, "dis", "data")
+	d := startDISLocal(t, disLocalOpts{account: disAccount{ak: "ak", sk: "sk"}, data: disData})
+	c := disClient(t, d.addr, "ak", "sk", "p")
+	readyMode(d.ready)
 	name := "modes"
 	if _, err := c.CreateStream(&model.CreateStreamRequest{Body: &model.CreateStreamReq{StreamName: name, PartitionCount: 1}}); err != nil {
 		t.Fatal(err)

@@ -8,8 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -98,19 +96,15 @@ func TestDISAuthenticationMode(t *testing.T) {
 		secretTopic  = "secret-topic"
 		perPrincipal = 300
 	)
-	dir := t.TempDir()
-	disReady := filepath.Join(dir, "dis-ready")
-	d := start(t, environ("DISGW_DISLOCAL_SK="+gwSK, "DISGW_DISLOCAL_KEYS="+p1AK+":"+p1SK+","+p2AK+":"+p2SK),
-		"dislocal", "--listen", "127.0.0.1:0", "--data", filepath.Join(dir, "dis"), "--ak", gwAK,
-		"--project-id", project, "--ready-file", disReady, "--deny", p2AK+":secret-", "--call-log", "100000")
-	endpoint := "http://" + d.waitReady(t, disReady)
-	gwReady := filepath.Join(dir, "gw-ready")
+	d := startDISLocal(t, disLocalOpts{account: disAccount{gwAK, gwSK, project},
+		env:  []string{"DISGW_DISLOCAL_KEYS=" + p1AK + ":" + p1SK + "," + p2AK + ":" + p2SK},
+		args: []string{"--deny", p2AK + ":secret-", "--call-log", "100000"}})
+	endpoint := d.endpoint
 	// A long linger, so that batches of both principals wait together in
 	// the accumulator and would share a PutRecords if it merged them.
-	env := environ("DISGW_DIS_AK="+gwAK, "DISGW_DIS_SK="+gwSK, "DISGW_LISTENERS=SASL_PLAINTEXT://127.0.0.1:0",
-		"DISGW_SASL_ENABLED_MECHANISMS=PLAIN", "DISGW_SASL_PLAIN_AUTHENTICATION=dis", "DISGW_DIS_LINGER=300ms")
-	gw := start(t, env, "serve", "--backend", "dis", "--dis-endpoint", endpoint, "--dis-project-id", project, "--ready-file", gwReady)
-	addr := gw.waitReady(t, gwReady)
+	gw := startGateway(t, gatewayOpts{dis: d, listeners: "SASL_PLAINTEXT://127.0.0.1:0",
+		env: []string{"DISGW_SASL_ENABLED_MECHANISMS=PLAIN", "DISGW_SASL_PLAIN_AUTHENTICATION=dis", "DISGW_DIS_LINGER=300ms"}})
+	addr := gw.addr
 
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -379,11 +373,10 @@ func TestDISAuthenticationMode(t *testing.T) {
 	if code := d.stop(t, syscall.SIGTERM); code != 0 {
 		t.Errorf("dislocal exit code %d", code)
 	}
-	_ = os.Remove(disReady)
-	d = start(t, environ("DISGW_DISLOCAL_SK="+gwSK, "DISGW_DISLOCAL_KEYS="+p1AK+":"+p1SK),
-		"dislocal", "--listen", strings.TrimPrefix(endpoint, "http://"), "--data", filepath.Join(dir, "dis"), "--ak", gwAK,
-		"--project-id", project, "--ready-file", disReady)
-	d.waitReady(t, disReady)
+	d = d.restart(t, func(o *disLocalOpts) {
+		o.env = []string{"DISGW_DISLOCAL_KEYS=" + p1AK + ":" + p1SK}
+		o.args = nil
+	})
 	preq2 := kmsg.NewPtrProduceRequest()
 	preq2.Acks, preq2.TimeoutMillis = -1, 10000
 	pt2 := kmsg.NewProduceRequestTopic()

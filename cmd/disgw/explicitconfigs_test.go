@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -26,141 +24,126 @@ import (
 // new gateway node).
 func TestExplicitTopicConfigs(t *testing.T) {
 	t.Parallel()
-	for _, backend := range []string{"local", "dis"} {
-		t.Run(backend, func(t *testing.T) {
-			t.Parallel()
-			dir := t.TempDir()
-			var args []string
-			env := environ()
-			retention := "604800000" // the gateway's default retention.ms
-			if backend == "dis" {
-				endpoint := startDISLocal(t)
-				env = environ("DISGW_DIS_AK="+credsAK, "DISGW_DIS_SK="+credsSK)
-				args = []string{"--backend", "dis", "--dis-endpoint", endpoint, "--dis-project-id", credsProject, "--dis-region", "cn-north-4"}
-				retention = "86400000"
-			} else {
-				args = []string{"--data", filepath.Join(dir, "data")}
-			}
-			serve := func(n int) (*proc, string) {
-				ready := filepath.Join(dir, fmt.Sprint("ready", n))
-				p := start(t, env, append([]string{"serve", "--listen", "127.0.0.1:0", "--ready-file", ready, "--log-level", "warn"}, args...)...)
-				return p, p.waitReady(t, ready)
-			}
-			gw, addr := serve(1)
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	forEachBackend(t, func(t *testing.T, b backendFixture) {
+		retention := "604800000" // the gateway's default retention.ms
+		if b.dis != nil {
+			retention = "86400000"
+		}
+		gw := b.gateway(t, gatewayOpts{args: append([]string{"--log-level", "warn"}, b.onDIS("--dis-region", "cn-north-4")...)})
+		addr := gw.addr
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		adm := kadm.NewClient(cl)
+		str := func(s string) *string { return &s }
+		if _, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{
+			"cleanup.policy": str("delete"), "segment.ms": str("604800000"),
+			"message.timestamp.type": str("CreateTime"), "retention.ms": str(retention),
+		}, "explicit.a"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{
+			"cleanup.policy": str(" compact , delete,compact"), "message.timestamp.type": str("CreateTime"),
+		}, "explicit.b"); err != nil {
+			t.Fatal(err)
+		}
+		describe := func(addr string) map[string]string {
+			t.Helper()
+			c, err := kgo.NewClient(kgo.SeedBrokers(addr))
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer cl.Close()
-			adm := kadm.NewClient(cl)
-			str := func(s string) *string { return &s }
-			if _, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{
-				"cleanup.policy": str("delete"), "segment.ms": str("604800000"),
-				"message.timestamp.type": str("CreateTime"), "retention.ms": str(retention),
-			}, "explicit.a"); err != nil {
-				t.Fatal(err)
+			defer c.Close()
+			req := kmsg.NewPtrDescribeConfigsRequest()
+			req.IncludeSynonyms = true
+			for _, name := range []string{"explicit.a", "explicit.b"} {
+				res := kmsg.NewDescribeConfigsRequestResource()
+				res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeTopic, name
+				req.Resources = append(req.Resources, res)
 			}
-			if _, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{
-				"cleanup.policy": str(" compact , delete,compact"), "message.timestamp.type": str("CreateTime"),
-			}, "explicit.b"); err != nil {
-				t.Fatal(err)
-			}
-			describe := func(addr string) map[string]string {
-				t.Helper()
-				c, err := kgo.NewClient(kgo.SeedBrokers(addr))
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer c.Close()
-				req := kmsg.NewPtrDescribeConfigsRequest()
-				req.IncludeSynonyms = true
-				for _, name := range []string{"explicit.a", "explicit.b"} {
-					res := kmsg.NewDescribeConfigsRequestResource()
-					res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeTopic, name
-					req.Resources = append(req.Resources, res)
-				}
-				resp, err := req.RequestWith(ctx, c)
-				if err != nil {
-					t.Fatal(err)
-				}
-				got := map[string]string{}
-				for _, res := range resp.Resources {
-					if err := kerr.ErrorForCode(res.ErrorCode); err != nil {
-						t.Fatalf("describe %s: %v", res.ResourceName, err)
-					}
-					for _, cfg := range res.Configs {
-						s := "<null>"
-						if cfg.Value != nil {
-							s = *cfg.Value
-						}
-						s += " " + cfg.Source.String()
-						if len(cfg.ConfigSynonyms) > 0 {
-							s += " " + cfg.ConfigSynonyms[0].Source.String()
-						}
-						got[res.ResourceName+" "+cfg.Name] = s
-					}
-				}
-				return got
-			}
-			expect := func(what string, got, want map[string]string) {
-				t.Helper()
-				for k, v := range want {
-					if got[k] != v {
-						t.Errorf("%s: %s = %q, want %q", what, k, got[k], v)
-					}
-				}
-			}
-			const dyn = " DYNAMIC_TOPIC_CONFIG DYNAMIC_TOPIC_CONFIG"
-			expect("created", describe(addr), map[string]string{
-				"explicit.a cleanup.policy":         "delete" + dyn,
-				"explicit.a segment.ms":             "604800000" + dyn,
-				"explicit.a message.timestamp.type": "CreateTime" + dyn,
-				"explicit.a retention.ms":           retention + dyn,
-				"explicit.a segment.bytes":          "1073741824 DEFAULT_CONFIG DEFAULT_CONFIG",
-				"explicit.b cleanup.policy":         "compact,delete" + dyn,
-				"explicit.b message.timestamp.type": "CreateTime" + dyn,
-			})
-
-			// IncrementalAlterConfigs: DELETE unsets, SET keeps the order.
-			rs, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{
-				{Op: kadm.DeleteConfig, Name: "segment.ms"},
-				{Op: kadm.SetConfig, Name: "cleanup.policy", Value: str("delete,compact")},
-			}, "explicit.a")
-			if err != nil || rs[0].Err != nil {
-				t.Fatalf("IncrementalAlterConfigs: %v %v", err, rs)
-			}
-			// AlterConfigs replaces the whole set.
-			areq := kmsg.NewPtrAlterConfigsRequest()
-			ares := kmsg.NewAlterConfigsRequestResource()
-			ares.ResourceType, ares.ResourceName = kmsg.ConfigResourceTypeTopic, "explicit.b"
-			acfg := kmsg.NewAlterConfigsRequestResourceConfig()
-			acfg.Name, acfg.Value = "retention.ms", str(retention)
-			ares.Configs = append(ares.Configs, acfg)
-			areq.Resources = append(areq.Resources, ares)
-			aresp, err := areq.RequestWith(ctx, cl)
+			resp, err := req.RequestWith(ctx, c)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := kerr.ErrorForCode(aresp.Resources[0].ErrorCode); err != nil {
-				t.Fatalf("AlterConfigs: %v", err)
+			got := map[string]string{}
+			for _, res := range resp.Resources {
+				if err := kerr.ErrorForCode(res.ErrorCode); err != nil {
+					t.Fatalf("describe %s: %v", res.ResourceName, err)
+				}
+				for _, cfg := range res.Configs {
+					s := "<null>"
+					if cfg.Value != nil {
+						s = *cfg.Value
+					}
+					s += " " + cfg.Source.String()
+					if len(cfg.ConfigSynonyms) > 0 {
+						s += " " + cfg.ConfigSynonyms[0].Source.String()
+					}
+					got[res.ResourceName+" "+cfg.Name] = s
+				}
 			}
-			altered := map[string]string{
-				"explicit.a cleanup.policy":         "delete,compact" + dyn,
-				"explicit.a segment.ms":             "604800000 DEFAULT_CONFIG", // log.roll.ms has no default
-				"explicit.a message.timestamp.type": "CreateTime" + dyn,
-				"explicit.a retention.ms":           retention + dyn,
-				"explicit.b cleanup.policy":         "delete DEFAULT_CONFIG DEFAULT_CONFIG",
-				"explicit.b message.timestamp.type": "CreateTime DEFAULT_CONFIG DEFAULT_CONFIG",
-				"explicit.b retention.ms":           retention + dyn,
+			return got
+		}
+		expect := func(what string, got, want map[string]string) {
+			t.Helper()
+			for k, v := range want {
+				if got[k] != v {
+					t.Errorf("%s: %s = %q, want %q", what, k, got[k], v)
+				}
 			}
-			expect("altered", describe(addr), altered)
-			if code := gw.stop(t, syscall.SIGTERM); code != 0 {
-				t.Fatalf("exit code %d", code)
-			}
-			_, addr = serve(2)
-			expect("after a restart", describe(addr), altered)
+		}
+		const dyn = " DYNAMIC_TOPIC_CONFIG DYNAMIC_TOPIC_CONFIG"
+		expect("created", describe(addr), map[string]string{
+			"explicit.a cleanup.policy":         "delete" + dyn,
+			"explicit.a segment.ms":             "604800000" + dyn,
+			"explicit.a message.timestamp.type": "CreateTime" + dyn,
+			"explicit.a retention.ms":           retention + dyn,
+			"explicit.a segment.bytes":          "1073741824 DEFAULT_CONFIG DEFAULT_CONFIG",
+			"explicit.b cleanup.policy":         "compact,delete" + dyn,
+			"explicit.b message.timestamp.type": "CreateTime" + dyn,
 		})
-	}
+
+		// IncrementalAlterConfigs: DELETE unsets, SET keeps the order.
+		rs, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{
+			{Op: kadm.DeleteConfig, Name: "segment.ms"},
+			{Op: kadm.SetConfig, Name: "cleanup.policy", Value: str("delete,compact")},
+		}, "explicit.a")
+		if err != nil || rs[0].Err != nil {
+			t.Fatalf("IncrementalAlterConfigs: %v %v", err, rs)
+		}
+		// AlterConfigs replaces the whole set.
+		areq := kmsg.NewPtrAlterConfigsRequest()
+		ares := kmsg.NewAlterConfigsRequestResource()
+		ares.ResourceType, ares.ResourceName = kmsg.ConfigResourceTypeTopic, "explicit.b"
+		acfg := kmsg.NewAlterConfigsRequestResourceConfig()
+		acfg.Name, acfg.Value = "retention.ms", str(retention)
+		ares.Configs = append(ares.Configs, acfg)
+		areq.Resources = append(areq.Resources, ares)
+		aresp, err := areq.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := kerr.ErrorForCode(aresp.Resources[0].ErrorCode); err != nil {
+			t.Fatalf("AlterConfigs: %v", err)
+		}
+		altered := map[string]string{
+			"explicit.a cleanup.policy":         "delete,compact" + dyn,
+			"explicit.a segment.ms":             "604800000 DEFAULT_CONFIG", // log.roll.ms has no default
+			"explicit.a message.timestamp.type": "CreateTime" + dyn,
+			"explicit.a retention.ms":           retention + dyn,
+			"explicit.b cleanup.policy":         "delete DEFAULT_CONFIG DEFAULT_CONFIG",
+			"explicit.b message.timestamp.type": "CreateTime DEFAULT_CONFIG DEFAULT_CONFIG",
+			"explicit.b retention.ms":           retention + dyn,
+		}
+		expect("altered", describe(addr), altered)
+		if code := gw.stop(t, syscall.SIGTERM); code != 0 {
+			t.Fatalf("exit code %d", code)
+		}
+		addr = gw.restart(t).addr
+		expect("after a restart", describe(addr), altered)
+	}, credsAccount)
 }

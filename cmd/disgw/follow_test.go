@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -25,15 +24,9 @@ import (
 func disPair(t *testing.T, dislocalFlags []string, gwEnv ...string) (string, *dis.DisClient) {
 	t.Helper()
 	const ak, sk, project = "follow-access-key", "follow-secret-key", "followproject"
-	dir := t.TempDir()
-	disReady := filepath.Join(dir, "dis-ready")
-	d := start(t, environ("DISGW_DISLOCAL_SK="+sk), append([]string{"dislocal", "--listen", "127.0.0.1:0",
-		"--data", filepath.Join(dir, "dis"), "--ak", ak, "--project-id", project, "--ready-file", disReady}, dislocalFlags...)...)
-	endpoint := "http://" + d.waitReady(t, disReady)
-	gwReady := filepath.Join(dir, "gw-ready")
-	gw := start(t, environ(append([]string{"DISGW_DIS_AK=" + ak, "DISGW_DIS_SK=" + sk}, gwEnv...)...), "serve", "--listen", "127.0.0.1:0",
-		"--backend", "dis", "--dis-endpoint", endpoint, "--dis-project-id", project, "--ready-file", gwReady)
-	addr := gw.waitReady(t, gwReady)
+	d := startDISLocal(t, disLocalOpts{account: disAccount{ak, sk, project}, args: dislocalFlags})
+	endpoint := d.endpoint
+	addr := startGateway(t, gatewayOpts{dis: d, env: gwEnv}).addr
 	cred, err := basic.NewCredentialsBuilder().WithAk(ak).WithSk(sk).WithProjectId(project).SafeBuild()
 	if err != nil {
 		t.Fatal(err)

@@ -24,8 +24,8 @@ type idemRun struct {
 	t        *testing.T
 	dir      string
 	endpoint string
-	dis      *proc
-	gw       *proc
+	dis      *disLocal
+	gw       *gatewayProc
 	addr     string // the gateway's, the same across restarts
 	round    int
 }
@@ -38,9 +38,8 @@ const (
 
 func newIdemRun(t *testing.T) *idemRun {
 	r := &idemRun{t: t, dir: t.TempDir()}
-	disReady := filepath.Join(r.dir, "dis-ready")
-	r.dis = start(t, environ(), "dislocal", "--listen", "127.0.0.1:0", "--data", filepath.Join(r.dir, "dis"), "--ready-file", disReady)
-	r.endpoint = "http://" + r.dis.waitReady(t, disReady)
+	r.dis = startDISLocal(t, disLocalOpts{}) // checks no signature
+	r.endpoint = r.dis.endpoint
 	r.startGateway("127.0.0.1:0")
 	return r
 }
@@ -53,8 +52,8 @@ func (r *idemRun) startGateway(listen string) {
 	for attempt := 0; ; attempt++ {
 		r.round++
 		ready := filepath.Join(r.dir, fmt.Sprintf("gw-ready-%d", r.round))
-		r.gw = start(t, environ("DISGW_DIS_AK=ak", "DISGW_DIS_SK=sk"), "serve", "--listen", listen, "--backend", "dis",
-			"--dis-endpoint", r.endpoint, "--dis-project-id", "idem", "--ready-file", ready, "--log-level", idemLogLevel())
+		r.gw = startGateway(t, gatewayOpts{dis: r.dis, ownCredentials: true, env: []string{"DISGW_DIS_AK=ak", "DISGW_DIS_SK=sk"},
+			listen: listen, ready: ready, args: []string{"--dis-project-id", "idem", "--log-level", idemLogLevel()}, noWait: true})
 		deadline := time.Now().Add(60 * time.Second)
 		for {
 			if b, err := os.ReadFile(ready); err == nil && len(b) > 0 {
@@ -343,7 +342,7 @@ func (r *idemRun) waitAcked(l *idemLoad, n int) {
 // every franz-go message.
 func TestDISIdempotentKill9(t *testing.T) {
 	if testing.Short() {
-		t.Skip("a minute of kills under load")
+		t.Skip("long: a kill -9 loop under load, a minute or more")
 	}
 	t.Parallel()
 	r := newIdemRun(t)
@@ -385,7 +384,7 @@ func TestDISIdempotentKill9(t *testing.T) {
 // producers' retries must neither be written twice nor lost. About 2 min.
 func TestDISIdempotentOutage(t *testing.T) {
 	if testing.Short() {
-		t.Skip("a 65 s outage")
+		t.Skip("long: a 65 s DIS outage")
 	}
 	t.Parallel()
 	r := newIdemRun(t)

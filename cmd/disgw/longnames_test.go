@@ -88,46 +88,35 @@ func runTool(t *testing.T, timeout time.Duration, stdin, name string, args ...st
 // and the group's committed offset are read back, and deleting one leaves
 // the other.
 func TestLongTopicNames(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long: Kafka's Java tools and kcat on both backends")
+	}
 	t.Parallel()
 	kcat := needTool(t, "/usr/bin/kcat", "-V")
 	jars := javaJars(t)
-	for _, backend := range []string{"local", "dis"} {
-		t.Run(backend, func(t *testing.T) {
-			t.Parallel()
-			testLongTopicNames(t, backend, kcat, jars)
-		})
-	}
+	forEachBackend(t, func(t *testing.T, b backendFixture) {
+		testLongTopicNames(t, b, kcat, jars)
+	}, disAccount{"names-ak", "names-sk", "namesproject"})
 }
 
-func testLongTopicNames(t *testing.T, backend, kcat, jars string) {
-	const ak, sk, project = "names-ak", "names-sk", "namesproject"
-	dir := t.TempDir()
-	ready := filepath.Join(dir, "gw-ready")
-	env := environ()
-	args := []string{"serve", "--listen", "127.0.0.1:0", "--ready-file", ready}
+func testLongTopicNames(t *testing.T, b backendFixture, kcat, jars string) {
+	opts := gatewayOpts{args: b.onDIS("--dis-region", "cn-north-4")}
 	var sdk *dis.DisClient
-	if backend == "dis" {
-		disReady := filepath.Join(dir, "dis-ready")
-		d := start(t, environ("DISGW_DISLOCAL_SK="+sk), "dislocal", "--listen", "127.0.0.1:0",
-			"--data", filepath.Join(dir, "dis"), "--ak", ak, "--project-id", project, "--ready-file", disReady)
-		endpoint := "http://" + d.waitReady(t, disReady)
-		env = environ("DISGW_DIS_AK="+ak, "DISGW_DIS_SK="+sk)
-		args = append(args, "--backend", "dis", "--dis-endpoint", endpoint, "--dis-project-id", project, "--dis-region", "cn-north-4")
-		cred, err := basic.NewCredentialsBuilder().WithAk(ak).WithSk(sk).WithProjectId(project).SafeBuild()
+	if b.dis != nil {
+		a := b.dis.opts.account
+		cred, err := basic.NewCredentialsBuilder().WithAk(a.ak).WithSk(a.sk).WithProjectId(a.project).SafeBuild()
 		if err != nil {
 			t.Fatal(err)
 		}
-		hc, err := dis.DisClientBuilder().WithEndpoints([]string{endpoint}).WithCredential(cred).
+		hc, err := dis.DisClientBuilder().WithEndpoints([]string{b.dis.endpoint}).WithCredential(cred).
 			WithHttpConfig(config.DefaultHttpConfig().WithTimeout(10 * time.Second)).SafeBuild()
 		if err != nil {
 			t.Fatal(err)
 		}
 		sdk = dis.NewDisClient(hc)
-	} else {
-		args = append(args, "--data", filepath.Join(dir, "data"))
 	}
-	gw := start(t, env, args...)
-	addr := gw.waitReady(t, ready)
+	gw := b.gateway(t, opts)
+	addr := gw.addr
 
 	base := strings.Repeat("names.long-topic_", 4) // 68 characters
 	long1 := base + strings.Repeat("x", 249-len(base)-1) + "1"
@@ -255,12 +244,10 @@ func testLongTopicNames(t *testing.T, backend, kcat, jars string) {
 		}
 	}
 	readLong2(cl)
-	if backend == "dis" {
+	if b.dis != nil {
 		// Another gateway node in front of the same DIS lists them too.
-		ready2 := filepath.Join(dir, "gw2-ready")
-		args2 := append(slices.Clone(args), "--ready-file", ready2) // the last --ready-file wins
-		gw2 := start(t, env, args2...)
-		cl2, err := kgo.NewClient(kgo.SeedBrokers(gw2.waitReady(t, ready2)))
+		gw2 := b.gateway(t, opts)
+		cl2, err := kgo.NewClient(kgo.SeedBrokers(gw2.addr))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -278,8 +265,8 @@ func testLongTopicNames(t *testing.T, backend, kcat, jars string) {
 	if code := gw.stop(t, syscall.SIGTERM); code != 0 {
 		t.Fatalf("exit code after SIGTERM = %d", code)
 	}
-	gw = start(t, env, args...)
-	addr = gw.waitReady(t, ready)
+	gw = gw.restart(t)
+	addr = gw.addr
 	cl, err = kgo.NewClient(kgo.SeedBrokers(addr))
 	if err != nil {
 		t.Fatal(err)

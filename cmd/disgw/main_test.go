@@ -1,186 +1,20 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
-
-// buildFlags are extra flags for building the binary; race_test.go adds
-// -race when the tests themselves run with the race detector.
-var buildFlags []string
-
-const testVersion = "v0.0.0-e2e"
-
-var (
-	buildOnce sync.Once
-	buildDir  string
-	buildErr  error
-)
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if buildDir != "" {
-		os.RemoveAll(buildDir)
-	}
-	os.Exit(code)
-}
-
-// binary builds disgw once per test run and returns its path.
-func binary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		buildDir, buildErr = os.MkdirTemp("", "disgw-bin-")
-		if buildErr != nil {
-			return
-		}
-		args := append([]string{"build"}, buildFlags...)
-		args = append(args, "-ldflags", "-X main.version="+testVersion, "-o", filepath.Join(buildDir, "disgw"), ".")
-		out, err := exec.Command("go", args...).CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return filepath.Join(buildDir, "disgw")
-}
-
-// environ is the test's environment without DISGW_* variables, plus extra.
-func environ(extra ...string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "DISGW_") {
-			env = append(env, kv)
-		}
-	}
-	// Gateways of parallel tests must not share the admin listener's
-	// default port; a later DISGW_ADMIN_LISTEN in extra wins.
-	env = append(env, "DISGW_ADMIN_LISTEN=127.0.0.1:0")
-	return append(env, extra...)
-}
-
-// proc is one running disgw.
-type proc struct {
-	cmd    *exec.Cmd
-	stderr string // path of the file holding its stderr
-	done   chan struct{}
-	err    error // of cmd.Wait, set before done closes
-}
-
-func start(t *testing.T, env []string, args ...string) *proc {
-	t.Helper()
-	stderr := filepath.Join(t.TempDir(), "stderr")
-	f, err := os.Create(stderr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(binary(t), args...)
-	cmd.Env = env
-	cmd.Stderr = f
-	cmd.Stdout = f
-	if err := cmd.Start(); err != nil {
-		f.Close()
-		t.Fatal(err)
-	}
-	f.Close()
-	p := &proc{cmd: cmd, stderr: stderr, done: make(chan struct{})}
-	go func() { p.err = cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			_ = cmd.Process.Kill()
-			<-p.done
-		}
-		if t.Failed() {
-			t.Logf("disgw %s output:\n%s", strings.Join(args, " "), p.output(t))
-		}
-	})
-	return p
-}
-
-func (p *proc) output(t *testing.T) string {
-	t.Helper()
-	b, err := os.ReadFile(p.stderr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
-// waitReady waits for the ready file and returns the address in it.
-func (p *proc) waitReady(t *testing.T, readyFile string) string {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		if b, err := os.ReadFile(readyFile); err == nil && len(b) > 0 {
-			return strings.TrimSpace(string(b))
-		}
-		select {
-		case <-p.done:
-			t.Fatalf("disgw exited before it was ready: %v", p.err)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	t.Fatal("disgw did not write its ready file within 60s")
-	return ""
-}
-
-// stop sends sig and returns the exit code.
-func (p *proc) stop(t *testing.T, sig os.Signal) int {
-	t.Helper()
-	if err := p.cmd.Process.Signal(sig); err != nil {
-		t.Fatal(err)
-	}
-	return p.wait(t)
-}
-
-func (p *proc) wait(t *testing.T) int {
-	t.Helper()
-	select {
-	case <-p.done:
-	case <-time.After(60 * time.Second):
-		t.Fatal("disgw did not exit within 60s")
-	}
-	var ee *exec.ExitError
-	if errors.As(p.err, &ee) {
-		return ee.ExitCode()
-	}
-	if p.err != nil {
-		t.Fatal(p.err)
-	}
-	return 0
-}
-
-// logLine returns the fields of the first JSON log line with message msg.
-func (p *proc) logLine(t *testing.T, msg string) map[string]any {
-	t.Helper()
-	sc := bufio.NewScanner(strings.NewReader(p.output(t)))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var m map[string]any
-		if json.Unmarshal(sc.Bytes(), &m) == nil && m["msg"] == msg {
-			return m
-		}
-	}
-	t.Fatalf("no log line with msg %q", msg)
-	return nil
-}
 
 const (
 	topic    = "e2e.events"
@@ -251,11 +85,8 @@ func TestServeRestart(t *testing.T) {
 	if err := os.WriteFile(cfgFile, []byte("data: /nonexistent/from-file\nshutdown_grace: 7s\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	env := environ("DISGW_LISTEN=not-an-address")
-	args := []string{"serve", "--config", cfgFile, "--listen", "127.0.0.1:0", "--data", data, "--ready-file", ready}
-
-	p := start(t, env, args...)
-	addr := p.waitReady(t, ready)
+	p := startGateway(t, gatewayOpts{data: data, ready: ready, env: []string{"DISGW_LISTEN=not-an-address"}, args: []string{"--config", cfgFile}})
+	addr := p.addr
 	started := p.logLine(t, "started")
 	for k, want := range map[string]string{"listen": addr, "advertise": addr, "data": data, "backend": "local", "version": testVersion} {
 		if started[k] != want {
@@ -275,8 +106,8 @@ func TestServeRestart(t *testing.T) {
 		t.Errorf("ready file left after exit: %v", err)
 	}
 
-	p = start(t, env, args...)
-	addr = p.waitReady(t, ready)
+	p = p.restart(t)
+	addr = p.addr
 	consume(t, addr)
 	if code := p.stop(t, syscall.SIGINT); code != 0 {
 		t.Fatalf("exit code after SIGINT = %d, want 0", code)

@@ -27,19 +27,13 @@ func TestScramOnDIS(t *testing.T) {
 	t.Parallel()
 	const ak, sk, project = "e2e-access-key", "e2e-secret-key-not-logged", "e2eproject"
 	dir := t.TempDir()
-	disReady := filepath.Join(dir, "dis-ready")
-	d := start(t, environ("DISGW_DISLOCAL_SK="+sk), "dislocal", "--listen", "127.0.0.1:0",
-		"--data", filepath.Join(dir, "dis"), "--ak", ak, "--project-id", project, "--ready-file", disReady)
-	endpoint := "http://" + d.waitReady(t, disReady)
+	d := startDISLocal(t, disLocalOpts{account: disAccount{ak, sk, project}})
 	users := filepath.Join(dir, "users")
 	if err := os.WriteFile(users, []byte("PLAIN admin admin-secret\nSCRAM-SHA-256 seeded seeded-secret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	gwReady := filepath.Join(dir, "gw-ready")
-	env := environ("DISGW_DIS_AK="+ak, "DISGW_DIS_SK="+sk, "DISGW_LISTENERS=SASL_PLAINTEXT://127.0.0.1:0", "DISGW_SASL_USERS_FILE="+users)
-	args := []string{"serve", "--backend", "dis", "--dis-endpoint", endpoint, "--dis-project-id", project, "--ready-file", gwReady}
-	gw := start(t, env, args...)
-	addr := gw.waitReady(t, gwReady)
+	gw := startGateway(t, gatewayOpts{dis: d, listeners: "SASL_PLAINTEXT://127.0.0.1:0", env: []string{"DISGW_SASL_USERS_FILE=" + users}})
+	addr := gw.addr
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -78,9 +72,9 @@ func TestScramOnDIS(t *testing.T) {
 		t.Error("the log holds a password")
 	}
 
-	_ = os.Remove(gwReady)
-	gw = start(t, env, args...)
-	addr = gw.waitReady(t, gwReady)
+	_ = os.Remove(gw.ready)
+	gw = gw.restart(t)
+	addr = gw.addr
 	if err := auth(addr, added); err != nil {
 		t.Fatalf("added user after a restart: %v", err)
 	}

@@ -18,6 +18,9 @@ import (
 // then produces and consumes with the console tools, also after the
 // gateway restarts.
 func TestJavaToolsSASLSSL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long: Kafka's Java tools, a JVM per step")
+	}
 	home, _ := os.UserHomeDir()
 	jars := filepath.Join(home, ".cache", "disgw-compat", "kafka-4.4.0")
 	if _, err := os.Stat(filepath.Join(jars, "kafka-tools-4.4.0.jar")); err != nil {
@@ -70,10 +73,10 @@ func TestJavaToolsSASLSSL(t *testing.T) {
 	}
 	ready := filepath.Join(dir, "ready")
 	_ = os.Remove(ready)
-	env := environ("DISGW_LISTENERS=SASL_SSL://"+addr, "DISGW_TLS_CERT_FILE="+filepath.Join(dir, "server.pem"),
-		"DISGW_TLS_KEY_FILE="+filepath.Join(dir, "server.key"), "DISGW_SASL_USERS_FILE="+filepath.Join(dir, "users"))
-	p = start(t, env, "serve", "--data", filepath.Join(dir, "data"), "--ready-file", ready)
-	p.waitReady(t, ready)
+	// The SASL_SSL listener alone, on the same address and data.
+	startGateway(t, gatewayOpts{listeners: "SASL_SSL://" + addr, data: filepath.Join(dir, "data"), ready: ready,
+		env: []string{"DISGW_TLS_CERT_FILE=" + filepath.Join(dir, "server.pem"), "DISGW_TLS_KEY_FILE=" + filepath.Join(dir, "server.key"),
+			"DISGW_SASL_USERS_FILE=" + filepath.Join(dir, "users")}})
 	out = run("", "org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server", addr, "--topic", "java-sasl",
 		"--from-beginning", "--max-messages", "2", "--timeout-ms", "60000", "--command-config", user)
 	if !strings.Contains(out, "a\nb\n") {

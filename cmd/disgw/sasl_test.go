@@ -62,17 +62,18 @@ func startSASLSSL(t *testing.T, dir string, extraEnv ...string) (p *proc, addr, 
 	if err := os.WriteFile(users, []byte("PLAIN admin admin-secret\nSCRAM-SHA-512 kc kcat-secret-512\nSCRAM-SHA-256 py python-secret-256\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ready := filepath.Join(dir, "ready")
-	env := environ(append([]string{"DISGW_LISTENERS=SASL_SSL://127.0.0.1:0,PLAINTEXT://127.0.0.1:0",
-		"DISGW_TLS_CERT_FILE=" + cert, "DISGW_TLS_KEY_FILE=" + key, "DISGW_SASL_USERS_FILE=" + users}, extraEnv...)...)
-	p = start(t, env, "serve", "--data", filepath.Join(dir, "data"), "--ready-file", ready)
-	return p, p.waitReady(t, ready), ca
+	// Its data in dir, where TestJavaToolsSASLSSL starts it again.
+	gw := startGateway(t, gatewayOpts{listeners: "SASL_SSL://127.0.0.1:0,PLAINTEXT://127.0.0.1:0", data: filepath.Join(dir, "data"),
+		ready: filepath.Join(dir, "ready"),
+		env:   append([]string{"DISGW_TLS_CERT_FILE=" + cert, "DISGW_TLS_KEY_FILE=" + key, "DISGW_SASL_USERS_FILE=" + users}, extraEnv...)})
+	return gw.proc, gw.addr, ca
 }
 
 // TestKcatSASLSSLScram512: kcat (librdkafka) with security.protocol
 // SASL_SSL and SCRAM-SHA-512 produces and consumes through the binary; the
 // wrong password fails.
 func TestKcatSASLSSLScram512(t *testing.T) {
+	t.Parallel()
 	kcat, err := exec.LookPath("kcat")
 	if err != nil {
 		t.Skip("kcat not installed")
@@ -107,6 +108,7 @@ func TestKcatSASLSSLScram512(t *testing.T) {
 // TestConfluentPythonScram256: confluent-kafka-python (the compat venv's)
 // with SCRAM-SHA-256 over SASL_SSL produces and consumes.
 func TestConfluentPythonScram256(t *testing.T) {
+	t.Parallel()
 	home, _ := os.UserHomeDir()
 	py := filepath.Join(home, ".cache", "disgw-compat", "venv", "bin", "python")
 	if err := exec.Command(py, "-c", "import confluent_kafka").Run(); err != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	bin "encoding/binary"
 	"net"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -86,37 +85,13 @@ func wireBatch(n int, ts int64, pid int64, epoch int16, seq int32) []byte {
 // CreateTopics, DeleteTopics and CreatePartitions.
 func TestWireAnswersAsKafka(t *testing.T) {
 	t.Parallel()
-	for _, backend := range []string{"local", "dis"} {
-		t.Run(backend, func(t *testing.T) {
-			t.Parallel()
-			testWireAnswers(t, backend)
-		})
-	}
+	forEachBackend(t, func(t *testing.T, b backendFixture) {
+		testWireAnswers(t, b.gateway(t, gatewayOpts{args: b.onDIS("--dis-region", "cn-north-4")}).addr)
+	}, disAccount{"wire-ak", "wire-sk", "wireproject"})
 }
 
-func startBackendGateway(t *testing.T, backend string) string {
-	t.Helper()
-	const ak, sk, project = "wire-ak", "wire-sk", "wireproject"
-	dir := t.TempDir()
-	ready := filepath.Join(dir, "gw-ready")
-	env := environ()
-	args := []string{"serve", "--listen", "127.0.0.1:0", "--ready-file", ready}
-	if backend == "dis" {
-		disReady := filepath.Join(dir, "dis-ready")
-		d := start(t, environ("DISGW_DISLOCAL_SK="+sk), "dislocal", "--listen", "127.0.0.1:0",
-			"--data", filepath.Join(dir, "dis"), "--ak", ak, "--project-id", project, "--ready-file", disReady)
-		endpoint := "http://" + d.waitReady(t, disReady)
-		env = environ("DISGW_DIS_AK="+ak, "DISGW_DIS_SK="+sk)
-		args = append(args, "--backend", "dis", "--dis-endpoint", endpoint, "--dis-project-id", project, "--dis-region", "cn-north-4")
-	} else {
-		args = append(args, "--data", filepath.Join(dir, "data"))
-	}
-	gw := start(t, env, args...)
-	return gw.waitReady(t, ready)
-}
-
-func testWireAnswers(t *testing.T, backend string) {
-	w := dialWire(t, startBackendGateway(t, backend))
+func testWireAnswers(t *testing.T, addr string) {
+	w := dialWire(t, addr)
 	const topic = "wire.r1"
 
 	// CreateTopics v7: a topic answered with an error has partitions and

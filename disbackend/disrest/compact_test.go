@@ -102,6 +102,9 @@ func readKeys(t *testing.T, s *Store, stream string) (map[string][]byte, disback
 // through another generation of expiry, and keeps the keys of a stream
 // made compact then, 18 s after it was created.
 func TestCompactedKeepsLiveKeys(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long: waits for records to expire in DIS, generation after generation")
+	}
 	url := startExpiringDIS(t, 100*time.Millisecond)
 	s := newStore(t, url, func(o *Options) { o.Linger = time.Millisecond })
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

@@ -49,6 +49,8 @@ var rules = []rule{
 			return franz(dep) || (ours(dep) && !under(mod+"/disbackend", dep) && dep != mod+"/kafkawire/batch" &&
 				dep != mod+"/internal/metrics" && dep != mod+"/internal/bytebudget")
 		}},
+	{mod + "/...", "internal/settingsgen is the generator go generate ./configs runs (go/parser and all): no package of the binary depends on it",
+		func(dep string) bool { return dep == mod+"/internal/settingsgen" }},
 	{mod + "/internal/metrics", "the metric definitions are a leaf every layer may import: nothing of ours, no kmsg",
 		func(dep string) bool { return ours(dep) || franz(dep) }},
 	{mod + "/internal/bytebudget", "the byte budget (request budget, disrest buffer, decompression budget) is a leaf every layer may import: nothing of ours, no kmsg",
