@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,55 +19,66 @@ import (
 // 0140_commit_metadata semantics on both backends: franz-go commits offset
 // 10 with metadata on an empty partition and an offset past the end of a
 // partition with records, and fetches both back exactly (offset, metadata,
-// leader epoch), as Kafka, which takes any offset, answers; then
-// confluent-kafka-python (librdkafka, the compat venv's) commits 10 with
-// metadata on the empty partition and a new consumer reads it back.
+// leader epoch), as Kafka, which takes any offset, answers, also after the
+// gateway restarts; confluent-kafka-python (librdkafka, the compat venv's)
+// commits 10 with metadata on the empty partition and a new consumer reads
+// it back.
 func TestCommitAnyOffset(t *testing.T) {
 	t.Parallel()
-	for _, backend := range []string{"local", "dis"} {
-		t.Run(backend, func(t *testing.T) {
-			t.Parallel()
-			addr := startBackendGateway(t, backend)
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
+	forEachBackend(t, func(t *testing.T, b backendFixture) {
+		gw := b.gateway(t, gatewayOpts{args: b.onDIS("--dis-region", "cn-north-4")})
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		const topic, group = "commit.any", "commit.any.group"
+		var commit kadm.Offsets
+		commit.Add(kadm.Offset{Topic: topic, Partition: 0, At: 10, LeaderEpoch: 0, Metadata: "Hello world!"})
+		commit.Add(kadm.Offset{Topic: topic, Partition: 1, At: 1000, LeaderEpoch: -1, Metadata: "past the end"})
+		fetch := func(what, addr string) {
+			t.Helper()
 			cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer cl.Close()
-			adm := kadm.NewClient(cl)
-			const topic, group = "commit.any", "commit.any.group"
-			if rs, err := adm.CreateTopic(ctx, 2, 1, nil, topic); err != nil || rs.Err != nil {
-				t.Fatalf("create topic: %v, %v", rs.Err, err)
-			}
-			recs := []*kgo.Record{{Topic: topic, Partition: 1, Value: []byte("a")}, {Topic: topic, Partition: 1, Value: []byte("b")}}
-			pcl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+			fetched, err := kadm.NewClient(cl).FetchOffsets(ctx, group)
 			if err != nil {
-				t.Fatal(err)
-			}
-			defer pcl.Close()
-			if err := pcl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-				t.Fatalf("produce: %v", err)
-			}
-			var commit kadm.Offsets
-			commit.Add(kadm.Offset{Topic: topic, Partition: 0, At: 10, LeaderEpoch: 0, Metadata: "Hello world!"})
-			commit.Add(kadm.Offset{Topic: topic, Partition: 1, At: 1000, LeaderEpoch: -1, Metadata: "past the end"})
-			if rs, err := adm.CommitOffsets(ctx, group, commit); err != nil || rs.Error() != nil {
-				t.Fatalf("commit 10 on an empty partition and 1000 past the end: %v, %v; want both taken", rs.Error(), err)
-			}
-			fetched, err := adm.FetchOffsets(ctx, group)
-			if err != nil {
-				t.Fatal(err)
+				t.Fatalf("%s: %v", what, err)
 			}
 			commit.Each(func(want kadm.Offset) {
 				got, ok := fetched.Lookup(want.Topic, want.Partition)
 				if !ok || got.Err != nil || got.At != want.At || got.Metadata != want.Metadata || got.LeaderEpoch != want.LeaderEpoch {
-					t.Fatalf("fetched %s[%d] = %+v, want %+v", want.Topic, want.Partition, got, want)
+					t.Fatalf("%s: %s[%d] = %+v, want %+v", what, want.Topic, want.Partition, got, want)
 				}
 			})
-			librdkafkaCommitMetadata(t, addr, topic)
-		})
-	}
+		}
+
+		cl, err := kgo.NewClient(kgo.SeedBrokers(gw.addr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		adm := kadm.NewClient(cl)
+		if rs, err := adm.CreateTopic(ctx, 2, 1, nil, topic); err != nil || rs.Err != nil {
+			t.Fatalf("create topic: %v, %v", rs.Err, err)
+		}
+		recs := []*kgo.Record{{Topic: topic, Partition: 1, Value: []byte("a")}, {Topic: topic, Partition: 1, Value: []byte("b")}}
+		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatalf("produce: %v", err)
+		}
+		if rs, err := adm.CommitOffsets(ctx, group, commit); err != nil || rs.Error() != nil {
+			t.Fatalf("commit 10 on an empty partition and 1000 past the end: %v, %v; want both taken", rs.Error(), err)
+		}
+		fetch("fetched", gw.addr)
+		librdkafkaCommitMetadata(t, gw.addr, topic)
+		cl.Close()
+
+		// A restarted gateway reads them back from its store (DIS, or the
+		// embedded store's data directory).
+		if code := gw.stop(t, syscall.SIGTERM); code != 0 {
+			t.Fatalf("serve exit code after SIGTERM = %d", code)
+		}
+		fetch("after a restart", gw.restart(t).addr)
+	})
 }
 
 // librdkafkaCommitMetadata is librdkafka's 0099_commit_metadata through
