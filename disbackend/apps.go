@@ -28,7 +28,13 @@ type App struct {
 type Checkpoint struct {
 	Stream    string // DIS stream name
 	Partition int32
-	// SequenceNumber is the Kafka committed offset (the next offset to read).
+	// SequenceNumber is the Kafka committed offset (the next offset to
+	// read), any value, as Kafka takes any: below the log start, past the
+	// end, on an empty partition. DIS takes a checkpoint only inside the
+	// partition's range, so the DIS backend keeps an offset outside it
+	// beside the checkpoint, which it sets to the nearest sequence number
+	// DIS takes (disrest kept.go, docs/dis-backend.md "Consumer groups and
+	// committed offsets").
 	SequenceNumber int64
 	// Metadata is the Kafka commit metadata, at most
 	// MaxCheckpointMetadataLen characters.
@@ -60,7 +66,8 @@ type Apps interface {
 	// ListApps returns every app, sorted by Name.
 	ListApps(ctx context.Context) ([]App, error)
 	// CommitCheckpoints writes LAST_READ checkpoints of an app atomically
-	// and durably. Errors: ErrAppNotFound, ErrStreamNotFound,
+	// and durably, each with any SequenceNumber (Kafka OffsetCommit takes
+	// any offset). Errors: ErrAppNotFound, ErrStreamNotFound,
 	// ErrPartitionNotFound, ErrInvalidConfig (metadata too long).
 	CommitCheckpoints(ctx context.Context, app string, cps []Checkpoint) error
 	// Checkpoints returns the app's checkpoints, sorted by stream and

@@ -23,8 +23,11 @@ package gateway
 //
 // Each offset is stored unchanged as the app's checkpoint (the next offset
 // to read) and the commit metadata as its metadata; the answer waits for
-// the sync. Generation -1 with no member id is a standalone commit, accepted
-// while the group has no members.
+// the sync. Any offset is taken, as Kafka takes it (below the log start,
+// past the end, on an empty partition): DIS holds a checkpoint only inside
+// the partition's range, so the DIS backend keeps one outside it beside the
+// checkpoint (docs/dis-backend.md, "Kept commits"). Generation -1 with no
+// member id is a standalone commit, accepted while the group has no members.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"

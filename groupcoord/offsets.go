@@ -20,8 +20,11 @@ import (
 // offset to read, as the DIS Kafka Adapter, Flink and Logstash commit) and
 // the commit metadata; the committed leader epoch (OffsetCommit v6+) is kept
 // with it (disbackend.Checkpoint.LeaderEpoch) and returned by OffsetFetch
-// v5+, -1 when the commit had none. Reads go to the backend every time, so the answer is
-// what DIS holds even if another DIS client shares the app.
+// v5+, -1 when the commit had none. Any offset is taken, as Kafka takes it;
+// the DIS backend keeps one outside the partition's range beside the
+// checkpoint (docs/dis-backend.md, "Kept commits"). Reads go to the backend
+// every time, so the answer is what DIS holds even if another DIS client
+// shares the app.
 
 var (
 	// errNoApps: the backend keeps no apps, so offsets cannot be stored

@@ -145,13 +145,24 @@ func TestServeOnDIS(t *testing.T) {
 		t.Fatalf("retention.ms of an auto-created topic = %q, want 86400000 (24 h, DIS's default)", v)
 	}
 
-	// DIS keeps checkpoints only inside the partition's range: a commit
-	// beyond it gets OFFSET_OUT_OF_RANGE, not UNKNOWN_SERVER_ERROR.
+	// Kafka takes any committed offset. DIS keeps a checkpoint only inside
+	// the partition's range, so the gateway keeps one beyond it beside the
+	// checkpoint: it is fetched back exactly, and a DIS application reads
+	// the group's checkpoint at the end of the partition (5), with the
+	// commit's metadata.
 	var beyond kadm.Offsets
-	beyond.Add(kadm.Offset{Topic: topic, Partition: 0, At: 999_999, LeaderEpoch: -1})
-	if rs, err := kadm.NewClient(pcl).CommitOffsets(ctx, "e2e.group", beyond); err != nil ||
-		!errors.Is(rs.Error(), kerr.OffsetOutOfRange) {
-		t.Fatalf("commit beyond the high watermark: %v, %v; want OFFSET_OUT_OF_RANGE", rs.Error(), err)
+	beyond.Add(kadm.Offset{Topic: topic, Partition: 0, At: 999_999, LeaderEpoch: 3, Metadata: "beyond"})
+	if rs, err := kadm.NewClient(pcl).CommitOffsets(ctx, "e2e.group", beyond); err != nil || rs.Error() != nil {
+		t.Fatalf("commit beyond the high watermark: %v, %v; want it taken", rs.Error(), err)
+	}
+	fetched, err := kadm.NewClient(pcl).FetchOffsets(ctx, "e2e.group")
+	if o, ok := fetched.Lookup(topic, 0); err != nil || !ok || o.Err != nil || o.At != 999_999 || o.LeaderEpoch != 3 || o.Metadata != "beyond" {
+		t.Fatalf("fetch of the commit beyond the high watermark: %+v, %v", o, err)
+	}
+	last := model.GetShowCheckpointRequestCheckpointTypeEnum().LAST_READ
+	if cp, err := c.ShowCheckpoint(&model.ShowCheckpointRequest{AppName: "e2e_2Egroup", StreamName: "dis_e2e", PartitionId: "0",
+		CheckpointType: last}); err != nil || cp.SequenceNumber == nil || *cp.SequenceNumber != "5" || cp.Metadata == nil || *cp.Metadata != "beyond" {
+		t.Fatalf("the group's checkpoint as DIS holds it: %+v, %v; want 5 \"beyond\"", cp, err)
 	}
 
 	// A dry run answers what the real request would: DIS keeps 24-168 h.

@@ -288,3 +288,101 @@ func testRestartApps(t *testing.T, h Harness) {
 		t.Fatalf("leader epochs after restart: %d, %d; want 3, -1", got2[0].LeaderEpoch, got2[1].LeaderEpoch)
 	}
 }
+
+// nativeCommit commits cp as a DIS application does (Options.NativeCommit).
+func nativeCommit(t *testing.T, b disbackend.Backend, app string, cp disbackend.Checkpoint) {
+	t.Helper()
+	cp.LeaderEpoch = -1
+	var err error
+	if sb, ok := b.(*suiteBackend); ok && sb.opts.NativeCommit != nil {
+		err = sb.opts.NativeCommit(ctxT(t), sb.Backend, app, cp)
+	} else {
+		err = b.CommitCheckpoints(ctxT(t), app, []disbackend.Checkpoint{cp})
+	}
+	if err != nil {
+		t.Fatalf("native commit of %s/%d at %d: %v", cp.Stream, cp.Partition, cp.SequenceNumber, err)
+	}
+}
+
+// wantExactly checks got against want: stream, partition, offset,
+// metadata and leader epoch.
+func wantExactly(t *testing.T, what string, got []disbackend.Checkpoint, want ...disbackend.Checkpoint) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d checkpoints %+v, want %d %+v", what, len(got), got, len(want), want)
+	}
+	for i, w := range want {
+		g := got[i]
+		if g.Stream != w.Stream || g.Partition != w.Partition || g.SequenceNumber != w.SequenceNumber ||
+			g.Metadata != w.Metadata || g.LeaderEpoch != w.LeaderEpoch {
+			t.Fatalf("%s: checkpoint %d = %s/%d at %d %q epoch %d, want %s/%d at %d %q epoch %d", what, i,
+				g.Stream, g.Partition, g.SequenceNumber, g.Metadata, g.LeaderEpoch,
+				w.Stream, w.Partition, w.SequenceNumber, w.Metadata, w.LeaderEpoch)
+		}
+	}
+}
+
+// testCheckpointAnyOffset checks that a checkpoint takes any offset, as
+// Kafka's OffsetCommit does (librdkafka's 0099 and 0140 commit 10 on an
+// empty partition; a slow consumer commits below a log start that just
+// moved), and reads it back exactly (offset, metadata, leader epoch): on an
+// empty partition, past the end, below the log start, negative. Whichever
+// of the backend's commit and a DIS application's (NativeCommit) came
+// later wins, also when the native one has the sequence number a kept
+// offset stands on.
+func testCheckpointAnyOffset(t *testing.T, b disbackend.Backend) {
+	ctx := ctxT(t)
+	mustCreate(t, b, spec(t, "any", 3))
+	mustAppend(t, b, "any", 1, MakeBatch(BatchOptions{NumRecords: 5, Seed: 1}))
+	mustAppend(t, b, "any", 2, MakeBatch(BatchOptions{NumRecords: 6, Seed: 2}))
+	mustDelete(t, deleter(t, b), "any", 2, 4, 4)
+	app := mustCreateApp(t, b, "any.offset").Name
+	c := func(p int32, off int64, meta string, epoch int32) disbackend.Checkpoint {
+		return disbackend.Checkpoint{Stream: "any", Partition: p, SequenceNumber: off, Metadata: meta, LeaderEpoch: epoch}
+	}
+	read := func(what string, want ...disbackend.Checkpoint) {
+		t.Helper()
+		wantExactly(t, what, mustCheckpoints(t, b, app, "any"), want...)
+		wantExactly(t, what+" (all streams)", mustCheckpoints(t, b, app, ""), want...)
+	}
+
+	empty := c(0, 10, "librdkafka 0099", 3)
+	past := c(1, 50, "past the end", -1)
+	below := c(2, 1, "below the log start", 7)
+	mustCommit(t, b, app, empty, past, below)
+	read("committed outside the ranges", empty, past, below)
+
+	// A native commit after a kept offset wins: on the empty partition at
+	// 0, the only sequence number DIS takes there, with other metadata.
+	n0, n1 := c(0, 0, "adapter", -1), c(1, 3, "", -1)
+	nativeCommit(t, b, app, n0)
+	nativeCommit(t, b, app, n1)
+	read("native commits after kept offsets", n0, n1, below)
+
+	// A kept offset after a native commit wins.
+	mustCommit(t, b, app, empty, past)
+	read("kept offsets after native commits", empty, past, below)
+
+	// Records arriving under a kept offset leave it; an offset inside the
+	// range replaces it, and a kept one replaces that again.
+	mustAppend(t, b, "any", 0, MakeBatch(BatchOptions{NumRecords: 4, Seed: 3}))
+	read("after records arrived", empty, past, below)
+	in := c(1, 5, "", 2)
+	mustCommit(t, b, app, in)
+	read("inside the range", empty, in, below)
+	neg := c(1, -3, "negative", 4)
+	mustCommit(t, b, app, neg)
+	read("negative", empty, neg, below)
+
+	// DeleteCheckpoints removes a kept offset with its checkpoint: a native
+	// commit of the sequence number it stood on, with its metadata, is then
+	// the native one.
+	if err := b.DeleteCheckpoints(ctx, app, "any", []int32{0}); err != nil {
+		t.Fatal(err)
+	}
+	read("after DeleteCheckpoints", neg, below)
+	wantRange(t, b, "any", 0, 0, 4)
+	again := c(0, 0, empty.Metadata, -1)
+	nativeCommit(t, b, app, again)
+	read("native commit after DeleteCheckpoints", again, neg, below)
+}

@@ -51,6 +51,12 @@ type Options struct {
 	// 168 hours). Refusing unlimited retention is then the backend's own
 	// business.
 	MaxRetention time.Duration
+	// NativeCommit, when set, commits cp (leader epoch -1) to app as a DIS
+	// application (the DIS Kafka Adapter, an SDK) does, past the backend's
+	// own bookkeeping (disrest: one CommitCheckpoint straight to DIS); b is
+	// what newBackend returned. Nil means CommitCheckpoints, for a backend
+	// where the two are the same.
+	NativeCommit func(ctx context.Context, b disbackend.Backend, app string, cp disbackend.Checkpoint) error
 }
 
 // recordLevelSkips are the subtests that check batch boundaries, which a
@@ -133,6 +139,7 @@ func RunWith(t *testing.T, newBackend func(t *testing.T) disbackend.Backend, opt
 		{"Checkpoints", testCheckpoints},
 		{"CheckpointTime", testCheckpointTime},
 		{"CheckpointLeaderEpoch", testCheckpointLeaderEpoch},
+		{"CheckpointAnyOffset", testCheckpointAnyOffset},
 		{"DeleteRecords", testDeleteRecords},
 		{"Close", testClose},
 	}

@@ -30,15 +30,16 @@ const gatewayApp = "__disgw"
 // (compactsnap.go).
 const compactApp = "__disgw-compact"
 
-// epochAppPrefix begins the name of a group app's epoch app: the
-// gateway-owned app whose checkpoints hold the Kafka committed leader
-// epochs of the group app's checkpoints (DIS checkpoints have no such
-// field, and their metadata is the Kafka commit metadata, which DIS
-// applications sharing the app read). No group app begins with "__"
+// epochAppPrefix begins the name of a group app's side app (named for
+// what it first held): the gateway-owned app whose checkpoints hold what
+// the group app's checkpoints cannot, the Kafka committed leader epochs and
+// the offsets outside the partition's range (kept.go; DIS checkpoints have
+// no epoch field, and their metadata is the Kafka commit metadata, which
+// DIS applications sharing the app read). No group app begins with "__"
 // (AppNameForGroup escapes '_').
 const epochAppPrefix = "__disgw-epoch-"
 
-// epochApp is the name of app's epoch app: epochAppPrefix and the app's
+// epochApp is the name of app's side app (kept.go): epochAppPrefix and the app's
 // name, or, when that is longer than DIS allows, a prefix of it, '-' and
 // 16 hex digits of the name's SHA-256.
 func epochApp(app string) string {
@@ -181,7 +182,7 @@ func (s *Store) CreateApp(ctx context.Context, app disbackend.App) (disbackend.A
 	return s.DescribeApp(ctx, app.Name)
 }
 
-// DeleteApp deletes the app, then its epoch app if it has one. DIS
+// DeleteApp deletes the app, then its side app if it has one. DIS
 // DeleteApp.
 func (s *Store) DeleteApp(ctx context.Context, name string) error {
 	if err := s.deleteApp(ctx, name); err != nil {
@@ -294,7 +295,10 @@ func (s *Store) ListApps(ctx context.Context) ([]disbackend.App, error) {
 
 // CommitCheckpoints checks every checkpoint first (app, streams,
 // partitions, metadata length), then writes each with one CommitCheckpoint
-// (POST /v2/{project_id}/checkpoints), at most commitParallelism at once.
+// (POST /v2/{project_id}/checkpoints), at most commitParallelism at once,
+// and its side record when the app has a side app (kept.go). Any offset is
+// taken, as Kafka takes it: one outside the partition's range (which DIS
+// refuses, DIS.4224) is kept by keepCommit, and Checkpoints reads it back.
 // DIS has no multi-checkpoint write, so a failure part-way may leave some
 // written: the commit is not atomic across partitions (the gateway's
 // OffsetCommit answers each partition's error; groupcoord skips offsets
@@ -325,38 +329,64 @@ func (s *Store) CommitCheckpoints(ctx context.Context, app string, cps []disback
 			return fmt.Errorf("disrest: commit %s/%d: %w", cp.Stream, cp.Partition, disbackend.ErrPartitionNotFound)
 		}
 	}
-	epochs, err := s.epochsToWrite(ctx, app, cps)
+	side, err := s.epochsToWrite(ctx, app, cps)
 	if err != nil {
 		return err
 	}
-	// One CommitCheckpoint per partition (DIS has no batch commit), and
-	// one on the epoch app for each leader epoch, at most
-	// commitParallelism at a time. Not atomic: after an error, some of
-	// the others may have been written (an epoch is read back only when
-	// its checkpoint's sequence number matches, so a half-written pair
-	// reads as no epoch, never as a wrong one).
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(commitParallelism)
-	for _, cp := range cps {
-		g.Go(func() error {
-			return s.commit(gctx, app, cp.Stream, cp.Partition, cp.SequenceNumber, cp.Metadata)
-		})
+	// One commitOne per partition (DIS has no batch commit), each one or
+	// two CommitCheckpoint calls at once, at most commitParallelism calls
+	// in all. Not atomic: after an error, some of the others may have been
+	// written (a side record counts only while the checkpoint has its
+	// sequence number, kept.go, so a half-written pair reads as the
+	// checkpoint alone, never as another commit).
+	limit := commitParallelism
+	if side {
+		limit = commitParallelism / 2
 	}
-	if epochs {
-		for _, cp := range cps {
-			g.Go(func() error {
-				return s.commit(gctx, epochApp(app), cp.Stream, cp.Partition, cp.SequenceNumber, strconv.Itoa(int(cp.LeaderEpoch)))
-			})
-		}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(limit)
+	for _, cp := range cps {
+		g.Go(func() error { return s.commitOne(gctx, app, cp, side) })
 	}
 	return g.Wait()
 }
 
-// epochsToWrite reports whether cps' leader epochs are to be written to the
-// app's epoch app, creating it for the first commit with an epoch. A
-// commit without any epoch is written there only when the epoch app exists
-// (so that an earlier epoch at the same offset does not read back). DIS
-// ShowApp, CreateApp.
+// commitOne writes one Kafka commit: the app's checkpoint at the offset
+// and, when side, its epoch record (kept.go) at the same time. An offset
+// DIS refuses (DIS.4224: outside the partition's range) or cannot take (a
+// negative one) is written by keepCommit instead, as is one whose epoch
+// record DIS refused (the range moved between the two calls). DIS
+// CommitCheckpoint.
+func (s *Store) commitOne(ctx context.Context, app string, cp disbackend.Checkpoint, side bool) error {
+	if cp.SequenceNumber < 0 {
+		return s.keepCommit(ctx, app, cp, side)
+	}
+	var sideErr error
+	var wg sync.WaitGroup
+	if side {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sideErr = s.writeKept(ctx, epochApp(app), cp.Stream, cp.Partition, keptFor(cp, cp.SequenceNumber))
+		}()
+	}
+	err := s.commit(ctx, app, cp.Stream, cp.Partition, cp.SequenceNumber, cp.Metadata)
+	wg.Wait()
+	if outOfRange(err) || (err == nil && outOfRange(sideErr)) {
+		return s.keepCommit(ctx, app, cp, side)
+	}
+	if err != nil {
+		return err
+	}
+	return sideErr
+}
+
+// epochsToWrite reports whether cps' side records (kept.go) are to be
+// written to the app's side app, creating it for the first commit with an
+// epoch. A commit without any epoch is written there only when the side app
+// exists (so that an earlier epoch or kept offset at the same sequence
+// number does not read back); keepCommit creates it for an offset DIS
+// cannot hold. DIS ShowApp, CreateApp.
 func (s *Store) epochsToWrite(ctx context.Context, app string, cps []disbackend.Checkpoint) (bool, error) {
 	hasEpoch := false
 	for _, cp := range cps {
@@ -385,28 +415,21 @@ const commitParallelism = 8
 // Checkpoints lists the app's checkpoints: the streams it committed on
 // (DescribeApp), the partitions with one (ShowConsumerState), their metadata
 // (GetCheckpoint). CommittedAt is now: DIS keeps no commit time.
-// The leader epochs come from the app's epoch app: its checkpoint of the
-// same partition at the same sequence number, else -1.
+// The leader epochs, and the offsets DIS could not hold, come from the
+// app's side records (kept.go: readKept, keptCommit.over); a checkpoint
+// without a current record reads as DIS holds it, leader epoch -1.
 func (s *Store) Checkpoints(ctx context.Context, app, stream string) ([]disbackend.Checkpoint, error) {
 	out, err := s.checkpoints(ctx, app, stream)
 	if err != nil || len(out) == 0 {
 		return out, err
 	}
-	eps, err := s.checkpoints(ctx, epochApp(app), stream)
-	if err != nil && !errors.Is(err, disbackend.ErrAppNotFound) {
+	kept, err := s.readKept(ctx, epochApp(app), stream)
+	if err != nil {
 		return nil, err
 	}
-	byTP := make(map[partKey]disbackend.Checkpoint, len(eps))
-	for _, e := range eps {
-		byTP[partKey{e.Stream, e.Partition}] = e
-	}
 	for i := range out {
-		e, ok := byTP[partKey{out[i].Stream, out[i].Partition}]
-		if !ok || e.SequenceNumber != out[i].SequenceNumber {
-			continue
-		}
-		if n, err := strconv.ParseInt(e.Metadata, 10, 32); err == nil {
-			out[i].LeaderEpoch = int32(n)
+		if k, ok := kept[partKey{out[i].Stream, out[i].Partition}]; ok {
+			out[i] = k.over(out[i])
 		}
 	}
 	return out, nil
@@ -494,7 +517,7 @@ func (s *Store) checkpoints(ctx context.Context, app, stream string) ([]disbacke
 }
 
 // DeleteCheckpoints deletes the checkpoints, then their leader epochs in
-// the app's epoch app if it has one. DIS DeleteCheckpoint.
+// the app's side app (kept.go) if it has one. DIS DeleteCheckpoint.
 func (s *Store) DeleteCheckpoints(ctx context.Context, app, stream string, partitions []int32) error {
 	if err := s.deleteCheckpoints(ctx, app, stream, partitions); err != nil {
 		return err

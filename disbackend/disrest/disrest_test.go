@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -35,7 +36,16 @@ const (
 // on 127.0.0.1:0.
 func startDIS(t *testing.T, opts dislocal.Options) (*dislocal.Server, string) {
 	t.Helper()
-	st, err := localstore.Open("dis", localstore.Options{FS: vfs.NewMem(), RetentionCheckInterval: -1, Logger: zaptest.NewLogger(t)})
+	s, _, url := startDISStore(t, opts)
+	return s, url
+}
+
+// startDISStore is startDIS also returning the localstore under dislocal,
+// which runs retention only when told (EnforceRetention) on opts.Now.
+func startDISStore(t *testing.T, opts dislocal.Options) (*dislocal.Server, *localstore.Store, string) {
+	t.Helper()
+	st, err := localstore.Open("dis", localstore.Options{FS: vfs.NewMem(), RetentionCheckInterval: -1, Now: opts.Now,
+		Logger: zaptest.NewLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +59,7 @@ func startDIS(t *testing.T, opts dislocal.Options) (*dislocal.Server, string) {
 	}
 	hs := httptest.NewServer(s)
 	t.Cleanup(hs.Close)
-	return s, hs.URL
+	return s, st, hs.URL
 }
 
 func newStore(t *testing.T, endpoint string, mod func(*Options)) *Store {
@@ -77,12 +87,23 @@ func TestBackend(t *testing.T) {
 	}, backendtest.Options{
 		RecordLevel:  true,
 		MaxRetention: disapi.MaxRetentionHours * time.Hour,
+		NativeCommit: sdkCommit,
 		Skip: map[string]string{
-			"Checkpoints": "commits offsets beyond the partition's range; DIS refuses checkpoints outside [first : next] " +
-				"(DIS.4224); TestCheckpoints covers the rest",
 			"CheckpointTime": "DIS keeps no commit time; CommittedAt is the time of the read",
 		},
 	})
+}
+
+// sdkCommit commits cp as a DIS application does: one CommitCheckpoint
+// with the DIS SDK, straight to DIS.
+func sdkCommit(_ context.Context, b disbackend.Backend, app string, cp disbackend.Checkpoint) error {
+	s := b.(*Store)
+	_, err := s.c.CommitCheckpoint(&model.CommitCheckpointRequest{Body: &model.CommitCheckpointReq{
+		AppName: app, CheckpointType: model.GetCommitCheckpointReqCheckpointTypeEnum().LAST_READ,
+		StreamName: cp.Stream, PartitionId: disbackend.PartitionID(cp.Partition),
+		SequenceNumber: strconv.FormatInt(cp.SequenceNumber, 10), Metadata: &cp.Metadata,
+	}})
+	return err
 }
 
 func ctxT(t *testing.T) context.Context {
