@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -211,6 +212,47 @@ func TestCreateTopicsAssignments(t *testing.T) {
 	for _, p := range tp.Partitions {
 		if p.Leader != assignNode || len(p.Replicas) != 1 || p.Replicas[0] != assignNode {
 			t.Errorf("t[%d]: leader %d replicas %v, want node %d", p.Partition, p.Leader, p.Replicas, assignNode)
+		}
+	}
+}
+
+// TestCreatePartitionsAssignmentQuotaOrder: with the partition mutation
+// bucket empty, Kafka's order holds: the number of assignments is checked
+// before the quota (INVALID_REPLICA_ASSIGNMENT), the brokers after it
+// (THROTTLING_QUOTA_EXCEEDED).
+func TestCreatePartitionsAssignmentQuotaOrder(t *testing.T) {
+	g := startGateway(t, func(c *gateway.Config) {
+		c.NodeID = assignNode
+		c.Limits.PartitionMutationsPerSecond = 10 // a bucket of 100
+	})
+	now := time.Unix(1_000_000, 0)
+	gateway.SetLimitsClock(g.srv, func() time.Time { return now })
+	r := g.raw(t)
+	if tp := r.roundTrip(7, createTopicsReq("q", 110, nil)).(*kmsg.CreateTopicsResponse).Topics[0]; tp.ErrorCode != 0 {
+		t.Fatalf("create q: %+v", tp) // the bucket goes to -10
+	}
+	for _, tc := range []struct {
+		name   string
+		count  int32
+		assign [][]int32
+		want   *kerr.Error
+	}{
+		{"one assignment for two new partitions", 112, [][]int32{{assignNode}}, kerr.InvalidReplicaAssignment},
+		{"a broker that does not exist", 111, [][]int32{{0}}, kerr.ThrottlingQuotaExceeded},
+		{"a valid assignment", 111, [][]int32{{assignNode}}, kerr.ThrottlingQuotaExceeded},
+	} {
+		cp := kmsg.NewPtrCreatePartitionsRequest()
+		cp.TimeoutMillis = 10000
+		ct := kmsg.NewCreatePartitionsRequestTopic()
+		ct.Topic, ct.Count = "q", tc.count
+		for _, replicas := range tc.assign {
+			a := kmsg.NewCreatePartitionsRequestTopicAssignment()
+			a.Replicas = replicas
+			ct.Assignment = append(ct.Assignment, a)
+		}
+		cp.Topics = []kmsg.CreatePartitionsRequestTopic{ct}
+		if got := r.roundTrip(3, cp).(*kmsg.CreatePartitionsResponse).Topics[0]; got.ErrorCode != tc.want.Code {
+			t.Errorf("%s with the bucket empty: error %d, want %s", tc.name, got.ErrorCode, tc.want.Message)
 		}
 	}
 }
