@@ -9,9 +9,11 @@ package gateway
 //     response (KIP-525). v7: topic id in the response.
 //
 // Replication factor is accepted and ignored (the store replicates; we
-// report 1). A manual replica assignment sets the partition count. An
-// existing topic is TOPIC_ALREADY_EXISTS before anything else is checked.
-// A topic answered with an error has, v5+, partitions and replication
+// report 1). A manual replica assignment is checked as Kafka's controller
+// checks it (checkTopicAssignment: this node is the only broker, so each
+// partition's replicas must be [Config.NodeID]) and sets the partition
+// count. An existing topic is TOPIC_ALREADY_EXISTS before anything else
+// is checked. A topic answered with an error has, v5+, partitions and replication
 // factor -1 and configs [] (v7: topic id zero); validate_only answers,
 // v7, a random topic id, as Kafka.
 // Topics past Limits.MaxTopics get POLICY_VIOLATION (limits.go).
@@ -160,8 +162,8 @@ func (s *Server) createTopicFromRequest(ctx context.Context, r *kmsg.CreateTopic
 	partitions := rt.NumPartitions
 	switch {
 	case len(rt.ReplicaAssignment) > 0:
-		if rt.NumPartitions != -1 || rt.ReplicationFactor != -1 {
-			return nil, kerrWrap(kerr.InvalidRequest, "with a replica assignment, partitions and replication factor must be -1")
+		if err := s.checkTopicAssignment(rt); err != nil {
+			return nil, err
 		}
 		partitions = int32(len(rt.ReplicaAssignment))
 	case partitions == -1:
@@ -190,4 +192,38 @@ func (s *Server) createTopicFromRequest(ctx context.Context, r *kmsg.CreateTopic
 		return nil, kerrWrap(kerr.TopicAlreadyExists, fmt.Sprintf("topic %q already exists", rt.Topic))
 	}
 	return st, err
+}
+
+// checkTopicAssignment checks a new topic's manual replica assignment as
+// Kafka 4.4's controller does (ReplicationControlManager.createTopic), in
+// its order and with its messages: replication factor and partitions -1
+// (else INVALID_REQUEST); then each entry in request order: its partition
+// not assigned before, its replicas as replicaAssignmentError checks them,
+// as many as the first entry's; then the partitions 0 to n-1 (else
+// INVALID_REPLICA_ASSIGNMENT).
+func (s *Server) checkTopicAssignment(rt *kmsg.CreateTopicsRequestTopic) error {
+	if rt.ReplicationFactor != -1 {
+		return kafkaMessage(kerr.InvalidRequest, "A manual partition assignment was specified, but replication factor was not set to -1.")
+	}
+	if rt.NumPartitions != -1 {
+		return kafkaMessage(kerr.InvalidRequest, "A manual partition assignment was specified, but numPartitions was not set to -1.")
+	}
+	assigned := make(map[int32]bool, len(rt.ReplicaAssignment))
+	rf := -1 // the first entry sets it
+	for _, a := range rt.ReplicaAssignment {
+		if assigned[a.Partition] {
+			return invalidAssignment(fmt.Sprintf("Found multiple manual partition assignments for partition %d", a.Partition))
+		}
+		assigned[a.Partition] = true
+		if msg := s.replicaAssignmentError(a.Replicas, rf); msg != "" {
+			return invalidAssignment(msg)
+		}
+		rf = len(a.Replicas)
+	}
+	for i := range int32(len(assigned)) {
+		if !assigned[i] {
+			return invalidAssignment("partitions should be a consecutive 0-based integer sequence")
+		}
+	}
+	return nil
 }

@@ -4,11 +4,24 @@ package gateway
 //
 // Version notes: v1 ThrottleMillis; v2 flexible; v3 no change.
 //
-// Only increases: a count equal to or below the current one gets
-// INVALID_PARTITIONS, as Kafka. Assignments are accepted and ignored (one
-// node leads everything). New partitions start at offset 0. Topics past
-// Limits.MaxTopics get INVALID_REQUEST (limits.go). An unknown topic gets
-// UNKNOWN_TOPIC_OR_PARTITION without an error message, as from Kafka.
+// Each topic is checked as Kafka 4.4's controller checks it
+// (ReplicationControlManager.createPartitions), in its order and with its
+// messages, validate_only or not:
+//   - an unknown topic: UNKNOWN_TOPIC_OR_PARTITION without a message;
+//   - only increases: a count equal to or below the current one gets
+//     INVALID_PARTITIONS;
+//   - an assignment (null: none) must list one entry per new partition,
+//     else INVALID_REPLICA_ASSIGNMENT;
+//   - the partition mutation rate (THROTTLING_QUOTA_EXCEEDED, limits.go);
+//   - each entry is checked as replica_assignment.go says: not empty, no
+//     broker but this node (Config.NodeID), none twice, and as many
+//     replicas as the topic's partitions have (1), else
+//     INVALID_REPLICA_ASSIGNMENT. A valid assignment ([this node] for
+//     each) places the partitions where they go anyway.
+//
+// Then disgw's own limit: more than Config.MaxPartitions partitions is
+// INVALID_PARTITIONS. New partitions start at offset 0. Topics past
+// Limits.MaxTopics get INVALID_REQUEST (limits.go).
 
 import (
 	"context"
@@ -55,7 +68,10 @@ func (c *conn) handleCreatePartitions(req *kafkawire.Request) reply {
 			continue
 		}
 		var err error
-		if st := s.topics.get(rt.Topic); st != nil && !r.ValidateOnly && count[rt.Topic] == 1 && rt.Count > st.PartitionCount {
+		if st := s.topics.get(rt.Topic); st != nil && !r.ValidateOnly && count[rt.Topic] == 1 && rt.Count > st.PartitionCount &&
+			(rt.Assignment == nil || len(rt.Assignment) == int(rt.Count-st.PartitionCount)) {
+			// Kafka applies the quota once the count and the number of
+			// assignments passed, before the assignments' brokers.
 			if ok, wait := s.limits.admitMutations(); !ok {
 				t.ErrorCode = kerr.ThrottlingQuotaExceeded.Code
 				t.ErrorMessage = kmsg.StringPtr("partition mutation rate exceeded (partition_mutations_per_second)")
@@ -69,7 +85,7 @@ func (c *conn) handleCreatePartitions(req *kafkawire.Request) reply {
 			err = errListedTwice(rt.Topic)
 		} else {
 			before := s.topics.get(rt.Topic)
-			err = s.createPartitions(ctx, rt.Topic, rt.Count, r.ValidateOnly)
+			err = s.createPartitions(ctx, rt.Topic, rt.Count, newPartitionsAssignment(rt.Assignment), r.ValidateOnly)
 			if err == nil && !r.ValidateOnly && before != nil {
 				s.limits.spendMutations(int(rt.Count - before.PartitionCount))
 			}
@@ -85,15 +101,31 @@ func (c *conn) handleCreatePartitions(req *kafkawire.Request) reply {
 	return ready(req, resp)
 }
 
-func (s *Server) createPartitions(ctx context.Context, topic string, n int32, validateOnly bool) error {
+// newPartitionsAssignment is the replicas of each new partition a request
+// assigns (nil: no assignment, the request's null).
+func newPartitionsAssignment(a []kmsg.CreatePartitionsRequestTopicAssignment) [][]int32 {
+	if a == nil {
+		return nil
+	}
+	out := make([][]int32, len(a))
+	for i := range a {
+		out[i] = a[i].Replicas
+	}
+	return out
+}
+
+// createPartitions raises topic's partition count to n (validateOnly:
+// only checks that it may), the new partitions placed by assignment (nil:
+// none given; else one replica list per new partition).
+func (s *Server) createPartitions(ctx context.Context, topic string, n int32, assignment [][]int32, validateOnly bool) error {
 	s.topics.adminMu.Lock()
 	defer s.topics.adminMu.Unlock()
 	st := s.topics.get(topic)
 	if st == nil {
 		return fmt.Errorf("%w: topic %q", errUnknownTopic, topic)
 	}
-	if n <= st.PartitionCount {
-		return kerrWrap(kerr.InvalidPartitions, fmt.Sprintf("topic %q has %d partitions; the count can only be increased", topic, st.PartitionCount))
+	if err := s.checkNewPartitions(st.TopicName, st.PartitionCount, n, assignment); err != nil {
+		return err
 	}
 	if n > s.cfg.MaxPartitions {
 		return kerrWrap(kerr.InvalidPartitions, fmt.Sprintf("%d partitions requested; a topic may have at most %d", n, s.cfg.MaxPartitions))
@@ -110,5 +142,26 @@ func (s *Server) createPartitions(ctx context.Context, topic string, n int32, va
 	}
 	s.topics.put(&updated)
 	s.log.Info("partitions created", zapTopic(topic), zapInt32("partitions", n))
+	return nil
+}
+
+// checkNewPartitions checks raising topic from current partitions to n
+// with assignment as Kafka's controller does, with its messages.
+func (s *Server) checkNewPartitions(topic string, current, n int32, assignment [][]int32) error {
+	switch {
+	case n == current:
+		return kafkaMessage(kerr.InvalidPartitions, fmt.Sprintf("Topic already has %d partition(s).", current))
+	case n < current:
+		return kafkaMessage(kerr.InvalidPartitions, fmt.Sprintf("The topic %s currently has %d partition(s); %d would not be an increase.", topic, current, n))
+	}
+	additional := int(n - current)
+	if assignment != nil && len(assignment) != additional {
+		return invalidAssignment(fmt.Sprintf("Attempted to add %d additional partition(s), but only %d assignment(s) were specified.", additional, len(assignment)))
+	}
+	for _, replicas := range assignment {
+		if msg := s.replicaAssignmentError(replicas, topicReplicationFactor); msg != "" {
+			return invalidAssignment(msg)
+		}
+	}
 	return nil
 }

@@ -20,7 +20,6 @@ package gateway
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -93,20 +92,9 @@ func (s *Server) reassignment(st *disbackend.Stream, topic string, rp kmsg.Alter
 		return kerr.UnknownTopicOrPartition.Code, fmt.Sprintf("Unable to find partition %s:%d.", topic, rp.Partition)
 	case rp.Replicas == nil:
 		return kerr.NoReassignmentInProgress.Code, ""
-	case len(rp.Replicas) == 0:
-		return kerr.InvalidReplicaAssignment.Code, "The manual partition assignment includes an empty replica list."
 	}
-	// Kafka checks the ids in ascending order, each first for being a
-	// registered broker, then for repeating the one before
-	// (ReplicationControlManager.validateManualPartitionAssignment).
-	ids := slices.Sorted(slices.Values(rp.Replicas))
-	for i, id := range ids {
-		if id != s.cfg.NodeID {
-			return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("The manual partition assignment includes broker %d, but no such broker is registered.", id)
-		}
-		if i > 0 && ids[i-1] == id {
-			return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("The manual partition assignment includes the broker %d more than once.", id)
-		}
+	if msg := s.replicaAssignmentError(rp.Replicas, -1); msg != "" {
+		return kerr.InvalidReplicaAssignment.Code, msg
 	}
 	return 0, ""
 }

@@ -82,6 +82,7 @@ var keyCosts = map[int16]keyCost{
 	47: {12, 17 << 20},   // OffsetDelete: 9x; 14 MB
 	60: {32, 0},          // DescribeCluster: no arrays
 	61: {174, 183 << 20}, // DescribeProducers: 139x; 146 MB
+	74: {4, 0},           // ListConfigResources: 3.1x (an array of int8)
 	75: {72, 38 << 20},   // DescribeTopicPartitions: 57x (distinct unknown names: a backend lookup each); 30 MB
 }
 

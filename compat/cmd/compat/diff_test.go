@@ -86,3 +86,32 @@ func TestDiffDownconvert(t *testing.T) {
 		t.Fatalf("v0: %+v", m)
 	}
 }
+
+// TestDiffConfigResourcesKeyedByType: ListConfigResources' resources are
+// matched by type and name (the broker and its logger share a name), and
+// only disgw's topics of replication factor 3 are kept.
+func TestDiffConfigResourcesKeyedByType(t *testing.T) {
+	res := func(rs ...kmsg.ListConfigResourcesResponseConfigResource) *kmsg.ListConfigResourcesResponse {
+		r := kmsg.NewPtrListConfigResourcesResponse()
+		r.ConfigResources = rs
+		return r
+	}
+	broker := kmsg.ListConfigResourcesResponseConfigResource{Name: "NODE", Type: 4}
+	logger := kmsg.ListConfigResourcesResponseConfigResource{Name: "NODE", Type: 8}
+	topic := kmsg.ListConfigResourcesResponseConfigResource{Name: "t", Type: 2}
+	if f := failures(res(logger, broker, topic), res(topic, broker, logger)); len(f) != 0 {
+		t.Fatalf("the same resources in another order: %v", f)
+	}
+	f := failures(res(logger, broker, topic), res(broker, broker, topic))
+	if len(f) != 1 || !strings.Contains(f[0], `ConfigResources[8/"NODE"]: Kafka present, disgw missing`) {
+		t.Fatalf("a broker in place of the broker logger: %v", f)
+	}
+	badrf := kmsg.ListConfigResourcesResponseConfigResource{Name: "diff-topics-lo-badrf", Type: 2}
+	if f := failures(res(topic), res(topic, badrf)); len(f) != 0 {
+		t.Fatalf("disgw's topic of replication factor 3 should be kept: %v", f)
+	}
+	other := kmsg.ListConfigResourcesResponseConfigResource{Name: "diff-topics-lo-t9", Type: 2}
+	if f := failures(res(topic), res(topic, other)); len(f) != 1 {
+		t.Fatalf("an extra topic should be reported: %v", f)
+	}
+}

@@ -115,6 +115,7 @@ var keptRules = []*keptRule{
 	{Category: catDeliberate, API: "CreateTopics", Path: `Topics["*badrf"]**`,
 		Reason: "a replication factor above 1 is accepted: the data lives in the backend (DIS keeps three copies of every stream; the embedded store is one node's disk, as the README says), and refusing 3 would break clients configured for a production cluster (Kafka Connect's internal topics and Kafka Streams' topics ask for 3 when so configured); Metadata reports the one replica"},
 	{Category: catDeliberate, Path: `Topics["*badrf"]**`, Reason: "the topic of replication factor 3 exists on disgw (see CreateTopics), so Metadata and ElectLeaders of every topic list it"},
+	{Category: catDeliberate, API: "ListConfigResources", Path: `ConfigResources[2/"*badrf"]`, Reason: "the topic of replication factor 3 exists on disgw (see CreateTopics), so a listing of every topic lists it"},
 	{Category: catDeliberate, API: "Metadata", MaxVer: 3, Path: `Topics["*-t2"]**`,
 		Reason: "auto-creation (Metadata v0-3 naming an unknown topic): disgw creates the topic before answering, so the first answer already lists it; Kafka's controller creates it asynchronously and answers UNKNOWN_TOPIC_OR_PARTITION first; clients retry either way and then see the same topic"},
 	{Category: catDeliberate, Backend: "dis", Path: `**Configs["retention.ms"].Value`, Shape: disCompactedRetention,

@@ -145,6 +145,7 @@ func seqTopics(t *diffTarget, p string) {
 	cp.ValidateOnly = true
 	cp.Topics = []kmsg.CreatePartitionsRequestTopic{{Topic: t1, Count: 2}}
 	t.do("CreatePartitions t1 to 2, validate only", cp)
+	seqAssignments(t, p, t1)
 
 	dt := kmsg.NewPtrDeleteTopicsRequest()
 	dt.TimeoutMillis = 30000
@@ -157,6 +158,80 @@ func seqTopics(t *diffTarget, p string) {
 	waitTopic(t, t2, 0)
 	t.do("Metadata t1, t2 after delete", metadataReq(t, t1, t2))
 	t.do("Metadata all topics", metadataReq(t))
+}
+
+// seqAssignments: manual replica assignments, bad and good, in
+// CreatePartitions (t1 has 4 partitions) and CreateTopics, as Kafka's
+// controller checks them (a broker that does not exist, a broker twice, an
+// empty replica list, an assignment count other than the new partitions',
+// a partition assigned twice or missing). The one broker of each server
+// is t.node, so [[t.node]] is the one valid assignment; a replica count
+// other than the topic's cannot be reached with one broker (two replicas
+// are either an unknown broker or one broker twice, checked first).
+func seqAssignments(t *diffTarget, p, t1 string) {
+	createPartitions := func(label string, validateOnly bool, count int32, assignment ...[]int32) {
+		cp := kmsg.NewPtrCreatePartitionsRequest()
+		cp.TimeoutMillis = 30000
+		cp.ValidateOnly = validateOnly
+		ct := kmsg.CreatePartitionsRequestTopic{Topic: t1, Count: count}
+		if assignment != nil {
+			ct.Assignment = []kmsg.CreatePartitionsRequestTopicAssignment{}
+			for _, replicas := range assignment {
+				ct.Assignment = append(ct.Assignment, kmsg.CreatePartitionsRequestTopicAssignment{Replicas: replicas})
+			}
+		}
+		cp.Topics = []kmsg.CreatePartitionsRequestTopic{ct}
+		t.do(label, cp)
+	}
+	node := t.node
+	createPartitions("CreatePartitions t1 to 5 on a broker that does not exist", false, 5, []int32{9999})
+	createPartitions("CreatePartitions t1 to 5 on the broker twice", false, 5, []int32{node, node})
+	createPartitions("CreatePartitions t1 to 5 on the broker and one that does not exist", false, 5, []int32{node, 9999})
+	createPartitions("CreatePartitions t1 to 5 on no broker", false, 5, []int32{})
+	createPartitions("CreatePartitions t1 to 6 with one assignment", false, 6, []int32{node})
+	createPartitions("CreatePartitions t1 to 5 with an empty assignment list", false, 5, [][]int32{}...)
+	createPartitions("CreatePartitions t1 to 5 on a broker that does not exist, validate only", true, 5, []int32{9999})
+	createPartitions("CreatePartitions t1 to 6 with one assignment, validate only", true, 6, []int32{node})
+	createPartitions("CreatePartitions t1 to 4 (no change) with an assignment", false, 4, []int32{node})
+	createPartitions("CreatePartitions t1 to 5 on the broker, validate only", true, 5, []int32{node})
+	createPartitions("CreatePartitions t1 to 6 on the broker", false, 6, []int32{node}, []int32{node})
+	waitTopic(t, t1, 6)
+
+	assigned := func(name string, replicas ...[]int32) kmsg.CreateTopicsRequestTopic {
+		ct := kmsg.CreateTopicsRequestTopic{Topic: p + name, NumPartitions: -1, ReplicationFactor: -1}
+		for i, r := range replicas {
+			ct.ReplicaAssignment = append(ct.ReplicaAssignment, kmsg.CreateTopicsRequestTopicReplicaAssignment{Partition: int32(i), Replicas: r})
+		}
+		return ct
+	}
+	twice := assigned("as-twice", []int32{node}, []int32{node})
+	twice.ReplicaAssignment[1].Partition = 0
+	gap := assigned("as-gap", []int32{node})
+	gap.ReplicaAssignment[0].Partition = 1
+	rf := assigned("as-rf", []int32{node})
+	rf.ReplicationFactor = 1
+	np := assigned("as-np", []int32{node})
+	np.NumPartitions = 1
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = 30000
+	req.Topics = []kmsg.CreateTopicsRequestTopic{
+		assigned("as-unknown", []int32{9999}), assigned("as-dup", []int32{node, node}), assigned("as-empty", []int32{}),
+		assigned("as-second-unknown", []int32{node}, []int32{node, 9999}), twice, gap, rf, np,
+	}
+	t.do("CreateTopics with bad assignments: an unknown broker, a broker twice, no broker, a partition twice, a gap, replication or partitions not -1", req)
+	if t.v(19) >= 1 {
+		req = kmsg.NewPtrCreateTopicsRequest()
+		req.TimeoutMillis = 30000
+		req.ValidateOnly = true
+		req.Topics = []kmsg.CreateTopicsRequestTopic{assigned("as-unknown", []int32{9999}), assigned("as-valid", []int32{node}, []int32{node})}
+		t.do("CreateTopics validate only, an unknown broker and a valid assignment", req)
+	}
+	req = kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = 30000
+	req.Topics = []kmsg.CreateTopicsRequestTopic{assigned("as-valid", []int32{node}, []int32{node})}
+	t.do("CreateTopics as-valid with 2 partitions on the broker", req)
+	waitTopic(t, p+"as-valid", 2)
+	t.do("Metadata t1 and as-valid after the assignments", metadataReq(t, t1, p+"as-valid"))
 }
 
 func describeConfigs(t *diffTarget, label string, names []string, res ...kmsg.DescribeConfigsRequestResource) {
@@ -650,10 +725,46 @@ func seqAdmin(t *diffTarget, p string) {
 	dp := kmsg.NewPtrDescribeProducersRequest()
 	dp.Topics = []kmsg.DescribeProducersRequestTopic{{Topic: a1, Partitions: []int32{0, 7}}}
 	t.do("DescribeProducers a1[0], a1[7]", dp)
+	seqListConfigResources(t)
 	if t.v(3) >= 8 {
 		mr := metadataReq(t, a1)
 		mr.IncludeTopicAuthorizedOperations = true
 		mr.IncludeClusterAuthorizedOperations = t.v(3) <= 10
 		t.do("Metadata a1 with authorized operations", mr)
 	}
+}
+
+// seqListConfigResources: ListConfigResources (KIP-1000's
+// ListClientMetricsResources at v0, KIP-1142's at v1) of every type, of
+// each type, of a type twice, and of types the version does not know. The
+// broker and broker logger resources are named by the node id: node ids
+// are kept (diffkept.go), so both are renamed NODE before comparing.
+func seqListConfigResources(t *diffTarget) {
+	list := func(label string, types ...kmsg.ConfigResourceType) {
+		req := kmsg.NewPtrListConfigResourcesRequest()
+		req.ResourceTypes = []int8{}
+		for _, rt := range types {
+			req.ResourceTypes = append(req.ResourceTypes, int8(rt))
+		}
+		resp := t.do(label, req)
+		if resp == nil {
+			return
+		}
+		for i := range resp.(*kmsg.ListConfigResourcesResponse).ConfigResources {
+			r := &resp.(*kmsg.ListConfigResourcesResponse).ConfigResources[i]
+			if r.Type == int8(kmsg.ConfigResourceTypeBroker) || r.Type == int8(kmsg.ConfigResourceTypeBrokerLogger) {
+				r.Name = "NODE"
+			}
+		}
+	}
+	list("ListConfigResources, every type")
+	if t.v(74) < 1 {
+		return // v0 has no resource types
+	}
+	list("ListConfigResources TOPIC", kmsg.ConfigResourceTypeTopic)
+	list("ListConfigResources BROKER, BROKER_LOGGER", kmsg.ConfigResourceTypeBroker, kmsg.ConfigResourceTypeBrokerLogger)
+	list("ListConfigResources GROUP, CLIENT_METRICS", kmsg.ConfigResourceTypeGroupConfig, kmsg.ConfigResourceTypeClientMetrics)
+	list("ListConfigResources BROKER twice", kmsg.ConfigResourceTypeBroker, kmsg.ConfigResourceTypeBroker)
+	list("ListConfigResources TOPIC and an unknown type 3", kmsg.ConfigResourceTypeTopic, 3)
+	list("ListConfigResources UNKNOWN (0)", kmsg.ConfigResourceTypeUnknown)
 }

@@ -125,9 +125,11 @@ type fieldDiff struct {
 
 // keyFields name, in order of preference, the field that identifies an
 // element of a list of structs: elements are matched by it, not by
-// position (servers order topics, configs and groups differently).
+// position (servers order topics, configs and groups differently). A
+// config resource of ListConfigResources is keyed by type and name: a
+// broker and a broker logger share the node's name.
 var keyFields = [][]string{
-	{"ApiKey"}, {"ResourceType", "ResourceName"}, {"Topic"}, {"Name"}, {"Group"}, {"Partition"},
+	{"ApiKey"}, {"ResourceType", "ResourceName"}, {"Type", "Name"}, {"Topic"}, {"Name"}, {"Group"}, {"Partition"},
 	{"Key"}, {"Feature"},
 }
 
