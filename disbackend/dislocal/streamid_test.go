@@ -1,16 +1,19 @@
 package dislocal
 
 import (
+	"context"
 	"encoding/base64"
 	"fmt"
 	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/huaweicloud/huaweicloud-sdk-go-v3/services/dis/v2/model"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/disgw/disgw/disbackend"
 	"github.com/disgw/disgw/disbackend/disapi"
 	"github.com/disgw/disgw/disbackend/dislocal/disproto"
 	"github.com/disgw/disgw/disbackend/localstore"
@@ -350,5 +353,54 @@ func TestStreamIDSDKAndDeny(t *testing.T) {
 		t.Error("PutRecords by an unknown id served")
 	} else if st, code := disCode(t, err); st != 400 || code != disapi.CodeStreamNotFound {
 		t.Errorf("PutRecords by an unknown id: %d %s", st, code)
+	}
+}
+
+// TestStreamIDRecreated: a stream deleted and created again under its name
+// has a new stream_id, and the old id names no stream (DIS.4301), whether
+// dislocal deleted it or the backend did behind its back (its state file
+// then still maps the name to the old id).
+func TestStreamIDRecreated(t *testing.T) {
+	t.Parallel()
+	srv, hs := startServer(t, Options{})
+	cases := []struct {
+		name     string
+		recreate func(t *testing.T, stream string)
+	}{
+		{"through dislocal", func(t *testing.T, stream string) {
+			st, m := call(t, hs, "DELETE", "/v2/p/streams/"+stream, nil)
+			mustStatus(t, st, m, 204)
+			createStream(t, hs, stream, 1)
+		}},
+		{"behind dislocal's back", func(t *testing.T, stream string) {
+			ctx := context.Background()
+			if err := srv.b.DeleteStream(ctx, stream); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := srv.b.CreateStream(ctx, disbackend.StreamSpec{Name: stream, TopicName: stream, PartitionCount: 1, Config: disbackend.StreamConfig{Retention: time.Hour}}); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			stream := fmt.Sprintf("r%d", i)
+			createStream(t, hs, stream, 1)
+			old := streamIDOf(t, hs, stream)
+			tc.recreate(t, stream)
+			st, m := call(t, hs, "GET", "/v2/p/streams/"+old+"?"+query("stream_id", old), nil)
+			wantCode(t, st, m, 400, disapi.CodeStreamNotFound)
+			st, m = getCursor(t, hs, query("stream-id", old, "partition-id", "0", "cursor-type", "LATEST"))
+			wantCode(t, st, m, 400, disapi.CodeStreamNotFound)
+			if id := streamIDOf(t, hs, stream); id == old {
+				t.Fatalf("recreated stream kept stream_id %s", old)
+			} else {
+				st, m = call(t, hs, "GET", "/v2/p/streams/x?"+query("stream_id", id), nil)
+				mustStatus(t, st, m, 200)
+				if m["stream_name"] != stream {
+					t.Fatalf("new id describes %v", m)
+				}
+			}
+		})
 	}
 }
