@@ -9,8 +9,8 @@ package disapi
 // partition_id and, when set, partition_key and timestamp.
 type PutRecordsRequest struct {
 	StreamName string `json:"stream_name"`
-	// StreamID names the stream when StreamName does not (dislocal reads
-	// it; disrest leaves it empty).
+	// StreamID names the stream when StreamName is empty or names none
+	// (docs/dis-api.md §2.5; dislocal reads it, disrest leaves it empty).
 	StreamID string                   `json:"stream_id,omitempty"`
 	Records  []PutRecordsRequestEntry `json:"records"`
 }

@@ -133,8 +133,10 @@ type consumingState struct {
 }
 
 // consumerState is ShowConsumerState: per partition, the app's checkpoint
-// ("-1" where none) beside the partition's range. DIS.4375 when the app
-// never committed on the stream.
+// ("-1" where none) beside the partition's range. The stream is the path's
+// {stream_name}, or the query's stream_id when no stream has that name
+// (the Python SDK puts the id in both). DIS.4375 when the app never
+// committed on the stream.
 func (s *Server) consumerState(r *http.Request, vars map[string]string, _ []byte) (int, any, *disError) {
 	app, name := vars["app_name"], vars["stream_name"]
 	q := r.URL.Query()
@@ -155,11 +157,12 @@ func (s *Server) consumerState(r *http.Request, vars map[string]string, _ []byte
 	}
 	ctx := r.Context()
 	s.mu.Lock()
-	bs, ss, derr := s.streamOf(ctx, name)
+	bs, ss, derr := s.streamByRef(ctx, name, q.Get("stream_id"))
 	if derr != nil {
 		s.mu.Unlock()
 		return 0, nil, derr
 	}
+	name = bs.Name
 	statuses := make([]string, bs.PartitionCount)
 	for p := range statuses {
 		statuses[p] = s.partitionStatus(bs, ss, int32(p))
@@ -203,9 +206,12 @@ func (s *Server) consumerState(r *http.Request, vars map[string]string, _ []byte
 }
 
 type commitCheckpointRequest struct {
-	AppName        string  `json:"app_name"`
-	CheckpointType string  `json:"checkpoint_type"`
-	StreamName     string  `json:"stream_name"`
+	AppName        string `json:"app_name"`
+	CheckpointType string `json:"checkpoint_type"`
+	StreamName     string `json:"stream_name"`
+	// StreamID names the stream when StreamName is empty or names none
+	// (the Java SDK 1.3.19+ and the adapter's ID subscriptions).
+	StreamID       string  `json:"stream_id"`
 	PartitionID    string  `json:"partition_id"`
 	SequenceNumber string  `json:"sequence_number"`
 	Metadata       *string `json:"metadata"`
@@ -226,8 +232,8 @@ func (s *Server) commitCheckpoint(r *http.Request, _ map[string]string, body []b
 		return 0, nil, errInvalid("app_name is required")
 	case req.CheckpointType != checkpointLastRead:
 		return 0, nil, errInvalid("checkpoint_type %q must be LAST_READ", req.CheckpointType)
-	case req.StreamName == "":
-		return 0, nil, errInvalid("stream_name is required")
+	case req.StreamName == "" && req.StreamID == "":
+		return 0, nil, errInvalid("stream_name or stream_id is required")
 	case req.PartitionID == "":
 		return 0, nil, errf(400, disapi.CodePartitionIDInvalid, "Invalid partition_id. [partition_id is required]")
 	}
@@ -244,7 +250,7 @@ func (s *Server) commitCheckpoint(r *http.Request, _ map[string]string, body []b
 	}
 	ctx := r.Context()
 	s.mu.Lock()
-	bs, ss, derr := s.streamOf(ctx, req.StreamName)
+	bs, ss, derr := s.streamByRef(ctx, req.StreamName, req.StreamID)
 	var p int32
 	if derr == nil {
 		p, derr = s.readablePartition(bs, ss, req.PartitionID)
@@ -253,39 +259,41 @@ func (s *Server) commitCheckpoint(r *http.Request, _ map[string]string, body []b
 	if derr != nil {
 		return 0, nil, derr
 	}
+	name := bs.Name
 	if _, err := s.b.DescribeApp(ctx, req.AppName); err != nil {
-		return 0, nil, backendError(err, req.StreamName, req.PartitionID, req.AppName)
+		return 0, nil, backendError(err, name, req.PartitionID, req.AppName)
 	}
 	if req.ClientID != "" && req.GenerationID != nil {
 		if derr := s.checkGroupCommit(ctx, req.AppName, req.ClientID, *req.GenerationID); derr != nil {
 			return 0, nil, derr
 		}
 	}
-	rng, err := s.b.Range(req.StreamName, p)
+	rng, err := s.b.Range(name, p)
 	if err != nil {
-		return 0, nil, backendError(err, req.StreamName, req.PartitionID, req.AppName)
+		return 0, nil, backendError(err, name, req.PartitionID, req.AppName)
 	}
 	if sn < rng.First || sn > rng.Next {
 		return 0, nil, errf(400, disapi.CodeSequenceNumberOutOfRange, "Sequence_number out of range. [%d is outside [%d : %d] of %s]",
 			sn, rng.First, rng.Next, disbackend.PartitionID(p))
 	}
 	err = s.b.CommitCheckpoints(ctx, req.AppName, []disbackend.Checkpoint{{
-		Stream: req.StreamName, Partition: p, SequenceNumber: sn, Metadata: meta, CommittedAt: s.now(),
+		Stream: name, Partition: p, SequenceNumber: sn, Metadata: meta, CommittedAt: s.now(),
 		LeaderEpoch: -1, // DIS checkpoints have none
 	}})
 	if err != nil {
-		return 0, nil, backendError(err, req.StreamName, req.PartitionID, req.AppName)
+		return 0, nil, backendError(err, name, req.PartitionID, req.AppName)
 	}
 	return http.StatusCreated, nil, nil
 }
 
 // getCheckpoint answers the app's LAST_READ checkpoint of a partition,
-// sequence_number "-1" when there is none (what DIS clients expect).
+// sequence_number "-1" when there is none (what DIS clients expect). The
+// stream is the query's stream_name, or its stream_id (streamByRef).
 func (s *Server) getCheckpoint(r *http.Request, _ map[string]string, _ []byte) (int, any, *disError) {
 	q := r.URL.Query()
-	app, name, pid := q.Get("app_name"), q.Get("stream_name"), q.Get("partition_id")
-	if app == "" || name == "" {
-		return 0, nil, errInvalid("app_name and stream_name are required")
+	app, name, id, pid := q.Get("app_name"), q.Get("stream_name"), q.Get("stream_id"), q.Get("partition_id")
+	if app == "" || (name == "" && id == "") {
+		return 0, nil, errInvalid("app_name and stream_name (or stream_id) are required")
 	}
 	if t := q.Get("checkpoint_type"); t != checkpointLastRead {
 		return 0, nil, errInvalid("checkpoint_type %q must be LAST_READ", t)
@@ -295,10 +303,11 @@ func (s *Server) getCheckpoint(r *http.Request, _ map[string]string, _ []byte) (
 		return 0, nil, errf(400, disapi.CodePartitionIDInvalid, "Invalid partition_id. [%s]", pid)
 	}
 	ctx := r.Context()
-	bs, err := s.b.DescribeStream(ctx, name)
-	if err != nil {
-		return 0, nil, backendError(err, name, pid, app)
+	bs, derr := s.lockedStreamByRef(ctx, name, id)
+	if derr != nil {
+		return 0, nil, derr
 	}
+	name = bs.Name
 	if p >= bs.PartitionCount {
 		return 0, nil, errPartitionNotFound(pid)
 	}
@@ -314,20 +323,23 @@ func (s *Server) getCheckpoint(r *http.Request, _ map[string]string, _ []byte) (
 	return http.StatusOK, map[string]string{"sequence_number": "-1", "metadata": ""}, nil
 }
 
+// deleteCheckpoint deletes the app's checkpoints of a stream (the query's
+// stream_name, or its stream_id: streamByRef), or of one partition. 204.
 func (s *Server) deleteCheckpoint(r *http.Request, _ map[string]string, _ []byte) (int, any, *disError) {
 	q := r.URL.Query()
-	app, name := q.Get("app_name"), q.Get("stream_name")
-	if app == "" || name == "" {
-		return 0, nil, errInvalid("app_name and stream_name are required")
+	app, name, id := q.Get("app_name"), q.Get("stream_name"), q.Get("stream_id")
+	if app == "" || (name == "" && id == "") {
+		return 0, nil, errInvalid("app_name and stream_name (or stream_id) are required")
 	}
 	if t := q.Get("checkpoint_type"); t != checkpointLastRead {
 		return 0, nil, errInvalid("checkpoint_type %q must be LAST_READ", t)
 	}
 	ctx := r.Context()
-	bs, err := s.b.DescribeStream(ctx, name)
-	if err != nil {
-		return 0, nil, backendError(err, name, "", app)
+	bs, derr := s.lockedStreamByRef(ctx, name, id)
+	if derr != nil {
+		return 0, nil, derr
 	}
+	name = bs.Name
 	var parts []int32
 	if pid := q.Get("partition_id"); pid != "" {
 		p, ok := disbackend.ParsePartitionID(pid)

@@ -90,7 +90,7 @@ func (s *Server) putRecords(r *http.Request, _ map[string]string, body []byte) (
 		return 0, nil, derr
 	}
 	if s.opts.CallLog > 0 {
-		c := Call{Op: "SendRecords", AccessKey: accessKeyOf(r.Context()), Stream: in.StreamName, Data: make([][]byte, len(in.Records))}
+		c := Call{Op: "SendRecords", AccessKey: accessKeyOf(r.Context()), Stream: s.loggedStream(r.Context(), in), Data: make([][]byte, len(in.Records))}
 		for i, e := range in.Records {
 			c.Data[i] = bytes.Clone(e.Data)
 		}
@@ -106,25 +106,38 @@ func (s *Server) putRecords(r *http.Request, _ map[string]string, body []byte) (
 	return http.StatusOK, res, nil
 }
 
-// appendRecords writes a decoded PutRecords: it checks the stream, the
-// sizes and the partitions of every record, then appends one batch per
-// partition. Records refused by flow control or whose append failed are
-// reported in the result (DIS.4303 or the backend's error), as DIS does.
+// loggedStream is the name of the stream a PutRecords writes to, for the
+// call log: the stream its stream_id names when it has one and its
+// stream_name names none, else stream_name (or the id when it has no name).
+func (s *Server) loggedStream(ctx context.Context, in putRecordsInput) string {
+	if in.StreamID == "" {
+		return in.StreamName
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if bs, _, derr := s.streamByRef(ctx, in.StreamName, in.StreamID); derr == nil {
+		return bs.Name
+	}
+	if in.StreamName != "" {
+		return in.StreamName
+	}
+	return in.StreamID
+}
+
+// appendRecords writes a decoded PutRecords: it checks the stream (by
+// stream_name, else stream_id: streamByRef), the sizes and the partitions
+// of every record, then appends one batch per partition. Records refused
+// by flow control or whose append failed are reported in the result
+// (DIS.4303 or the backend's error), as DIS does.
 func (s *Server) appendRecords(ctx context.Context, req putRecordsInput) (putRecordsResult, *disError) {
 	if req.StreamName == "" && req.StreamID == "" {
-		return putRecordsResult{}, errInvalid("stream_name is required")
+		return putRecordsResult{}, errInvalid("stream_name or stream_id is required")
 	}
 	if len(req.Records) == 0 {
 		return putRecordsResult{}, errf(400, disapi.CodeEmptyRequest, "Empty request. [no records]")
 	}
 	s.mu.Lock()
-	bs, ss, derr := s.streamOf(ctx, req.StreamName)
-	if derr != nil && derr.Code == disapi.CodeStreamNotFound && req.StreamID != "" {
-		bs, ss, derr = s.streamByID(ctx, req.StreamID)
-		if derr != nil {
-			derr = errStreamNotFound(req.StreamName)
-		}
-	}
+	bs, ss, derr := s.streamByRef(ctx, req.StreamName, req.StreamID)
 	if derr != nil {
 		s.mu.Unlock()
 		return putRecordsResult{}, derr
@@ -285,11 +298,14 @@ func decodeCursor(v string) (c cursor, p int32, sn int64, ok bool) {
 	return c, p, sn, ok && err == nil && sn >= 0 && c.Param.StreamName != ""
 }
 
+// getCursor serves GetCursor (GET /v2/{project_id}/cursors): the stream is
+// the query's stream-name, or its stream-id (streamByRef: the name wins
+// when it names a stream).
 func (s *Server) getCursor(r *http.Request, _ map[string]string, _ []byte) (int, any, *disError) {
 	q := r.URL.Query()
-	name, pid := q.Get("stream-name"), q.Get("partition-id")
-	if name == "" {
-		return 0, nil, errInvalid("stream-name is required")
+	name, id, pid := q.Get("stream-name"), q.Get("stream-id"), q.Get("partition-id")
+	if name == "" && id == "" {
+		return 0, nil, errInvalid("stream-name or stream-id is required")
 	}
 	if pid == "" {
 		return 0, nil, errf(400, disapi.CodePartitionIDInvalid, "Invalid partition_id. [partition-id is required]")
@@ -305,7 +321,7 @@ func (s *Server) getCursor(r *http.Request, _ map[string]string, _ []byte) (int,
 	}
 	ctx := r.Context()
 	s.mu.Lock()
-	bs, ss, derr := s.streamOf(ctx, name)
+	bs, ss, derr := s.streamByRef(ctx, name, id)
 	var p int32
 	if derr == nil {
 		p, derr = s.readablePartition(bs, ss, pid)
@@ -314,6 +330,7 @@ func (s *Server) getCursor(r *http.Request, _ map[string]string, _ []byte) (int,
 	if derr != nil {
 		return 0, nil, derr
 	}
+	name = bs.Name
 	rng, err := s.b.Range(name, p)
 	if err != nil {
 		return 0, nil, backendError(err, name, pid, "")

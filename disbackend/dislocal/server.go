@@ -56,7 +56,8 @@ type Options struct {
 	Keys map[string]string
 	// Deny maps an AK to stream name prefixes it may not touch: a request
 	// signed with it that names such a stream (in its path, query or
-	// PutRecords body) gets 403 DIS.4116, as DIS's IAM answers.
+	// PutRecords body), or addresses one by stream_id, gets 403 DIS.4116,
+	// as DIS's IAM answers.
 	Deny map[string][]string
 	// CallLog, when > 0, keeps the last CallLog PutRecords (at most
 	// 100,000) with their AK, stream and records' data, served at GET

@@ -183,18 +183,88 @@ func (s *Server) stateFor(bs disbackend.Stream) *streamState {
 	return ss
 }
 
-// streamByID finds a stream by stream_id. Call with mu held.
+// streamByID finds a stream by stream_id, for the tag operations that
+// carry it in their path: DIS.4603 when no stream has it. Call with mu
+// held.
 func (s *Server) streamByID(ctx context.Context, id string) (disbackend.Stream, *streamState, *disError) {
+	bs, ss, found, derr := s.lookupStreamID(ctx, id)
+	if derr != nil {
+		return bs, ss, derr
+	}
+	if !found {
+		return disbackend.Stream{}, nil, errf(400, disapi.CodeResourceNotFound, "Resource does not exist. [stream %s]", id)
+	}
+	return bs, ss, nil
+}
+
+// lookupStreamID finds the stream whose stream_id is id; found is false
+// when there is none. It tries the stream the state file last knew by that
+// id, then every stream. Call with mu held.
+func (s *Server) lookupStreamID(ctx context.Context, id string) (bs disbackend.Stream, ss *streamState, found bool, derr *disError) {
+	if id == "" {
+		return disbackend.Stream{}, nil, false, nil
+	}
+	for name, known := range s.state.Streams {
+		if known.StreamID != id {
+			continue
+		}
+		if bs, err := s.b.DescribeStream(ctx, name); err == nil && streamID(bs.TopicID) == id {
+			return bs, s.stateFor(bs), true, nil
+		}
+		break
+	}
 	all, err := s.b.ListStreams(ctx)
 	if err != nil {
-		return disbackend.Stream{}, nil, backendError(err, "", "", "")
+		return disbackend.Stream{}, nil, false, backendError(err, "", "", "")
 	}
 	for _, bs := range all {
 		if streamID(bs.TopicID) == id {
-			return bs, s.stateFor(bs), nil
+			return bs, s.stateFor(bs), true, nil
 		}
 	}
-	return disbackend.Stream{}, nil, errf(400, disapi.CodeResourceNotFound, "Resource does not exist. [stream %s]", id)
+	return disbackend.Stream{}, nil, false, nil
+}
+
+// streamByRef resolves the stream a request names by stream_name, by
+// stream_id, or both (docs/dis-api.md §2.5): by name when a stream has
+// that name, else by id, as DIS documents for PutRecords. Errors: DIS.4200
+// when both are empty; DIS.4301 when neither names a stream (naming what
+// was given); DIS.4116 when the request's AK is denied the stream found by
+// id (Options.Deny; deniedRoute checks the names in paths and queries).
+// Call with mu held.
+func (s *Server) streamByRef(ctx context.Context, name, id string) (disbackend.Stream, *streamState, *disError) {
+	if name == "" && id == "" {
+		return disbackend.Stream{}, nil, errInvalid("stream_name or stream_id is required")
+	}
+	if name != "" {
+		bs, ss, derr := s.streamOf(ctx, name)
+		if derr == nil || derr.Code != disapi.CodeStreamNotFound || id == "" {
+			return bs, ss, derr
+		}
+	}
+	bs, ss, found, derr := s.lookupStreamID(ctx, id)
+	if derr != nil {
+		return bs, ss, derr
+	}
+	if !found {
+		if name != "" {
+			return disbackend.Stream{}, nil, errStreamNotFound(name + ", stream_id " + id)
+		}
+		return disbackend.Stream{}, nil, errStreamNotFound("stream_id " + id)
+	}
+	if derr := s.denied(ctx, bs.Name); derr != nil {
+		return disbackend.Stream{}, nil, derr
+	}
+	return bs, ss, nil
+}
+
+// lockedStreamByRef is streamByRef under mu, for handlers that need only
+// the backend's stream.
+func (s *Server) lockedStreamByRef(ctx context.Context, name, id string) (disbackend.Stream, *disError) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	bs, _, derr := s.streamByRef(ctx, name, id)
+	return bs, derr
 }
 
 // Partition statuses.

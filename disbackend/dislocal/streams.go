@@ -248,6 +248,11 @@ type describeStreamResult struct {
 	AutoScaleMax           int64           `json:"auto_scale_max_partition_count"`
 }
 
+// describeStream serves DescribeStream (GET
+// /v2/{project_id}/streams/{stream_name}): the stream is the path's, or
+// the query's stream_id when no stream has the path's name (streamByRef;
+// the Java SDK 1.3.x puts an ID subscription's id in the path, in
+// stream_name and in stream_id alike).
 func (s *Server) describeStream(r *http.Request, vars map[string]string, _ []byte) (int, any, *disError) {
 	name := vars["stream_name"]
 	q := r.URL.Query()
@@ -265,7 +270,7 @@ func (s *Server) describeStream(r *http.Request, vars map[string]string, _ []byt
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	bs, ss, derr := s.streamOf(r.Context(), name)
+	bs, ss, derr := s.streamByRef(r.Context(), name, q.Get("stream_id"))
 	if derr != nil {
 		return 0, nil, derr
 	}
