@@ -258,11 +258,14 @@ type Store struct {
 	ticks     atomic.Int64
 	readEpoch atomic.Int64
 	// bg is the context of shared reads; Close ends it.
-	bg         context.Context
-	stopBG     context.CancelFunc
-	ranges     rangeCache
-	pids       pidAllocator
-	idem       idemState
+	bg     context.Context
+	stopBG context.CancelFunc
+	ranges rangeCache
+	pids   pidAllocator
+	idem   idemState
+	// fence is asked before every write to DIS (fence.go): soloFence on a
+	// single node, the membership in cluster mode.
+	fence      fence
 	metaOnce   onceOK // MetaStream created
 	groupsOnce onceOK // GroupStream created (groups.go)
 	compact    compactor
@@ -358,6 +361,7 @@ func New(opts Options) (*Store, error) {
 		writers:  map[partKey]*writer{},
 		changed:  make(chan struct{}),
 		stopPoll: make(chan struct{}),
+		fence:    soloFence{},
 	}
 	s.buf.init(opts.BufferBytes)
 	s.principals.init(opts.PrincipalClients, opts.PrincipalTTL)

@@ -56,6 +56,7 @@ func TestRowsCoverSentinels(t *testing.T) {
 		"ErrInvalidConfig": disbackend.ErrInvalidConfig, "ErrOffsetOutOfRange": disbackend.ErrOffsetOutOfRange,
 		"ErrOutOfOrderSequence": disbackend.ErrOutOfOrderSequence, "ErrInvalidProducerEpoch": disbackend.ErrInvalidProducerEpoch,
 		"ErrClosed": disbackend.ErrClosed, "ErrUnavailable": disbackend.ErrUnavailable,
+		"ErrNotLeader": disbackend.ErrNotLeader, "ErrNotCoordinator": disbackend.ErrNotCoordinator, "ErrNotController": disbackend.ErrNotController,
 		"ErrAppNotFound": disbackend.ErrAppNotFound, "ErrAppExists": disbackend.ErrAppExists,
 		"ErrInvalidRecord": disbackend.ErrInvalidRecord, "ErrRecordTooLarge": disbackend.ErrRecordTooLarge,
 		"ErrCredentialNotFound": disbackend.ErrCredentialNotFound,

@@ -47,11 +47,13 @@ var rules = []rule{
 	{mod + "/disbackend/...", "backends know no Kafka wire types (kmsg) and no layer above them",
 		func(dep string) bool {
 			return franz(dep) || (ours(dep) && !under(mod+"/disbackend", dep) && dep != mod+"/kafkawire/batch" &&
-				dep != mod+"/internal/metrics" && dep != mod+"/internal/bytebudget")
+				dep != mod+"/internal/metrics" && dep != mod+"/internal/bytebudget" && dep != mod+"/internal/placement")
 		}},
 	{mod + "/...", "internal/settingsgen is the generator go generate ./configs runs (go/parser and all): no package of the binary depends on it",
 		func(dep string) bool { return dep == mod+"/internal/settingsgen" }},
 	{mod + "/internal/metrics", "the metric definitions are a leaf every layer may import: nothing of ours, no kmsg",
+		func(dep string) bool { return ours(dep) || franz(dep) }},
+	{mod + "/internal/placement", "placement (consistent hashing with bounded loads, rendezvous hashing) is a pure leaf the backend and the gateway may import: nothing of ours, no kmsg",
 		func(dep string) bool { return ours(dep) || franz(dep) }},
 	{mod + "/internal/bytebudget", "the byte budget (request budget, disrest buffer, decompression budget) is a leaf every layer may import: nothing of ours, no kmsg",
 		func(dep string) bool { return ours(dep) || franz(dep) }},
