@@ -175,17 +175,37 @@ func (c *conn) groupClient(req *kafkawire.Request) groupcoord.Client {
 
 // ownsGroup reports whether this node coordinates group now: always on
 // one node; with several, while its current view is Ready and names it the
-// group's coordinator (docs/cluster.md §6). groupcoord asks it before
-// serving a group, and answers NOT_COORDINATOR when it is false.
+// group's coordinator (docs/cluster.md §6), and not while groupsViewChanged
+// passes through a view that owns nothing. groupcoord asks it before
+// serving a group (groupcoord.Config.Owns) and answers NOT_COORDINATOR
+// when it is false.
 func (s *Server) ownsGroup(group string) bool {
 	if s.cluster == nil {
 		return true
+	}
+	if s.ownNoGroup.Load() {
+		return false
 	}
 	v := s.cluster.View()
 	return v.Ready && v.Coordinator(group) == v.Self
 }
 
-// groupsViewChanged tells the group coordinator that the view changed, so
-// that it drops the groups this node no longer owns and restores those it
-// now owns (watchViews).
-func (s *Server) groupsViewChanged() {}
+// groupsViewChanged tells the group coordinator that the view changed
+// from prev (nil at start) to v, so that it drops the groups this node no
+// longer owns and loads those it gained (groupcoord's ViewChanged, with
+// Config.Owns = ownsGroup). A group lost and gained again between two
+// calls would not be seen to have moved; so when views were skipped (v's
+// generation is not prev's next one), the coordinator is first shown a
+// view that owns nothing (ownNoGroup), which drops every group, then v.
+func (s *Server) groupsViewChanged(prev, v *disbackend.View) {
+	vc, ok := any(s.groups).(interface{ ViewChanged() })
+	if !ok {
+		return
+	}
+	if prev != nil && v.Generation > prev.Generation+1 {
+		s.ownNoGroup.Store(true)
+		vc.ViewChanged()
+		s.ownNoGroup.Store(false)
+	}
+	vc.ViewChanged()
+}

@@ -71,12 +71,17 @@ func (s *Server) noteView(v *disbackend.View) {
 // change. Runs until Shutdown.
 func (s *Server) watchViews() {
 	defer s.bgWG.Done()
+	var prev *disbackend.View
 	for {
 		changed := s.cluster.ViewChanged()
-		if v := s.cluster.View(); v.Ready {
+		v := s.cluster.View()
+		if v.Ready {
 			s.noteView(v)
 		}
-		s.groupsViewChanged()
+		if v != prev {
+			s.groupsViewChanged(prev, v)
+			prev = v
+		}
 		select {
 		case <-changed:
 		case <-s.closing:

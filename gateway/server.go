@@ -335,6 +335,9 @@ type Server struct {
 	// one node.
 	fwd       *forwarder
 	watchOnce sync.Once
+	// ownNoGroup: ownsGroup answers false for every group for a moment
+	// (groupsViewChanged).
+	ownNoGroup atomic.Bool
 }
 
 // New returns a server over backend. It loads the topic list from the
