@@ -179,7 +179,8 @@ func (f *forwarder) close() {
 	}
 }
 
-// listenerName is the listener envelopes go to.
+// clusterListener is the name of the listener admin writes are forwarded
+// to (Config.ClusterListener, else the first listener).
 func (s *Server) clusterListener() string {
 	if s.cfg.ClusterListener != "" {
 		return s.cfg.ClusterListener
