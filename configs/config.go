@@ -153,7 +153,8 @@ type Config struct {
 	ConnectionsMaxReauth time.Duration `yaml:"connections_max_reauth" default:"0s" range:">= 0 (0: sessions do not expire)" gateway:"SASL.MaxReauth"`
 	// Data is the directory of the embedded store (created if missing,
 	// mode 0700; every file in it is created 0600, and an older directory
-	// keeps its modes).
+	// keeps its modes). It must be missing, empty or a disgw store: a
+	// directory holding other files is refused at start.
 	Data string `yaml:"data" default:"./data" flag:"data" check:"directory"`
 	// Backend selects the backend: `local`, the embedded Pebble store, or
 	// `dis`, Huawei Cloud DIS through its REST API, set up by the `dis_*`
