@@ -1,6 +1,8 @@
 # disgw: a Kafka wire-protocol gateway in front of Huawei Cloud DIS.
 #
-#   make run     build and start disgw on 127.0.0.1:9092, data under ./data
+#   make run     build and start disgw on 127.0.0.1:9092 (admin on 127.0.0.1:9644),
+#                data under ./data; ARGS go to disgw serve, e.g.
+#                make run ARGS='--listen 127.0.0.1:19092 --admin-listen 127.0.0.1:19644'
 #   make test    make lint, then every test with the race detector
 #   make test-short  the inner loop: every test with -short and the race
 #                detector, without the long ones (kill -9 loops, DIS
@@ -20,17 +22,24 @@ BIN      ?= bin/disgw
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -X main.version=$(VERSION)
 FUZZTIME ?= 30s
+# ARGS are flags of disgw serve for make run (disgw -h lists them).
+ARGS     ?=
 # The whole suite takes minutes; the timeout only stops a hung test.
 TESTTIMEOUT ?= 30m
 
 .PHONY: build run test test-short vet lint bench bench-dis fuzz compat compat-dis clean
 
+# The first build (no $(BIN) yet) says it takes a while and lists the
+# packages as go compiles them (-v): with cold module and build caches it
+# is minutes of otherwise silent work. Later builds print the line alone.
 build:
-	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/disgw
+	@echo "building $(BIN)$(if $(wildcard $(BIN)),, (the first build downloads modules and takes a few minutes))"
+	$(GO) build$(if $(wildcard $(BIN)),, -v) -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/disgw
 
-# The defaults are listen 127.0.0.1:9092 and data ./data (configs/disgw.yaml).
+# The defaults are listen 127.0.0.1:9092, admin_listen 127.0.0.1:9644 and
+# data ./data (configs/disgw.yaml); ARGS override them.
 run: build
-	./$(BIN) serve
+	./$(BIN) serve $(ARGS)
 
 vet:
 	$(GO) vet ./...

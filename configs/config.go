@@ -69,6 +69,11 @@ const MaxRequestEntries = 1 << 18
 //     optional free text added to its problems.
 //   - unit: the unit of a number (bytes, connections, ...), for the docs.
 //   - secret: "true" for a credential: Effective masks it.
+//   - emptyenv: "true" for a key whose empty value means something other
+//     than its default (admin_listen: no admin listener; advertise: the
+//     bound address; listeners: one listener on listen): its environment
+//     variable set to the empty string sets it empty. For every other key
+//     an empty variable counts as unset (ApplyLookupEnv).
 //   - gateway: which gateway.Config field the setting fills when it is not
 //     the one of the same name: a path such as "Limits.MaxTopics", or "-"
 //     for none (cmd/disgw maps it by code). cmd/disgw copies every other
@@ -87,13 +92,13 @@ type Config struct {
 	// Advertise is the HOST:PORT given to clients in Metadata. Empty means
 	// the address actually bound (127.0.0.1 when bound to 0.0.0.0); never
 	// 0.0.0.0 or port 0.
-	Advertise string `yaml:"advertise" flag:"advertise" check:"advertised"`
+	Advertise string `yaml:"advertise" flag:"advertise" check:"advertised" emptyenv:"true"`
 	// ListenersList is Kafka's `listeners`: named listeners,
 	// `NAME://HOST:PORT,...`, e.g.
 	// `PLAINTEXT://127.0.0.1:9092,SASL_SSL://:9093`. Empty means one
 	// PLAINTEXT listener on `listen`, advertising `advertise` (see
 	// docs/security.md).
-	ListenersList string `yaml:"listeners"`
+	ListenersList string `yaml:"listeners" emptyenv:"true"`
 	// AdvertisedListeners is Kafka's `advertised.listeners`,
 	// `NAME://HOST:PORT,...`: what Metadata, FindCoordinator and
 	// DescribeCluster answer on each listener; a listener not named
@@ -148,7 +153,8 @@ type Config struct {
 	ConnectionsMaxReauth time.Duration `yaml:"connections_max_reauth" default:"0s" range:">= 0 (0: sessions do not expire)" gateway:"SASL.MaxReauth"`
 	// Data is the directory of the embedded store (created if missing,
 	// mode 0700; every file in it is created 0600, and an older directory
-	// keeps its modes).
+	// keeps its modes). It must be missing, empty or a disgw store: a
+	// directory holding other files is refused at start.
 	Data string `yaml:"data" default:"./data" flag:"data" check:"directory"`
 	// Backend selects the backend: `local`, the embedded Pebble store, or
 	// `dis`, Huawei Cloud DIS through its REST API, set up by the `dis_*`
@@ -359,7 +365,7 @@ type Config struct {
 	// AdminListen is the address of the admin HTTP listener, HOST:PORT:
 	// `/healthz`, `/readyz`, Prometheus `/metrics` and the read-only web
 	// console at `/` (see docs/operations.md); empty turns it off.
-	AdminListen string `yaml:"admin_listen" default:"127.0.0.1:9644" flag:"admin-listen" check:"hostport-or-empty (empty turns the admin listener off)"`
+	AdminListen string `yaml:"admin_listen" default:"127.0.0.1:9644" flag:"admin-listen" check:"hostport-or-empty (empty turns the admin listener off)" emptyenv:"true"`
 	// AdminTLSCertFile is the PEM certificate chain of the admin listener:
 	// with `admin_tls_key_file`, it serves HTTPS only.
 	AdminTLSCertFile string `yaml:"admin_tls_cert_file"`

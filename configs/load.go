@@ -133,7 +133,7 @@ func (c *Config) decodeYAML(b []byte) error {
 		seen[k.Value] = true
 		f, ok := c.field(k.Value)
 		if !ok {
-			errs = append(errs, fmt.Errorf("line %d: unknown key %q (known keys: %s)", k.Line, k.Value, strings.Join(Keys(), ", ")))
+			errs = append(errs, fmt.Errorf("line %d: %s", k.Line, unknownKey(k.Value)))
 			continue
 		}
 		if v.Kind != yaml.ScalarNode {
@@ -156,18 +156,87 @@ func (c *Config) decodeYAML(b []byte) error {
 }
 
 // ApplyEnv sets each key whose environment variable (EnvVar) getenv returns
-// non-empty. It returns every bad value at once.
+// non-empty: getenv cannot tell an empty variable from an unset one, so
+// every empty variable counts as unset. It returns every bad value at once.
 func (c *Config) ApplyEnv(getenv func(string) string) error {
-	var errs []error
-	for _, k := range Keys() {
-		name := EnvVar(k)
+	return c.ApplyLookupEnv(func(name string) (string, bool) {
 		v := getenv(name)
-		if v == "" {
+		return v, v != ""
+	})
+}
+
+// ApplyLookupEnv sets each key whose environment variable (EnvVar) lookup
+// (os.LookupEnv) finds set: non-empty, or empty for a key whose empty value
+// means something (its emptyenv tag: admin_listen, advertise, listeners).
+// An empty variable of any other key counts as unset, so an empty
+// DISGW_LISTEN keeps the default rather than failing. It returns every bad
+// value at once.
+func (c *Config) ApplyLookupEnv(lookup func(string) (string, bool)) error {
+	var errs []error
+	for _, s := range settings {
+		v, ok := lookup(s.Env)
+		if !ok || v == "" && !s.EmptyEnv {
 			continue
 		}
-		if err := c.Set(k, v); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+		if err := c.Set(s.Key, v); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", s.Env, err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// unknownKey is the problem of an unknown key name: with the nearest key
+// when it is close enough to be a typo (suggestKey), else where the keys
+// are listed.
+func unknownKey(name string) string {
+	if k := suggestKey(name); k != "" {
+		return fmt.Sprintf("unknown key %q (did you mean %q?)", name, k)
+	}
+	return fmt.Sprintf("unknown key %q (configs/disgw.yaml and docs/configuration.md list every key)", name)
+}
+
+// suggestKey returns the key nearest to name by edit distance (Levenshtein,
+// after lower-casing name and reading '-' and '.' as '_', so "admin-listen"
+// and Kafka's dotted "log.level" find their keys), or "" when even the
+// nearest is more than a third of its characters away. Ties go to the
+// first key in Config's order.
+func suggestKey(name string) string {
+	norm := strings.Map(func(r rune) rune {
+		if r == '-' || r == '.' {
+			return '_'
+		}
+		return r
+	}, strings.ToLower(name))
+	best, bestD := "", -1
+	for _, s := range settings {
+		if d := editDistance(norm, s.Key); bestD < 0 || d < bestD {
+			best, bestD = s.Key, d
+		}
+	}
+	if bestD < 0 || 3*bestD > max(len(norm), len(best)) {
+		return ""
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b, in bytes: the fewest
+// single-byte insertions, deletions and substitutions that turn a into b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			sub := prev[j-1]
+			if a[i-1] != b[j-1] {
+				sub++
+			}
+			cur[j] = min(sub, prev[j]+1, cur[j-1]+1)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }

@@ -39,6 +39,10 @@ type Setting struct {
 	Unit string
 	// Secret marks a credential, masked by Effective.
 	Secret bool
+	// EmptyEnv marks a key whose environment variable set to the empty
+	// string sets it empty (its emptyenv tag); for other keys an empty
+	// variable counts as unset.
+	EmptyEnv bool
 	// Gateway is the gateway tag: "" (the gateway.Config field named
 	// Field, if there is one), "-" (no gateway.Config field) or the path of
 	// the gateway.Config field, e.g. "Limits.MaxTopics".
@@ -127,7 +131,7 @@ func readSettings() ([]Setting, map[string]Setting) {
 			Key: key, Field: f.Name, Type: f.Type, Env: EnvVar(key), index: i,
 			Flag: f.Tag.Get("flag"), Default: f.Tag.Get("default"), Range: f.Tag.Get("range"),
 			Check: f.Tag.Get("check"), Unit: f.Tag.Get("unit"), Secret: f.Tag.Get("secret") == "true",
-			Gateway: f.Tag.Get("gateway"),
+			EmptyEnv: f.Tag.Get("emptyenv") == "true", Gateway: f.Tag.Get("gateway"),
 		}
 		if v := f.Tag.Get("values"); v != "" {
 			s.Values = strings.Split(v, ",")

@@ -299,11 +299,12 @@ func TestAdminReadyzFollowsDIS(t *testing.T) {
 	const ak, sk, project = "e2e-access-key", "e2e-secret-key-not-logged", "e2eproject"
 	d := startDISLocal(t, disLocalOpts{account: disAccount{ak, sk, project}})
 
-	gw := startGateway(t, gatewayOpts{dis: d, env: []string{"DISGW_METRICS_LAG_INTERVAL=200ms"}})
+	// At debug, the effective configuration is logged on a line of its own.
+	gw := startGateway(t, gatewayOpts{dis: d, env: []string{"DISGW_METRICS_LAG_INTERVAL=200ms", "DISGW_LOG_LEVEL=debug"}})
 	kafka := gw.addr
 	started := gw.logLine(t, "started")
 	base := "http://" + started["admin_listen"].(string)
-	cfg, _ := started["config"].(map[string]any)
+	cfg, _ := gw.logLine(t, "configuration")["config"].(map[string]any)
 	if cfg["dis_sk"] != "******" || cfg["dis_ak"] != "******" || cfg["admin_listen"] != "127.0.0.1:0" {
 		t.Errorf("started line's config: dis_ak %v, dis_sk %v, admin_listen %v; want masked secrets", cfg["dis_ak"], cfg["dis_sk"], cfg["admin_listen"])
 	}

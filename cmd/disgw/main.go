@@ -93,10 +93,13 @@ const (
 )
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+	os.Exit(run(os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr))
 }
 
-func run(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+// run runs the command of args; lookupEnv is os.LookupEnv, which tells an
+// empty variable from an unset one (configs.Config.ApplyLookupEnv).
+func run(args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) int {
+	getenv := func(name string) string { v, _ := lookupEnv(name); return v }
 	cmd := "serve"
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		cmd, args = args[0], args[1:]
@@ -105,7 +108,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	}
 	switch cmd {
 	case "serve":
-		return serve(args, getenv, stderr)
+		return serve(args, lookupEnv, stderr)
 	case "dislocal":
 		return dislocalCmd(args, getenv, stderr)
 	case "version":
@@ -206,7 +209,7 @@ func serveFlags(w io.Writer) (fs *flag.FlagSet, configFile, readyFile *string) {
 	return fs, configFile, readyFile
 }
 
-func serve(args []string, getenv func(string) string, stderr io.Writer) int {
+func serve(args []string, lookupEnv func(string) (string, bool), stderr io.Writer) int {
 	fs, configFile, readyFile := serveFlags(stderr)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -229,7 +232,7 @@ func serve(args []string, getenv func(string) string, stderr io.Writer) int {
 		}
 	}
 	var errs []error
-	if err := cfg.ApplyEnv(getenv); err != nil {
+	if err := cfg.ApplyLookupEnv(lookupEnv); err != nil {
 		errs = append(errs, err)
 	}
 	fs.Visit(func(f *flag.Flag) {
@@ -264,12 +267,17 @@ func serve(args []string, getenv func(string) string, stderr io.Writer) int {
 	return exitOK
 }
 
-// runGateway opens the store, serves until SIGTERM or SIGINT, then shuts the
-// server down (in-flight requests finish), closes the store (syncing it) and
-// returns.
+// runGateway checks the ports, opens the store, serves until SIGTERM or
+// SIGINT, then shuts the server down (in-flight requests finish), closes
+// the store (syncing it) and returns.
 func runGateway(cfg configs.Config, readyFile string, log *zap.Logger, ring *admin.ErrorRing) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+
+	// A busy port fails the start before the store is created or opened.
+	if err := checkPorts(cfg); err != nil {
+		return err
+	}
 
 	var creds configs.DISCredentials
 	if cfg.Backend == configs.BackendDIS {
@@ -319,16 +327,8 @@ func runGateway(cfg configs.Config, readyFile string, log *zap.Logger, ring *adm
 		go func() { adminServed <- adm.Serve() }()
 	}
 
-	fields := []zap.Field{
-		zap.String("version", version),
-		zap.String("listen", srv.Addr().String()),
-		zap.String("advertise", srv.AdvertisedAddr()),
-		zap.String("backend", cfg.Backend)}
-	if adm != nil {
-		fields = append(fields, zap.String("admin_listen", adm.Addr().String()))
-	}
-	fields = append(fields, backendFields(cfg, creds)...)
-	log.Info("started", append(fields, zap.Object("config", effectiveConfig(cfg)))...)
+	log.Info("started", startedFields(cfg, creds, srv, adm)...)
+	log.Debug("configuration", zap.Object("config", effectiveConfig(cfg)))
 
 	if readyFile != "" {
 		if err := writeFileAtomic(readyFile, srv.AdvertisedAddr()+"\n"); err != nil {
@@ -489,6 +489,9 @@ func openBackend(cfg configs.Config, creds configs.DISCredentials, log *zap.Logg
 		log.Info("connecting to DIS", zap.String("dis_endpoint", cfg.DISEndpoint), zap.String("dis_project_id", creds.ProjectID))
 		return disrest.New(disrestOptions(cfg, creds, log, m))
 	}
+	if err := checkDataDir(cfg.Data); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(cfg.Data, 0o700); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
@@ -561,8 +564,35 @@ func adminSettings(cfg configs.Config) admin.Options {
 		LagInterval: cfg.MetricsLagInterval}
 }
 
-// effectiveConfig is every configuration key for the started line, the
-// secrets masked (configs.Config.Effective).
+// startedFields are the fields of the started line: what a reader looks
+// for first. version; listen (the first Kafka listener's bound address)
+// and advertise, and with named listeners every listener as
+// NAME://ADVERTISED; backend, then the data directory, or the DIS
+// endpoint, project and where the credentials came from (backendFields);
+// admin_listen when the admin listener is on. The full configuration is
+// the debug line "configuration" and the console's config page.
+func startedFields(cfg configs.Config, creds configs.DISCredentials, srv *gateway.Server, adm *admin.Server) []zap.Field {
+	fields := []zap.Field{
+		zap.String("version", version),
+		zap.String("listen", srv.Addr().String()),
+		zap.String("advertise", srv.AdvertisedAddr())}
+	if ls, err := cfg.Listeners(); err == nil && strings.TrimSpace(cfg.ListenersList) != "" {
+		var named []string
+		for _, l := range ls {
+			named = append(named, l.Name+"://"+srv.ListenerAddr(l.Name))
+		}
+		fields = append(fields, zap.String("listeners", strings.Join(named, ",")))
+	}
+	fields = append(fields, zap.String("backend", cfg.Backend))
+	fields = append(fields, backendFields(cfg, creds)...)
+	if adm != nil {
+		fields = append(fields, zap.String("admin_listen", adm.Addr().String()))
+	}
+	return fields
+}
+
+// effectiveConfig is every configuration key for the debug line
+// "configuration", the secrets masked (configs.Config.Effective).
 func effectiveConfig(cfg configs.Config) zapcore.ObjectMarshaler {
 	return zapcore.ObjectMarshalerFunc(func(enc zapcore.ObjectEncoder) error {
 		for _, e := range cfg.Effective() {
@@ -590,7 +620,8 @@ func backendFields(cfg configs.Config, creds configs.DISCredentials) []zap.Field
 		if from == configs.CredentialsFromFile {
 			from = creds.File
 		}
-		return []zap.Field{zap.String("dis_endpoint", cfg.DISEndpoint), zap.String("dis_credentials", from)}
+		return []zap.Field{zap.String("dis_endpoint", cfg.DISEndpoint), zap.String("dis_project_id", creds.ProjectID),
+			zap.String("dis_credentials", from)}
 	}
 	return []zap.Field{zap.String("data", cfg.Data)}
 }

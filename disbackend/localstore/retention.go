@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -84,7 +86,35 @@ func (s *Store) EnforceRetention() error {
 			}
 		}
 	}
-	return s.applyExpiry(plan, nowMS)
+	d, err := s.expire(plan, nowMS)
+	if d.records > 0 || d.segments > 0 {
+		s.log.Info("retention deleted data", zap.Strings("streams", d.streamNames()), zap.Int("partitions", d.partitions),
+			zap.Int64("records", d.records), zap.Int("segments", d.segments), zap.Int64("bytes", d.bytes))
+	}
+	return err
+}
+
+// deleted is what one retention step deleted, for its log line.
+type deleted struct {
+	streams    map[string]bool // of the partitions whose first moved
+	partitions int             // whose first moved
+	records    int64           // offsets the firsts moved past: records, control records included
+	segments   int             // segment files removed
+	bytes      int64           // of those segments' frames
+}
+
+// streamNames are the streams of d, sorted; past 20, the rest are one
+// entry "+N more".
+func (d deleted) streamNames() []string {
+	names := make([]string, 0, len(d.streams))
+	for n := range d.streams {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	if len(names) > 20 {
+		names = append(names[:20], "+"+strconv.Itoa(len(names)-20)+" more")
+	}
+	return names
 }
 
 // expiredUpTo returns the offset after the last expired batch of the
@@ -110,6 +140,12 @@ func (s *Store) expiredUpTo(p *partition, cutoffMS int64) (int64, error) {
 // synced Pebble batch, then moves first, drops idle producer states, and
 // removes the segments whose every batch is now below first.
 func (s *Store) applyExpiry(plan []expiry, nowMS int64) error {
+	_, err := s.expire(plan, nowMS)
+	return err
+}
+
+// expire is applyExpiry, returning what it deleted.
+func (s *Store) expire(plan []expiry, nowMS int64) (d deleted, err error) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	b := s.db.NewBatch()
@@ -129,7 +165,7 @@ func (s *Store) applyExpiry(plan []expiry, nowMS int64) error {
 	}
 	if !b.Empty() {
 		if err := b.Commit(pebble.Sync); err != nil {
-			return fmt.Errorf("localstore: retention: %w", err)
+			return d, fmt.Errorf("localstore: retention: %w", err)
 		}
 	}
 	if s.producerExpiry > 0 {
@@ -138,8 +174,14 @@ func (s *Store) applyExpiry(plan []expiry, nowMS int64) error {
 			s.log.Info("producer states expired", zap.Int("count", n))
 		}
 	}
+	d.streams = make(map[string]bool)
 	for _, e := range kept {
 		e.p.mu.Lock()
+		if e.to > e.p.first {
+			d.streams[e.name] = true
+			d.partitions++
+			d.records += e.to - e.p.first
+		}
 		e.p.first = max(e.p.first, e.to)
 		e.p.trimIndexBelow(e.p.first)
 		bytes, n := e.p.dropCacheBelow(e.to)
@@ -151,13 +193,14 @@ func (s *Store) applyExpiry(plan []expiry, nowMS int64) error {
 	if len(kept) > 0 {
 		s.notifyChanged()
 	}
-	return s.removeExpiredSegments()
+	err = s.removeExpiredSegments(&d)
+	return d, err
 }
 
 // removeExpiredSegments removes, from the front of each stream, the sealed
-// segments whose batches are all below their partitions' first. Requires
-// wmu.
-func (s *Store) removeExpiredSegments() error {
+// segments whose batches are all below their partitions' first, counting
+// them in d. Requires wmu.
+func (s *Store) removeExpiredSegments(d *deleted) error {
 	removed := false
 	for _, st := range s.streams {
 		segs := s.segs[st.sid]
@@ -175,6 +218,8 @@ func (s *Store) removeExpiredSegments() error {
 			if err := s.removeSegment(sg); err != nil {
 				return fmt.Errorf("localstore: retention: %w", err)
 			}
+			d.segments++
+			d.bytes += sg.size
 			s.log.Debug("retention removed segment", zap.String("stream", st.meta.Name), zap.String("segment", sg.path))
 		}
 		clear(segs[:i])
