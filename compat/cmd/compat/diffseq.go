@@ -255,6 +255,43 @@ func describeConfigs(t *diffTarget, label string, names []string, res ...kmsg.De
 	}
 }
 
+// awaitConfigs waits, up to 10 s, until topic's configs read back as want
+// (not recorded): a KRaft broker applies a config change its controller
+// committed a moment after the change is answered, and a DescribeConfigs
+// at once may still read the old value (seen under load in CI). A server
+// that never reads back want is then compared as it is.
+func awaitConfigs(t *diffTarget, topic string, want map[string]string) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		req := kmsg.NewPtrDescribeConfigsRequest()
+		r := topicRes(topic)
+		for k := range want {
+			r.ConfigNames = append(r.ConfigNames, k)
+		}
+		req.Resources = []kmsg.DescribeConfigsRequestResource{r}
+		resp, _, err := t.send(req)
+		if err == nil && configsAre(resp.(*kmsg.DescribeConfigsResponse), want) || time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func configsAre(resp *kmsg.DescribeConfigsResponse, want map[string]string) bool {
+	n := 0
+	for _, r := range resp.Resources {
+		for _, c := range r.Configs {
+			if v, ok := want[c.Name]; ok {
+				if c.Value == nil || *c.Value != v {
+					return false
+				}
+				n++
+			}
+		}
+	}
+	return n == len(want)
+}
+
 func topicRes(name string) kmsg.DescribeConfigsRequestResource {
 	return kmsg.DescribeConfigsRequestResource{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: name}
 }
@@ -279,6 +316,7 @@ func seqConfigs(t *diffTarget, p string) {
 		{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: p + "unknown", Configs: []kmsg.AlterConfigsRequestResourceConfig{
 			{Name: "retention.ms", Value: ptr("7200000")}}}}
 	t.do("AlterConfigs an unknown key, an unknown topic", ac)
+	awaitConfigs(t, c1, map[string]string{"retention.ms": "172800000", "cleanup.policy": "delete"})
 	describeConfigs(t, "DescribeConfigs c1 after AlterConfigs", []string{"retention.ms", "cleanup.policy", "segment.bytes"}, topicRes(c1))
 
 	ic := kmsg.NewPtrIncrementalAlterConfigsRequest()
@@ -295,6 +333,7 @@ func seqConfigs(t *diffTarget, p string) {
 	ic.Resources = []kmsg.IncrementalAlterConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: c1, Configs: []kmsg.IncrementalAlterConfigsRequestResourceConfig{
 		{Name: "cleanup.policy", Op: kmsg.IncrementalAlterConfigOpAppend, Value: ptr("compact")}}}}
 	t.do("IncrementalAlterConfigs c1 append cleanup.policy compact", ic)
+	awaitConfigs(t, c1, map[string]string{"max.message.bytes": "1000000", "cleanup.policy": "delete,compact"})
 	describeConfigs(t, "DescribeConfigs c1 after IncrementalAlterConfigs", []string{"retention.ms", "max.message.bytes", "cleanup.policy"}, topicRes(c1))
 }
 
