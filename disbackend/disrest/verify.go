@@ -31,6 +31,10 @@ type putState struct {
 	// was not written, to be replaced before the next PutRecords.
 	idemResolved, idemLoaded, idemStale bool
 	lastWrite                           time.Time // the end of the last sendGroup
+	// taken: in cluster mode, the partition was taken over (takeOver) in
+	// generation gen of the membership.
+	taken bool
+	gen   int64
 }
 
 // advance notes the sequence numbers DIS gave the records it accepted from
