@@ -107,12 +107,12 @@ func (w *writer) stop() {
 }
 
 // drop stops the writer of a partition this node no longer leads: the
-// group being sent ends (its fence checks refuse it), the rest of the
-// queue fails with ErrNotLeader.
+// queued jobs fail with ErrNotLeader at once; the group being sent ends
+// (its fence checks refuse it), and what it gives back fails too.
 func (w *writer) drop() {
 	w.mu.Lock()
 	w.stopped, w.lost = true, true
-	w.mu.Unlock()
+	w.failLost()
 	w.signal()
 }
 

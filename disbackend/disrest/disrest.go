@@ -158,6 +158,9 @@ type Options struct {
 	// idemHold is how long a batch cut short holds the partition's other
 	// writes for its retry (idem.go); 0 means defaultIdemHold (tests).
 	idemHold time.Duration
+	// fence, when set, is the Store's fence instead of soloFence (tests;
+	// fence.go).
+	fence fence
 	// RetryTimeout bounds how long an append retries DIS.4303, DIS.4305,
 	// DIS.4309, DIS.5xxx and transport errors before it fails with
 	// ErrUnavailable; 0 means 60 s.
@@ -378,6 +381,9 @@ func New(opts Options) (*Store, error) {
 		changed:  make(chan struct{}),
 		stopPoll: make(chan struct{}),
 		fence:    soloFence{},
+	}
+	if opts.fence != nil {
+		s.fence = opts.fence
 	}
 	s.buf.init(opts.BufferBytes)
 	s.principals.init(opts.PrincipalClients, opts.PrincipalTTL)

@@ -4,10 +4,10 @@ package disrest
 // a group of jobs taken from its queue in order, which goes through these
 // steps, each a function below:
 //
-//   - writableStream: the stream, described again when the partition is
-//     beyond the partitions known;
 //   - admitFenced: each job's fence key asked (fence.go), the jobs refused
 //     failed;
+//   - writableStream: the stream, described again when the partition is
+//     beyond the partitions known;
 //   - takeOver: in cluster mode, the partition's first write in a new
 //     generation waits for the previous leader and resolves its intent
 //     (fenced.go);
@@ -57,15 +57,15 @@ type prepared struct {
 func (s *Store) sendGroup(k partKey, group []job, ps *putState) []job {
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.RetryTimeout+s.opts.RequestTimeout)
 	defer cancel()
+	if group = s.admitFenced(k, group); len(group) == 0 {
+		return nil
+	}
 	si, err := s.writableStream(ctx, k)
 	if err != nil {
 		s.failJobs(group, err)
 		return nil
 	}
 	defer func() { ps.lastWrite = time.Now() }()
-	if group = s.admitFenced(k, group); len(group) == 0 {
-		return nil
-	}
 	if err := s.takeOver(ctx, k, si.id, ps); err != nil {
 		s.failJobs(group, fmt.Errorf("disrest: append to %s/%d: %w", k.stream, k.part, err))
 		return nil
