@@ -369,9 +369,12 @@ func TestFenceViewChanged(t *testing.T) {
 	if kept {
 		t.Fatal("the writer of a partition given up is kept")
 	}
-	close(release) // its fence check passed before the move: written
-	if res, err := inFlight.Wait(ctxT(t)); err != nil || res.BaseOffset != 2 {
-		t.Fatalf("the PutRecords in flight: %+v, %v", res, err)
+	close(release) // its fence check passed before the move: written, but answered after it
+	if res, err := inFlight.Wait(ctxT(t)); !errors.Is(err, disbackend.ErrNotLeader) {
+		t.Fatalf("the PutRecords in flight, answered after the move: %+v, %v; want ErrNotLeader", res, err)
+	}
+	if ps, _ := s.ActiveProducers(ctxT(t), stream, 0); len(ps) != 0 {
+		t.Fatalf("producers of a partition given up, after its last answer: %+v", ps)
 	}
 	if _, err := s.Append(stream, 0, pidBatch(5, 0, 3, 1)).Wait(ctxT(t)); !errors.Is(err, disbackend.ErrNotLeader) {
 		t.Fatalf("append after the move: %v", err)
@@ -471,6 +474,40 @@ func TestFenceLateWrite(t *testing.T) {
 	}
 	if got := values(t, b, stream, 0); !slices.Equal(got, []string{"a1", "a2", "a3", "b1", "b2", "a4", "a5", "a6", "b3"}) {
 		t.Fatalf("partition: %v", got)
+	}
+}
+
+// TestFenceAnswerAfterLapse: a PutRecords answered when the lease has
+// lapsed is refused even where it landed where expected (a new leader may
+// have resolved the intent before it landed); the idempotent batch is
+// remembered, so that its retry, once the lease holds again, is answered
+// as a duplicate.
+func TestFenceAnswerAfterLapse(t *testing.T) {
+	t.Parallel()
+	_, url := startDIS(t, dislocal.Options{})
+	f := &fakeFence{gen: 1}
+	s := newFencedStore(t, url, f, func(o *Options) { o.Linger = -1; o.idemSettle = -1 })
+	stream := mkStream(t, s, "lapse", 1)
+	appendOK(t, s, stream, 0, pidBatch(3, 0, 0, 2))
+	var pause atomic.Bool
+	s.beforePut = func(string, int32) {
+		if pause.CompareAndSwap(true, false) {
+			f.set(func(f *fakeFence) { f.lapsed = true }) // the lease lapses while the request is on its way
+		}
+	}
+	pause.Store(true)
+	if _, err := s.Append(stream, 0, pidBatch(3, 0, 2, 2)).Wait(ctxT(t)); !errors.Is(err, disbackend.ErrNotLeader) {
+		t.Fatalf("answered after the lease lapsed: %v; want ErrNotLeader", err)
+	}
+	if s.LateWrites() != 1 {
+		t.Fatalf("late writes %d", s.LateWrites())
+	}
+	f.set(func(f *fakeFence) { f.lapsed = false })
+	if res := appendOK(t, s, stream, 0, pidBatch(3, 0, 2, 2)); !res.Duplicate || res.BaseOffset != 2 {
+		t.Fatalf("the retry: %+v; want the duplicate at 2", res)
+	}
+	if res := appendOK(t, s, stream, 0, pidBatch(3, 0, 4, 1)); res.Duplicate || res.BaseOffset != 4 {
+		t.Fatalf("the next: %+v", res)
 	}
 }
 

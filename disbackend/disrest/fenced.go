@@ -102,6 +102,7 @@ func (s *Store) dropPartition(k partKey) {
 				s.retired = map[partKey]chan struct{}{}
 			}
 			s.retired[k] = w.done
+			w.put.dropped.Store(true)
 			w.drop()
 		}
 		s.closeMu.Unlock()

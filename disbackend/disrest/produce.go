@@ -213,10 +213,10 @@ type groupPlan struct {
 	preps      []prepared
 	intent     []idemEntry // of preps, in order
 	idempotent bool        // an idempotent batch among preps
-	// late: by index into preps, the jobs whose records landed after
-	// another writer's while this node may no longer write the partition
-	// (send): refused in finish.
-	late map[int]bool
+	// late: by index into preps, the jobs whose PutRecords was answered
+	// when this node no longer might write the partition (send): refused
+	// in finish.
+	late map[int]lateWrite
 	// producers: for each producer of an idempotent batch in preps, the
 	// epoch and the sequence its next batch must start at.
 	producers map[int64]nextBatch
@@ -422,10 +422,9 @@ func (s *Store) writeIntent(ctx context.Context, p *groupPlan, ps *putState) err
 // keyHook's written). When a PutRecords fails, the jobs not completed fail
 // with its error (failFenced's when the fence refused), and an idempotent
 // group's outcome is resolved (readIdem) before the partition's next
-// write. In cluster mode, a PutRecords whose records landed after another
-// writer's (not at the end offset known before it) while the fence no
-// longer allows the partition is a late write: its jobs are refused
-// (finish).
+// write. In cluster mode, a PutRecords answered when the fence no longer
+// allows the partition is a late write: its jobs are refused (answered,
+// finish).
 func (s *Store) send(ctx context.Context, p *groupPlan, ps *putState) {
 	maxBytes, maxCount := s.putLimit(p.si.advanced)
 	sns := make([]int64, len(p.out))
@@ -458,8 +457,8 @@ func (s *Store) send(ctx context.Context, p *groupPlan, ps *putState) {
 			return
 		}
 		copy(sns[start:end], got)
-		if own && expKnown && got[0] != exp {
-			s.landedElsewhere(p, start, end, exp, got[0])
+		if own {
+			s.answered(p, ps, start, end, exp, expKnown, got[0])
 		}
 		start = end
 		for ; done < len(p.preps) && p.preps[done].end <= start; done++ {
@@ -467,31 +466,50 @@ func (s *Store) send(ctx context.Context, p *groupPlan, ps *putState) {
 			if p.keys != nil {
 				p.keys.written(pr.j, sns[pr.start:pr.end])
 			}
-			s.finish(p.k, pr, sns, p.logAppend, throttle, p.late[done])
+			l, late := p.late[done]
+			s.finish(p.k, pr, sns, p.logAppend, throttle, late, l)
 		}
 	}
 }
 
-// landedElsewhere handles a PutRecords of p.out[start:end] whose first
-// record DIS wrote at got, not at exp where the partition ended before it
-// (cluster mode): another writer's records came between. When the fence
-// refuses the partition now, this node is the late writer (paused past
-// its lease while the next leader wrote): the jobs with records in the
-// call are marked late and refused. Otherwise the other was late (a
-// former leader) and these records are where DIS says: acknowledged.
-func (s *Store) landedElsewhere(p *groupPlan, start, end int, exp, got int64) {
-	err := s.fence.mayWrite(disbackend.PartitionKey(p.k.stream, p.k.part))
-	if err == nil {
-		s.log.Warn("records of another writer came before this node's: a former leader's late write?",
-			zap.String("stream", p.k.stream), zap.Int32("partition", p.k.part), zap.Int64("expected_at", exp), zap.Int64("written_at", got))
+// lateWrite is why a job's PutRecords came too late to be acknowledged.
+type lateWrite struct {
+	// moved: its records landed after another writer's (not where the
+	// partition ended before it).
+	moved bool
+	// dropped: the partition was given up meanwhile (viewChanged): nothing
+	// of it is to be remembered.
+	dropped bool
+}
+
+// answered checks, in cluster mode, the answered PutRecords of
+// p.out[start:end], whose first record DIS wrote at got; the partition
+// ended at exp before it (when expKnown). When the fence no longer allows
+// the partition (the lease lapsed, or the partition moved, while the
+// request was on its way), a new leader may have resolved this node's
+// intent before these records landed, or written before them: the jobs
+// with records in the call are marked late, and refused (finish). When it
+// still allows it and the records landed elsewhere than exp, another
+// writer's records came between: a former leader's late write; these
+// records are where DIS says and are acknowledged, with a warning.
+func (s *Store) answered(p *groupPlan, ps *putState, start, end int, exp int64, expKnown bool, got int64) {
+	moved := expKnown && got != exp
+	if s.fence.mayWrite(disbackend.PartitionKey(p.k.stream, p.k.part)) == nil {
+		if moved {
+			s.log.Warn("records of another writer came before this node's: a former leader's late write?",
+				zap.String("stream", p.k.stream), zap.Int32("partition", p.k.part), zap.Int64("expected_at", exp), zap.Int64("written_at", got))
+		}
 		return
 	}
 	if p.late == nil {
-		p.late = map[int]bool{}
+		p.late = map[int]lateWrite{}
 	}
 	for i, pr := range p.preps {
 		if pr.start < end && pr.end > start {
-			p.late[i] = true
+			l := p.late[i]
+			l.moved = l.moved || moved
+			l.dropped = ps.dropped.Load()
+			p.late[i] = l
 		}
 	}
 }
@@ -522,11 +540,15 @@ func (p *groupPlan) chunk(start, maxBytes, maxCount int, pressed bool) (end int)
 
 // finish completes a job whose records all have sequence numbers: with
 // its base offset when they are where it says (contiguous, and for the
-// rest of a batch cut short, right after its first records); otherwise,
-// and when send found the job late, it is refused (refuseLate), unless it
-// is a write of the gateway's own shared streams, whose readers take
-// records where they are (only warned about, as before).
-func (s *Store) finish(k partKey, pr prepared, sns []int64, logAppend bool, throttle time.Duration, late bool) {
+// rest of a batch cut short, right after its first records); otherwise it
+// is refused (refuseLate), unless it is a write of the gateway's own shared
+// streams, whose readers take records where they are (only warned about,
+// as before). A job send found late (its answer came when this node no
+// longer might write the partition) is refused too; when its records are
+// where it says (not moved), an idempotent batch is still remembered
+// (unless the partition was given up meanwhile), so that its retry at
+// this node, once its lease holds again, is answered as a duplicate.
+func (s *Store) finish(k partKey, pr prepared, sns []int64, logAppend bool, throttle time.Duration, late bool, why lateWrite) {
 	base := sns[pr.start]
 	last := sns[pr.end-1]
 	mine := sns[pr.start:pr.end]
@@ -534,17 +556,29 @@ func (s *Store) finish(k partKey, pr prepared, sns []int64, logAppend bool, thro
 	if pr.partial != nil {
 		from = pr.partial.base + int64(pr.partial.done)
 	}
+	contiguous := s.contiguous(k, mine, from)
 	switch {
-	case late:
-		s.refuseLate(k, pr.j, mine, "another writer's records came before them while this node no longer leads the partition (a late write)")
-		s.noteWritten(k, sns[pr.end-1])
-		return
-	case !s.contiguous(k, mine, from) && !sharedStream(k.stream):
+	case !contiguous && !sharedStream(k.stream):
 		if pr.partial != nil {
 			s.idem.clearPartial(k)
 		}
 		s.refuseLate(k, pr.j, mine, "their sequence numbers are not contiguous (another writer in between)")
-		s.noteWritten(k, sns[pr.end-1])
+		s.noteWritten(k, last)
+		return
+	case late && why.moved:
+		s.refuseLate(k, pr.j, mine, "another writer's records came before them, and this node no longer leads the partition (a late write)")
+		s.noteWritten(k, last)
+		return
+	case late:
+		if pr.partial != nil {
+			base = pr.partial.base
+			s.idem.clearPartial(k)
+		}
+		if pr.j.b.ProducerID >= 0 && !why.dropped {
+			s.idem.remember(k, &pr.j.b, base, base+int64(pr.j.b.NumRecords)-1, pr.j.b.MaxTimestamp)
+		}
+		s.refuseLate(k, pr.j, mine, "answered after this node's lease lapsed or the partition moved: a new leader may not know them")
+		s.noteWritten(k, last)
 		return
 	}
 	if pr.partial != nil {
