@@ -12,8 +12,19 @@ package gateway
 //     dis.record.format native cannot store or that DIS cannot hold as one
 //     record) names each of them, as Kafka's RecordValidationException.
 //   - v9: flexible. v13: topics by id (UNKNOWN_TOPIC_ID when unknown).
+//   - v10: KIP-951's current_leader and node_endpoints answer
+//     NOT_LEADER_OR_FOLLOWER (several nodes, below).
 //   - Transactions are not offered: a request with a transactional id gets
 //     TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition.
+//
+// Several nodes (docs/cluster.md §5, cluster.go): a partition this node
+// does not lead in its current view (or while it holds no Ready view) is
+// answered NOT_LEADER_OR_FOLLOWER before its batch is decoded, and so is
+// one the backend refuses with disbackend.ErrNotLeader (ownership lost,
+// lease lapsed); from v10 the partition's current_leader (the leader and
+// epoch of the answering view) and the leaders' node_endpoints on the
+// request's listener come with it, so clients move at once (KIP-951).
+// Batches are stamped with the current view's cluster epoch.
 //
 // acks 0: no response; an error closes the connection, as Kafka does.
 // acks 1 and -1: the response waits until every batch is synced by the
@@ -161,6 +172,11 @@ func (c *conn) handleProduce(req *kafkawire.Request) reply {
 				setErr(p, topicErr.Code, nil)
 			case rp.Partition < 0 || rp.Partition >= st.PartitionCount:
 				setErr(p, kerr.UnknownTopicOrPartition.Code, nil)
+			case !s.leads(st.Name, rp.Partition):
+				// Before the batch is decoded or queued: nothing of it
+				// is written (docs/cluster.md §5).
+				setErr(p, kerr.NotLeaderForPartition.Code, nil)
+				c.notLeader(resp, p, st)
 			default:
 				// Counted before the store owns (and stamps) the batch.
 				records, bytes := countRecords(rp.Records), len(rp.Records)
@@ -206,6 +222,14 @@ func (c *conn) handleProduce(req *kafkawire.Request) reply {
 			if err != nil {
 				c.noteBackendErr(err)
 				pp.p.ErrorCode = kafkaError(c.log, err)
+				if errors.Is(err, disbackend.ErrNotLeader) {
+					// The node lost the partition, or its lease lapsed,
+					// after the check above: as that check answers.
+					c.log.Debug("produce refused: not the leader", zapTopic(pp.st.TopicName), zapPartition(pp.p.Partition), zapErr(err))
+					pp.p.ErrorCode = kerr.NotLeaderForPartition.Code
+					c.notLeader(resp, pp.p, pp.st)
+					continue
+				}
 				if producerStateError(pp.p.ErrorCode) {
 					// As Kafka's ReplicaManager.appendToLocalLog: the
 					// log start offset, and no error message.
@@ -292,7 +316,7 @@ func (c *conn) appendBatch(ctx context.Context, version int16, frameBytes int, s
 	if checked.MaxTimestamp != h.MaxTimestamp {
 		batch.SetMaxTimestamp(raw, checked.MaxTimestamp)
 	}
-	batch.SetPartitionLeaderEpoch(raw, leaderEpoch)
+	batch.SetPartitionLeaderEpoch(raw, c.s.writeEpoch())
 	if h, err = batch.ParseHeader(raw); err != nil { // the fields just set
 		return nil, err
 	}
@@ -434,3 +458,29 @@ type kafkaErr struct {
 
 func (e *kafkaErr) Error() string { return e.ke.Message + ": " + e.msg }
 func (e *kafkaErr) Unwrap() error { return e.ke }
+
+// notLeader completes partition p's NOT_LEADER_OR_FOLLOWER answer as
+// Kafka's KafkaApis.handleProduceRequest does from v10 (KIP-951): the
+// partition's current leader and epoch in the answering view, and the
+// leader's address on the request's listener among the response's node
+// endpoints. Nothing on one node or below v10.
+func (c *conn) notLeader(resp *kmsg.ProduceResponse, p *kmsg.ProduceResponseTopicPartition, st *disbackend.Stream) {
+	if resp.Version < 10 || c.s.cluster == nil {
+		return
+	}
+	kv := c.kafkaView()
+	leader := kv.v.Leader(st.Name, p.Partition)
+	p.CurrentLeader.LeaderID, p.CurrentLeader.LeaderEpoch = leader, kv.epoch()
+	ep, ok := kv.endpoint(leader)
+	if !ok {
+		return
+	}
+	for _, b := range resp.Brokers {
+		if b.NodeID == leader {
+			return
+		}
+	}
+	b := kmsg.NewProduceResponseBroker()
+	b.NodeID, b.Host, b.Port = ep.id, ep.host, ep.port
+	resp.Brokers = append(resp.Brokers, b)
+}

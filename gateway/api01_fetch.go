@@ -10,12 +10,19 @@ package gateway
 //     session id 0 (full responses); a non-zero session id, or an
 //     incremental epoch without one, gets FETCH_SESSION_ID_NOT_FOUND.
 //   - v9: current leader epoch (KIP-320): older than ours gets
-//     FENCED_LEADER_EPOCH, newer gets UNKNOWN_LEADER_EPOCH.
+//     FENCED_LEADER_EPOCH, newer gets UNKNOWN_LEADER_EPOCH. Ours is 0 on
+//     one node, the answering view's cluster epoch with several
+//     (cluster.go); any node serves every partition's fetches, as DIS
+//     holds every record (docs/cluster.md §5), so NOT_LEADER_OR_FOLLOWER
+//     is never answered.
 //   - v10: zstd; a zstd batch fetched below v10 gets
 //     UNSUPPORTED_COMPRESSION_TYPE.
 //   - v11: rack (ignored; no preferred read replica). v12: flexible, last
-//     fetched epoch (one epoch only, so no divergence). v13: topics by id
-//     (UNKNOWN_TOPIC_ID). v15, v18: broker-only fields, ignored.
+//     fetched epoch (no divergence: every epoch ends at the high
+//     watermark, docs/cluster.md §5); with several nodes a
+//     FENCED_LEADER_EPOCH partition carries its current leader and epoch.
+//     v13: topics by id (UNKNOWN_TOPIC_ID). v15, v18: broker-only fields,
+//     ignored. v16: the node endpoints of those leaders (KIP-951).
 //
 // Long poll: with fewer than min_bytes ready, the fetch waits up to
 // max_wait_ms and is woken at once when the backend syncs new data. Only
@@ -185,6 +192,8 @@ func (c *conn) fillFetch(r *kmsg.FetchRequest, resp *kmsg.FetchResponse, maxByte
 	s := c.s
 	c.fetchBuf = c.fetchBuf[:0]
 	resp.Topics = resp.Topics[:0]
+	resp.Brokers = resp.Brokers[:0]
+	epoch := s.currentEpoch()
 	for i := range r.Topics {
 		rt := &r.Topics[i]
 		t := kmsg.NewFetchResponseTopic()
@@ -215,10 +224,11 @@ func (c *conn) fillFetch(r *kmsg.FetchRequest, resp *kmsg.FetchResponse, maxByte
 				p.ErrorCode, done = kerr.UnknownTopicOrPartition.Code, true
 				p.AbortedTransactions = noAborted
 				continue
-			case r.Version >= 9 && rp.CurrentLeaderEpoch >= 0 && rp.CurrentLeaderEpoch < leaderEpoch:
+			case r.Version >= 9 && rp.CurrentLeaderEpoch >= 0 && rp.CurrentLeaderEpoch < epoch:
 				p.ErrorCode, done = kerr.FencedLeaderEpoch.Code, true
+				c.fencedFetch(r, resp, p, st)
 				continue
-			case r.Version >= 9 && rp.CurrentLeaderEpoch > leaderEpoch:
+			case r.Version >= 9 && rp.CurrentLeaderEpoch > epoch:
 				p.ErrorCode, done = kerr.UnknownLeaderEpoch.Code, true
 				continue
 			}
@@ -284,4 +294,31 @@ func (c *conn) fillFetch(r *kmsg.FetchRequest, resp *kmsg.FetchResponse, maxByte
 		resp.Topics = append(resp.Topics, t)
 	}
 	return total, done
+}
+
+// fencedFetch completes partition p's FENCED_LEADER_EPOCH answer with
+// several nodes: from v12 its current leader and epoch in the answering
+// view, from v16 that leader's address on the request's listener among
+// the response's node endpoints (KIP-951, as KafkaApis.handleFetchRequest
+// fills them), so the client takes the new epoch without another
+// Metadata. Nothing on one node.
+func (c *conn) fencedFetch(r *kmsg.FetchRequest, resp *kmsg.FetchResponse, p *kmsg.FetchResponseTopicPartition, st *disbackend.Stream) {
+	if r.Version < 12 || c.s.cluster == nil {
+		return
+	}
+	kv := c.kafkaView()
+	leader := kv.v.Leader(st.Name, p.Partition)
+	p.CurrentLeader.LeaderID, p.CurrentLeader.LeaderEpoch = leader, kv.epoch()
+	ep, ok := kv.endpoint(leader)
+	if r.Version < 16 || !ok {
+		return
+	}
+	for _, b := range resp.Brokers {
+		if b.NodeID == leader {
+			return
+		}
+	}
+	b := kmsg.NewFetchResponseBroker()
+	b.NodeID, b.Host, b.Port = ep.id, ep.host, ep.port
+	resp.Brokers = append(resp.Brokers, b)
 }

@@ -9,7 +9,9 @@ package gateway
 //     start offset.
 //   - v2: isolation level (no transactions: both levels read the high
 //     watermark). v4: current leader epoch fencing, leader epoch in the
-//     response. v6: flexible.
+//     response: 0 on one node, the answering view's cluster epoch with
+//     several (cluster.go), whose every node answers every partition
+//     (DIS holds the records). v6: flexible.
 //   - v7: -3, the offset and timestamp of the record with the largest
 //     timestamp (KIP-734). v8: -4, the local log start (= log start; no
 //     tiered storage). v9: -5, the latest tiered offset: -1, nothing is
@@ -82,6 +84,7 @@ func (s *Server) listOffsets(ctx context.Context, r *kmsg.ListOffsetsRequest) (*
 		}
 	}
 	lim := s.newPartitionQuota()
+	epoch := s.currentEpoch()
 	resp.Topics = make([]kmsg.ListOffsetsResponseTopic, 0, len(r.Topics))
 	for _, rt := range r.Topics {
 		t := kmsg.NewListOffsetsResponseTopic()
@@ -108,9 +111,9 @@ func (s *Server) listOffsets(ctx context.Context, r *kmsg.ListOffsetsRequest) (*
 				p.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case authErr != nil:
 				p.ErrorCode = kafkaError(s.log, authErr)
-			case r.Version >= 4 && rp.CurrentLeaderEpoch >= 0 && rp.CurrentLeaderEpoch < leaderEpoch:
+			case r.Version >= 4 && rp.CurrentLeaderEpoch >= 0 && rp.CurrentLeaderEpoch < epoch:
 				p.ErrorCode = kerr.FencedLeaderEpoch.Code
-			case r.Version >= 4 && rp.CurrentLeaderEpoch > leaderEpoch:
+			case r.Version >= 4 && rp.CurrentLeaderEpoch > epoch:
 				p.ErrorCode = kerr.UnknownLeaderEpoch.Code
 			default:
 				off, ts, err := s.offsetFor(ctx, r.Version, st, rp.Partition, rp.Timestamp)
@@ -120,7 +123,7 @@ func (s *Server) listOffsets(ctx context.Context, r *kmsg.ListOffsetsRequest) (*
 				}
 				p.Offset, p.Timestamp = off, ts
 				if off >= 0 {
-					p.LeaderEpoch = leaderEpoch
+					p.LeaderEpoch = epoch
 				}
 			}
 			t.Partitions = append(t.Partitions, p)

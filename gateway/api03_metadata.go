@@ -10,7 +10,8 @@ package gateway
 //     allows it, as Kafka does for those versions. v4+ follow the flag.
 //   - v1: ControllerID, IsInternal (true for __consumer_offsets only,
 //     offsets_topic.go), Rack. v2: ClusterID. v5:
-//     OfflineReplicas. v7: LeaderEpoch (always 0 here). v8: authorized
+//     OfflineReplicas. v7: LeaderEpoch (0 on one node, the view's
+//     cluster epoch with several). v8: authorized
 //     operations when asked (include_cluster_authorized_operations, v8-10;
 //     include_topic_authorized_operations): with no authorizer, every
 //     operation of the resource type (authops.go), else Kafka's "not
@@ -30,7 +31,13 @@ package gateway
 // (disAuthorizeTopics): one DIS refuses is TOPIC_AUTHORIZATION_FAILED, or
 // left out of an all-topics answer.
 //
-// Every partition is led by this node, with replicas and ISR = this node.
+// On one node every partition is led by this node at leader epoch 0, with
+// replicas and ISR = this node. With several (cluster.go): the brokers are
+// the view's nodes with an address on the request's listener,
+// controller_id the view's controller, each partition's leader its owner
+// at the view's epoch with replicas and ISR [leader]; a leader without an
+// address on the listener is -1 with LEADER_NOT_AVAILABLE or
+// LISTENER_NOT_FOUND, as Kafka answers.
 
 import (
 	"context"
@@ -143,11 +150,22 @@ func (c *conn) handleMetadata(req *kafkawire.Request) reply {
 	resp := r.ResponseKind().(*kmsg.MetadataResponse)
 	s := c.s
 
-	b := kmsg.NewMetadataResponseBroker()
-	b.NodeID, b.Host, b.Port = s.cfg.NodeID, c.lst.advHost, c.lst.advPort
-	resp.Brokers = []kmsg.MetadataResponseBroker{b}
+	kv := c.kafkaView()
+	if kv == nil {
+		b := kmsg.NewMetadataResponseBroker()
+		b.NodeID, b.Host, b.Port = s.cfg.NodeID, c.lst.advHost, c.lst.advPort
+		resp.Brokers = []kmsg.MetadataResponseBroker{b}
+		resp.ControllerID = s.cfg.NodeID
+	} else {
+		resp.Brokers = make([]kmsg.MetadataResponseBroker, 0, len(kv.brokers))
+		for _, ep := range kv.brokers {
+			b := kmsg.NewMetadataResponseBroker()
+			b.NodeID, b.Host, b.Port = ep.id, ep.host, ep.port
+			resp.Brokers = append(resp.Brokers, b)
+		}
+		resp.ControllerID = kv.v.Controller
+	}
 	resp.ClusterID = &s.cfg.ClusterID
-	resp.ControllerID = s.cfg.NodeID
 	if r.Version <= 10 {
 		resp.AuthorizedOperations = authorizedOps(r.IncludeClusterAuthorizedOperations, clusterAuthorizedOps)
 	}
@@ -161,9 +179,9 @@ func (c *conn) handleMetadata(req *kafkawire.Request) reply {
 	all := r.Topics == nil || r.Version == 0 && len(r.Topics) == 0
 	if all {
 		for _, st := range s.topics.all() {
-			resp.Topics = append(resp.Topics, s.metadataTopic(r.Version, st))
+			resp.Topics = append(resp.Topics, s.metadataTopic(r.Version, st, kv))
 		}
-		resp.Topics = append(resp.Topics, s.metadataTopic(r.Version, s.offsetsTopicStream()))
+		resp.Topics = append(resp.Topics, s.metadataTopic(r.Version, s.offsetsTopicStream(), kv))
 		if c.disCreds.Load() != nil {
 			ctx, cancel := c.requestContext(0)
 			defer cancel()
@@ -197,7 +215,7 @@ func (c *conn) handleMetadata(req *kafkawire.Request) reply {
 		} else {
 			byID[rt.TopicID] = true
 		}
-		resp.Topics = append(resp.Topics, s.metadataRequestedTopic(ctx, r.Version, rt, &ac))
+		resp.Topics = append(resp.Topics, s.metadataRequestedTopic(ctx, r.Version, rt, &ac, kv))
 	}
 	if c.disCreds.Load() != nil {
 		c.disAuthorizeTopics(ctx, resp, false)
@@ -301,16 +319,16 @@ func (b *autoCreateBudget) take(l *limiter) bool {
 	return true
 }
 
-func (s *Server) metadataRequestedTopic(ctx context.Context, version int16, rt kmsg.MetadataRequestTopic, ac *autoCreateBudget) kmsg.MetadataResponseTopic {
+func (s *Server) metadataRequestedTopic(ctx context.Context, version int16, rt kmsg.MetadataRequestTopic, ac *autoCreateBudget, kv *kafkaView) kmsg.MetadataResponseTopic {
 	t := kmsg.NewMetadataResponseTopic()
 	if rt.Topic == nil || *rt.Topic == "" {
 		// By id (v10+).
 		t.TopicID = rt.TopicID
 		if st := s.topics.getByID(rt.TopicID); st != nil {
-			return s.metadataTopic(version, st)
+			return s.metadataTopic(version, st, kv)
 		}
 		if ot := s.offsetsTopicStream(); rt.TopicID == ot.TopicID {
-			return s.metadataTopic(version, ot)
+			return s.metadataTopic(version, ot, kv)
 		}
 		t.ErrorCode = kerr.UnknownTopicID.Code
 		return t
@@ -318,17 +336,17 @@ func (s *Server) metadataRequestedTopic(ctx context.Context, version int16, rt k
 	name := *rt.Topic
 	t.Topic = rt.Topic
 	if name == offsetsTopic {
-		return s.metadataTopic(version, s.offsetsTopicStream())
+		return s.metadataTopic(version, s.offsetsTopicStream(), kv)
 	}
 	if st := s.topics.get(name); st != nil {
-		return s.metadataTopic(version, st)
+		return s.metadataTopic(version, st, kv)
 	}
 	if err := disbackend.ValidateTopicName(name); err != nil {
 		t.ErrorCode = kerr.InvalidTopicException.Code
 		return t
 	}
 	if st := s.lookupTopic(ctx, name); st != nil {
-		return s.metadataTopic(version, st)
+		return s.metadataTopic(version, st, kv)
 	}
 	if !ac.on || !ac.take(s.limits) {
 		t.ErrorCode = kerr.UnknownTopicOrPartition.Code
@@ -342,10 +360,13 @@ func (s *Server) metadataRequestedTopic(ctx context.Context, version int16, rt k
 		t.ErrorCode = kafkaError(s.log, err)
 		return t
 	}
-	return s.metadataTopic(version, st)
+	return s.metadataTopic(version, st, kv)
 }
 
-func (s *Server) metadataTopic(version int16, st *disbackend.Stream) kmsg.MetadataResponseTopic {
+// metadataTopic is topic st as Metadata answers it at version: its
+// partitions led by this node, or (kv not nil) by their owners in kv's
+// view.
+func (s *Server) metadataTopic(version int16, st *disbackend.Stream, kv *kafkaView) kmsg.MetadataResponseTopic {
 	t := kmsg.NewMetadataResponseTopic()
 	name := st.TopicName
 	t.Topic = &name
@@ -363,6 +384,13 @@ func (s *Server) metadataTopic(version int16, st *disbackend.Stream) kmsg.Metada
 		p.Replicas = node
 		p.ISR = node
 		p.OfflineReplicas = []int32{}
+		if kv != nil {
+			owner := kv.v.Leader(st.Name, p.Partition)
+			p.Leader, p.ErrorCode = kv.leaderOf(owner, version)
+			p.LeaderEpoch = kv.epoch()
+			p.Replicas = kv.replicasOf(owner)
+			p.ISR = p.Replicas
+		}
 		t.Partitions[i] = p
 	}
 	return t

@@ -9,8 +9,11 @@ package gateway
 //     top-level fields to Coordinators.
 //   - v5, v6: no change here (v6 adds share-group keys, type 2).
 //
-// This node coordinates every group (a single node: see docs/limits.md,
-// "Not yet", on several nodes). Transactions are not offered, so type 1 gets
+// On one node this node coordinates every group. With several
+// (cluster.go), a group's coordinator is its owner in the answering view,
+// at its address on the request's listener (COORDINATOR_NOT_AVAILABLE when
+// it has none there); the group APIs on other nodes answer
+// NOT_COORDINATOR (groupcoord). Transactions are not offered, so type 1 gets
 // TRANSACTIONAL_ID_AUTHORIZATION_FAILED (as InitProducerId does for a
 // transactional id); share groups (type 2) and unknown types INVALID_REQUEST.
 //
@@ -72,12 +75,22 @@ func (c *conn) handleFindCoordinator(req *kafkawire.Request) reply {
 	q := newQuota(c.s.cfg.Limits.MaxGroups)
 	defer q.report(c, limitGroups, "FindCoordinator")
 	resp.Coordinators = make([]kmsg.FindCoordinatorResponseCoordinator, 0, len(keys))
+	kv := c.kafkaView()
 	for _, key := range keys {
 		fc := kmsg.NewFindCoordinatorResponseCoordinator()
 		fc.Key = key
 		switch {
 		case !q.take():
 			fc.ErrorCode = errCodeOverCap
+		case r.CoordinatorType == 0 && kv != nil:
+			if ep, ok := kv.endpoint(kv.v.Coordinator(key)); ok {
+				fc.NodeID, fc.Host, fc.Port = ep.id, ep.host, ep.port
+			} else {
+				// As Kafka when the coordinator has no address on
+				// the request's listener.
+				msg := kerr.CoordinatorNotAvailable.Description
+				fc.ErrorCode, fc.ErrorMessage = kerr.CoordinatorNotAvailable.Code, &msg
+			}
 		case r.CoordinatorType == 0:
 			fc.NodeID, fc.Host, fc.Port = c.s.cfg.NodeID, c.lst.advHost, c.lst.advPort
 		case r.CoordinatorType == 1:
@@ -158,4 +171,41 @@ func (c *conn) groupClient(req *kafkawire.Request) groupcoord.Client {
 		host = h
 	}
 	return groupcoord.Client{ID: req.ClientID, Host: "/" + host}
+}
+
+// ownsGroup reports whether this node coordinates group now: always on
+// one node; with several, while its current view is Ready and names it the
+// group's coordinator (docs/cluster.md §6), and not while groupsViewChanged
+// passes through a view that owns nothing. groupcoord asks it before
+// serving a group (groupcoord.Config.Owns) and answers NOT_COORDINATOR
+// when it is false.
+func (s *Server) ownsGroup(group string) bool {
+	if s.cluster == nil {
+		return true
+	}
+	if s.ownNoGroup.Load() {
+		return false
+	}
+	v := s.cluster.View()
+	return v.Ready && v.Coordinator(group) == v.Self
+}
+
+// groupsViewChanged tells the group coordinator that the view changed
+// from prev (nil at start) to v, so that it drops the groups this node no
+// longer owns and loads those it gained (groupcoord's ViewChanged, with
+// Config.Owns = ownsGroup). A group lost and gained again between two
+// calls would not be seen to have moved; so when views were skipped (v's
+// generation is not prev's next one), the coordinator is first shown a
+// view that owns nothing (ownNoGroup), which drops every group, then v.
+func (s *Server) groupsViewChanged(prev, v *disbackend.View) {
+	vc, ok := any(s.groups).(interface{ ViewChanged() })
+	if !ok {
+		return
+	}
+	if prev != nil && v.Generation > prev.Generation+1 {
+		s.ownNoGroup.Store(true)
+		vc.ViewChanged()
+		s.ownNoGroup.Store(false)
+	}
+	vc.ViewChanged()
 }

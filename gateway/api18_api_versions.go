@@ -9,7 +9,8 @@ package gateway
 //     validates (INVALID_REQUEST when malformed); features (KIP-584), which
 //     we leave empty.
 //   - v5: ClusterID and NodeID the client expects (KIP-1242):
-//     REBOOTSTRAP_REQUIRED when they are not us.
+//     REBOOTSTRAP_REQUIRED when they are not us (the node id is the
+//     view's Self with several nodes, cluster.go).
 //
 // A request at a version above ours is answered as Kafka answers it
 // (KIP-511): UNSUPPORTED_VERSION in a v0 body and header, listing our table,
@@ -62,7 +63,7 @@ func (s *Server) handleApiVersions(req *kafkawire.Request) kmsg.Response {
 		case hasCluster != hasNode:
 			resp.ErrorCode = kerr.InvalidRequest.Code
 			return resp
-		case hasCluster && (*r.ClusterID != s.cfg.ClusterID || r.NodeID != s.cfg.NodeID):
+		case hasCluster && (*r.ClusterID != s.cfg.ClusterID || r.NodeID != s.nodeID()):
 			resp.ErrorCode = kerr.RebootstrapRequired.Code
 			return resp
 		}

@@ -34,7 +34,30 @@ import (
 	"github.com/disgw/disgw/kafkawire"
 )
 
-func init() { registerAPI(19, 0, 7, (*conn).handleCreateTopics, (*conn).authorizeCreateTopics) }
+func init() {
+	registerAPI(19, 0, 7, (*conn).handleCreateTopics, (*conn).authorizeCreateTopics)
+	controllerOnly(19, refuseCreateTopics, topicsChanged(func(r *kmsg.CreateTopicsResponse, add func(string, int16)) {
+		for _, t := range r.Topics {
+			add(t.Topic, t.ErrorCode)
+		}
+	}))
+}
+
+// refuseCreateTopics answers every topic of r with code (and, v1+, its
+// message), as Kafka's CreateTopicsRequest.getErrorResponse.
+func refuseCreateTopics(r *kmsg.CreateTopicsRequest, code int16) kmsg.Response {
+	resp := r.ResponseKind().(*kmsg.CreateTopicsResponse)
+	for _, rt := range r.Topics {
+		t := kmsg.NewCreateTopicsResponseTopic()
+		t.Topic, t.ErrorCode = rt.Topic, code
+		t.Configs = []kmsg.CreateTopicsResponseTopicConfig{} // as the handler answers a refused topic
+		if r.Version >= 1 {
+			t.ErrorMessage = codeMessage(code)
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
+	return resp
+}
 
 // authorizeCreateTopics: CREATE on the cluster, or else on each topic (a
 // refused topic is taken out and answered TOPIC_AUTHORIZATION_FAILED); the

@@ -24,7 +24,37 @@ import (
 	"github.com/disgw/disgw/kafkawire"
 )
 
-func init() { registerAPI(20, 0, 6, (*conn).handleDeleteTopics, (*conn).authorizeDeleteTopics) }
+func init() {
+	registerAPI(20, 0, 6, (*conn).handleDeleteTopics, (*conn).authorizeDeleteTopics)
+	controllerOnly(20, refuseDeleteTopics, topicsChanged(func(r *kmsg.DeleteTopicsResponse, add func(string, int16)) {
+		for _, t := range r.Topics {
+			if t.Topic != nil {
+				add(*t.Topic, t.ErrorCode)
+			}
+		}
+	}))
+}
+
+// refuseDeleteTopics answers every topic of r, named (v0-5) or by name or
+// id (v6), with code (and, v5+, its message).
+func refuseDeleteTopics(r *kmsg.DeleteTopicsRequest, code int16) kmsg.Response {
+	resp := r.ResponseKind().(*kmsg.DeleteTopicsResponse)
+	add := func(name *string, id [16]byte) {
+		t := kmsg.NewDeleteTopicsResponseTopic()
+		t.Topic, t.TopicID, t.ErrorCode = name, id, code
+		if r.Version >= 5 {
+			t.ErrorMessage = codeMessage(code)
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
+	for i := range r.TopicNames {
+		add(&r.TopicNames[i], [16]byte{})
+	}
+	for _, t := range r.Topics {
+		add(t.Topic, t.TopicID)
+	}
+	return resp
+}
 
 // authorizeDeleteTopics: DELETE on each topic, named (v0-5) or by name or
 // id (v6). A refused topic is taken out and answered

@@ -13,7 +13,9 @@ package gateway
 // high watermark; an offset above the high watermark, or below -1, gets
 // OFFSET_OUT_OF_RANGE with low watermark -1; a topic whose cleanup.policy
 // lacks delete (compact) gets POLICY_VIOLATION; an unknown topic or
-// partition UNKNOWN_TOPIC_OR_PARTITION. Afterwards Fetch below it gets
+// partition UNKNOWN_TOPIC_OR_PARTITION. With several nodes (cluster.go), a
+// partition this node does not lead gets NOT_LEADER_OR_FOLLOWER, as from a
+// Kafka broker that is not its leader. Afterwards Fetch below it gets
 // OFFSET_OUT_OF_RANGE and ListOffsets earliest (-2) returns it. Topics
 // past Limits.MaxTopics get INVALID_REQUEST (limits.go).
 
@@ -97,6 +99,12 @@ func (s *Server) deleteRecords(ctx context.Context, st *disbackend.Stream, parti
 	}
 	if st.TopicName == offsetsTopic { // as Kafka's ReplicaManager refuses internal topics
 		return 0, kerrWrap(kerr.InvalidTopicException, "Cannot delete records of internal topic "+offsetsTopic)
+	}
+	if !s.leads(st.Name, partition) {
+		// Several nodes: the partition's leader moves its log start
+		// offset, as in Kafka, whose admin client sends DeleteRecords
+		// to the leader Metadata names.
+		return 0, fmt.Errorf("delete records of %s partition %d: %w", st.TopicName, partition, disbackend.ErrNotLeader)
 	}
 	if !st.Config.Deletes() {
 		return 0, kerrWrap(kerr.PolicyViolation, fmt.Sprintf("topic %q has cleanup.policy %s: records of a compacted topic cannot be deleted", st.TopicName, st.Config.CleanupPolicy))

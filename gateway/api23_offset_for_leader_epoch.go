@@ -5,11 +5,17 @@ package gateway
 // Version notes: v1 leader epoch in the response; v2 current leader epoch
 // fencing (KIP-320); v3 replica id; v4 flexible.
 //
-// Every partition has had one leader epoch, 0, since it was created, so the
-// end offset of epoch 0 is the high watermark; a later epoch is unknown
-// (-1/-1, as Kafka answers an epoch it has not seen), and an epoch below 0
-// is also answered -1/-1. Partitions past the request limits get
-// INVALID_REQUEST (limits.go).
+// On one node every partition has had one leader epoch, 0, since it was
+// created, so the end offset of epoch 0 is the high watermark; a later
+// epoch is unknown (-1/-1, as Kafka answers an epoch it has not seen), and
+// an epoch below 0 is also answered -1/-1. With several nodes
+// (cluster.go), the current epoch is the answering view's cluster epoch E
+// and any epoch from 0 to E is answered with itself and the high
+// watermark as its end offset: DIS never truncates a partition, so no
+// epoch ended before a record a client already read, and Kafka's
+// truncation check finds nothing (docs/cluster.md §5); a later epoch is
+// -1/-1. Any node answers every partition. Partitions past the request
+// limits get INVALID_REQUEST (limits.go).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -53,6 +59,7 @@ func (c *conn) handleOffsetForLeaderEpoch(req *kafkawire.Request) reply {
 	s := c.s
 	lim := s.newPartitionQuota()
 	defer lim.report(c, "OffsetForLeaderEpoch")
+	epoch := s.currentEpoch()
 	for _, rt := range r.Topics {
 		t := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		t.Topic = rt.Topic
@@ -66,17 +73,17 @@ func (c *conn) handleOffsetForLeaderEpoch(req *kafkawire.Request) reply {
 				p.ErrorCode = errCodeOverCap
 			case st == nil || rp.Partition < 0 || rp.Partition >= st.PartitionCount:
 				p.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case r.Version >= 2 && rp.CurrentLeaderEpoch >= 0 && rp.CurrentLeaderEpoch < leaderEpoch:
+			case r.Version >= 2 && rp.CurrentLeaderEpoch >= 0 && rp.CurrentLeaderEpoch < epoch:
 				p.ErrorCode = kerr.FencedLeaderEpoch.Code
-			case r.Version >= 2 && rp.CurrentLeaderEpoch > leaderEpoch:
+			case r.Version >= 2 && rp.CurrentLeaderEpoch > epoch:
 				p.ErrorCode = kerr.UnknownLeaderEpoch.Code
-			case rp.LeaderEpoch == leaderEpoch:
+			case rp.LeaderEpoch >= 0 && rp.LeaderEpoch <= epoch:
 				pr, err := s.backend.Range(st.Name, rp.Partition)
 				if err != nil {
 					p.ErrorCode = kafkaError(c.log, err)
 					break
 				}
-				p.LeaderEpoch, p.EndOffset = leaderEpoch, pr.Next
+				p.LeaderEpoch, p.EndOffset = rp.LeaderEpoch, pr.Next
 			default:
 				p.LeaderEpoch, p.EndOffset = -1, -1
 			}

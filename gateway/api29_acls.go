@@ -32,6 +32,8 @@ func init() {
 	registerAPI(29, 1, 3, (*conn).handleDescribeACLs, aclsParsedFirst(clusterOp(acl.OpDescribe, refuseDescribeACLs)))
 	registerAPI(30, 1, 3, (*conn).handleCreateACLs, aclsParsedFirst(clusterOp(acl.OpAlter, refuseCreateACLs)))
 	registerAPI(31, 1, 3, (*conn).handleDeleteACLs, aclsParsedFirst(clusterOp(acl.OpAlter, refuseDeleteACLs)))
+	controllerOnly(30, refuseCreateACLs, aclsChanged)
+	controllerOnly(31, refuseDeleteACLs, aclsChanged)
 }
 
 // aclsParsedFirst runs check only on an ACL request without UNKNOWN

@@ -11,7 +11,8 @@ package gateway
 // captured from Kafka 4.4 by gen_kafka_configs.go), in name order; keys
 // Kafka 4.0 removed are not listed (describe_configs.go). TOPIC resources
 // give each key as the topic has it (topic_configs.go), at the default
-// unless set; BROKER resources (this node's id, or empty) give the
+// unless set; BROKER resources (this node's id, or empty; with several
+// nodes another node's id gets INVALID_REQUEST as from Kafka) give the
 // gateway's values (advertised.listeners, num.partitions, limits) where
 // it has them and Kafka's defaults for the rest, every key read-only.
 // Other resource types get INVALID_REQUEST, and so does a resource listed
@@ -19,6 +20,7 @@ package gateway
 // resources past Limits.MaxTopics (limits.go).
 
 import (
+	"fmt"
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -107,9 +109,8 @@ func (c *conn) handleDescribeConfigs(req *kafkawire.Request) reply {
 			}
 			entries = s.describeTopicConfig(st)
 		case kmsg.ConfigResourceTypeBroker:
-			if rr.ResourceName != "" && rr.ResourceName != strconv.Itoa(int(s.cfg.NodeID)) {
+			if msg, ok := s.otherBroker(rr.ResourceName); ok {
 				res.ErrorCode = kerr.InvalidRequest.Code
-				msg := "unknown broker " + strconv.Quote(rr.ResourceName)
 				res.ErrorMessage = &msg
 				resp.Resources = append(resp.Resources, res)
 				continue
@@ -169,4 +170,30 @@ func describeConfigEntry(r *kmsg.DescribeConfigsRequest, e configEntry) kmsg.Des
 		cfg.Documentation = &doc
 	}
 	return cfg
+}
+
+// otherBroker returns the refusal of a BROKER resource that is not this
+// node (name neither empty nor this node's id), and whether it is one. On
+// one node: "unknown broker" and the name. With several nodes, Kafka's
+// ConfigHelper's words: clients send a broker's resource to that broker,
+// and a broker answers another's with INVALID_REQUEST.
+func (s *Server) otherBroker(name string) (string, bool) {
+	if name == "" {
+		return "", false
+	}
+	if s.cluster == nil {
+		if name == strconv.Itoa(int(s.cfg.NodeID)) {
+			return "", false
+		}
+		return "unknown broker " + strconv.Quote(name), true
+	}
+	id, err := strconv.ParseInt(name, 10, 32)
+	if err != nil {
+		return "Broker id must be an integer, but it is: " + name, true
+	}
+	self := s.nodeID()
+	if int32(id) == self {
+		return "", false
+	}
+	return fmt.Sprintf("Unexpected broker id, expected %d or empty string, but received %s", self, name), true
 }

@@ -28,6 +28,21 @@ func init() {
 			return d
 		},
 		func(r *kmsg.AlterConfigsResponse) *[]kmsg.AlterConfigsResponseResource { return &r.Resources }))
+	controllerOnly(33, func(r *kmsg.AlterConfigsRequest, code int16) kmsg.Response {
+		resp := r.ResponseKind().(*kmsg.AlterConfigsResponse)
+		for _, rr := range r.Resources {
+			d := kmsg.NewAlterConfigsResponseResource()
+			d.ResourceType, d.ResourceName, d.ErrorCode, d.ErrorMessage = rr.ResourceType, rr.ResourceName, code, codeMessage(code)
+			resp.Resources = append(resp.Resources, d)
+		}
+		return resp
+	}, topicsChanged(func(r *kmsg.AlterConfigsResponse, add func(string, int16)) {
+		for _, res := range r.Resources {
+			if res.ResourceType == kmsg.ConfigResourceTypeTopic {
+				add(res.ResourceName, res.ErrorCode)
+			}
+		}
+	}))
 }
 
 func (c *conn) handleAlterConfigs(req *kafkawire.Request) reply {

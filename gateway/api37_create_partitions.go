@@ -40,6 +40,19 @@ func init() {
 		func(t kmsg.CreatePartitionsRequestTopic) string { return t.Topic },
 		refuseCreatePartitionsTopic,
 		func(r *kmsg.CreatePartitionsResponse) *[]kmsg.CreatePartitionsResponseTopic { return &r.Topics }))
+	controllerOnly(37, func(r *kmsg.CreatePartitionsRequest, code int16) kmsg.Response {
+		resp := r.ResponseKind().(*kmsg.CreatePartitionsResponse)
+		for _, t := range r.Topics {
+			d := refuseCreatePartitionsTopic(t, code)
+			d.ErrorMessage = codeMessage(code)
+			resp.Topics = append(resp.Topics, d)
+		}
+		return resp
+	}, topicsChanged(func(r *kmsg.CreatePartitionsResponse, add func(string, int16)) {
+		for _, t := range r.Topics {
+			add(t.Topic, t.ErrorCode)
+		}
+	}))
 }
 
 // refuseCreatePartitionsTopic answers a refused topic with code.

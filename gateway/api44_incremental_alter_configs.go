@@ -48,6 +48,21 @@ func init() {
 		func(r *kmsg.IncrementalAlterConfigsResponse) *[]kmsg.IncrementalAlterConfigsResponseResource {
 			return &r.Resources
 		}))
+	controllerOnly(44, func(r *kmsg.IncrementalAlterConfigsRequest, code int16) kmsg.Response {
+		resp := r.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
+		for _, rr := range r.Resources {
+			d := kmsg.NewIncrementalAlterConfigsResponseResource()
+			d.ResourceType, d.ResourceName, d.ErrorCode, d.ErrorMessage = rr.ResourceType, rr.ResourceName, code, codeMessage(code)
+			resp.Resources = append(resp.Resources, d)
+		}
+		return resp
+	}, topicsChanged(func(r *kmsg.IncrementalAlterConfigsResponse, add func(string, int16)) {
+		for _, res := range r.Resources {
+			if res.ResourceType == kmsg.ConfigResourceTypeTopic {
+				add(res.ResourceName, res.ErrorCode)
+			}
+		}
+	}))
 }
 
 func (c *conn) handleIncrementalAlterConfigs(req *kafkawire.Request) reply {

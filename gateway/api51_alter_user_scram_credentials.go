@@ -31,6 +31,9 @@ import (
 
 func init() {
 	registerAPI(51, 0, 0, (*conn).handleAlterUserScramCredentials, clusterOp(acl.OpAlter, refuseAlterUserSCRAMCredentials))
+	// Nothing to read again: SCRAM credentials are read from the backend
+	// at each authentication.
+	controllerOnly(51, refuseAlterUserSCRAMCredentials, nil)
 }
 
 // refuseAlterUserSCRAMCredentials answers each user the request names,

@@ -8,8 +8,10 @@ package gateway
 // The answer is this node alone (Config.NodeID, the advertised host and
 // port), the cluster id Metadata gives (Config.ClusterID, stable for the
 // data), and this node as the controller id (a Kafka broker reports a
-// live broker there, and a one-node Kafka reports itself). It is never
-// fenced. ClusterAuthorizedOperations when asked: every cluster operation
+// live broker there, and a one-node Kafka reports itself). With several
+// nodes (cluster.go), the brokers and the controller are Metadata's: the
+// view's nodes with an address on the request's listener and the view's
+// controller. No broker is ever fenced. ClusterAuthorizedOperations when asked: every cluster operation
 // (no authorizer, authops.go), else -2147483648.
 //
 // EndpointType 2 (controller) gets MISMATCHED_ENDPOINT_TYPE and any type
@@ -68,10 +70,20 @@ func (c *conn) handleDescribeCluster(req *kafkawire.Request) reply {
 		return ready(req, resp)
 	}
 	resp.ClusterID = s.cfg.ClusterID
-	resp.ControllerID = s.cfg.NodeID
-	b := kmsg.NewDescribeClusterResponseBroker()
-	b.NodeID, b.Host, b.Port = s.cfg.NodeID, c.lst.advHost, c.lst.advPort
-	resp.Brokers = []kmsg.DescribeClusterResponseBroker{b}
+	if kv := c.kafkaView(); kv != nil {
+		resp.ControllerID = kv.v.Controller
+		resp.Brokers = make([]kmsg.DescribeClusterResponseBroker, 0, len(kv.brokers))
+		for _, ep := range kv.brokers {
+			b := kmsg.NewDescribeClusterResponseBroker()
+			b.NodeID, b.Host, b.Port = ep.id, ep.host, ep.port
+			resp.Brokers = append(resp.Brokers, b)
+		}
+	} else {
+		resp.ControllerID = s.cfg.NodeID
+		b := kmsg.NewDescribeClusterResponseBroker()
+		b.NodeID, b.Host, b.Port = s.cfg.NodeID, c.lst.advHost, c.lst.advPort
+		resp.Brokers = []kmsg.DescribeClusterResponseBroker{b}
+	}
 	resp.ClusterAuthorizedOperations = authorizedOps(r.IncludeClusterAuthorizedOperations, clusterAuthorizedOps)
 	return ready(req, resp)
 }

@@ -14,7 +14,9 @@ package gateway
 // As a one-node Kafka 4.4: an unknown topic gets
 // UNKNOWN_TOPIC_OR_PARTITION with "This server does not host this
 // topic-partition.", a partition the topic lacks the same code with no
-// message. Limits (limits.go): partitions past Limits.MaxTopics or
+// message. With several nodes (cluster.go) a partition this node does not
+// lead gets NOT_LEADER_OR_FOLLOWER, as from a Kafka broker that is not its
+// leader; the admin client asks the leader Metadata names. Limits (limits.go): partitions past Limits.MaxTopics or
 // Limits.MaxPartitions get INVALID_REQUEST.
 
 import (
@@ -74,6 +76,11 @@ func (c *conn) handleDescribeProducers(req *kafkawire.Request) reply {
 				p.ErrorCode, p.ErrorMessage = kerr.UnknownTopicOrPartition.Code, &notHostedMessage
 			case part < 0 || part >= st.PartitionCount:
 				p.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case !s.leads(st.Name, part):
+				// Several nodes: the producer states are the leader's
+				// (ReplicaManager.activeProducerState's answer, no
+				// message).
+				p.ErrorCode = kerr.NotLeaderForPartition.Code
 			case pd != nil:
 				states, err := pd.ActiveProducers(ctx, st.Name, part)
 				if err != nil {

@@ -16,8 +16,10 @@ package gateway
 //     UNSUPPORTED_VERSION with no resources; a type asked twice is listed
 //     once;
 //   - in Kafka's order: the groups that have configs, the client metrics
-//     resources, this node as a broker logger, this node as a broker
-//     (both named by Config.NodeID), then every topic, sorted by name,
+//     resources, every broker as a broker logger, every broker as a broker
+//     (named by node id: this node's Config.NodeID, or with several nodes
+//     the view's nodes Metadata lists, cluster.go), then every topic,
+//     sorted by name,
 //     __consumer_offsets included as Metadata lists it;
 //   - disgw has no group configs (the KIP-848 groups they configure are
 //     not served) and no client metrics resources (KIP-714 is not
@@ -86,12 +88,22 @@ func (c *conn) handleListConfigResources(req *kafkawire.Request) reply {
 	}
 	// GROUP and CLIENT_METRICS come first in Kafka's answer; disgw has
 	// none of either.
-	node := strconv.Itoa(int(c.s.cfg.NodeID))
+	nodes := []string{strconv.Itoa(int(c.s.cfg.NodeID))}
+	if kv := c.kafkaView(); kv != nil {
+		nodes = nodes[:0]
+		for _, b := range kv.brokers {
+			nodes = append(nodes, strconv.Itoa(int(b.id)))
+		}
+	}
 	if asked(kmsg.ConfigResourceTypeBrokerLogger) {
-		add(kmsg.ConfigResourceTypeBrokerLogger, node)
+		for _, node := range nodes {
+			add(kmsg.ConfigResourceTypeBrokerLogger, node)
+		}
 	}
 	if asked(kmsg.ConfigResourceTypeBroker) {
-		add(kmsg.ConfigResourceTypeBroker, node)
+		for _, node := range nodes {
+			add(kmsg.ConfigResourceTypeBroker, node)
+		}
 	}
 	if asked(kmsg.ConfigResourceTypeTopic) {
 		for _, name := range c.describableTopicNames() {

@@ -3,9 +3,10 @@ package gateway
 // DescribeTopicPartitions: v0 (KIP-966), flexible. Kafka's admin client
 // (kafka-topics --describe) uses it in place of Metadata when served.
 //
-// The topics and partitions are Metadata's (api03_metadata.go): this node
-// leads every partition at leader epoch 0 with replicas and ISR [this
-// node]; the eligible leader replicas, the last known ELR and the offline
+// The topics and partitions are Metadata's (api03_metadata.go): on one
+// node this node leads every partition at leader epoch 0 with replicas and
+// ISR [this node]; with several, each partition's owner in the view at its
+// epoch (cluster.go); the eligible leader replicas, the last known ELR and the offline
 // replicas are empty. TopicAuthorizedOperations is always set: every topic
 // operation (no authorizer, authops.go).
 //
@@ -127,6 +128,7 @@ func (c *conn) handleDescribeTopicPartitions(req *kafkawire.Request) reply {
 
 	ctx, cancel := c.requestContext(0)
 	defer cancel()
+	kv := c.kafkaView()
 	left := max(min(r.ResponsePartitionLimit, maxResponsePartitions), 1)
 	for _, name := range names {
 		if left == 0 {
@@ -154,7 +156,7 @@ func (c *conn) handleDescribeTopicPartitions(req *kafkawire.Request) reply {
 		if name == cursorTopic {
 			first = r.Cursor.Partition
 		}
-		t, next := s.describeTopicPartitions(st, first, left)
+		t, next := s.describeTopicPartitions(st, first, left, kv)
 		resp.Topics = append(resp.Topics, t)
 		if next >= 0 {
 			resp.NextCursor = &kmsg.DescribeTopicPartitionsResponseNextCursor{Topic: name, Partition: next}
@@ -171,10 +173,10 @@ func (c *conn) handleDescribeTopicPartitions(req *kafkawire.Request) reply {
 }
 
 // describeTopicPartitions answers topic st from partition first, at most
-// n partitions, from Metadata's answer for it; next is the first partition
-// left out, -1 when none is.
-func (s *Server) describeTopicPartitions(st *disbackend.Stream, first, n int32) (kmsg.DescribeTopicPartitionsResponseTopic, int32) {
-	mt := s.metadataTopic(new(kmsg.MetadataRequest).MaxVersion(), st)
+// n partitions, from Metadata's answer for it (kv: the cluster view, nil on
+// one node); next is the first partition left out, -1 when none is.
+func (s *Server) describeTopicPartitions(st *disbackend.Stream, first, n int32, kv *kafkaView) (kmsg.DescribeTopicPartitionsResponseTopic, int32) {
+	mt := s.metadataTopic(new(kmsg.MetadataRequest).MaxVersion(), st, kv)
 	t := kmsg.NewDescribeTopicPartitionsResponseTopic()
 	t.Topic, t.TopicID, t.IsInternal = mt.Topic, mt.TopicID, mt.IsInternal
 	t.AuthorizedOperations = topicAuthorizedOps

@@ -136,7 +136,7 @@ func (c *conn) dispatchAuthorized(api *apiEntry, req *kafkawire.Request) reply {
 		}
 		return ready(req, deny)
 	}
-	r := api.handle(c, req)
+	r := c.handleOrForward(api, req)
 	if post == nil {
 		return r
 	}

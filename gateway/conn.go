@@ -75,6 +75,9 @@ type conn struct {
 	// told at SaslAuthenticate.
 	credsRefused atomic.Bool
 	sasl         saslState // owned by the reader goroutine
+	// forwarded: the connection of a request another node forwarded
+	// (forwardedConn): never forwarded again.
+	forwarded bool
 
 	replies  chan reply // reader → writer, capacity cfg.MaxInFlight
 	stopOnce sync.Once
@@ -338,6 +341,11 @@ func (c *conn) dispatch(req *kafkawire.Request) (r reply, ok bool) {
 	if req.Key == apiKeyApiVersions {
 		return reply{req: req, resp: c.s.handleApiVersions(req)}, true
 	}
+	if req.Key == apiKeyEnvelope && c.s.cluster != nil && req.Version == 0 {
+		// Another node's forwarded admin write, authenticated by its
+		// own MAC, SASL or not (forward.go).
+		return c.handleEnvelope(req), true
+	}
 	if !c.saslGate(req.Key) {
 		return r, false
 	}
@@ -357,7 +365,7 @@ func (c *conn) dispatch(req *kafkawire.Request) (r reply, ok bool) {
 	if c.s.authz != nil {
 		return c.dispatchAuthorized(api, req), true
 	}
-	return api.handle(c, req), true
+	return c.handleOrForward(api, req), true
 }
 
 // requestContext bounds a request by its own timeout plus the configured

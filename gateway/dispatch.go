@@ -26,6 +26,10 @@ type apiEntry struct {
 	// an authorizer is configured (authorize.go); authNone for an API that
 	// is not authorized. Never empty.
 	auth []authCheck
+	// controller: an admin write the controller alone applies with
+	// several nodes, forwarded to it by the others (forward.go,
+	// controllerOnly); nil for the rest.
+	controller *controllerAPI
 }
 
 var apiTable [kmsg.MaxKey + 1]*apiEntry

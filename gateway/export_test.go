@@ -1,6 +1,10 @@
 package gateway
 
-import "time"
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
 
 // SetLimitsClock replaces the clock of s's request limits (the auto-create
 // token bucket and the limit log throttle).
@@ -57,3 +61,12 @@ func Principals(s *Server) map[string]string {
 	}
 	return out
 }
+
+// SignEnvelope sets env's authentication tag as node sender holding key
+// would at at (forward.go).
+func SignEnvelope(key []byte, sender int32, at time.Time, env *kmsg.EnvelopeRequest) {
+	(&forwarder{key: key}).sign(env, sender, at)
+}
+
+// EncodePrincipal is a principal as envelopes carry it.
+func EncodePrincipal(p string) []byte { return encodePrincipal(p) }

@@ -10,10 +10,12 @@ import (
 // Manual replica assignments (CreateTopics, CreatePartitions,
 // AlterPartitionReassignments) are checked as Kafka 4.4's controller
 // checks them (ReplicationControlManager.validateManualPartitionAssignment),
-// with its messages. The only broker is this node (Config.NodeID), the one
-// replica of every partition, so the one assignment that passes is
-// [Config.NodeID]; the gateway then places the partition as it places
-// every partition.
+// with its messages. On one node the only broker is this node
+// (Config.NodeID), the one replica of every partition, so the one
+// assignment that passes is [Config.NodeID]; with several, the brokers are
+// the view's nodes (cluster.go) and an assignment of any one of them
+// passes. The gateway then places the partition as it places every
+// partition (with several nodes, on its owner in the view).
 
 // topicReplicationFactor is every partition's replica count: this node
 // alone (Metadata lists replicas [Config.NodeID]).
@@ -28,8 +30,12 @@ func (s *Server) replicaAssignmentError(replicas []int32, rf int) string {
 		return "The manual partition assignment includes an empty replica list."
 	}
 	ids := slices.Sorted(slices.Values(replicas))
+	registered := func(id int32) bool { return id == s.cfg.NodeID }
+	if v := s.answerView(); v != nil {
+		registered = func(id int32) bool { _, ok := v.Node(id); return ok }
+	}
 	for i, id := range ids {
-		if id != s.cfg.NodeID {
+		if !registered(id) {
 			return fmt.Sprintf("The manual partition assignment includes broker %d, but no such broker is registered.", id)
 		}
 		if i > 0 && ids[i-1] == id {

@@ -174,6 +174,21 @@ type Config struct {
 	// backend, so that changes made through another node apply here
 	// within it. Default: setting acl_refresh_interval.
 	ACLRefreshInterval time.Duration
+	// ClusterKey authenticates the admin writes nodes forward to the
+	// controller when the backend coordinates several nodes
+	// (disbackend.Cluster; docs/cluster.md §7, forward.go): an
+	// HMAC-SHA256 key every node holds alike, which cmd/disgw derives
+	// from the DIS credentials the nodes share. Empty: nothing is
+	// forwarded (a node that is not the controller answers those writes
+	// NOT_CONTROLLER) and envelopes are refused. Unused on one node.
+	ClusterKey []byte
+	// ClusterListener names the listener admin writes are forwarded
+	// over: the controller's advertised address on it. Default: the
+	// first listener.
+	ClusterListener string
+	// ClusterTLS is the client TLS configuration of forwarding when
+	// ClusterListener is an SSL or SASL_SSL listener.
+	ClusterTLS *tls.Config
 	// Metrics receives the request, produce, fetch, connection and
 	// consumer-group metrics (internal/metrics); nil counts nothing.
 	Metrics *metrics.Metrics
@@ -309,6 +324,20 @@ type Server struct {
 	// acceptHook, set only by tests (export_test.go), runs on each accepted
 	// connection before its goroutines start.
 	acceptHook atomic.Pointer[func(*conn)]
+
+	// cluster is the backend's view of several gateway nodes
+	// (cluster.go, docs/cluster.md); nil on one node.
+	cluster disbackend.Cluster
+	// lastReady is the last Ready view of cluster (nil before one),
+	// which answers Kafka's view between views; set by noteView.
+	lastReady atomic.Pointer[disbackend.View]
+	// fwd forwards admin writes to the controller (forward.go); nil on
+	// one node.
+	fwd       *forwarder
+	watchOnce sync.Once
+	// ownNoGroup: ownsGroup answers false for every group for a moment
+	// (groupsViewChanged).
+	ownNoGroup atomic.Bool
 }
 
 // New returns a server over backend. It loads the topic list from the
@@ -357,6 +386,13 @@ func New(cfg Config, backend disbackend.Backend, log *zap.Logger) (*Server, erro
 			return nil, fmt.Errorf("gateway: load acls: %w", err)
 		}
 		s.authz = a
+	}
+	if cl, ok := backend.(disbackend.Cluster); ok {
+		if err := s.cfg.checkClusterListener(); err != nil {
+			return nil, err
+		}
+		s.cluster = cl
+		s.fwd = newForwarder(s)
 	}
 	s.groups = newGroupCoordinator(cfg, backend, s, log)
 	if err := s.cfg.checkListeners(); err != nil {
@@ -437,6 +473,12 @@ func (s *Server) Serve() error {
 		s.refreshOnce.Do(func() {
 			s.bgWG.Add(1)
 			go s.refreshTopics(s.cfg.MetadataRefresh)
+		})
+	}
+	if s.cluster != nil {
+		s.watchOnce.Do(func() {
+			s.bgWG.Add(1)
+			go s.watchViews()
 		})
 	}
 	errs := make(chan error, len(s.listeners))
@@ -584,6 +626,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.authz.Close()
 	}
 	s.bgWG.Wait()
+	s.fwd.close()
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
 	grace := time.NewTimer(s.cfg.ShutdownGrace)
