@@ -94,6 +94,7 @@ func (s *Store) viewChanged(lost, gained []string) {
 
 // dropPartition forgets what this node keeps to write partition k.
 func (s *Store) dropPartition(k partKey) {
+	had := false
 	if !sharedStream(k.stream) {
 		s.closeMu.Lock()
 		if w := s.writers[k]; w != nil {
@@ -104,12 +105,15 @@ func (s *Store) dropPartition(k partKey) {
 			s.retired[k] = w.done
 			w.put.dropped.Store(true)
 			w.drop()
+			had = true
 		}
 		s.closeMu.Unlock()
 		s.idem.dropPart(k)
 	}
 	s.compact.forgetPart(k)
-	s.log.Info("partition given up: its writer and write state dropped", zap.String("stream", k.stream), zap.Int32("partition", k.part))
+	if had {
+		s.log.Info("partition given up: its writer and write state dropped", zap.String("stream", k.stream), zap.Int32("partition", k.part))
+	}
 }
 
 // takeOver prepares partition k's first write in a new generation of the
