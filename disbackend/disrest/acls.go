@@ -155,9 +155,13 @@ func (s *Store) readACLs(ctx context.Context) ([]disbackend.ACL, error) {
 
 // UpdateACLs reads the ACLs, applies update and writes the result: chunks
 // 1.. first, chunk 0 last. Errors: update's; ErrInvalidConfig when the
-// encoded ACLs need more than maxACLChunks apps; DIS's. DIS CreateApp,
+// encoded ACLs need more than maxACLChunks apps; ErrNotController (cluster
+// mode: only the controller writes them); DIS's. DIS CreateApp,
 // CommitCheckpoint.
 func (s *Store) UpdateACLs(ctx context.Context, update func([]disbackend.ACL) ([]disbackend.ACL, error)) error {
+	if err := s.controllerWrite("update ACLs"); err != nil {
+		return err
+	}
 	aclMu.Lock()
 	defer aclMu.Unlock()
 	cur, err := s.ACLs(ctx)
@@ -188,6 +192,9 @@ func (s *Store) UpdateACLs(ctx context.Context, update func([]disbackend.ACL) ([
 	}
 	for i := len(chunks) - 1; i >= 0; i-- {
 		if err := s.ensureApp(ctx, aclApp(i)); err != nil {
+			return err
+		}
+		if err := s.controllerWrite("update ACLs"); err != nil {
 			return err
 		}
 		if err := s.commit(ctx, aclApp(i), MetaStream, 0, 0, head+chunks[i]); err != nil {

@@ -20,13 +20,21 @@ type writer struct {
 	s *Store
 	k partKey
 
-	// mu guards q, qRecs, qBytes and stopped.
+	// mu guards q, qRecs, qBytes, stopped and lost.
 	mu      sync.Mutex
 	q       []job
 	qRecs   int // records waiting in q
 	qBytes  int // raw bytes waiting in q
 	stopped bool
-	wake    chan struct{} // cap 1
+	// lost: the partition moved to another node (viewChanged): what is
+	// queued fails with ErrNotLeader instead of being sent.
+	lost bool
+	wake chan struct{} // cap 1
+	// after, when not nil, is the done of the partition's previous writer
+	// (dropped by viewChanged), awaited before the first write; done is
+	// closed when run returns.
+	after <-chan struct{}
+	done  chan struct{}
 
 	put putState // only the run goroutine uses it
 }
@@ -39,6 +47,10 @@ type job struct {
 	// src, for a compactor's copy job, is the offset each record copies
 	// (compact.go); nil for a producer's batch.
 	src []int64
+	// key is the fence key the job is written under (fence.go): the
+	// partition's PartitionKey, or for the gateway's shared streams
+	// (sharedStream) the key of what the record is about.
+	key string
 }
 
 func (j *job) size() int { return len(j.b.Raw) }
@@ -94,14 +106,43 @@ func (w *writer) stop() {
 	w.signal()
 }
 
+// drop stops the writer of a partition this node no longer leads: the
+// queued jobs fail with ErrNotLeader at once; the group being sent ends
+// (its fence checks refuse it), and what it gives back fails too.
+func (w *writer) drop() {
+	w.mu.Lock()
+	w.stopped, w.lost = true, true
+	w.failLost()
+	w.signal()
+}
+
+// failLost fails the queued jobs of a dropped writer (w.mu held; released).
+func (w *writer) failLost() {
+	q := w.q
+	w.q, w.qRecs, w.qBytes = nil, 0, 0
+	w.mu.Unlock()
+	for i := range q {
+		w.s.complete(&q[i], disbackend.AppendResult{}, fmt.Errorf("disrest: append to %s/%d: %w: the partition moved to another node",
+			w.k.stream, w.k.part, disbackend.ErrNotLeader))
+	}
+}
+
 // run takes batches of jobs off the queue: once the first waiting job has
 // lingered for Linger, or the waiting records fill a PutRecords, or the
 // Store is closing.
 func (w *writer) run() {
 	defer w.s.wg.Done()
+	defer close(w.done)
+	if w.after != nil {
+		<-w.after // the previous writer's last PutRecords has ended
+	}
 	o := &w.s.opts
 	for {
 		w.mu.Lock()
+		if w.lost {
+			w.failLost()
+			return
+		}
 		if len(w.q) == 0 {
 			stopped := w.stopped
 			w.mu.Unlock()
@@ -179,14 +220,27 @@ func (w *writer) requeue(jobs []job) {
 // across the Store, Append blocks until there is room (backpressure on the
 // caller, which keeps one caller's batches in order); after BufferWait it
 // returns a Pending completed with ErrUnavailable (Kafka REQUEST_TIMED_OUT).
+// In cluster mode, a partition this node does not lead, or while its lease
+// has lapsed, fails at once with ErrNotLeader (docs/cluster.md §4).
 func (s *Store) Append(stream string, part int32, b disbackend.Batch) *disbackend.Pending {
 	return s.appendJob(partKey{stream, part}, b, nil)
 }
 
-// appendJob is Append of a batch, or with src of a compactor's copy job.
+// appendJob is Append of a batch, or with src of a compactor's copy job,
+// under the partition's own fence key.
 func (s *Store) appendJob(k partKey, b disbackend.Batch, src []int64) *disbackend.Pending {
+	return s.appendFenced(k, b, src, disbackend.PartitionKey(k.stream, k.part))
+}
+
+// appendFenced is appendJob written under fence key key (job.key): a key
+// the fence refuses fails the append at once with the fence's error.
+func (s *Store) appendFenced(k partKey, b disbackend.Batch, src []int64, key string) *disbackend.Pending {
 	stream, part := k.stream, k.part
 	p := disbackend.NewPending()
+	if err := s.fenced(key); err != nil {
+		p.Complete(disbackend.AppendResult{}, fmt.Errorf("disrest: append to %s/%d: %w", stream, part, err))
+		return p
+	}
 	mem := jobMem(&b)
 	if !s.buf.acquire(mem, s.opts.BufferWait) {
 		p.Complete(disbackend.AppendResult{}, fmt.Errorf("disrest: append to %s/%d: %w: %d bytes waiting for DIS for more than %v (buffer of %d bytes full)",
@@ -202,12 +256,16 @@ func (s *Store) appendJob(k partKey, b disbackend.Batch, src []int64) *disbacken
 	}
 	w := s.writers[k]
 	if w == nil {
-		w = &writer{s: s, k: k, wake: make(chan struct{}, 1)}
+		w = &writer{s: s, k: k, wake: make(chan struct{}, 1), done: make(chan struct{})}
+		if after, ok := s.retired[k]; ok {
+			w.after = after
+			delete(s.retired, k)
+		}
 		s.writers[k] = w
 		s.wg.Add(1)
 		go w.run()
 	}
-	w.enqueue(job{b: b, p: p, at: time.Now(), mem: mem, src: src})
+	w.enqueue(job{b: b, p: p, at: time.Now(), mem: mem, src: src, key: key})
 	return p
 }
 

@@ -55,7 +55,43 @@ func epochApp(app string) string {
 // not consumer groups.
 func ownApp(name string) bool {
 	return name == gatewayApp || name == compactApp || name == logStartApp || name == idemApp || strings.HasPrefix(name, epochAppPrefix) ||
-		strings.HasPrefix(name, aclAppPrefix) || strings.HasPrefix(name, scramAppPrefix)
+		strings.HasPrefix(name, aclAppPrefix) || strings.HasPrefix(name, scramAppPrefix) || name == nodesApp || strings.HasPrefix(name, pidAppPrefix)
+}
+
+// groupKeyOf is the fence key of app's consumer group in cluster mode
+// (disbackend.GroupKey of its group id, appFromDIS), "" on a single node;
+// resp is app's ShowApp. DIS GetCheckpoint when the app keeps its group id
+// on MetaStream.
+func (s *Store) groupKeyOf(ctx context.Context, app string, resp *model.ShowAppResponse) (string, error) {
+	if !s.clustered() {
+		return "", nil
+	}
+	a, err := s.appFromDIS(ctx, app, 0, resp.CommitCheckpointStreamNames)
+	if err != nil {
+		return "", err
+	}
+	return disbackend.GroupKey(a.GroupID), nil
+}
+
+// groupFence asks the fence for app's consumer group (groupKeyOf) before
+// a write to the app, and returns the key for the writes that follow.
+// Errors: the fence's (ErrNotCoordinator), DIS's.
+func (s *Store) groupFence(ctx context.Context, app string) (string, error) {
+	if !s.clustered() {
+		return "", nil
+	}
+	resp, err := s.showApp(ctx, app)
+	if err != nil {
+		return "", err
+	}
+	key, err := s.groupKeyOf(ctx, app, resp)
+	if err != nil {
+		return "", err
+	}
+	if err := s.fenced(key); err != nil {
+		return "", fmt.Errorf("disrest: app %s: %w", app, err)
+	}
+	return key, nil
 }
 
 // onceOK runs a setup step until it succeeds once (a failed one is tried
@@ -150,6 +186,11 @@ func (s *Store) CreateApp(ctx context.Context, app disbackend.App) (disbackend.A
 		return disbackend.App{}, fmt.Errorf("disrest: create app: %w: %q must be 1-%d letters, digits, '_' or '-'",
 			disbackend.ErrInvalidName, app.Name, disbackend.MaxAppNameLen)
 	}
+	if s.clustered() {
+		if err := s.fenced(disbackend.GroupKey(app.GroupID)); err != nil {
+			return disbackend.App{}, fmt.Errorf("disrest: create app %s: %w", app.Name, err)
+		}
+	}
 	record := needsGroupRecord(app)
 	if record && utf8.RuneCountInString(app.GroupID) > disbackend.MaxCheckpointMetadataLen {
 		return disbackend.App{}, fmt.Errorf("disrest: create app: %w: group id of %d characters: DIS keeps at most %d for a group id that the app name cannot give back",
@@ -182,9 +223,13 @@ func (s *Store) CreateApp(ctx context.Context, app disbackend.App) (disbackend.A
 	return s.DescribeApp(ctx, app.Name)
 }
 
-// DeleteApp deletes the app, then its side app if it has one. DIS
-// DeleteApp.
+// DeleteApp deletes the app, then its side app if it has one. In cluster
+// mode only the coordinator of the app's group may (ErrNotCoordinator).
+// DIS DeleteApp.
 func (s *Store) DeleteApp(ctx context.Context, name string) error {
+	if _, err := s.groupFence(ctx, name); err != nil {
+		return err
+	}
 	if err := s.deleteApp(ctx, name); err != nil {
 		return err
 	}
@@ -303,9 +348,21 @@ func (s *Store) ListApps(ctx context.Context) ([]disbackend.App, error) {
 // written: the commit is not atomic across partitions (the gateway's
 // OffsetCommit answers each partition's error; groupcoord skips offsets
 // that did not change before calling this).
+//
+// In cluster mode only the coordinator of the app's group commits
+// (docs/cluster.md §6): the fence is asked for its GroupKey before each
+// CommitCheckpoint, and refuses with ErrNotCoordinator.
 func (s *Store) CommitCheckpoints(ctx context.Context, app string, cps []disbackend.Checkpoint) error {
-	if _, err := s.showApp(ctx, app); err != nil {
+	resp, err := s.showApp(ctx, app)
+	if err != nil {
 		return err
+	}
+	key, err := s.groupKeyOf(ctx, app, resp)
+	if err != nil {
+		return err
+	}
+	if err := s.fenced(key); err != nil {
+		return fmt.Errorf("disrest: commit to app %s: %w", app, err)
 	}
 	counts := map[string]int32{}
 	for _, cp := range cps {
@@ -346,7 +403,7 @@ func (s *Store) CommitCheckpoints(ctx context.Context, app string, cps []disback
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(limit)
 	for _, cp := range cps {
-		g.Go(func() error { return s.commitOne(gctx, app, cp, side) })
+		g.Go(func() error { return s.commitOne(gctx, app, cp, side, key) })
 	}
 	return g.Wait()
 }
@@ -356,10 +413,14 @@ func (s *Store) CommitCheckpoints(ctx context.Context, app string, cps []disback
 // DIS refuses (DIS.4224: outside the partition's range) or cannot take (a
 // negative one) is written by keepCommit instead, as is one whose epoch
 // record DIS refused (the range moved between the two calls). DIS
-// CommitCheckpoint.
-func (s *Store) commitOne(ctx context.Context, app string, cp disbackend.Checkpoint, side bool) error {
+// CommitCheckpoint. key is the group's fence key, asked before each
+// CommitCheckpoint ("" on a single node).
+func (s *Store) commitOne(ctx context.Context, app string, cp disbackend.Checkpoint, side bool, key string) error {
+	if err := s.fenced(key); err != nil {
+		return fmt.Errorf("disrest: commit %s/%d to app %s: %w", cp.Stream, cp.Partition, app, err)
+	}
 	if cp.SequenceNumber < 0 {
-		return s.keepCommit(ctx, app, cp, side)
+		return s.keepCommit(ctx, app, cp, side, key)
 	}
 	var sideErr error
 	var wg sync.WaitGroup
@@ -373,7 +434,7 @@ func (s *Store) commitOne(ctx context.Context, app string, cp disbackend.Checkpo
 	err := s.commit(ctx, app, cp.Stream, cp.Partition, cp.SequenceNumber, cp.Metadata)
 	wg.Wait()
 	if outOfRange(err) || (err == nil && outOfRange(sideErr)) {
-		return s.keepCommit(ctx, app, cp, side)
+		return s.keepCommit(ctx, app, cp, side, key)
 	}
 	if err != nil {
 		return err
@@ -517,8 +578,13 @@ func (s *Store) checkpoints(ctx context.Context, app, stream string) ([]disbacke
 }
 
 // DeleteCheckpoints deletes the checkpoints, then their leader epochs in
-// the app's side app (kept.go) if it has one. DIS DeleteCheckpoint.
+// the app's side app (kept.go) if it has one. In cluster mode only the
+// coordinator of the app's group may (ErrNotCoordinator). DIS
+// DeleteCheckpoint.
 func (s *Store) DeleteCheckpoints(ctx context.Context, app, stream string, partitions []int32) error {
+	if _, err := s.groupFence(ctx, app); err != nil {
+		return err
+	}
 	if err := s.deleteCheckpoints(ctx, app, stream, partitions); err != nil {
 		return err
 	}
@@ -559,7 +625,10 @@ func (s *Store) deleteCheckpoints(ctx context.Context, app, stream string, parti
 // of gatewayApp's checkpoint on MetaStream ("next=<id>"). Several gateway
 // nodes reserving at the same instant can get the same block: DIS has no
 // conditional write. Documented in docs/dis-backend.md ("Batches larger
-// than one PutRecords").
+// than one PutRecords"). In cluster mode each node reserves its blocks in
+// a checkpoint of its own (pidApp) and hands out NodeID<<pidBits | n
+// (docs/cluster.md §5), so no two nodes read and write the same
+// checkpoint, nor hand out the same id.
 type pidAllocator struct {
 	mu         sync.Mutex
 	next, stop int64
@@ -567,33 +636,88 @@ type pidAllocator struct {
 
 const pidBlock = 1000
 
+// pidAppPrefix begins the name of a node's producer-id app (cluster mode):
+// "__disgw-pid-<node id>", whose checkpoint on MetaStream holds the node's
+// reservation ("next=<n>").
+const pidAppPrefix = "__disgw-pid-"
+
+// pidBits are the low bits of a cluster-mode producer id, below the node
+// id; maxNodeID is the highest node id.
+const (
+	pidBits   = 40
+	maxNodeID = 1023
+)
+
+// InitProducerID returns a new producer id, epoch 0: on a single node the
+// next of gatewayApp's blocks; in cluster mode NodeID<<40 | n, n the next
+// of the node's own blocks (pidApp), which start, for a node that never
+// reserved one, where the single node's stopped (so node 0 does not hand
+// out ids a single node did before cluster mode). Kafka InitProducerId
+// (API 22). DIS CreateStream and CreateApp (once), GetCheckpoint,
+// CommitCheckpoint (every pidBlock ids). Errors: DIS's; ErrInvalidConfig
+// for a node id outside 0-1023 or a node's 2^40 ids used up.
 func (s *Store) InitProducerID(ctx context.Context) (int64, int16, error) {
 	a := &s.pids
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	clustered := s.clustered()
+	if clustered && (s.opts.NodeID < 0 || s.opts.NodeID > maxNodeID) {
+		return 0, 0, fmt.Errorf("disrest: producer id: %w: node id %d is not 0-%d", disbackend.ErrInvalidConfig, s.opts.NodeID, maxNodeID)
+	}
 	if a.next >= a.stop {
+		app := gatewayApp
+		if clustered {
+			app = pidAppPrefix + strconv.Itoa(int(s.opts.NodeID))
+		}
 		if err := s.ensureMeta(ctx); err != nil {
 			return 0, 0, err
 		}
-		if err := s.ensureApp(ctx, gatewayApp); err != nil {
+		if err := s.ensureApp(ctx, app); err != nil {
 			return 0, 0, err
 		}
-		sn, meta, err := s.checkpointOf(ctx, gatewayApp, MetaStream, 0)
+		from, found, err := s.pidNext(ctx, app)
 		if err != nil {
 			return 0, 0, err
 		}
-		var from int64
-		if v, ok := strings.CutPrefix(meta, "next="); ok && sn >= 0 {
-			if from, err = strconv.ParseInt(v, 10, 64); err != nil {
-				return 0, 0, fmt.Errorf("disrest: producer id allocator: unreadable %q", meta)
+		if clustered && !found {
+			// The node's first block: past the single node's ids.
+			if from, _, err = s.pidNext(ctx, gatewayApp); err != nil {
+				return 0, 0, err
 			}
 		}
-		if err := s.commit(ctx, gatewayApp, MetaStream, 0, 0, "next="+strconv.FormatInt(from+pidBlock, 10)); err != nil {
+		if clustered && from+pidBlock > 1<<pidBits {
+			return 0, 0, fmt.Errorf("disrest: producer id: %w: node %d handed out its 2^%d ids", disbackend.ErrInvalidConfig, s.opts.NodeID, pidBits)
+		}
+		if err := s.commit(ctx, app, MetaStream, 0, 0, "next="+strconv.FormatInt(from+pidBlock, 10)); err != nil {
 			return 0, 0, err
 		}
 		a.next, a.stop = from, from+pidBlock
 	}
 	id := a.next
 	a.next++
+	if clustered {
+		id |= int64(s.opts.NodeID) << pidBits
+	}
 	return id, 0, nil
+}
+
+// pidNext reads the next id of app's reservation on MetaStream, and
+// whether there is one (0, false: none, or no such app).
+func (s *Store) pidNext(ctx context.Context, app string) (int64, bool, error) {
+	sn, meta, err := s.checkpointOf(ctx, app, MetaStream, 0)
+	if errors.Is(err, disbackend.ErrAppNotFound) || codeOf(err) == disapi.CodeNoCheckpoint {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	v, ok := strings.CutPrefix(meta, "next=")
+	if !ok || sn < 0 {
+		return 0, false, nil
+	}
+	from, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, false, fmt.Errorf("disrest: producer id allocator: unreadable %q", meta)
+	}
+	return from, true, nil
 }

@@ -134,6 +134,23 @@ func (c *compactor) forgetLocked(name string) {
 	}
 }
 
+// forgetPart drops partition k's key index (the partition moved to
+// another node: viewChanged); listing the streams watches it again, with
+// an index read afresh should it come back.
+func (c *compactor) forgetPart(k partKey) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cp := c.parts[k]; cp != nil {
+		cp.mu.Lock()
+		c.keys.Add(-int64(len(cp.keys)))
+		cp.mu.Unlock()
+		delete(c.parts, k)
+		if st, ok := c.streams[k.stream]; ok {
+			c.parts[k] = newCpart(k, st)
+		}
+	}
+}
+
 // part returns the index of partition k of si's stream when it is one the
 // compactor keeps, nil otherwise; it starts keeping it if it was not.
 func (c *compactor) part(k partKey, si streamInfo) *cpart {

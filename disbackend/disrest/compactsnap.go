@@ -187,7 +187,8 @@ func (c *compactor) ensureSnapshots(ctx context.Context) error {
 }
 
 // snapshot writes cp's index to SnapshotStream and points compactApp's
-// checkpoint on the partition at it.
+// checkpoint on the partition at it, both under the partition's fence key
+// (the snapshot's records share SnapshotStream with other nodes').
 func (c *compactor) snapshot(ctx context.Context, cp *cpart, r disbackend.PartitionRange) error {
 	if err := c.ensureSnapshots(ctx); err != nil {
 		return err
@@ -204,11 +205,15 @@ func (c *compactor) snapshot(ctx context.Context, cp *cpart, r disbackend.Partit
 	for i, ch := range chunks {
 		recs[i] = disbackend.Record{Value: ch, Timestamp: now, OffsetDelta: int32(i)}
 	}
-	res, err := c.s.appendJob(partKey{SnapshotStream, 0}, recordsBatch(recs), nil).Wait(ctx)
+	key := disbackend.PartitionKey(cp.k.stream, cp.k.part)
+	res, err := c.s.appendFenced(partKey{SnapshotStream, 0}, recordsBatch(recs), nil, key).Wait(ctx)
 	if err != nil {
 		return err
 	}
 	sn := min(max(indexed, r.First), r.Next)
+	if err := c.s.fence.mayWrite(key); err != nil {
+		return err
+	}
 	if err := c.s.commit(ctx, compactApp, cp.k.stream, cp.k.part, sn, snapshotPointer(res.BaseOffset, len(chunks), id, sid)); err != nil {
 		return err
 	}

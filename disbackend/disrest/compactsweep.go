@@ -31,7 +31,9 @@ const (
 
 // run sweeps every compacted partition when it is due, and lists the
 // streams every compactListEvery to learn those created or changed
-// elsewhere. It ends when the Store closes.
+// elsewhere. A partition the fence does not let this node write (cluster
+// mode: another node leads it, or the lease lapsed) is skipped: neither
+// read nor copied nor snapshotted. It ends when the Store closes.
 func (c *compactor) run() {
 	defer c.s.wg.Done()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -65,6 +67,12 @@ func (c *compactor) run() {
 		for _, cp := range due {
 			if ctx.Err() != nil {
 				return
+			}
+			if c.s.fence.mayWrite(disbackend.PartitionKey(cp.k.stream, cp.k.part)) != nil {
+				cp.mu.Lock()
+				cp.nextSweep = time.Now().Add(compactMinSweep)
+				cp.mu.Unlock()
+				continue
 			}
 			c.sweep(ctx, cp)
 		}

@@ -112,8 +112,12 @@ func (s *Store) ListScramCredentials(ctx context.Context) (map[string][]disbacke
 }
 
 // PutScramCredential creates or replaces user's credential of
-// cred.Mechanism. DIS CreateApp, DescribeStream, CommitCheckpoint.
+// cred.Mechanism. In cluster mode only the controller writes
+// (ErrNotController). DIS CreateApp, DescribeStream, CommitCheckpoint.
 func (s *Store) PutScramCredential(ctx context.Context, user string, cred disbackend.ScramCredential) error {
+	if err := s.controllerWrite("put SCRAM credential"); err != nil {
+		return err
+	}
 	creds, err := s.ScramCredentials(ctx, user)
 	if err != nil {
 		return err
@@ -124,8 +128,12 @@ func (s *Store) PutScramCredential(ctx context.Context, user string, cred disbac
 
 // DeleteScramCredential removes user's credential of mechanism
 // (ErrCredentialNotFound when there is none); the user's app goes with
-// the last one. DIS DeleteApp or CommitCheckpoint.
+// the last one. In cluster mode only the controller writes
+// (ErrNotController). DIS DeleteApp or CommitCheckpoint.
 func (s *Store) DeleteScramCredential(ctx context.Context, user, mechanism string) error {
+	if err := s.controllerWrite("delete SCRAM credential"); err != nil {
+		return err
+	}
 	creds, err := s.ScramCredentials(ctx, user)
 	if err != nil {
 		return err
@@ -136,6 +144,9 @@ func (s *Store) DeleteScramCredential(ctx context.Context, user, mechanism strin
 		return disbackend.ErrCredentialNotFound
 	}
 	if len(creds) == 0 {
+		if err := s.controllerWrite("delete SCRAM credential"); err != nil {
+			return err
+		}
 		if err := s.deleteApp(ctx, scramApp(user)); err != nil && !errors.Is(err, disbackend.ErrAppNotFound) {
 			return err
 		}
@@ -161,6 +172,9 @@ func (s *Store) writeScram(ctx context.Context, user string, creds []disbackend.
 	}
 	r, err := s.describeRange(ctx, MetaStream, 0)
 	if err != nil {
+		return err
+	}
+	if err := s.controllerWrite("store SCRAM credentials"); err != nil {
 		return err
 	}
 	if err := s.commit(ctx, app, MetaStream, 0, r.First, string(b)); err != nil {

@@ -158,6 +158,9 @@ type Options struct {
 	// idemHold is how long a batch cut short holds the partition's other
 	// writes for its retry (idem.go); 0 means defaultIdemHold (tests).
 	idemHold time.Duration
+	// fence, when set, is the Store's fence instead of soloFence (tests;
+	// fence.go).
+	fence fence
 	// RetryTimeout bounds how long an append retries DIS.4303, DIS.4305,
 	// DIS.4309, DIS.5xxx and transport errors before it fails with
 	// ErrUnavailable; 0 means 60 s.
@@ -202,6 +205,11 @@ type Options struct {
 	// disgw_backend_call_duration_seconds), the fill of each PutRecords and
 	// the time throttled; nil counts nothing.
 	Metrics *metrics.Metrics
+	// NodeID is this node's Kafka node id (the node_id setting, 0-1023),
+	// used in cluster mode only: producer ids are NodeID<<40 | n, n
+	// reserved in a checkpoint of this node's own (docs/cluster.md §5). A
+	// single node ignores it.
+	NodeID int32
 }
 
 const (
@@ -276,6 +284,17 @@ type Store struct {
 	globalBackoff atomic.Int64
 	// outOfOrder counts what OutOfOrder reports.
 	outOfOrder atomic.Int64
+	// lateWrites counts what LateWrites reports (fenced.go).
+	lateWrites atomic.Int64
+	// retired are the writers of partitions this node gave up (viewChanged)
+	// that may still be ending: a new writer of the partition waits for
+	// the old one's done first, so that a partition never has two
+	// PutRecords of this node in flight.
+	retired map[partKey]chan struct{}
+	// beforePut, when set (tests), is called by a writer between its fence
+	// check and each PutRecords (fenced.go: the failpoint of the late
+	// write).
+	beforePut func(stream string, part int32)
 
 	stopPoll chan struct{}
 }
@@ -362,6 +381,9 @@ func New(opts Options) (*Store, error) {
 		changed:  make(chan struct{}),
 		stopPoll: make(chan struct{}),
 		fence:    soloFence{},
+	}
+	if opts.fence != nil {
+		s.fence = opts.fence
 	}
 	s.buf.init(opts.BufferBytes)
 	s.principals.init(opts.PrincipalClients, opts.PrincipalTTL)

@@ -47,7 +47,7 @@ func (s *Store) SaveGroupState(ctx context.Context, group string, state []byte) 
 		return fmt.Errorf("disrest: save group %q: %w", group, err)
 	}
 	recs := []disbackend.Record{{Key: []byte(group), Value: state, Timestamp: time.Now().UnixMilli()}}
-	if _, err := s.appendJob(partKey{GroupStream, 0}, recordsBatch(recs), nil).Wait(ctx); err != nil {
+	if _, err := s.appendFenced(partKey{GroupStream, 0}, recordsBatch(recs), nil, disbackend.GroupKey(group)).Wait(ctx); err != nil {
 		return fmt.Errorf("disrest: save group %q: %w", group, err)
 	}
 	return nil

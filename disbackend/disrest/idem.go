@@ -80,6 +80,9 @@ type idemState struct {
 	// completed by its retry.
 	partials map[partKey]*idemPartial
 	appOnce  onceOK // idemApp created
+	// nodesOnce: nodesApp created (cluster mode: the intents are its
+	// checkpoints, fenced by DIS).
+	nodesOnce onceOK
 }
 
 func (s *idemState) part(k partKey) *disbackend.ProducerStates[int64] {
@@ -143,6 +146,15 @@ func (s *idemState) restore(k partKey, batches []idemBatch) {
 		}
 		p.Rebuild(ib.pid, ib.epoch, ib.b.FirstSeq, ib.b.BaseOffset, ib.b.LastOffset, ib.b.MaxTimestamp, now)
 	}
+}
+
+// dropPart forgets partition k's window and batch cut short (the
+// partition moved to another node: viewChanged).
+func (s *idemState) dropPart(k partKey) {
+	s.mu.Lock()
+	delete(s.parts, k)
+	delete(s.partials, k)
+	s.mu.Unlock()
 }
 
 func (s *idemState) dropStream(name string) {
@@ -526,14 +538,28 @@ func resolveIntentPartial(cp *idemCheckpoint, end int64) (written []idemBatch, a
 // stream of the same name, or unreadable (logged), is ignored. Errors
 // (DIS could not be asked) wrap ErrUnavailable.
 func (s *Store) resolveIdem(ctx context.Context, k partKey, sid string, ps *putState) error {
-	_, meta, err := s.checkpointOf(ctx, idemApp, k.stream, k.part)
-	none := errors.Is(err, disbackend.ErrAppNotFound) || codeOf(err) == disapi.CodeNoCheckpoint
-	if err != nil && !none {
+	return s.resolveIdemMode(ctx, k, sid, ps, false)
+}
+
+// resolveIdemMode is resolveIdem; in cluster mode the checkpoint is the
+// newer (higher sequence number) of nodesApp's and idemApp's (an intent
+// written before cluster mode was turned on). takeover (takeOver: the
+// partition's first write in a new generation) replaces the window and
+// batch cut short this node holds with what DIS tells, unless the
+// partition's end offset is still the one ps knew (no other node wrote
+// it since), so that a former owner's stale window never survives.
+func (s *Store) resolveIdemMode(ctx context.Context, k partKey, sid string, ps *putState, takeover bool) error {
+	meta, none, err := s.readIntent(ctx, k)
+	if err != nil {
 		return fmt.Errorf("%w: read the dedupe checkpoint of %s/%d: %v", disbackend.ErrUnavailable, k.stream, k.part, err)
 	}
 	r, err := s.describeRange(ctx, k.stream, k.part)
 	if err != nil {
 		return fmt.Errorf("%w: read the end offset of %s/%d: %v", disbackend.ErrUnavailable, k.stream, k.part, err)
+	}
+	replace := takeover && !(ps.known && ps.idemLoaded && ps.next == r.Next)
+	if replace {
+		s.idem.dropPart(k)
 	}
 	ps.next, ps.known = r.Next, true
 	var cp *idemCheckpoint
@@ -567,14 +593,14 @@ func (s *Store) resolveIdem(ctx context.Context, k partKey, sid string, ps *putS
 		ps.next = r.Next
 		written, all, partial = resolveIntentPartial(cp, r.Next)
 	}
-	if partial == nil && cp.partial != nil && !ps.idemLoaded {
+	if partial == nil && cp.partial != nil && (!ps.idemLoaded || replace) {
 		partial = cp.partial // cut short before, its retry not seen yet
 	}
 	if partial != nil {
 		s.idem.setPartial(k, partial, s.idemHold()) // until its retry comes
 	}
 	batches := written
-	if !ps.idemLoaded {
+	if !ps.idemLoaded || replace {
 		// Merged with what this process remembers (batches known are
 		// skipped): after an idle time, another node's batches join.
 		batches = append(slices.Clone(cp.window), written...)
@@ -582,7 +608,7 @@ func (s *Store) resolveIdem(ctx context.Context, k partKey, sid string, ps *putS
 	s.idem.restore(k, batches)
 	if len(cp.intent) > 0 {
 		s.log.Info("write intent resolved", zap.String("stream", k.stream), zap.Int32("partition", k.part),
-			zap.Int64("expected_at", cp.end), zap.Int64("end_offset", r.Next),
+			zap.Int64("expected_at", cp.end), zap.Int64("end_offset", r.Next), zap.Bool("replaced", replace),
 			zap.Int("batches", len(cp.intent)), zap.Int("idempotent_written", len(written)), zap.Bool("all_written", all), zap.Bool("partly_written", partial != nil))
 	}
 	ps.idemResolved, ps.idemLoaded = true, true
@@ -591,6 +617,31 @@ func (s *Store) resolveIdem(ctx context.Context, k partKey, sid string, ps *putS
 	// checkpoint first.
 	ps.idemStale = !all
 	return nil
+}
+
+// readIntent reads the metadata of partition k's dedupe checkpoint: in
+// cluster mode the newer of nodesApp's and idemApp's, else idemApp's.
+// none: there is none. DIS GetCheckpoint.
+func (s *Store) readIntent(ctx context.Context, k partKey) (meta string, none bool, err error) {
+	read := func(app string) (int64, string, bool, error) {
+		sn, meta, err := s.checkpointOf(ctx, app, k.stream, k.part)
+		if errors.Is(err, disbackend.ErrAppNotFound) || codeOf(err) == disapi.CodeNoCheckpoint {
+			return -1, "", true, nil
+		}
+		return sn, meta, false, err
+	}
+	sn, meta, none, err := read(idemApp)
+	if err != nil || !s.clustered() {
+		return meta, none, err
+	}
+	nsn, nmeta, nnone, err := read(nodesApp)
+	if err != nil {
+		return "", false, err
+	}
+	if !nnone && (none || nsn >= sn) {
+		return nmeta, false, nil
+	}
+	return meta, none, nil
 }
 
 // idemHold is how long a batch cut short holds its partition's other
@@ -604,9 +655,18 @@ func (s *Store) idemHold() time.Duration {
 
 // commitIntent commits idemApp's checkpoint on partition k before the
 // PutRecords of intent, at the partition's end offset ps.next (known),
-// with the window. DIS CreateApp (once), CommitCheckpoint.
+// with the window. In cluster mode, with a membership (fence.member), it is
+// nodesApp's checkpoint instead, committed with the node's client_id and
+// generation_id: DIS refuses it from a node that is no longer a member of
+// the current generation, and the write then fails with ErrNotLeader
+// (docs/cluster.md §4). DIS CreateApp (once), CommitCheckpoint.
 func (s *Store) commitIntent(ctx context.Context, k partKey, sid string, ps *putState, intent []idemEntry) error {
-	if err := s.idem.appOnce.do(func() error { return s.ensureApp(ctx, idemApp) }); err != nil {
+	clientID, gen, fenced := s.fence.member()
+	app, once := idemApp, &s.idem.appOnce
+	if fenced {
+		app, once = nodesApp, &s.idem.nodesOnce
+	}
+	if err := once.do(func() error { return s.ensureApp(ctx, app) }); err != nil {
 		return err
 	}
 	cp := &idemCheckpoint{sid: sid, end: ps.next, intent: intent, window: s.idem.window(k), partial: s.idem.pendingPartial(k, intent)}
@@ -618,7 +678,17 @@ func (s *Store) commitIntent(ctx context.Context, k partKey, sid string, ps *put
 		s.log.Debug("dedupe window trimmed to fit a checkpoint", zap.String("stream", k.stream), zap.Int32("partition", k.part),
 			zap.Int("kept", kept), zap.Int("batches", len(cp.window)))
 	}
-	return s.commit(ctx, idemApp, k.stream, k.part, ps.next, meta)
+	if !fenced {
+		return s.commit(ctx, idemApp, k.stream, k.part, ps.next, meta)
+	}
+	if err := s.fence.mayWrite(disbackend.PartitionKey(k.stream, k.part)); err != nil {
+		return err
+	}
+	err := s.commitFenced(ctx, nodesApp, k.stream, k.part, ps.next, meta, clientID, gen)
+	if fenceRefused(err) {
+		return fmt.Errorf("disrest: write intent of %s/%d: %w: DIS refused it for generation %d: %v", k.stream, k.part, disbackend.ErrNotLeader, gen, err)
+	}
+	return err
 }
 
 // ActiveProducers returns the idempotent producer states this process

@@ -58,6 +58,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -201,7 +202,10 @@ const keepAttempts = 3
 // commit if it has that record's base and metadata). sideExists says the
 // side app is known to exist. DIS CreateApp, DescribeStream,
 // CommitCheckpoint.
-func (s *Store) keepCommit(ctx context.Context, app string, cp disbackend.Checkpoint, sideExists bool) error {
+//
+// key is the group's fence key, asked before each CommitCheckpoint ("" on
+// a single node).
+func (s *Store) keepCommit(ctx context.Context, app string, cp disbackend.Checkpoint, sideExists bool, key string) error {
 	side := epochApp(app)
 	if !sideExists {
 		if err := s.ensureApp(ctx, side); err != nil {
@@ -215,6 +219,9 @@ func (s *Store) keepCommit(ctx context.Context, app string, cp disbackend.Checkp
 			return err
 		}
 		base := min(max(cp.SequenceNumber, r.First), r.Next)
+		if err := s.fenced(key); err != nil {
+			return fmt.Errorf("disrest: commit %s/%d to app %s: %w", cp.Stream, cp.Partition, app, err)
+		}
 		err = s.commit(ctx, app, cp.Stream, cp.Partition, base, cp.Metadata)
 		if err == nil {
 			err = s.writeKept(ctx, side, cp.Stream, cp.Partition, keptFor(cp, base))

@@ -104,10 +104,15 @@ func (c *rangeCache) dropFloor(k partKey, sid string) {
 // ErrOffsetOutOfRange. Kafka DeleteRecords (API 21). DIS DescribeStream,
 // GetCheckpoint, CreateApp, CommitCheckpoint. Errors: ErrStreamNotFound,
 // ErrPartitionNotFound, ErrOffsetOutOfRange (offset < 0 or beyond the
-// partition's next sequence number), or DIS's.
+// partition's next sequence number), ErrNotLeader (cluster mode: another
+// node leads the partition, or the lease lapsed), or DIS's.
 func (s *Store) DeleteRecords(ctx context.Context, stream string, part int32, offset int64) (int64, error) {
 	if gatewayStream(stream) {
 		return 0, fmt.Errorf("disrest: delete records %s/%d: %w", stream, part, disbackend.ErrStreamNotFound)
+	}
+	key := disbackend.PartitionKey(stream, part)
+	if err := s.fenced(key); err != nil {
+		return 0, fmt.Errorf("disrest: delete records %s/%d: %w", stream, part, err)
 	}
 	k := partKey{stream, part}
 	si, err := s.streamInfo(ctx, stream, true)
@@ -138,6 +143,9 @@ func (s *Store) DeleteRecords(ctx context.Context, stream string, part int32, of
 	}
 	if err := s.logStarts.appOnce.do(func() error { return s.ensureApp(ctx, logStartApp) }); err != nil {
 		return 0, err
+	}
+	if err := s.fenced(key); err != nil {
+		return 0, fmt.Errorf("disrest: delete records %s/%d: %w", stream, part, err)
 	}
 	if err := s.commit(ctx, logStartApp, stream, part, offset, sidMeta(si.id)); err != nil {
 		return 0, fmt.Errorf("disrest: keep the log start offset of %s/%d: %w", stream, part, err)

@@ -4,8 +4,13 @@ package disrest
 // a group of jobs taken from its queue in order, which goes through these
 // steps, each a function below:
 //
+//   - admitFenced: each job's fence key asked (fence.go), the jobs refused
+//     failed;
 //   - writableStream: the stream, described again when the partition is
 //     beyond the partitions known;
+//   - takeOver: in cluster mode, the partition's first write in a new
+//     generation waits for the previous leader and resolves its intent
+//     (fenced.go);
 //   - readIdem: the dedupe window and the last write intent read back from
 //     DIS when they may be stale (idem.go);
 //   - retryFirst: the retry of a batch cut short goes first, or the group
@@ -14,8 +19,9 @@ package disrest
 //     converted into DIS records, with the write intent of the records;
 //   - writeIntent: the intent committed to DIS before the records go;
 //   - send: the records in as few PutRecords as the limits allow
-//     (putRecords, putrecords.go), each job completed (finish) once its
-//     records are written.
+//     (putRecords, putrecords.go, the fence asked before each), each job
+//     completed (finish) once its records are written, or refused when
+//     they are not where one base offset says (a late write).
 
 import (
 	"context"
@@ -51,12 +57,19 @@ type prepared struct {
 func (s *Store) sendGroup(k partKey, group []job, ps *putState) []job {
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.RetryTimeout+s.opts.RequestTimeout)
 	defer cancel()
+	if group = s.admitFenced(k, group); len(group) == 0 {
+		return nil
+	}
 	si, err := s.writableStream(ctx, k)
 	if err != nil {
 		s.failJobs(group, err)
 		return nil
 	}
 	defer func() { ps.lastWrite = time.Now() }()
+	if err := s.takeOver(ctx, k, si.id, ps); err != nil {
+		s.failJobs(group, fmt.Errorf("disrest: append to %s/%d: %w", k.stream, k.part, err))
+		return nil
+	}
 	if err := s.readIdem(ctx, k, si.id, ps); err != nil {
 		s.failJobs(group, err)
 		return nil
@@ -79,6 +92,20 @@ func (s *Store) sendGroup(k partKey, group []job, ps *putState) []job {
 	}
 	s.send(ctx, p, ps)
 	return rest
+}
+
+// admitFenced returns the jobs of group whose fence keys the fence
+// allows now, in order, and fails the others with its error.
+func (s *Store) admitFenced(k partKey, group []job) []job {
+	out := group[:0]
+	for i := range group {
+		if err := s.fenced(group[i].key); err != nil {
+			s.complete(&group[i], disbackend.AppendResult{}, fmt.Errorf("disrest: append to %s/%d: %w", k.stream, k.part, err))
+			continue
+		}
+		out = append(out, group[i])
+	}
+	return out
 }
 
 // failJobs completes jobs with err.
@@ -110,9 +137,11 @@ func (s *Store) writableStream(ctx context.Context, k partKey) (streamInfo, erro
 // outcome is unknown, and after idemIdle without a write. Errors wrap
 // ErrUnavailable.
 func (s *Store) readIdem(ctx context.Context, k partKey, sid string, ps *putState) error {
-	if ps.idemResolved && time.Since(ps.lastWrite) >= idemIdle {
+	if ps.idemResolved && !s.clustered() && time.Since(ps.lastWrite) >= idemIdle {
 		// Idle for a while: another node may have led the partition
 		// meanwhile; merge its window and learn the end offset again.
+		// (In cluster mode a partition has one leader per generation:
+		// takeOver resolves it when the generation changes.)
 		ps.idemResolved, ps.idemLoaded, ps.known = false, false, false
 	}
 	if ps.idemResolved {
@@ -184,6 +213,10 @@ type groupPlan struct {
 	preps      []prepared
 	intent     []idemEntry // of preps, in order
 	idempotent bool        // an idempotent batch among preps
+	// late: by index into preps, the jobs whose PutRecords was answered
+	// when this node no longer might write the partition (send): refused
+	// in finish.
+	late map[int]lateWrite
 	// producers: for each producer of an idempotent batch in preps, the
 	// epoch and the sequence its next batch must start at.
 	producers map[int64]nextBatch
@@ -325,6 +358,35 @@ func (p *groupPlan) failFrom(i int, err error) {
 	}
 }
 
+// fenceKeys are the distinct fence keys of the plan's jobs.
+func (p *groupPlan) fenceKeys() []string {
+	var keys []string
+	for _, pr := range p.preps {
+		if !slices.Contains(keys, pr.j.key) {
+			keys = append(keys, pr.j.key)
+		}
+	}
+	return keys
+}
+
+// failFenced fails the planned jobs from preps[i] on after the fence
+// refused one of their keys with err before a PutRecords: each with its
+// own key's refusal, and those whose key is still allowed (another
+// owner's writes of a shared stream, in the same PutRecords) with
+// ErrUnavailable, to be sent again.
+func (p *groupPlan) failFenced(i int, err error) {
+	for _, pr := range p.preps[i:] {
+		if p.keys != nil {
+			p.keys.failed(pr.j)
+		}
+		jerr := p.s.fenced(pr.j.key)
+		if jerr == nil {
+			jerr = fmt.Errorf("%w: a write in the same PutRecords was refused: %v", disbackend.ErrUnavailable, err)
+		}
+		p.fail(pr.j, jerr)
+	}
+}
+
 // writeIntent commits the plan's write intent (commitIntent) before its
 // records go, when it has an idempotent batch; when it has none but the
 // checkpoint may hold an intent that was not written (ps.idemStale), an
@@ -345,7 +407,7 @@ func (s *Store) writeIntent(ctx context.Context, p *groupPlan, ps *putState) err
 	}
 	if err != nil {
 		ps.idemStale = true
-		if !errors.Is(err, disbackend.ErrUnavailable) {
+		if !errors.Is(err, disbackend.ErrUnavailable) && !errors.Is(err, disbackend.ErrNotLeader) {
 			err = fmt.Errorf("%w: keep the write intent: %v", disbackend.ErrUnavailable, err)
 		}
 		return err
@@ -355,34 +417,99 @@ func (s *Store) writeIntent(ctx context.Context, p *groupPlan, ps *putState) err
 }
 
 // send writes the plan's records with as few PutRecords as putLimit
-// allows (putRecords), completing each job once its last record is written
-// (finish, after the keyHook's written). When a PutRecords fails, the jobs
-// not completed fail with its error, and an idempotent group's outcome is
-// resolved (readIdem) before the partition's next write.
+// allows (putRecords, asking the fence for the plan's keys before each),
+// completing each job once its last record is written (finish, after the
+// keyHook's written). When a PutRecords fails, the jobs not completed fail
+// with its error (failFenced's when the fence refused), and an idempotent
+// group's outcome is resolved (readIdem) before the partition's next
+// write. In cluster mode, a PutRecords answered when the fence no longer
+// allows the partition is a late write: its jobs are refused (answered,
+// finish).
 func (s *Store) send(ctx context.Context, p *groupPlan, ps *putState) {
 	maxBytes, maxCount := s.putLimit(p.si.advanced)
 	sns := make([]int64, len(p.out))
 	var throttle time.Duration
+	keys := p.fenceKeys()
+	check := func() error {
+		for _, key := range keys {
+			if err := s.fenced(key); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	own := s.clustered() && !sharedStream(p.k.stream)
 	done := 0 // preps completed
 	for start := 0; start < len(p.out); {
 		end := p.chunk(start, maxBytes, maxCount, ps.underPressure(time.Now()))
-		got, waited, err := s.putRecords(ctx, p.k, p.out[start:end], ps, p.si.advanced, p.creds)
+		exp, expKnown := ps.next, ps.known
+		got, waited, err := s.putRecordsFenced(ctx, p.k, p.out[start:end], ps, p.si.advanced, p.creds, check)
 		throttle += waited
 		if err != nil {
 			if p.idempotent {
 				ps.idemResolved = false // the outcome is unknown: resolve before the next write
 			}
-			p.failFrom(done, err)
+			if errors.Is(err, errFenced) {
+				p.failFenced(done, err)
+			} else {
+				p.failFrom(done, err)
+			}
 			return
 		}
 		copy(sns[start:end], got)
+		if own {
+			s.answered(p, ps, start, end, exp, expKnown, got[0])
+		}
 		start = end
 		for ; done < len(p.preps) && p.preps[done].end <= start; done++ {
 			pr := p.preps[done]
 			if p.keys != nil {
 				p.keys.written(pr.j, sns[pr.start:pr.end])
 			}
-			s.finish(p.k, pr, sns, p.logAppend, throttle)
+			l, late := p.late[done]
+			s.finish(p.k, pr, sns, p.logAppend, throttle, late, l)
+		}
+	}
+}
+
+// lateWrite is why a job's PutRecords came too late to be acknowledged.
+type lateWrite struct {
+	// moved: its records landed after another writer's (not where the
+	// partition ended before it).
+	moved bool
+	// dropped: the partition was given up meanwhile (viewChanged): nothing
+	// of it is to be remembered.
+	dropped bool
+}
+
+// answered checks, in cluster mode, the answered PutRecords of
+// p.out[start:end], whose first record DIS wrote at got; the partition
+// ended at exp before it (when expKnown). When the fence no longer allows
+// the partition (the lease lapsed, or the partition moved, while the
+// request was on its way), a new leader may have resolved this node's
+// intent before these records landed, or written before them: the jobs
+// with records in the call are marked late, and refused (finish). When it
+// still allows it and the records landed elsewhere than exp, another
+// writer's records came between: a former leader's late write; these
+// records are where DIS says and are acknowledged, with a warning.
+func (s *Store) answered(p *groupPlan, ps *putState, start, end int, exp int64, expKnown bool, got int64) {
+	moved := expKnown && got != exp
+	if s.fence.mayWrite(disbackend.PartitionKey(p.k.stream, p.k.part)) == nil {
+		if moved {
+			s.log.Warn("records of another writer came before this node's: a former leader's late write?",
+				zap.String("stream", p.k.stream), zap.Int32("partition", p.k.part), zap.Int64("expected_at", exp), zap.Int64("written_at", got))
+		}
+		return
+	}
+	if p.late == nil {
+		p.late = map[int]lateWrite{}
+	}
+	for i, pr := range p.preps {
+		if pr.start < end && pr.end > start {
+			l := p.late[i]
+			l.moved = l.moved || moved
+			l.dropped = ps.dropped.Load()
+			p.late[i] = l
 		}
 	}
 }
@@ -411,19 +538,55 @@ func (p *groupPlan) chunk(start, maxBytes, maxCount int, pressed bool) (end int)
 	return end
 }
 
-// finish completes a job whose records all have sequence numbers.
-func (s *Store) finish(k partKey, pr prepared, sns []int64, logAppend bool, throttle time.Duration) {
+// finish completes a job whose records all have sequence numbers: with
+// its base offset when they are where it says (contiguous, and for the
+// rest of a batch cut short, right after its first records); otherwise it
+// is refused (refuseLate), unless it is a write of the gateway's own shared
+// streams, whose readers take records where they are (only warned about,
+// as before). A job send found late (its answer came when this node no
+// longer might write the partition) is refused too; when its records are
+// where it says (not moved), an idempotent batch is still remembered
+// (unless the partition was given up meanwhile), so that its retry at
+// this node, once its lease holds again, is answered as a duplicate.
+func (s *Store) finish(k partKey, pr prepared, sns []int64, logAppend bool, throttle time.Duration, late bool, why lateWrite) {
 	base := sns[pr.start]
 	last := sns[pr.end-1]
+	mine := sns[pr.start:pr.end]
+	from := base
+	if pr.partial != nil {
+		from = pr.partial.base + int64(pr.partial.done)
+	}
+	contiguous := s.contiguous(k, mine, from)
+	switch {
+	case !contiguous && !sharedStream(k.stream):
+		if pr.partial != nil {
+			s.idem.clearPartial(k)
+		}
+		s.refuseLate(k, pr.j, mine, "their sequence numbers are not contiguous (another writer in between)")
+		s.noteWritten(k, last)
+		return
+	case late && why.moved:
+		s.refuseLate(k, pr.j, mine, "another writer's records came before them, and this node no longer leads the partition (a late write)")
+		s.noteWritten(k, last)
+		return
+	case late:
+		if pr.partial != nil {
+			base = pr.partial.base
+			s.idem.clearPartial(k)
+		}
+		if pr.j.b.ProducerID >= 0 && !why.dropped {
+			s.idem.remember(k, &pr.j.b, base, base+int64(pr.j.b.NumRecords)-1, pr.j.b.MaxTimestamp)
+		}
+		s.refuseLate(k, pr.j, mine, "answered after this node's lease lapsed or the partition moved: a new leader may not know them")
+		s.noteWritten(k, last)
+		return
+	}
 	if pr.partial != nil {
 		base = pr.partial.base
 		last = base + int64(pr.j.b.NumRecords) - 1
 		s.idem.clearPartial(k)
 		s.log.Info("the rest of a batch cut short written", zap.String("stream", k.stream), zap.Int32("partition", k.part),
 			zap.Int64("producer_id", pr.j.b.ProducerID), zap.Int64("base_offset", base), zap.Int("written_before", int(pr.partial.done)))
-	}
-	if pr.partial == nil {
-		s.checkContiguous(k, sns[pr.start:pr.end])
 	}
 	res := disbackend.AppendResult{BaseOffset: base, LogAppendTime: -1, Throttle: throttle}
 	maxTS := pr.j.b.MaxTimestamp
@@ -440,19 +603,32 @@ func (s *Store) finish(k partKey, pr prepared, sns []int64, logAppend bool, thro
 	s.complete(pr.j, res, nil)
 }
 
-// checkContiguous warns when the sequence numbers of a batch's records,
-// sns, are not contiguous: another writer interleaved, or DIS accepted a
-// later record after refusing an earlier one. The producer is told the
-// first, and the records are where DIS put them.
-func (s *Store) checkContiguous(k partKey, sns []int64) {
-	for i := 1; i < len(sns); i++ {
-		if want := sns[0] + int64(i); sns[i] != want {
-			s.log.Warn("sequence numbers of a batch not contiguous",
-				zap.String("stream", k.stream), zap.Int32("partition", k.part),
-				zap.Int64("want", want), zap.Int64("got", sns[i]), zap.Int64("out_of_order_total", s.outOfOrder.Add(1)))
-			return
+// noteWritten advances partition k's cached range past last, a record
+// DIS wrote, and wakes long polls.
+func (s *Store) noteWritten(k partKey, last int64) {
+	if r, ok := s.ranges.get(k, 0); !ok || r.Next <= last {
+		s.ranges.put(k, disbackend.PartitionRange{First: s.ranges.first(k), Next: last + 1})
+	}
+	s.notify()
+}
+
+// contiguous reports whether the sequence numbers of a batch's records,
+// sns, are from, from+1, ...: otherwise another writer interleaved, or DIS
+// accepted a later record after refusing an earlier one. On the shared
+// streams (sharedStream), whose jobs finish takes as they are, it warns
+// and counts OutOfOrder.
+func (s *Store) contiguous(k partKey, sns []int64, from int64) bool {
+	for i := range sns {
+		if want := from + int64(i); sns[i] != want {
+			if sharedStream(k.stream) {
+				s.log.Warn("sequence numbers of a batch not contiguous",
+					zap.String("stream", k.stream), zap.Int32("partition", k.part),
+					zap.Int64("want", want), zap.Int64("got", sns[i]), zap.Int64("out_of_order_total", s.outOfOrder.Add(1)))
+			}
+			return false
 		}
 	}
+	return true
 }
 
 // toDISRecords maps a producer's batch to DIS records in format, from the

@@ -72,8 +72,23 @@ func putRecordsDef() *def.HttpRequestDef {
 // creds, when not nil, are the principal's the records are written with
 // (all of the group's: run never mixes them); a PutRecords DIS refuses
 // for them (403 DIS.4116) fails with ErrNotAuthorized, not retried.
+//
+// The fence is asked for the partition's key before every PutRecords,
+// retries included (putRecordsFenced).
 func (s *Store) putRecords(ctx context.Context, k partKey, recs []disRecord, ps *putState, advanced bool, creds *disbackend.Credentials) (sns []int64, throttle time.Duration, err error) {
-	sns, err = s.putRecordsThrottled(ctx, k, recs, ps, advanced, creds, &throttle)
+	key := disbackend.PartitionKey(k.stream, k.part)
+	return s.putRecordsFenced(ctx, k, recs, ps, advanced, creds, func() error { return s.fenced(key) })
+}
+
+// errFenced marks a putRecords that stopped because the fence refused a
+// PutRecords (putRun.fence): the error also wraps the fence's.
+var errFenced = errors.New("the fence refused the write")
+
+// putRecordsFenced is putRecords asking fence before every PutRecords: an
+// error from it ends putRecords with errFenced and that error, the
+// records not sent (those accepted by earlier PutRecords are in DIS).
+func (s *Store) putRecordsFenced(ctx context.Context, k partKey, recs []disRecord, ps *putState, advanced bool, creds *disbackend.Credentials, fence func() error) (sns []int64, throttle time.Duration, err error) {
+	sns, err = s.putRecordsThrottled(ctx, k, recs, ps, advanced, creds, fence, &throttle)
 	return sns, throttle, err
 }
 
@@ -86,6 +101,8 @@ type putRun struct {
 	ps       *putState
 	advanced bool
 	creds    *disbackend.Credentials // nil: the gateway's
+	// fence is asked before every PutRecords (fence.go).
+	fence func() error
 	// throttle adds up the pacer's waits and the backoffs after DIS.4303.
 	throttle *time.Duration
 	sns      []int64 // by index into recs, set as DIS accepts them
@@ -122,12 +139,12 @@ type acceptedRecord struct {
 }
 
 // putRecordsThrottled is putRecords, adding to *throttle as it waits. Each
-// attempt paces, sends, classifies the answer and applies it; an attempt
+// attempt paces, asks the fence, sends, classifies the answer and applies it; an attempt
 // that leaves records to send again backs off first (backOff), and one
 // whose PutRecords may have been applied without an answer is checked
 // (verifyPut) before its records go again.
-func (s *Store) putRecordsThrottled(ctx context.Context, k partKey, recs []disRecord, ps *putState, advanced bool, creds *disbackend.Credentials, throttle *time.Duration) ([]int64, error) {
-	r := &putRun{s: s, k: k, recs: recs, ps: ps, advanced: advanced, creds: creds, throttle: throttle,
+func (s *Store) putRecordsThrottled(ctx context.Context, k partKey, recs []disRecord, ps *putState, advanced bool, creds *disbackend.Credentials, fence func() error, throttle *time.Duration) ([]int64, error) {
+	r := &putRun{s: s, k: k, recs: recs, ps: ps, advanced: advanced, creds: creds, fence: fence, throttle: throttle,
 		sns: make([]int64, len(recs)), todo: make([]int, len(recs)),
 		deadline: time.Now().Add(s.opts.RetryTimeout), backoff: s.opts.RetryBackoff}
 	for i := range r.todo {
@@ -148,6 +165,12 @@ func (s *Store) putRecordsThrottled(ctx context.Context, k partKey, recs []disRe
 			size, err := r.pace(ctx)
 			if err != nil {
 				return nil, err
+			}
+			if err := r.fence(); err != nil {
+				return nil, fmt.Errorf("%w: %w", errFenced, err)
+			}
+			if bp := s.beforePut; bp != nil {
+				bp(k.stream, k.part) // the failpoint of the late write (tests)
 			}
 			resp, err := r.send(ctx, size)
 			out = r.classify(ctx, resp, err)

@@ -279,9 +279,17 @@ func streamFromDIS(name, id string, created int64, retention int32, parts int32,
 	return st
 }
 
+// CreateStream creates the stream of a topic (Kafka CreateTopics), with
+// its configs as tags and, when they do not fit, its ext config
+// (extconfig.go). In cluster mode only the controller writes
+// (ErrNotController, docs/cluster.md §7). DIS CreateStream,
+// DescribeStream, CreateApp, CommitCheckpoint.
 func (s *Store) CreateStream(ctx context.Context, spec disbackend.StreamSpec) (disbackend.Stream, error) {
 	if gatewayStream(spec.Name) {
 		return disbackend.Stream{}, fmt.Errorf("%w: stream name %q is reserved by disgw", disbackend.ErrInvalidName, spec.Name)
+	}
+	if err := s.controllerWrite("create stream " + spec.Name); err != nil {
+		return disbackend.Stream{}, err
 	}
 	if spec.PartitionCount <= 0 {
 		return disbackend.Stream{}, fmt.Errorf("disrest: create stream %q: %w: %d", spec.Name, disbackend.ErrInvalidPartitionCount, spec.PartitionCount)
@@ -304,6 +312,9 @@ func (s *Store) CreateStream(ctx context.Context, spec disbackend.StreamSpec) (d
 	}
 	if extRecord(spec.TopicName, spec.Name, spec.Config) != "" {
 		si, err := s.streamInfo(ctx, spec.Name, true)
+		if err == nil {
+			err = s.controllerWrite("create stream " + spec.Name)
+		}
 		if err == nil {
 			err = s.saveExtConfig(ctx, spec.Name, si.id, spec.TopicName, spec.Config)
 		}
@@ -346,9 +357,15 @@ func (s *Store) createStream(ctx context.Context, name string, parts, hours int3
 	return err
 }
 
+// DeleteStream deletes the stream of a topic (Kafka DeleteTopics). In
+// cluster mode only the controller writes (ErrNotController). DIS
+// DeleteStream.
 func (s *Store) DeleteStream(ctx context.Context, name string) error {
 	if gatewayStream(name) {
 		return fmt.Errorf("disrest: delete stream %q: %w", name, disbackend.ErrStreamNotFound)
+	}
+	if err := s.controllerWrite("delete stream " + name); err != nil {
+		return err
 	}
 	_, err := call(ctx, s, "delete stream "+name, func() (*model.DeleteStreamResponse, error) {
 		return s.cl(ctx).DeleteStream(&model.DeleteStreamRequest{StreamName: name})
@@ -441,7 +458,13 @@ func (s *Store) fromDescribe(name string, resp *model.ShowStreamResponse) (si st
 	return si, ext
 }
 
+// UpdatePartitionCount grows the stream to n partitions (Kafka
+// CreatePartitions). In cluster mode only the controller writes
+// (ErrNotController). DIS DescribeStream, UpdatePartitionCount.
 func (s *Store) UpdatePartitionCount(ctx context.Context, name string, n int32) error {
+	if err := s.controllerWrite("update partition count of " + name); err != nil {
+		return err
+	}
 	st, err := s.DescribeStream(ctx, name)
 	if err != nil {
 		return err
@@ -458,9 +481,18 @@ func (s *Store) UpdatePartitionCount(ctx context.Context, name string, n int32) 
 	return err
 }
 
+// UpdateStreamConfig applies a topic's configs (Kafka AlterConfigs,
+// IncrementalAlterConfigs): retention as data_duration, the others as
+// tags and ext config. In cluster mode only the controller writes
+// (ErrNotController), asked before each DIS write. DIS DescribeStream,
+// UpdateStream, BatchDeleteTags, BatchCreateTags, CommitCheckpoint.
 func (s *Store) UpdateStreamConfig(ctx context.Context, name string, cfg disbackend.StreamConfig) error {
 	if err := s.ValidateStreamConfig(cfg); err != nil {
 		return fmt.Errorf("disrest: update stream %q: %w", name, err)
+	}
+	op := "update stream " + name
+	if err := s.controllerWrite(op); err != nil {
+		return err
 	}
 	hours, err := dataDuration(cfg)
 	if err != nil {
@@ -472,6 +504,9 @@ func (s *Store) UpdateStreamConfig(ctx context.Context, name string, cfg disback
 	}
 	defer s.streams.drop(name)
 	if si.st.Config.Retention != time.Duration(hours)*time.Hour {
+		if err := s.controllerWrite(op); err != nil {
+			return err
+		}
 		_, err = call(ctx, s, "update stream "+name, func() (*model.UpdateStreamResponse, error) {
 			return s.cl(ctx).UpdateStream(&model.UpdateStreamRequest{StreamName: name,
 				Body: &model.UpdateStreamReq{StreamName: name, DataDuration: &hours}})
@@ -504,11 +539,17 @@ func (s *Store) UpdateStreamConfig(ctx context.Context, name string, cfg disback
 		drop = append(drop, model.Tag{Key: &k})
 	}
 	if ext != "" && ext != hadExt {
+		if err := s.controllerWrite(op); err != nil {
+			return err
+		}
 		if err := s.saveExtConfig(ctx, name, si.id, si.st.TopicName, cfg); err != nil {
 			return err
 		}
 	}
 	if len(drop) > 0 {
+		if err := s.controllerWrite(op); err != nil {
+			return err
+		}
 		_, err = call(ctx, s, "delete tags of "+name, func() (*model.BatchDeleteTagsResponse, error) {
 			return s.cl(ctx).BatchDeleteTags(&model.BatchDeleteTagsRequest{StreamId: si.id,
 				Body: &model.BatchDeleteTagsReq{Action: model.GetBatchDeleteTagsReqActionEnum().DELETE, Tags: drop}})
@@ -516,6 +557,9 @@ func (s *Store) UpdateStreamConfig(ctx context.Context, name string, cfg disback
 		if err != nil {
 			return err
 		}
+	}
+	if err := s.controllerWrite(op); err != nil {
+		return err
 	}
 	_, err = call(ctx, s, "tag stream "+name, func() (*model.BatchCreateTagsResponse, error) {
 		return s.cl(ctx).BatchCreateTags(&model.BatchCreateTagsRequest{StreamId: si.id,

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/huaweicloud/huaweicloud-sdk-go-v3/services/dis/v2/model"
@@ -31,6 +32,13 @@ type putState struct {
 	// was not written, to be replaced before the next PutRecords.
 	idemResolved, idemLoaded, idemStale bool
 	lastWrite                           time.Time // the end of the last sendGroup
+	// taken: in cluster mode, the partition was taken over (takeOver) in
+	// generation gen of the membership.
+	taken bool
+	gen   int64
+	// dropped: the partition was given up (viewChanged) while its writer
+	// still runs; set from another goroutine.
+	dropped atomic.Bool
 }
 
 // advance notes the sequence numbers DIS gave the records it accepted from

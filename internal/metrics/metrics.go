@@ -52,6 +52,7 @@ type Metrics struct {
 	putBytes        prometheus.Histogram
 	putRecords      prometheus.Histogram
 	throttle        prometheus.Counter
+	lateWrites      prometheus.Counter
 
 	topics *Capper
 	groups *Capper
@@ -101,11 +102,13 @@ func New(o Options) *Metrics {
 			Buckets: []float64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000}}),
 		throttle: prometheus.NewCounter(prometheus.CounterOpts{Name: "disgw_throttle_seconds_total",
 			Help: "Seconds spent waiting because DIS flow control (DIS.4303) or the partition pacer throttled a call."}),
+		lateWrites: prometheus.NewCounter(prometheus.CounterOpts{Name: "disgw_cluster_late_writes_total",
+			Help: "Batches DIS wrote that the gateway refused to acknowledge (NOT_LEADER_OR_FOLLOWER): their records are not where one base offset says (a late write of a former leader, docs/cluster.md)."}),
 		topics: NewCapper(o.MaxTopics),
 		groups: NewCapper(o.MaxGroups),
 	}
 	m.Registry.MustRegister(m.requests, m.requestDuration, m.recordsIn, m.bytesIn, m.recordsOut, m.bytesOut,
-		m.connections, m.rebalances, m.backendCalls, m.backendDuration, m.putBytes, m.putRecords, m.throttle,
+		m.connections, m.rebalances, m.backendCalls, m.backendDuration, m.putBytes, m.putRecords, m.throttle, m.lateWrites,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -261,6 +264,14 @@ func (m *Metrics) PutRecords(records, bytes int) {
 func (m *Metrics) Throttled(d time.Duration) {
 	if m != nil && d > 0 {
 		m.throttle.Add(d.Seconds())
+	}
+}
+
+// LateWrite counts one batch written by DIS and refused to its producer
+// (disgw_cluster_late_writes_total).
+func (m *Metrics) LateWrite() {
+	if m != nil {
+		m.lateWrites.Inc()
 	}
 }
 
