@@ -330,6 +330,18 @@ type GroupStateStore interface {
 	GroupStates(ctx context.Context) (map[string][]byte, error)
 }
 
+// GroupStateReader is implemented by a GroupStateStore that reads one
+// group's latest state: both backends do. With several gateway nodes
+// (docs/cluster.md §6) the node a group moves to loads it with GroupState
+// before serving it.
+type GroupStateReader interface {
+	// GroupState returns the latest state saved for group, by this node
+	// or another, including every save acknowledged before the call; nil
+	// when there is none or it was deleted. Errors: ErrClosed, or a
+	// storage error.
+	GroupState(ctx context.Context, group string) ([]byte, error)
+}
+
 // StoresRecords reports whether b wants Batch.Records (implements RecordLog).
 func StoresRecords(b any) bool {
 	rl, ok := b.(RecordLog)

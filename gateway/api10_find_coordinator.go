@@ -119,6 +119,10 @@ func (c *conn) handleFindCoordinator(req *kafkawire.Request) reply {
 // newGroupCoordinator starts the server's group coordinator over the
 // backend's apps (committed offsets) and the server's topic cache.
 func newGroupCoordinator(cfg Config, backend disbackend.Backend, s *Server, log *zap.Logger) *groupcoord.Coordinator {
+	var owns func(string) bool // nil: this node coordinates every group
+	if s.cluster != nil {
+		owns = s.ownsGroup
+	}
 	return groupcoord.New(groupcoord.Config{
 		InitialRebalanceDelay: cfg.GroupInitialRebalanceDelay,
 		MinSessionTimeout:     cfg.GroupMinSessionTimeout,
@@ -127,6 +131,7 @@ func newGroupCoordinator(cfg Config, backend disbackend.Backend, s *Server, log 
 		SubscribedTopics:      consumerSubscription,
 		Logger:                log,
 		Metrics:               cfg.Metrics,
+		Owns:                  owns,
 	}, backend, groupTopics{s})
 }
 

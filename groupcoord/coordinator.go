@@ -76,6 +76,18 @@ type Config struct {
 	Logger *zap.Logger
 	// Metrics counts rebalances (disgw_rebalances_total); nil counts none.
 	Metrics *metrics.Metrics
+	// Owns tells whether this node coordinates a group, by its Kafka
+	// group id, with several gateway nodes (docs/cluster.md §6): the
+	// gateway sets it from its view (View.Ready and View.Coordinator(group)
+	// == View.Self) and calls ViewChanged when the view changes. nil: this
+	// node coordinates every group (a single node). For a group it does not
+	// own, every group request answers NOT_COORDINATOR and ListGroups
+	// leaves it out; a group it owns but has not loaded since it gained it
+	// is loaded from the backend (GroupStateStore) first, the requests
+	// meanwhile answered COORDINATOR_LOAD_IN_PROGRESS. Called on every
+	// group request, some under the coordinator's lock: it must be fast,
+	// safe for concurrent use, and must not call the coordinator.
+	Owns func(group string) bool
 }
 
 func (c *Config) fill() {
@@ -160,6 +172,16 @@ type Coordinator struct {
 	// keeps the type in the group's metadata); guarded by mu. Saved with
 	// the group's state (persist.go), so it survives a restart.
 	emptyTypes map[string]string
+
+	// With Config.Owns (several nodes, ownership.go), guarded by mu:
+	// held are the owned groups whose latest state this node holds
+	// (loaded since it gained them, or restored at start); every group in
+	// memory is held. loading are the groups being loaded. viewSeq counts
+	// ViewChanged calls: a load read under an older view is not used.
+	held    map[string]struct{}
+	loading map[string]struct{}
+	viewSeq uint64
+	reload  chan struct{} // ViewChanged → background: load the gained groups (capacity 1)
 }
 
 // takeOffsets hands a group coming into memory what it committed before.
@@ -197,6 +219,9 @@ func New(cfg Config, apps disbackend.Apps, topics Topics) *Coordinator {
 		emptySince: make(map[string]time.Time),
 		offsets:    make(map[string]offsetState),
 		emptyTypes: make(map[string]string),
+		held:       make(map[string]struct{}),
+		loading:    make(map[string]struct{}),
+		reload:     make(chan struct{}, 1),
 	}
 	c.base, c.cancelBase = context.WithCancel(context.Background())
 	c.start = c.clock.Now()
@@ -256,17 +281,23 @@ func (c *Coordinator) background() {
 		<-c.quit
 		return
 	}
-	for { // the sweep also runs with offsets kept forever: it forgets Empty groups without offsets
-		t := c.clock.AfterFunc(c.cfg.RetentionCheckInterval, func() {
+	arm := func() Timer {
+		return c.clock.AfterFunc(c.cfg.RetentionCheckInterval, func() {
 			select {
 			case c.sweep <- struct{}{}:
 			default:
 			}
 		})
+	}
+	t := arm() // the sweep also runs with offsets kept forever: it forgets Empty groups without offsets
+	for {
 		select {
 		case <-c.quit:
 			t.Stop()
 			return
+		case <-c.reload:
+			c.loadGained()
+			continue
 		case <-c.sweep:
 		}
 		ctx, cancel := c.opContext()
@@ -274,6 +305,7 @@ func (c *Coordinator) background() {
 			c.log.Warn("offset retention sweep failed", zap.Error(err))
 		}
 		cancel()
+		t = arm()
 	}
 }
 
@@ -315,14 +347,21 @@ func (c *Coordinator) notReady() int16 {
 
 // send posts run to the goroutine of group id, creating the group when
 // create is set. found is false when the group is not in memory and create
-// is not set. If the coordinator closes before run is called, abort is
-// called instead (on some goroutine) so a waiting caller is always answered.
+// is not set. If the coordinator closes (or the group moves to another
+// node) before run is called, abort is called instead (on some goroutine)
+// so a waiting caller is always answered. With Config.Owns, a group this
+// node does not own fails with disbackend.ErrNotCoordinator, and one it
+// has not loaded since it gained it with errLoading (its load starts).
 func (c *Coordinator) send(id string, create bool, run func(*group), abort func()) (found bool, err error) {
 	for {
 		c.mu.Lock()
 		if c.closed {
 			c.mu.Unlock()
 			return false, errClosed
+		}
+		if err := c.admitLocked(id); err != nil {
+			c.mu.Unlock()
+			return false, err
 		}
 		g := c.groups[id]
 		if g == nil {
@@ -354,6 +393,10 @@ var groupRows = []errmap.Row{
 	// the coordinator again), not UNKNOWN_SERVER_ERROR.
 	{Err: errClosed, Code: kerr.NotCoordinator},
 	{Err: disbackend.ErrClosed, Code: kerr.NotCoordinator},
+	// The group moved to another node (several nodes, ownership.go), or
+	// is being loaded after it moved here.
+	{Err: disbackend.ErrNotCoordinator, Code: kerr.NotCoordinator},
+	{Err: errLoading, Code: kerr.CoordinatorLoadInProgress},
 	// The backend refused a checkpoint's metadata (longer than it keeps):
 	// OffsetCommit's code for metadata over Kafka's
 	// offset.metadata.max.bytes, not INVALID_CONFIG.

@@ -82,7 +82,7 @@ func (c *Coordinator) DescribeGroups(ctx context.Context, req *kmsg.DescribeGrou
 func (c *Coordinator) describe(ctx context.Context, id string, version int16) kmsg.DescribeGroupsResponseGroup {
 	dg := kmsg.NewDescribeGroupsResponseGroup()
 	dg.Group = id
-	if code := c.notReady(); code != 0 {
+	if code := c.notReadyFor(id); code != 0 {
 		dg.ErrorCode = code
 		return dg
 	}
@@ -95,7 +95,7 @@ func (c *Coordinator) describe(ctx context.Context, id string, version int16) km
 		ch <- result{g.describe(), g.state != Empty}
 	}, func() { ch <- result{} })
 	if err != nil {
-		dg.ErrorCode = kerr.NotCoordinator.Code
+		dg.ErrorCode = sendCode(err)
 		return dg
 	}
 	protocolType := ""
@@ -157,7 +157,9 @@ func (g *group) describe() kmsg.DescribeGroupsResponseGroup {
 // offsets (as Kafka lists them until its cleanup). An Empty group shows the
 // protocol type it had, as Kafka answers ("" for a group that only ever
 // committed offsets). StatesFilter (v4+) and TypesFilter (v5+) match
-// case-insensitively; every group here is "classic".
+// case-insensitively; every group here is "classic". With Config.Owns,
+// only the groups this node coordinates, as a Kafka broker lists the
+// groups of the partitions it leads (clients ask every broker and merge).
 func (c *Coordinator) ListGroups(ctx context.Context, req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
 	if code := c.notReady(); code != 0 {
@@ -174,7 +176,7 @@ func (c *Coordinator) ListGroups(ctx context.Context, req *kmsg.ListGroupsReques
 		g.mu.Lock()
 		s := g.summary
 		g.mu.Unlock()
-		if s.state != Empty && s.state != Dead {
+		if s.state != Empty && s.state != Dead && c.owns(id) {
 			listed[id] = s
 		}
 	}
@@ -188,7 +190,7 @@ func (c *Coordinator) ListGroups(ctx context.Context, req *kmsg.ListGroupsReques
 	empty := maps.Clone(c.emptyTypes)
 	c.mu.Unlock()
 	for _, a := range apps {
-		if id := groupOfApp(a); id != "" {
+		if id := groupOfApp(a); id != "" && c.owns(id) {
 			if _, ok := listed[id]; !ok {
 				listed[id] = summary{state: Empty, protocolType: empty[id]}
 			}
@@ -197,7 +199,7 @@ func (c *Coordinator) ListGroups(ctx context.Context, req *kmsg.ListGroupsReques
 	// Empty groups that had members and have no offsets, listed as Kafka
 	// lists them until its cleanup removes them (ExpireOffsets here).
 	for id, pt := range empty {
-		if _, ok := listed[id]; !ok {
+		if _, ok := listed[id]; !ok && c.owns(id) {
 			listed[id] = summary{state: Empty, protocolType: pt}
 		}
 	}
@@ -245,7 +247,7 @@ func (c *Coordinator) DeleteGroups(ctx context.Context, req *kmsg.DeleteGroupsRe
 }
 
 func (c *Coordinator) deleteGroup(ctx context.Context, id string) int16 {
-	if code := c.notReady(); code != 0 {
+	if code := c.notReadyFor(id); code != 0 {
 		return code
 	}
 	if id == "" {
@@ -263,7 +265,7 @@ func (c *Coordinator) deleteGroup(ctx context.Context, id string) int16 {
 		ch <- g.deleteApp(ctx, "deleted by DeleteGroups")
 	}, func() { ch <- kerr.NotCoordinator.Code })
 	if err != nil {
-		return kerr.NotCoordinator.Code
+		return sendCode(err)
 	}
 	return <-ch
 }
@@ -309,7 +311,7 @@ func (c *Coordinator) OffsetDelete(ctx context.Context, req *kmsg.OffsetDeleteRe
 		resp.ErrorCode = kerr.InvalidGroupID.Code
 		return resp
 	}
-	if code := c.notReady(); code != 0 {
+	if code := c.notReadyFor(req.Group); code != 0 {
 		resp.ErrorCode = code
 		return resp
 	}
@@ -326,7 +328,7 @@ func (c *Coordinator) OffsetDelete(ctx context.Context, req *kmsg.OffsetDeleteRe
 		close(ch)
 	})
 	if err != nil {
-		resp.ErrorCode = kerr.NotCoordinator.Code
+		resp.ErrorCode = sendCode(err)
 		return resp
 	}
 	<-ch

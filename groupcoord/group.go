@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -93,6 +94,9 @@ type group struct {
 	log *zap.Logger
 
 	wake chan struct{} // capacity 1: the queue is not empty
+	// gone: the group moved to another node (ViewChanged removed it from
+	// the coordinator's map); its goroutine drops it at its next wake.
+	gone atomic.Bool
 
 	mu      sync.Mutex
 	queue   []message // guarded by mu
@@ -182,9 +186,17 @@ func (g *group) run() {
 			if len(q) == 0 {
 				break
 			}
-			for _, m := range q {
+			for i, m := range q {
+				if g.gone.Load() {
+					g.drop(q[i:])
+					return
+				}
 				m.run(g)
 			}
+		}
+		if g.gone.Load() {
+			g.drop(nil)
+			return
 		}
 		g.mu.Lock()
 		g.summary = summary{state: g.state, protocolType: g.protocolType}
@@ -212,9 +224,9 @@ func (g *group) maybeRemove() bool {
 	}
 	if c.groups[g.id] == g {
 		delete(c.groups, g.id)
-	}
-	if len(g.cache) > 0 {
-		c.offsets[g.id] = g.offsetState
+		if len(g.cache) > 0 {
+			c.offsets[g.id] = g.offsetState
+		}
 	}
 	g.closed = true
 	g.state = Dead
@@ -224,11 +236,18 @@ func (g *group) maybeRemove() bool {
 
 // shutdown answers everything waiting on the group with NOT_COORDINATOR
 // (the coordinator is closing).
-func (g *group) shutdown() {
+func (g *group) shutdown() { g.drop(nil) }
+
+// drop ends the group in memory (the coordinator closes, or the group moved
+// to another node): everything waiting on it, the messages of q not run
+// yet included, is answered NOT_COORDINATOR, and its timers stop.
+func (g *group) drop(q []message) {
 	g.mu.Lock()
 	g.closed = true
-	q := g.queue
+	q = append(q, g.queue...)
 	g.queue = nil
+	g.state = Dead
+	g.summary = summary{state: Dead}
 	g.mu.Unlock()
 	for _, m := range q {
 		if m.abort != nil {
@@ -504,7 +523,9 @@ func (g *group) becameEmpty() {
 	g.hadMembers = false
 	c := g.c
 	c.mu.Lock()
-	c.emptySince[g.id] = c.clock.Now()
+	if c.groups[g.id] == g { // not moved away meanwhile (ViewChanged)
+		c.emptySince[g.id] = c.clock.Now()
+	}
 	c.mu.Unlock()
 	g.log.Info("group is empty", zap.Int32("generation", g.generation))
 }

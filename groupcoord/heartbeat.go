@@ -18,7 +18,7 @@ func (c *Coordinator) Heartbeat(ctx context.Context, req *kmsg.HeartbeatRequest)
 		r.ErrorCode = kerr.InvalidGroupID.Code
 		return r
 	}
-	if code := c.notReady(); code != 0 {
+	if code := c.notReadyFor(req.Group); code != 0 {
 		r.ErrorCode = code
 		return r
 	}
@@ -27,7 +27,7 @@ func (c *Coordinator) Heartbeat(ctx context.Context, req *kmsg.HeartbeatRequest)
 		func() { ch <- kerr.NotCoordinator.Code })
 	switch {
 	case err != nil:
-		r.ErrorCode = kerr.NotCoordinator.Code
+		r.ErrorCode = sendCode(err)
 	case !found:
 		r.ErrorCode = kerr.UnknownMemberID.Code
 	default:

@@ -26,7 +26,7 @@ func (c *Coordinator) JoinGroup(ctx context.Context, client Client, req *kmsg.Jo
 	if req.Group == "" {
 		return fail(kerr.InvalidGroupID.Code)
 	}
-	if code := c.notReady(); code != 0 {
+	if code := c.notReadyFor(req.Group); code != 0 {
 		return fail(code)
 	}
 	session := time.Duration(req.SessionTimeoutMillis) * time.Millisecond
@@ -42,7 +42,7 @@ func (c *Coordinator) JoinGroup(ctx context.Context, client Client, req *kmsg.Jo
 	}, func() { reply(fail(kerr.NotCoordinator.Code)) })
 	switch {
 	case err != nil:
-		return fail(kerr.NotCoordinator.Code)
+		return fail(sendCode(err))
 	case !found:
 		return fail(kerr.UnknownMemberID.Code)
 	}

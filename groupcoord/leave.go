@@ -26,7 +26,7 @@ func (c *Coordinator) LeaveGroup(ctx context.Context, groupID string, members []
 		r.ErrorCode = kerr.InvalidGroupID.Code
 		return r
 	}
-	if code := c.notReady(); code != 0 {
+	if code := c.notReadyFor(groupID); code != 0 {
 		r.ErrorCode = code
 		return r
 	}
@@ -34,7 +34,7 @@ func (c *Coordinator) LeaveGroup(ctx context.Context, groupID string, members []
 	found, err := c.send(groupID, false, func(g *group) { ch <- g.leave(members) }, func() { ch <- nil })
 	switch {
 	case err != nil:
-		r.ErrorCode = kerr.NotCoordinator.Code
+		r.ErrorCode = sendCode(err)
 		return r
 	case !found:
 		return each(kerr.UnknownMemberID.Code)

@@ -42,6 +42,7 @@ type commitPlan struct {
 	code  int16
 	write []int // indexes into the candidates
 	seq   uint64
+	g     *group // the group in memory that planned it (applyCommit answers it)
 }
 
 type commitCandidate struct {
@@ -83,7 +84,7 @@ func (c *Coordinator) CommitOffsets(ctx context.Context, req *kmsg.OffsetCommitR
 	if req.Group == "" {
 		return setAll(kerr.InvalidGroupID.Code)
 	}
-	if code := c.notReady(); code != 0 {
+	if code := c.notReadyFor(req.Group); code != 0 {
 		return setAll(code)
 	}
 	if c.apps == nil {
@@ -124,7 +125,7 @@ func (c *Coordinator) CommitOffsets(ctx context.Context, req *kmsg.OffsetCommitR
 	_, err := c.send(req.Group, true, func(g *group) { ch <- g.planCommit(req, cands) },
 		func() { ch <- commitPlan{code: kerr.NotCoordinator.Code} })
 	if err != nil {
-		return setAll(kerr.NotCoordinator.Code)
+		return setAll(sendCode(err))
 	}
 	plan := <-ch // the group answers at once: no I/O in its goroutine
 	if plan.code != 0 {
@@ -141,7 +142,7 @@ func (c *Coordinator) CommitOffsets(ctx context.Context, req *kmsg.OffsetCommitR
 	}
 	app, _ := disbackend.AppNameForGroup(req.Group)
 	err = c.writeCheckpoints(ctx, req.Group, app, cps)
-	c.applyCommit(req.Group, cands, plan, err == nil)
+	c.applyCommit(cands, plan, err == nil)
 	if err != nil {
 		code := c.backendCode(err)
 		c.log.Debug("offset commit failed", zap.String("group", req.Group), zap.Error(err))
@@ -168,7 +169,7 @@ func (g *group) planCommit(req *kmsg.OffsetCommitRequest, cands []commitCandidat
 		g.armHeartbeat(m, m.session) // a commit shows the member is alive, as in Kafka
 	}
 	g.commitSeq++
-	plan := commitPlan{seq: g.commitSeq}
+	plan := commitPlan{seq: g.commitSeq, g: g}
 	for i, cd := range cands {
 		k := tp{cd.cp.Stream, cd.cp.Partition}
 		if prev, ok := g.cache[k]; ok && g.latest[k] == prev.seq &&
@@ -206,10 +207,11 @@ func (g *group) validateCommit(generation int32, memberID string, instanceID *st
 	return 0
 }
 
-// applyCommit tells the group how a planned write ended, so it can skip the
-// same offsets next time and leave memory when nothing is in flight.
-func (c *Coordinator) applyCommit(groupID string, cands []commitCandidate, plan commitPlan, ok bool) {
-	_, _ = c.send(groupID, false, func(g *group) {
+// applyCommit tells the group that planned the write how it ended, so it
+// can skip the same offsets next time and leave memory when nothing is in
+// flight. A group dropped meanwhile (it moved to another node) is not told.
+func (c *Coordinator) applyCommit(cands []commitCandidate, plan commitPlan, ok bool) {
+	plan.g.post(message{run: func(g *group) {
 		g.inflight--
 		for _, i := range plan.write {
 			cp := cands[i].cp
@@ -224,7 +226,7 @@ func (c *Coordinator) applyCommit(groupID string, cands []commitCandidate, plan 
 				delete(g.cache, k)
 			}
 		}
-	}, nil)
+	}})
 }
 
 // writeCheckpoints commits cps to the group's app, creating the app on the
@@ -292,7 +294,13 @@ func (c *Coordinator) ownApp(ctx context.Context, groupID, app string) (bool, er
 func (c *Coordinator) FetchOffsets(ctx context.Context, rg kmsg.OffsetFetchRequestGroup) kmsg.OffsetFetchResponseGroup {
 	sg := kmsg.NewOffsetFetchResponseGroup()
 	sg.Group = rg.Group
-	if code := c.notReady(); code != 0 {
+	code := c.notReady()
+	if code == 0 && rg.Group != "" && !c.owns(rg.Group) {
+		// Offsets need no load (they are in the backend), so only the
+		// owner is checked.
+		code = kerr.NotCoordinator.Code
+	}
+	if code != 0 {
 		sg.ErrorCode = code
 		return sg
 	}

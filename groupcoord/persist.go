@@ -99,7 +99,9 @@ func (g *group) saveEmpty() {
 	}
 	c := g.c
 	c.mu.Lock()
-	c.emptyTypes[g.id] = g.protocolType
+	if c.groups[g.id] == g { // not moved away meanwhile (ViewChanged)
+		c.emptyTypes[g.id] = g.protocolType
+	}
 	c.mu.Unlock()
 	if c.states == nil {
 		return
@@ -156,11 +158,15 @@ func (g *group) forgetState() {
 }
 
 // restoreGroups brings the saved Stable groups back into memory, before the
-// coordinator answers requests. Each member's session starts now.
+// coordinator answers requests. Each member's session starts now. With
+// Config.Owns, only the groups this node owns (ownership.go).
 func (c *Coordinator) restoreGroups(ctx context.Context) error {
 	if c.states == nil {
 		return nil
 	}
+	c.mu.Lock()
+	seq := c.viewSeq
+	c.mu.Unlock()
 	states, err := c.states.GroupStates(ctx)
 	if err != nil {
 		return err
@@ -168,43 +174,55 @@ func (c *Coordinator) restoreGroups(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for id, b := range states {
-		var sg savedGroup
-		if err := json.Unmarshal(b, &sg); err != nil || id == "" {
-			c.log.Warn("ignoring a saved group that does not decode", zap.String("group", id), zap.Error(err))
+		if c.cfg.Owns != nil {
+			c.installLocked(id, b, seq)
 			continue
 		}
-		if len(sg.Members) == 0 {
-			if sg.ProtocolType != "" {
-				c.emptyTypes[id] = sg.ProtocolType // an Empty group (saveEmpty)
-			}
-			continue
-		}
-		g := newGroup(c, id)
-		g.state, g.generation, g.protocolType, g.protocol, g.leader = Stable, sg.Generation, sg.ProtocolType, sg.Protocol, sg.Leader
-		g.hadMembers, g.saved = true, true
-		for _, sm := range sg.Members {
-			m := &member{id: sm.ID, instanceID: sm.InstanceID, client: Client{ID: sm.ClientID, Host: sm.ClientHost},
-				protocolType: sm.ProtocolType, session: time.Duration(sm.SessionMs) * time.Millisecond,
-				rebalance: time.Duration(sm.RebalanceMs) * time.Millisecond, assignment: sm.Assignment, seq: sm.Seq}
-			if m.assignment == nil {
-				m.assignment = []byte{}
-			}
-			for _, p := range sm.Protocols {
-				m.protocols = append(m.protocols, kmsg.JoinGroupRequestProtocol{Name: p.Name, Metadata: p.Metadata})
-			}
-			g.members[m.id] = m
-			if m.instanceID != nil {
-				g.static[*m.instanceID] = m.id
-			}
-			g.nextSeq = max(g.nextSeq, m.seq+1)
-			g.armHeartbeat(m, m.session)
-		}
-		c.groups[id] = g
-		c.wg.Add(1)
-		go g.run()
-		g.log.Info("group restored", zap.Int32("generation", g.generation), zap.Int("members", len(g.members)))
+		c.restoreLocked(id, b)
 	}
 	return nil
+}
+
+// restoreLocked brings one saved group back: a Stable group into memory,
+// its members' sessions starting now, or an Empty group's protocol type.
+// Called with mu held.
+func (c *Coordinator) restoreLocked(id string, b []byte) {
+	var sg savedGroup
+	if err := json.Unmarshal(b, &sg); err != nil || id == "" {
+		c.log.Warn("ignoring a saved group that does not decode", zap.String("group", id), zap.Error(err))
+		return
+	}
+	if len(sg.Members) == 0 {
+		if sg.ProtocolType != "" {
+			c.emptyTypes[id] = sg.ProtocolType // an Empty group (saveEmpty)
+		}
+		return
+	}
+	g := newGroup(c, id)
+	g.state, g.generation, g.protocolType, g.protocol, g.leader = Stable, sg.Generation, sg.ProtocolType, sg.Protocol, sg.Leader
+	g.hadMembers, g.saved = true, true
+	g.summary = summary{state: Stable, protocolType: sg.ProtocolType} // for ListGroups before its first message
+	for _, sm := range sg.Members {
+		m := &member{id: sm.ID, instanceID: sm.InstanceID, client: Client{ID: sm.ClientID, Host: sm.ClientHost},
+			protocolType: sm.ProtocolType, session: time.Duration(sm.SessionMs) * time.Millisecond,
+			rebalance: time.Duration(sm.RebalanceMs) * time.Millisecond, assignment: sm.Assignment, seq: sm.Seq}
+		if m.assignment == nil {
+			m.assignment = []byte{}
+		}
+		for _, p := range sm.Protocols {
+			m.protocols = append(m.protocols, kmsg.JoinGroupRequestProtocol{Name: p.Name, Metadata: p.Metadata})
+		}
+		g.members[m.id] = m
+		if m.instanceID != nil {
+			g.static[*m.instanceID] = m.id
+		}
+		g.nextSeq = max(g.nextSeq, m.seq+1)
+		g.armHeartbeat(m, m.session)
+	}
+	c.groups[id] = g
+	c.wg.Add(1)
+	go g.run()
+	g.log.Info("group restored", zap.Int32("generation", g.generation), zap.Int("members", len(g.members)))
 }
 
 // groupStates is the backend's GroupStateStore, nil when it has none.

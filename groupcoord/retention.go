@@ -19,7 +19,9 @@ import (
 // GroupID) expire; apps of other DIS clients are left alone. It runs every
 // RetentionCheckInterval; it returns the groups deleted. It also forgets
 // Empty groups that have no offsets (their protocol type), as Kafka's
-// cleanup removes such groups.
+// cleanup removes such groups. With Config.Owns, only the groups this node
+// coordinates (and has loaded: one gained since the last sweep is loaded
+// now and looked at by the next).
 func (c *Coordinator) ExpireOffsets(ctx context.Context) ([]string, error) {
 	if c.apps == nil {
 		return nil, nil
@@ -38,7 +40,7 @@ func (c *Coordinator) ExpireOffsets(ctx context.Context) ([]string, error) {
 	c.mu.Lock()
 	var bare []string
 	for id := range c.emptyTypes {
-		if !withApp[id] {
+		if !withApp[id] && c.owns(id) {
 			bare = append(bare, id)
 		}
 	}
@@ -49,6 +51,9 @@ func (c *Coordinator) ExpireOffsets(ctx context.Context) ([]string, error) {
 				g.forgetEmpty()
 			}
 		}, nil); err != nil {
+			if elsewhere(err) {
+				continue
+			}
 			return deleted, err
 		}
 	}
@@ -56,7 +61,7 @@ func (c *Coordinator) ExpireOffsets(ctx context.Context) ([]string, error) {
 		return nil, nil // offsets are kept forever
 	}
 	for _, a := range apps {
-		if a.GroupID == "" {
+		if a.GroupID == "" || !c.owns(a.GroupID) {
 			continue
 		}
 		now := c.clock.Now()
@@ -89,6 +94,9 @@ func (c *Coordinator) ExpireOffsets(ctx context.Context) ([]string, error) {
 			}
 			ch <- g.deleteApp(ctx, "offsets expired")
 		}, func() { ch <- kerr.NotCoordinator.Code }); err != nil {
+			if elsewhere(err) {
+				continue
+			}
 			return deleted, err
 		}
 		if <-ch == 0 {
@@ -96,6 +104,12 @@ func (c *Coordinator) ExpireOffsets(ctx context.Context) ([]string, error) {
 		}
 	}
 	return deleted, nil
+}
+
+// elsewhere: a send failed because the group moved to another node or is
+// being loaded after it moved here; the sweep leaves it for now.
+func elsewhere(err error) bool {
+	return errors.Is(err, disbackend.ErrNotCoordinator) || errors.Is(err, errLoading)
 }
 
 func later(t time.Time, ts ...time.Time) time.Time {

@@ -28,7 +28,7 @@ func (c *Coordinator) SyncGroup(ctx context.Context, req *kmsg.SyncGroupRequest)
 	if req.Group == "" {
 		return fail(kerr.InvalidGroupID.Code)
 	}
-	if code := c.notReady(); code != 0 {
+	if code := c.notReadyFor(req.Group); code != 0 {
 		return fail(code)
 	}
 	ch := make(chan *kmsg.SyncGroupResponse, 1)
@@ -37,7 +37,7 @@ func (c *Coordinator) SyncGroup(ctx context.Context, req *kmsg.SyncGroupRequest)
 		func() { reply(fail(kerr.NotCoordinator.Code)) })
 	switch {
 	case err != nil:
-		return fail(kerr.NotCoordinator.Code)
+		return fail(sendCode(err))
 	case !found:
 		return fail(kerr.UnknownMemberID.Code)
 	}

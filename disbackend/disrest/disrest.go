@@ -276,8 +276,10 @@ type Store struct {
 	fence      fence
 	metaOnce   onceOK // MetaStream created
 	groupsOnce onceOK // GroupStream created (groups.go)
-	compact    compactor
-	logStarts  logStartState
+	// groups is the latest record of each group in GroupStream (groups.go).
+	groups    groupTable
+	compact   compactor
+	logStarts logStartState
 
 	// globalBackoff is when requests may go again after DIS.4305/DIS.4309
 	// (unix nanoseconds).
@@ -392,6 +394,7 @@ func New(opts Options) (*Store, error) {
 	s.reads.init()
 	s.bg, s.stopBG = context.WithCancel(context.Background())
 	s.ranges.init()
+	s.groups.init()
 	s.compact.init(s, int64(opts.CompactionMaxKeys))
 	if !opts.NoCompactor {
 		s.wg.Add(1)

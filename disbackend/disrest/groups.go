@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"sync"
 	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/disgw/disgw/disbackend"
 	"github.com/disgw/disgw/disbackend/disapi"
@@ -15,9 +19,80 @@ import (
 // restarts, as Kafka keeps it in __consumer_offsets: a record per save,
 // key the group id, value the coordinator's state, a tombstone when the
 // group empties. The compactor keeps every live group's latest record.
+//
+// Each record carries a version in header GroupVersionHeader (decimal):
+// one more than the highest version of the group the saving node knows.
+// A reader keeps, per group, the record of the highest version, not the
+// last to arrive (of equal versions, the later), so that a compaction
+// copy of an older record landing after a newer save (the compactor of
+// another node re-appends live keys) never rolls a group back. A record
+// without the header (written before versions) is version 0.
+//
+// The Store keeps the latest record of every group in memory (groupTable:
+// the state of each live group, and the version of each deleted one for
+// DefaultDeleteRetention), read from the stream: from its start at the
+// first GroupStates, GroupState or SaveGroupState, then from where it
+// left off. GroupState (a node loading a group that moved to it) first
+// reads up to the stream's end (one DescribeStream and the GetRecords of
+// what arrived since the last read), so it sees every save DIS
+// acknowledged before the call. In cluster mode a goroutine also tails
+// the stream (a GetRecords every groupTailEvery), so these reads stay
+// short, and re-appends a group's highest-version record when an older
+// copy of it landed later and this node coordinates the group, so the
+// compactor, which keeps the last record of a key, keeps the right one.
 const GroupStream = "__disgw_groups"
 
-var _ disbackend.GroupStateStore = (*Store)(nil)
+// GroupVersionHeader is the record header of GroupStream holding a
+// record's version (decimal).
+const GroupVersionHeader = "disgw.group.version"
+
+// groupTailEvery is how often the tail of GroupStream is read in cluster
+// mode.
+const groupTailEvery = time.Second
+
+var (
+	_ disbackend.GroupStateStore  = (*Store)(nil)
+	_ disbackend.GroupStateReader = (*Store)(nil)
+)
+
+// groupEntry is what the Store knows of one group's saved state.
+type groupEntry struct {
+	state []byte // latest state; nil: deleted (or only issued)
+	ver   uint64 // its version
+	read  bool   // a record of the group was read or written: ver is valid
+	// issued is the highest version this Store sent (its outcome maybe
+	// unknown): the next save takes a higher one.
+	issued uint64
+	// deleted is when a tombstone was taken: the entry is forgotten
+	// DefaultDeleteRetention later, as the compactor forgets the tombstone.
+	deleted time.Time
+	// streamVer is the highest version read from the stream (not this
+	// Store's own saves): a record read later with a lower one landed
+	// after a newer record, a late copy.
+	streamVer uint64
+}
+
+// groupTable is the latest record of each group in GroupStream.
+type groupTable struct {
+	mu     sync.Mutex
+	m      map[string]*groupEntry // guarded by mu
+	next   int64                  // next sequence number to read; guarded by mu
+	stale  map[string]bool        // groups whose older record landed after a newer one; guarded by mu
+	loaded bool                   // read up to the end once; guarded by mu
+	tail   bool                   // the tail goroutine was started; guarded by mu
+	// Catch-ups (readGroups) run one at a time (sem); started counts
+	// those begun and done the last that ended well, so a caller whose
+	// call came before a catch-up began is served by it. Guarded by mu.
+	sem     chan struct{}
+	started uint64
+	done    uint64
+}
+
+func (t *groupTable) init() {
+	t.m = map[string]*groupEntry{}
+	t.stale = map[string]bool{}
+	t.sem = make(chan struct{}, 1)
+}
 
 // ensureGroups creates GroupStream once per process (it may already
 // exist) and has the compactor keep it.
@@ -39,50 +114,362 @@ func (s *Store) ensureGroups(ctx context.Context) error {
 }
 
 // SaveGroupState appends the group's state to GroupStream (a tombstone for
-// nil) and returns once DIS has it. DIS PutRecords. Errors: ErrClosed,
-// ErrUnavailable, ErrInvalidRecord (a state over DIS's 1 MB per record),
-// or DIS's.
+// nil) with the next version of the group and returns once DIS has it. In
+// cluster mode only the group's coordinator may (the fence). DIS
+// PutRecords (and, at the Store's first group call, DescribeStream,
+// GetCursor and GetRecords of the stream). Errors: ErrClosed,
+// ErrUnavailable, ErrNotCoordinator, ErrInvalidRecord (a state over DIS's
+// 1 MB per record), or DIS's.
 func (s *Store) SaveGroupState(ctx context.Context, group string, state []byte) error {
-	if err := s.ensureGroups(ctx); err != nil {
+	if err := s.fence.mayWrite(disbackend.GroupKey(group)); err != nil {
 		return fmt.Errorf("disrest: save group %q: %w", group, err)
 	}
-	recs := []disbackend.Record{{Key: []byte(group), Value: state, Timestamp: time.Now().UnixMilli()}}
+	if err := s.loadGroups(ctx, false); err != nil {
+		return fmt.Errorf("disrest: save group %q: %w", group, err)
+	}
+	ver := s.groups.issue(group)
+	recs := []disbackend.Record{groupRecord(group, state, ver)}
 	if _, err := s.appendFenced(partKey{GroupStream, 0}, recordsBatch(recs), nil, disbackend.GroupKey(group)).Wait(ctx); err != nil {
 		return fmt.Errorf("disrest: save group %q: %w", group, err)
 	}
+	now := time.Now()
+	s.groups.mu.Lock()
+	s.groups.applyLocked(group, state, ver, now)
+	if state == nil {
+		s.groups.pruneLocked(now)
+	}
+	s.groups.mu.Unlock()
 	return nil
 }
 
-// GroupStates reads GroupStream from its start and returns each group's
-// latest state (groups whose latest record is a tombstone are left out).
-// DIS DescribeStream, GetCursor, GetRecords.
+// groupRecord is the record of GroupStream saving state of version ver.
+func groupRecord(group string, state []byte, ver uint64) disbackend.Record {
+	return disbackend.Record{Key: []byte(group), Value: state, Timestamp: time.Now().UnixMilli(),
+		Headers: []disbackend.RecordHeader{{Key: GroupVersionHeader, Value: strconv.AppendUint(nil, ver, 10)}}}
+}
+
+// groupVersion is a record's version: its GroupVersionHeader, 0 without
+// one (written before versions) or when it does not parse.
+func groupVersion(r *disbackend.Record) uint64 {
+	for _, h := range r.Headers {
+		if h.Key == GroupVersionHeader {
+			v, err := strconv.ParseUint(string(h.Value), 10, 64)
+			if err != nil {
+				return 0
+			}
+			return v
+		}
+	}
+	return 0
+}
+
+// GroupStates returns each group's latest state (groups whose latest record
+// is a tombstone are left out), reading GroupStream up to its end: from its
+// start the first time. DIS DescribeStream, GetCursor, GetRecords.
 func (s *Store) GroupStates(ctx context.Context) (map[string][]byte, error) {
-	if err := s.ensureGroups(ctx); err != nil {
+	if err := s.loadGroups(ctx, true); err != nil {
 		return nil, fmt.Errorf("disrest: group states: %w", err)
 	}
+	t := &s.groups
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make(map[string][]byte, len(t.m))
+	for g, e := range t.m {
+		if e.read && e.state != nil {
+			out[g] = e.state
+		}
+	}
+	return out, nil
+}
+
+// GroupState returns the latest state saved for group by any node (nil
+// when there is none or it was deleted), reading GroupStream up to its end
+// first, so every save DIS acknowledged before the call is seen. DIS
+// DescribeStream, GetCursor, GetRecords.
+func (s *Store) GroupState(ctx context.Context, group string) ([]byte, error) {
+	if err := s.loadGroups(ctx, true); err != nil {
+		return nil, fmt.Errorf("disrest: group state %q: %w", group, err)
+	}
+	t := &s.groups
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if e := t.m[group]; e != nil && e.read {
+		return e.state, nil
+	}
+	return nil, nil
+}
+
+// loadGroups brings the group table up to GroupStream's end: always when
+// fresh, else only if it never was. In cluster mode it starts the tail.
+func (s *Store) loadGroups(ctx context.Context, fresh bool) error {
+	if err := s.ensureGroups(ctx); err != nil {
+		return err
+	}
+	t := &s.groups
+	t.mu.Lock()
+	want := t.started + 1 // a catch-up begun after this call
+	if !fresh && t.loaded {
+		t.mu.Unlock()
+		return nil
+	}
+	t.mu.Unlock()
+	select {
+	case t.sem <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-t.sem }()
+	t.mu.Lock()
+	if t.done >= want || (!fresh && t.loaded) {
+		t.mu.Unlock()
+		return nil
+	}
+	t.started++
+	n := t.started
+	t.mu.Unlock()
+	if err := s.readGroups(ctx); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	t.done, t.loaded = n, true
+	t.mu.Unlock()
+	s.startGroupTail()
+	return nil
+}
+
+// readGroups reads GroupStream from where the table left off to the
+// stream's end as DIS describes it now. When the records there have
+// expired (DIS's retention, the compactor having copied the live ones
+// since), it reads again from the stream's start.
+func (s *Store) readGroups(ctx context.Context) error {
+	t := &s.groups
 	k := partKey{GroupStream, 0}
 	for attempt := 0; ; attempt++ {
 		r, err := s.describeRange(ctx, GroupStream, 0)
 		if err != nil {
-			return nil, fmt.Errorf("disrest: group states: %w", err)
+			return err
 		}
-		out := map[string][]byte{}
-		err = s.scan(ctx, k, r.First, r.Next, copyReadBytes, false, func(recs []fetched) bool {
-			for i := range recs {
-				if recs[i].rec.Value == nil {
-					delete(out, string(recs[i].rec.Key))
-				} else {
-					out[string(recs[i].rec.Key)] = recs[i].rec.Value
-				}
-			}
+		t.mu.Lock()
+		if t.next < r.First {
+			t.resetLocked(r.First)
+		}
+		from := t.next
+		t.mu.Unlock()
+		err = s.scan(ctx, k, from, r.Next, copyReadBytes, false, func(recs []fetched) bool {
+			s.applyGroupRecords(recs)
 			return true
 		})
 		if err == nil {
-			return out, nil
+			s.repairGroups(ctx)
+			return nil
 		}
 		if !errors.Is(err, disbackend.ErrOffsetOutOfRange) || attempt == 3 {
-			return nil, fmt.Errorf("disrest: group states: %w", err)
+			return err
 		}
 		// The start expired under the read: read again from the new start.
+	}
+}
+
+// applyGroupRecords takes records read from GroupStream, skipping those
+// already taken.
+func (s *Store) applyGroupRecords(recs []fetched) {
+	t := &s.groups
+	now := time.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for i := range recs {
+		f := &recs[i]
+		if f.sn < t.next || f.rec.Key == nil {
+			continue
+		}
+		t.next = f.sn + 1
+		g := string(f.rec.Key)
+		ver := groupVersion(&f.rec)
+		t.applyLocked(g, f.rec.Value, ver, now)
+		e := t.m[g]
+		if ver < e.streamVer {
+			t.stale[g] = true
+		}
+		e.streamVer = max(e.streamVer, ver)
+	}
+}
+
+// applyLocked takes state of version ver for group unless a higher
+// version is known. Called with mu held.
+func (t *groupTable) applyLocked(group string, state []byte, ver uint64, now time.Time) {
+	e := t.m[group]
+	if e == nil {
+		e = &groupEntry{}
+		t.m[group] = e
+	}
+	if e.read && ver < e.ver {
+		return
+	}
+	e.state, e.ver, e.read = state, ver, true
+	e.deleted = time.Time{}
+	if state == nil {
+		e.deleted = now
+	}
+}
+
+// resetLocked forgets what was read (it expired from the stream) before
+// reading again from first; the versions this Store issued stay. Called
+// with mu held.
+func (t *groupTable) resetLocked(first int64) {
+	for g, e := range t.m {
+		if e.issued == 0 {
+			delete(t.m, g)
+			continue
+		}
+		*e = groupEntry{issued: e.issued}
+	}
+	clear(t.stale)
+	t.next = first
+}
+
+// issue returns the version of group's next save: above every version
+// read or sent.
+func (t *groupTable) issue(group string) uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e := t.m[group]
+	if e == nil {
+		e = &groupEntry{}
+		t.m[group] = e
+	}
+	v := max(e.ver, e.issued) + 1
+	e.issued = v
+	return v
+}
+
+// pruneLocked forgets the groups deleted DefaultDeleteRetention ago (the
+// compactor no longer keeps their tombstones either). Called with mu held.
+func (t *groupTable) pruneLocked(now time.Time) {
+	for g, e := range t.m {
+		if e.read && e.state == nil && now.Sub(e.deleted) >= disbackend.DefaultDeleteRetention && e.issued <= e.ver {
+			delete(t.m, g)
+		}
+	}
+}
+
+// repairGroups re-appends the highest-version record of each group whose
+// older record landed later (a late compaction copy), when this node may
+// write the group (its coordinator, in cluster mode): the compactor keeps
+// the last record of a key, so without the repair the newer record would
+// expire and the older one live on. Failures are logged; the next stale
+// record tries again.
+func (s *Store) repairGroups(ctx context.Context) {
+	t := &s.groups
+	t.mu.Lock()
+	type fix struct {
+		group string
+		state []byte
+		ver   uint64
+	}
+	var fixes []fix
+	for g := range t.stale {
+		delete(t.stale, g)
+		if e := t.m[g]; e != nil && e.read {
+			fixes = append(fixes, fix{g, e.state, e.ver})
+		}
+	}
+	t.mu.Unlock()
+	for _, f := range fixes {
+		if s.fence.mayWrite(disbackend.GroupKey(f.group)) != nil {
+			continue // another node coordinates it: it repairs
+		}
+		recs := []disbackend.Record{groupRecord(f.group, f.state, f.ver)}
+		if _, err := s.appendJob(partKey{GroupStream, 0}, recordsBatch(recs), nil).Wait(ctx); err != nil {
+			s.log.Warn("group state: re-appending the latest state over an older copy failed",
+				zap.String("group", f.group), zap.Uint64("version", f.ver), zap.Error(err))
+			continue
+		}
+		s.log.Info("group state: an older copy landed after the latest state; re-appended the latest",
+			zap.String("group", f.group), zap.Uint64("version", f.ver))
+	}
+}
+
+// startGroupTail starts, in cluster mode, the goroutine that tails
+// GroupStream until the Store closes.
+func (s *Store) startGroupTail() {
+	if !s.clustered() {
+		return
+	}
+	t := &s.groups
+	t.mu.Lock()
+	if t.tail {
+		t.mu.Unlock()
+		return
+	}
+	t.tail = true
+	t.mu.Unlock()
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	if s.closed {
+		return
+	}
+	s.wg.Add(1)
+	go s.tailGroups()
+}
+
+// tailGroups reads the new records of GroupStream every groupTailEvery (at
+// once again when a read returned records), from where the table left
+// off.
+func (s *Store) tailGroups() {
+	defer s.wg.Done()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-s.stopPoll
+		cancel()
+	}()
+	t := &s.groups
+	k := partKey{GroupStream, 0}
+	tick := time.NewTicker(groupTailEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		for ctx.Err() == nil {
+			took := false
+			select {
+			case t.sem <- struct{}{}: // not while a catch-up reads
+				took = true
+			default:
+			}
+			if !took {
+				break
+			}
+			t.mu.Lock()
+			from := t.next
+			t.pruneLocked(time.Now())
+			t.mu.Unlock()
+			rctx, rcancel := context.WithTimeout(ctx, s.opts.RequestTimeout+s.opts.RetryTimeout)
+			recs, err := s.fetchAt(rctx, k, from, copyReadBytes, false)
+			if err == nil {
+				s.applyGroupRecords(recs)
+			}
+			<-t.sem
+			if errors.Is(err, disbackend.ErrOffsetOutOfRange) {
+				err = s.loadGroups(rctx, true) // expired: read again from the start
+				recs = nil
+			}
+			if err == nil {
+				s.repairGroups(rctx)
+			}
+			rcancel()
+			if err != nil {
+				if ctx.Err() == nil {
+					s.log.Debug("group state: reading the tail failed", zap.Error(err))
+				}
+				break
+			}
+			if len(recs) == 0 {
+				break
+			}
+		}
 	}
 }

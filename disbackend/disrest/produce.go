@@ -238,6 +238,12 @@ func (s *Store) plan(k partKey, si streamInfo, group []job) (p *groupPlan, rest 
 	if format == "" {
 		format = s.opts.RecordFormat
 	}
+	if format == FormatNative && gatewayStream(k.stream) {
+		// Only the gateway reads its own streams: their records (group
+		// states carry a header, tombstones a null value) are wrapped
+		// when they need it, whatever the format of topics.
+		format = FormatAuto
+	}
 	p = &groupPlan{s: s, k: k, si: si, logAppend: si.st.Config.TimestampType == disbackend.LogAppendTime, format: format,
 		keys: s.compact.hook(k, si), creds: group[0].b.Credentials, producers: map[int64]nextBatch{}}
 	for i := range group {

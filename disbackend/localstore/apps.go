@@ -398,7 +398,10 @@ func (s *Store) requireApp(name string) error {
 	return nil
 }
 
-var _ disbackend.GroupStateStore = (*Store)(nil)
+var (
+	_ disbackend.GroupStateStore  = (*Store)(nil)
+	_ disbackend.GroupStateReader = (*Store)(nil)
+)
 
 // SaveGroupState stores a consumer group's membership (the group
 // coordinator's opaque state) under its id, synced; nil deletes it.
@@ -444,4 +447,22 @@ func (s *Store) GroupStates(ctx context.Context) (map[string][]byte, error) {
 		return nil, fmt.Errorf("localstore: group states: %w", err)
 	}
 	return out, nil
+}
+
+// GroupState returns one consumer group's stored membership, nil when
+// there is none. Errors: ErrClosed, or a storage error.
+func (s *Store) GroupState(ctx context.Context, group string) ([]byte, error) {
+	if err := s.enter("group state"); err != nil {
+		return nil, err
+	}
+	defer s.dbMu.RUnlock()
+	v, closer, err := s.db.Get(append([]byte{prefixGroup}, group...))
+	if err == pebble.ErrNotFound {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("localstore: group state %q: %w", group, err)
+	}
+	defer closer.Close()
+	return append([]byte(nil), v...), nil
 }
