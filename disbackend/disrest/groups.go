@@ -379,7 +379,7 @@ func (s *Store) repairGroups(ctx context.Context) {
 			continue // another node coordinates it: it repairs
 		}
 		recs := []disbackend.Record{groupRecord(f.group, f.state, f.ver)}
-		if _, err := s.appendJob(partKey{GroupStream, 0}, recordsBatch(recs), nil).Wait(ctx); err != nil {
+		if _, err := s.appendFenced(partKey{GroupStream, 0}, recordsBatch(recs), nil, disbackend.GroupKey(f.group)).Wait(ctx); err != nil {
 			s.log.Warn("group state: re-appending the latest state over an older copy failed",
 				zap.String("group", f.group), zap.Uint64("version", f.ver), zap.Error(err))
 			continue
