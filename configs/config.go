@@ -220,6 +220,38 @@ type Config struct {
 	// the console) takes to show in Metadata. Failed listings (DIS.4305 too
 	// many requests among them) back off, doubling, up to 2 minutes.
 	DISMetadataRefresh time.Duration `yaml:"dis_metadata_refresh" default:"5s" range:"at least 100ms (DIS limits its API's request rate)"`
+	// Cluster turns on cluster mode (backend `dis` only): several nodes in
+	// front of one DIS project, each partition led and each group
+	// coordinated by one of them, fenced through DIS's consumer groups (see
+	// docs/cluster.md). Each node needs its own `node_id` and advertised
+	// address. At start the node checks that DIS refuses a commit of a
+	// stale group member and refuses to start otherwise.
+	Cluster bool `yaml:"cluster" default:"false" gateway:"-"`
+	// NodeID is this node's Kafka node id (broker id in Metadata); in
+	// cluster mode unique among the nodes: a node that finds its id held by
+	// another live node refuses to start.
+	NodeID int32 `yaml:"node_id" default:"0" range:"0 to 1023" unit:"node id"`
+	// ClusterHeartbeat is how often, in cluster mode, a node heartbeats to
+	// DIS's consumer group of the nodes and reads the current view: the
+	// bound on how late it learns of a new generation and its view.
+	ClusterHeartbeat time.Duration `yaml:"cluster_heartbeat" default:"1s" range:"> 0"`
+	// ClusterJoinWindow is the `rebalanceTimeoutMs` a node sends, in
+	// cluster mode, with its JoinGroup: how long DIS waits for the nodes to
+	// join a rebalance (DIS's documented window is about 20 s).
+	ClusterJoinWindow time.Duration `yaml:"cluster_join_window" default:"3s" range:"> 0"`
+	// ClusterSettle is how long, in cluster mode, the controller waits
+	// after a rebalance for every node to publish its registry record
+	// before it computes and writes the view; a node that publishes later
+	// joins again.
+	ClusterSettle time.Duration `yaml:"cluster_settle" default:"2s" range:"> 0"`
+	// ClusterLease is how long, in cluster mode, a node may write to DIS
+	// after sending its last lease renewal that DIS accepted (renewed every
+	// third of it): a node cut off from DIS stops writing within it.
+	ClusterLease time.Duration `yaml:"cluster_lease" default:"3s" range:"> 0"`
+	// ClusterRebalanceInterval is how often at most, in cluster mode, the
+	// controller starts a new generation because topics, partitions or
+	// groups created since the view load one node above 1.1 times the mean.
+	ClusterRebalanceInterval time.Duration `yaml:"cluster_rebalance_interval" default:"10m" range:"> 0"`
 	// LogLevel is the least level logged (to stderr).
 	LogLevel string `yaml:"log_level" default:"info" flag:"log-level" values:"debug,info,warn,error"`
 

@@ -246,6 +246,11 @@ func TestValidate(t *testing.T) {
 		{"advertise port 0", func(c *Config) { c.Advertise = "host:0" }, []string{"advertise:"}},
 		{"advertise no host", func(c *Config) { c.Advertise = ":9092" }, []string{"advertise:"}},
 		{"zero retention is the backend's", func(c *Config) { c.DefaultRetention = 0 }, nil},
+		{"cluster on the embedded store", func(c *Config) { c.Cluster = true }, []string{"cluster: needs backend dis"}},
+		{"cluster on dis", func(c *Config) {
+			c.Backend, c.DISEndpoint, c.DISProjectID, c.DISToken, c.Cluster, c.NodeID = "dis", "https://dis.example", "p", "tok", true, 1023
+		}, nil},
+		{"node id out of range", func(c *Config) { c.NodeID = 1024 }, []string{"node_id:"}},
 		{"dis endpoint without a host", func(c *Config) {
 			c.Backend, c.DISEndpoint, c.DISProjectID, c.DISToken = "dis", "http://", "p", "tok"
 		}, []string{"dis_endpoint:"}},

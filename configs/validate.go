@@ -43,6 +43,9 @@ func (c Config) Validate() error {
 	c.validateSecurity(&p)
 	c.validateDIS(&p)
 	c.validateLimits(&p)
+	if c.Cluster && c.Backend != BackendDIS {
+		p.add("cluster", "needs backend dis: the nodes of a cluster share one DIS project (the embedded store is single-node)")
+	}
 	if (c.AdminTLSCertFile == "") != (c.AdminTLSKeyFile == "") {
 		p.add("admin_tls_cert_file", "admin_tls_cert_file and admin_tls_key_file go together")
 	}

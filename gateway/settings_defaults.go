@@ -17,6 +17,7 @@ func settingDefaults(c *Config) {
 	c.TLS.ClientAuth = "none"                      // tls_client_auth
 	c.SASL.MaxReauth = 0                           // connections_max_reauth
 	c.DefaultRecordFormat = "auto"                 // dis_record_format
+	c.NodeID = 0                                   // node_id
 	c.MaxFrameBytes = 100 << 20                    // max_frame_bytes
 	c.IdleTimeout = 10 * time.Minute               // idle_timeout
 	c.FrameReadTimeout = 30 * time.Second          // frame_read_timeout

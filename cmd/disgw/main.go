@@ -310,6 +310,11 @@ func runGateway(cfg configs.Config, readyFile string, log *zap.Logger, ring *adm
 	if err := srv.Listen(); err != nil {
 		return err
 	}
+	clusterFailed, err := startCluster(ctx, cfg, srv, store)
+	if err != nil {
+		_ = srv.Shutdown(context.Background())
+		return err
+	}
 	var adm *admin.Server
 	if cfg.AdminListen != "" {
 		if adm, err = admin.New(adminOptions(cfg, srv, store, m, ring, log)); err == nil {
@@ -343,7 +348,7 @@ func runGateway(cfg configs.Config, readyFile string, log *zap.Logger, ring *adm
 		defer os.Remove(readyFile)
 	}
 
-	var serveErr error
+	var serveErr, clusterErr error
 	serveDone := false
 	select {
 	case <-ctx.Done():
@@ -352,6 +357,9 @@ func runGateway(cfg configs.Config, readyFile string, log *zap.Logger, ring *adm
 		log.Info("shutting down", zap.Duration("grace", cfg.ShutdownGrace))
 	case serveErr = <-served:
 		serveDone = true
+	case clusterErr = <-clusterFailed:
+		clusterErr = fmt.Errorf("cluster: %w", clusterErr)
+		log.Info("shutting down", zap.Duration("grace", cfg.ShutdownGrace))
 	}
 	// /readyz answers 503 from now on, while in-flight requests finish.
 	if adm != nil {
@@ -379,7 +387,7 @@ func runGateway(cfg configs.Config, readyFile string, log *zap.Logger, ring *adm
 	if closeErr != nil {
 		closeErr = fmt.Errorf("close store: %w", closeErr)
 	}
-	if err := errors.Join(serveErr, shutdownErr, closeErr); err != nil {
+	if err := errors.Join(clusterErr, serveErr, shutdownErr, closeErr); err != nil {
 		return err
 	}
 	log.Info("stopped")
@@ -487,7 +495,14 @@ func disCredentials(cfg configs.Config, log *zap.Logger) (configs.DISCredentials
 func openBackend(cfg configs.Config, creds configs.DISCredentials, log *zap.Logger, m *metrics.Metrics) (disbackend.Backend, error) {
 	if cfg.Backend == configs.BackendDIS {
 		log.Info("connecting to DIS", zap.String("dis_endpoint", cfg.DISEndpoint), zap.String("dis_project_id", creds.ProjectID))
-		return disrest.New(disrestOptions(cfg, creds, log, m))
+		s, err := disrest.New(disrestOptions(cfg, creds, log, m))
+		if err != nil {
+			return nil, err
+		}
+		if c := s.Cluster(); c != nil {
+			return clusterBackend{Store: s, Cluster: c}, nil
+		}
+		return s, nil
 	}
 	if err := checkDataDir(cfg.Data); err != nil {
 		return nil, err
@@ -496,6 +511,52 @@ func openBackend(cfg configs.Config, creds configs.DISCredentials, log *zap.Logg
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
 	return localstore.Open(cfg.Data, localstoreOptions(cfg, log))
+}
+
+// startCluster starts cluster mode (docs/cluster.md) once the gateway
+// listens, so that its advertised listeners are known (a port 0 is bound
+// by then): the DIS backend checks that DIS fences stale group members and
+// joins the other nodes. The channel receives the error that stops the
+// membership later (another node holds this node_id); nil without
+// cluster mode.
+func startCluster(ctx context.Context, cfg configs.Config, srv *gateway.Server, store disbackend.Backend) (<-chan error, error) {
+	if !cfg.Cluster {
+		return nil, nil
+	}
+	ds, ok := store.(clusterBackend)
+	if !ok {
+		return nil, errors.New("cluster mode needs backend dis")
+	}
+	if err := ds.StartCluster(ctx, advertisedListeners(cfg, srv)); err != nil {
+		return nil, err
+	}
+	return ds.ClusterFailed(), nil
+}
+
+// clusterBackend is the DIS backend in cluster mode as the gateway and
+// the admin listener see it: the Store, and its membership's view
+// (disbackend.Cluster), which the gateway answers Kafka's view from. The
+// Store alone does not implement disbackend.Cluster, so that one node
+// answers as before.
+type clusterBackend struct {
+	*disrest.Store
+	disbackend.Cluster
+}
+
+// advertisedListeners are the gateway's advertised addresses (HOST:PORT)
+// by listener name, as Metadata answers them.
+func advertisedListeners(cfg configs.Config, srv *gateway.Server) map[string]string {
+	out := map[string]string{}
+	ls, err := cfg.Listeners()
+	if err != nil {
+		return out
+	}
+	for _, l := range ls {
+		if a := srv.ListenerAddr(l.Name); a != "" {
+			out[l.Name] = a
+		}
+	}
+	return out
 }
 
 // disrestOptions maps cfg and creds onto the DIS backend's options.
@@ -511,6 +572,10 @@ func disrestOptions(cfg configs.Config, creds configs.DISCredentials, log *zap.L
 		PrincipalClients:  int(cfg.DISPrincipalClients),
 		PrincipalTTL:      cfg.DISPrincipalTTL,
 		Metrics:           m,
+		Cluster:           cfg.Cluster, NodeID: cfg.NodeID, Version: version,
+		ClusterHeartbeat: cfg.ClusterHeartbeat, ClusterJoinWindow: cfg.ClusterJoinWindow,
+		ClusterSettle: cfg.ClusterSettle, ClusterLease: cfg.ClusterLease,
+		ClusterRebalanceInterval: cfg.ClusterRebalanceInterval,
 	}
 }
 

@@ -263,7 +263,7 @@ func (s *Server) commitCheckpoint(r *http.Request, _ map[string]string, body []b
 	if _, err := s.b.DescribeApp(ctx, req.AppName); err != nil {
 		return 0, nil, backendError(err, name, req.PartitionID, req.AppName)
 	}
-	if req.ClientID != "" && req.GenerationID != nil {
+	if req.ClientID != "" && req.GenerationID != nil && !s.opts.NoGroupFencing {
 		if derr := s.checkGroupCommit(ctx, req.AppName, req.ClientID, *req.GenerationID); derr != nil {
 			return 0, nil, derr
 		}

@@ -93,6 +93,12 @@ type Options struct {
 	// or 20 s (the adapter's rebalance.timeout.ms default) when none did;
 	// tests set a few milliseconds.
 	GroupSyncDelay time.Duration
+	// NoGroupFencing turns off the check of a CommitCheckpoint carrying
+	// client_id and generation_id against the app's group (DIS.4701-4703):
+	// such commits are then taken like any other. For tests of clients
+	// that must refuse a DIS that does not fence stale group members
+	// (disrest's cluster mode, docs/cluster.md).
+	NoGroupFencing bool
 	// Faults are injected into DIS operations (not into /dislocal/ paths).
 	Faults Faults
 	// Now is the clock for signatures, cursors, flow control and scaling;

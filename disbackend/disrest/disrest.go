@@ -201,13 +201,42 @@ type Options struct {
 	// read-ahead and cursor caches before it is checked again; 0 means
 	// 60 s.
 	PrincipalTTL time.Duration
+	// Cluster turns on cluster mode (docs/cluster.md, cluster.go): the
+	// Store becomes one of several gateway nodes in front of the DIS
+	// project, a member of DIS's consumer group of app __disgw-nodes from
+	// StartCluster on, and writes only what it owns in its current view,
+	// under its lease. Off (the default), it is the only node and owns
+	// everything.
+	Cluster bool
+	// ClusterHeartbeat is how often the node heartbeats to DIS and reads
+	// the current view (cluster mode); 0 means 1 s.
+	ClusterHeartbeat time.Duration
+	// ClusterJoinWindow is the rebalanceTimeoutMs of its JoinGroup; 0
+	// means 3 s.
+	ClusterJoinWindow time.Duration
+	// ClusterSettle is how long the controller waits after its SyncGroup
+	// before it reads the registry records and writes the view; 0 means
+	// 2 s.
+	ClusterSettle time.Duration
+	// ClusterLease is how long a lease renewal DIS accepted lets the node
+	// write, from the moment it was sent (renewed every third of it); 0
+	// means 3 s.
+	ClusterLease time.Duration
+	// ClusterRebalanceInterval is how often at most the controller starts
+	// a new generation because keys created since the view unbalance it;
+	// 0 means 10 minutes.
+	ClusterRebalanceInterval time.Duration
+	// Version is the gateway's version, published in the node's registry
+	// record (cluster mode).
+	Version string
 	// Metrics receives each DIS call (disgw_backend_calls_total,
 	// disgw_backend_call_duration_seconds), the fill of each PutRecords and
 	// the time throttled; nil counts nothing.
 	Metrics *metrics.Metrics
 	// NodeID is this node's Kafka node id (the node_id setting, 0-1023),
-	// used in cluster mode only: producer ids are NodeID<<40 | n, n
-	// reserved in a checkpoint of this node's own (docs/cluster.md §5). A
+	// used in cluster mode only: unique among the nodes, in its DIS client
+	// id and registry record (cluster.go); producer ids are NodeID<<40 | n,
+	// n reserved in a checkpoint of this node's own (docs/cluster.md §5). A
 	// single node ignores it.
 	NodeID int32
 }
@@ -299,6 +328,9 @@ type Store struct {
 	beforePut func(stream string, part int32)
 
 	stopPoll chan struct{}
+
+	// cluster is the membership in cluster mode (cluster.go), else nil.
+	cluster *membership
 }
 
 type partKey struct {
@@ -331,6 +363,9 @@ func New(opts Options) (*Store, error) {
 	case FormatAuto, FormatNative, FormatEnvelope:
 	default:
 		problems = append(problems, fmt.Sprintf("record format %q is not auto, native or envelope", opts.RecordFormat))
+	}
+	if opts.Cluster && (opts.NodeID < 0 || opts.NodeID > maxNodeID) {
+		problems = append(problems, fmt.Sprintf("node id %d is not 0-%d", opts.NodeID, maxNodeID))
 	}
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("disrest: %s", strings.Join(problems, "; "))
@@ -395,6 +430,10 @@ func New(opts Options) (*Store, error) {
 	s.bg, s.stopBG = context.WithCancel(context.Background())
 	s.ranges.init()
 	s.groups.init()
+	if opts.Cluster {
+		s.cluster = newMembership(s)
+		s.fence = s.cluster
+	}
 	s.compact.init(s, int64(opts.CompactionMaxKeys))
 	if !opts.NoCompactor {
 		s.wg.Add(1)
@@ -499,6 +538,9 @@ func (s *Store) Close() error {
 	close(s.stopPoll)
 	s.closeMu.Unlock()
 	s.wg.Wait()
+	// After the writers have sent what was queued, under the lease: leave
+	// the nodes' group, so that the others rebalance at once.
+	s.cluster.close()
 	s.stopBG()
 	return nil
 }

@@ -28,6 +28,10 @@ var opNames = []struct{ prefix, name string }{
 	{"update stream", "UpdateStream"},
 	{"delete tags", "DeleteStreamTags"},
 	{"tag stream", "CreateStreamTags"},
+	{"join group", "JoinGroup"},
+	{"sync group", "SyncGroup"},
+	{"heartbeat", "Heartbeat"},
+	{"leave group", "LeaveGroup"},
 }
 
 // opName is the DIS operation of an op text, "Other" when unknown.

@@ -53,6 +53,7 @@ type Metrics struct {
 	putRecords      prometheus.Histogram
 	throttle        prometheus.Counter
 	lateWrites      prometheus.Counter
+	cluster         clusterMetrics
 
 	topics *Capper
 	groups *Capper
@@ -104,8 +105,9 @@ func New(o Options) *Metrics {
 			Help: "Seconds spent waiting because DIS flow control (DIS.4303) or the partition pacer throttled a call."}),
 		lateWrites: prometheus.NewCounter(prometheus.CounterOpts{Name: "disgw_cluster_late_writes_total",
 			Help: "Batches DIS wrote that the gateway refused to acknowledge (NOT_LEADER_OR_FOLLOWER): their records are not where one base offset says (a late write of a former leader, docs/cluster.md)."}),
-		topics: NewCapper(o.MaxTopics),
-		groups: NewCapper(o.MaxGroups),
+		cluster: newClusterMetrics(),
+		topics:  NewCapper(o.MaxTopics),
+		groups:  NewCapper(o.MaxGroups),
 	}
 	m.Registry.MustRegister(m.requests, m.requestDuration, m.recordsIn, m.bytesIn, m.recordsOut, m.bytesOut,
 		m.connections, m.rebalances, m.backendCalls, m.backendDuration, m.putBytes, m.putRecords, m.throttle, m.lateWrites,
