@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"time"
 )
 
 // Idempotent producers: Kafka's ProducerStateManager rules, in one pure
@@ -37,9 +38,27 @@ type ProducerBatch struct {
 // ProducerStateEntry): its epoch, the time of its last append, and its
 // last MaxProducerBatches batches, oldest first.
 type ProducerState struct {
-	Epoch        int16
-	LastAppendMS int64 // ms, for expiry (Kafka producer.id.expiration.ms)
+	Epoch int16
+	// LastAppendMS is when the store appended the producer's last batch
+	// (ms since the Unix epoch), for expiry (Kafka
+	// producer.id.expiration.ms, see Expire).
+	LastAppendMS int64
 	Batches      []ProducerBatch
+}
+
+// DefaultProducerIDExpiration is how long an idle producer's state is
+// kept by default: Kafka's producer.id.expiration.ms default, 86400000 ms.
+const DefaultProducerIDExpiration = 24 * time.Hour
+
+// ProducerExpiryCutoff is the cutoff to give Expire at nowMS (ms) for an
+// expiry of expiry: a state whose last append is at or before it has
+// been idle for expiry or longer. expiry <= 0 (never expire) gives
+// math.MinInt64, at or before which no append is.
+func ProducerExpiryCutoff(nowMS int64, expiry time.Duration) int64 {
+	if expiry <= 0 {
+		return math.MinInt64
+	}
+	return nowMS - expiry.Milliseconds()
 }
 
 // ProducerStates holds the producer states of a store by key K (a
@@ -63,7 +82,12 @@ func IncSequence(seq, inc int32) int32 {
 // Check applies Kafka's rules to the idempotent batch b (ProducerID >= 0)
 // about to be appended under key k, and changes nothing:
 //   - no state for k (a new producer, or one whose state expired or is
-//     gone): any epoch and sequence is accepted;
+//     gone): any epoch and sequence is accepted, so a retry from a
+//     producer whose state expired is written again as a new batch
+//     (Kafka ProducerAppendInfo.checkSequence: with no entry the current
+//     epoch is RecordBatch.NO_PRODUCER_EPOCH, and "if there is no current
+//     producer epoch ... accept writes with any sequence number"; since
+//     KIP-360, Kafka 2.5, no UNKNOWN_PRODUCER_ID);
 //   - an older epoch than the state's: ErrInvalidProducerEpoch;
 //   - a newer epoch: accepted when it starts at sequence 0, else
 //     ErrOutOfOrderSequence;
@@ -117,11 +141,16 @@ func (s *ProducerStates[K]) Remember(k K, b *Batch, base, last, maxTS, nowMS int
 // baseSeq, at offsets [base, last] with max timestamp maxTS (ms) appended
 // at appendMS (ms), as Check accepted
 // it when it was written: a newer epoch starts the state over, an older
-// one (which Check would have refused) is ignored. The store replays a
-// partition's batches in offset order.
+// one (which Check would have refused) is ignored. The state's last
+// append becomes appendMS unless it is already later. The store replays
+// a partition's batches in offset order.
 func (s *ProducerStates[K]) Rebuild(k K, epoch int16, baseSeq int32, base, last, maxTS, appendMS int64) {
-	if ps := s.m[k]; ps != nil && epoch < ps.Epoch {
+	ps := s.m[k]
+	if ps != nil && epoch < ps.Epoch {
 		return
+	}
+	if ps != nil && epoch == ps.Epoch {
+		appendMS = max(appendMS, ps.LastAppendMS)
 	}
 	s.put(k, epoch, ProducerBatch{
 		FirstSeq: baseSeq, LastSeq: IncSequence(baseSeq, int32(last-base)),
@@ -163,12 +192,22 @@ func (s *ProducerStates[K]) Each(f func(k K, ps *ProducerState)) {
 // Len is the number of states.
 func (s *ProducerStates[K]) Len() int { return len(s.m) }
 
-// Expire drops the states whose last append is before cutoffMS (ms) and
-// returns how many it dropped.
+// Expire drops the states whose last append is at or before cutoffMS
+// (ms; ProducerExpiryCutoff) and returns how many it dropped: Kafka's
+// ProducerStateManager.removeExpiredProducers, which drops a producer
+// when currentTimeMs - lastTimestamp >= producer.id.expiration.ms
+// (isProducerExpired). Kafka's lastTimestamp is the max timestamp of the
+// producer's last batch, which a producer's CreateTime sets; a store here
+// counts from when it appended the batch (LastAppendMS), so a producer
+// that writes old timestamps (a replay of history) keeps its state while
+// it writes, and one with a clock ahead is not kept longer. On a
+// LogAppendTime topic the two are the same. A producer with an open
+// transaction, which Kafka never expires, does not arise: the gateway
+// offers no transactions.
 func (s *ProducerStates[K]) Expire(cutoffMS int64) int {
 	n := 0
 	for k, ps := range s.m {
-		if ps.LastAppendMS < cutoffMS {
+		if ps.LastAppendMS <= cutoffMS {
 			delete(s.m, k)
 			n++
 		}

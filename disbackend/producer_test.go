@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/disgw/disgw/kafkawire/batch"
 )
@@ -146,5 +147,51 @@ func TestProducerStatesExpireAndDrop(t *testing.T) {
 	s.DropIf(func(k [2]int) bool { return k[0] == 0 })
 	if s.Len() != 1 || s.Get([2]int{1, 3}) == nil {
 		t.Fatalf("after DropIf: %d states", s.Len())
+	}
+}
+
+// TestProducerStatesExpireAsKafka: a state idle for the expiry or longer
+// goes (Kafka isProducerExpired: currentTimeMs - lastTimestamp >=
+// producer.id.expiration.ms), one idle for less stays; after expiry the
+// producer's retry, at any sequence and epoch, is a new batch; an expiry
+// <= 0 never expires.
+func TestProducerStatesExpireAsKafka(t *testing.T) {
+	const expiry = 1000 * time.Millisecond
+	var s ProducerStates[string]
+	s.Remember("idle", idemBatch(3, 40, 2), 0, 1, 0, 5000)
+	s.Remember("active", idemBatch(0, 0, 1), 2, 2, 0, 5001)
+	if n := s.Expire(ProducerExpiryCutoff(6000, expiry)); n != 1 || s.Get("idle") != nil || s.Get("active") == nil {
+		t.Fatalf("at 6000 ms: %d dropped, idle %+v, active %+v; want idle (1000 ms) dropped, active (999 ms) kept",
+			n, s.Get("idle"), s.Get("active"))
+	}
+	if dup, err := s.Check("active", idemBatch(0, 0, 1)); err != nil || dup == nil || dup.BaseOffset != 2 {
+		t.Fatalf("retry of the active producer: %+v, %v; want the batch at 2", dup, err)
+	}
+	for _, b := range []*Batch{idemBatch(3, 40, 2), idemBatch(3, 7, 1), idemBatch(1, 9, 1)} {
+		if dup, err := s.Check("idle", b); dup != nil || err != nil {
+			t.Fatalf("expired producer's batch epoch %d sequence %d: %+v, %v; want a new batch", b.ProducerEpoch, b.BaseSequence, dup, err)
+		}
+	}
+	if ProducerExpiryCutoff(6000, 0) != math.MinInt64 || ProducerExpiryCutoff(6000, -1) != math.MinInt64 {
+		t.Fatal("an expiry <= 0 has a cutoff")
+	}
+	if n := s.Expire(ProducerExpiryCutoff(math.MaxInt64, -1)); n != 0 {
+		t.Fatalf("never expiring dropped %d", n)
+	}
+}
+
+// TestProducerStatesRebuildKeepsLatestAppend: a batch replayed with an
+// earlier append time than the state's does not make the state look
+// idler than it is.
+func TestProducerStatesRebuildKeepsLatestAppend(t *testing.T) {
+	var s ProducerStates[string]
+	s.Rebuild("p", 0, 0, 0, 1, 0, 9000)
+	s.Rebuild("p", 0, 2, 2, 2, 0, 8000)
+	if ps := s.Get("p"); ps.LastAppendMS != 9000 || len(ps.Batches) != 2 {
+		t.Fatalf("state %+v; want last append 9000 and 2 batches", ps)
+	}
+	s.Rebuild("p", 1, 0, 3, 3, 0, 7000) // a newer epoch starts over
+	if ps := s.Get("p"); ps.LastAppendMS != 7000 || len(ps.Batches) != 1 {
+		t.Fatalf("state %+v; want last append 7000 and 1 batch", ps)
 	}
 }
