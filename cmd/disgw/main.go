@@ -506,11 +506,12 @@ func disrestOptions(cfg configs.Config, creds configs.DISCredentials, log *zap.L
 		RecordFormat: cfg.DISRecordFormat, Logger: log,
 		Linger:     disLinger(cfg.DISLinger),
 		BatchBytes: int(cfg.DISBatchBytes), BatchCount: int(cfg.DISBatchCount),
-		BufferBytes:       int(cfg.DISBufferBytes),
-		CompactionMaxKeys: int(cfg.DISCompactionMaxKeys),
-		PrincipalClients:  int(cfg.DISPrincipalClients),
-		PrincipalTTL:      cfg.DISPrincipalTTL,
-		Metrics:           m,
+		BufferBytes:         int(cfg.DISBufferBytes),
+		CompactionMaxKeys:   int(cfg.DISCompactionMaxKeys),
+		PrincipalClients:    int(cfg.DISPrincipalClients),
+		PrincipalTTL:        cfg.DISPrincipalTTL,
+		ProducerStateExpiry: cfg.ProducerIDExpiration,
+		Metrics:             m,
 	}
 }
 
@@ -521,6 +522,7 @@ func localstoreOptions(cfg configs.Config, log *zap.Logger) localstore.Options {
 		RetentionCheckInterval: cfg.RetentionCheckInterval,
 		CleanerInterval:        cfg.CleanerCheckInterval,
 		CleanerBufferBytes:     cfg.CleanerDedupeBufferBytes,
+		ProducerStateExpiry:    cfg.ProducerIDExpiration,
 	}
 }
 
