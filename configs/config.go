@@ -353,8 +353,8 @@ type Config struct {
 	// DescribeConfigs). A producer idle that long is forgotten, and its
 	// next batch is accepted at any sequence, as Kafka accepts a producer
 	// it has no state for: a retry arriving after it is written again. Keep
-	// it longer than clients' `delivery.timeout.ms` (2 minutes by
-	// default), see docs/limits.md.
+	// it longer than clients' `delivery.timeout.ms` (the Java client's
+	// default is 2 minutes), see docs/limits.md.
 	ProducerIDExpiration time.Duration `yaml:"producer_id_expiration" default:"24h" range:"> 0"`
 	// GroupInitialRebalanceDelay is how long a new consumer group waits for
 	// more members before its first rebalance (Kafka
