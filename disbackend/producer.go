@@ -68,7 +68,15 @@ func ProducerExpiryCutoff(nowMS int64, expiry time.Duration) int64 {
 // of that partition.
 type ProducerStates[K comparable] struct {
 	m map[K]*ProducerState
+	// peak is the most states m has held since it was made: a Go map
+	// keeps the room of its peak after deletes, so Expire and DropIf copy
+	// it into a new map once it holds less than a quarter of that.
+	peak int
 }
+
+// shrinkBelow: a map of fewer states than this is never copied to give
+// room back (its room is small).
+const shrinkBelow = 1024
 
 // IncSequence adds inc to a producer sequence number, wrapping from
 // math.MaxInt32 to 0 (Kafka DefaultRecordBatch.incrementSequence).
@@ -167,6 +175,7 @@ func (s *ProducerStates[K]) put(k K, epoch int16, b ProducerBatch, nowMS int64) 
 	case ps == nil:
 		ps = &ProducerState{Epoch: epoch}
 		s.m[k] = ps
+		s.peak = max(s.peak, len(s.m))
 	case epoch > ps.Epoch:
 		ps.Epoch, ps.Batches = epoch, ps.Batches[:0]
 	}
@@ -212,6 +221,7 @@ func (s *ProducerStates[K]) Expire(cutoffMS int64) int {
 			n++
 		}
 	}
+	s.shrink()
 	return n
 }
 
@@ -222,6 +232,21 @@ func (s *ProducerStates[K]) DropIf(drop func(K) bool) {
 			delete(s.m, k)
 		}
 	}
+	s.shrink()
+}
+
+// shrink copies the states into a map of their size when they are less
+// than a quarter of the peak, so that the memory of the states is that
+// of the live producers, not of the most there ever were.
+func (s *ProducerStates[K]) shrink() {
+	if s.peak < shrinkBelow || len(s.m) >= s.peak/4 {
+		return
+	}
+	m := make(map[K]*ProducerState, len(s.m))
+	for k, ps := range s.m {
+		m[k] = ps
+	}
+	s.m, s.peak = m, len(m)
 }
 
 // ActiveProducer is one idempotent producer's state on one partition, as

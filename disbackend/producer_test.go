@@ -195,3 +195,30 @@ func TestProducerStatesRebuildKeepsLatestAppend(t *testing.T) {
 		t.Fatalf("state %+v; want last append 7000 and 1 batch", ps)
 	}
 }
+
+// TestProducerStatesShrink: after most states expire, the map is copied
+// into one of the live states' size (a Go map keeps its peak's room).
+func TestProducerStatesShrink(t *testing.T) {
+	var s ProducerStates[int]
+	for i := range 10_000 {
+		s.Remember(i, idemBatch(0, 0, 1), int64(i), int64(i), 0, int64(i))
+	}
+	if s.peak != 10_000 {
+		t.Fatalf("peak %d", s.peak)
+	}
+	before := s.m
+	if n := s.Expire(7_000); n != 7_001 || s.Len() != 2_999 || s.peak != 10_000 {
+		t.Fatalf("expired %d, %d left, peak %d; want 7001, 2999 and the map kept", n, s.Len(), s.peak)
+	}
+	if n := s.Expire(9_000); n != 2_000 || s.Len() != 999 || s.peak != 999 {
+		t.Fatalf("expired %d, %d left, peak %d; want 2000, 999 and a new map", n, s.Len(), s.peak)
+	}
+	s.m[-1] = nil
+	if _, ok := before[-1]; ok {
+		t.Fatal("the map was not copied")
+	}
+	delete(s.m, -1)
+	if ps := s.Get(9_500); ps == nil || ps.LastAppendMS != 9_500 {
+		t.Fatalf("a live state after the copy: %+v", ps)
+	}
+}
