@@ -405,6 +405,7 @@ func New(opts Options) (*Store, error) {
 	if opts.fence != nil {
 		s.fence = opts.fence
 	}
+	s.idem.expiry, s.idem.now = opts.ProducerStateExpiry, opts.now
 	s.buf.init(opts.BufferBytes)
 	s.principals.init(opts.PrincipalClients, opts.PrincipalTTL)
 	s.streams.init()
@@ -421,7 +422,6 @@ func New(opts Options) (*Store, error) {
 		s.wg.Add(1)
 		go s.poll()
 	}
-	s.idem.expiry, s.idem.now = opts.ProducerStateExpiry, opts.now
 	if opts.ProducerStateExpiry > 0 {
 		s.wg.Add(1)
 		go s.expireProducersLoop(min(producerExpiryCheck, opts.ProducerStateExpiry))
