@@ -67,11 +67,22 @@ func ProducerExpiryCutoff(nowMS int64, expiry time.Duration) int64 {
 // check and remember of one batch must not interleave with another batch
 // of that partition.
 type ProducerStates[K comparable] struct {
-	m map[K]*ProducerState
+	m map[K]*producerNode[K]
 	// peak is the most states m has held since it was made: a Go map
 	// keeps the room of its peak after deletes, so Expire and DropIf copy
 	// it into a new map once it holds less than a quarter of that.
 	peak int
+	// oldest and newest end the list of the states by last append,
+	// oldest first, from whose front Expire takes the expired ones: its
+	// cost is that of what expires, not of every state kept.
+	oldest, newest *producerNode[K]
+}
+
+// producerNode is a state in ProducerStates' map and list.
+type producerNode[K comparable] struct {
+	ProducerState
+	key        K
+	prev, next *producerNode[K] // older, newer
 }
 
 // shrinkBelow: a map of fewer states than this is never copied to give
@@ -106,7 +117,7 @@ func IncSequence(seq, inc int32) int32 {
 //
 // (nil, nil) means: write b, then Remember it.
 func (s *ProducerStates[K]) Check(k K, b *Batch) (*ProducerBatch, error) {
-	ps := s.m[k]
+	ps := s.Get(k)
 	switch {
 	case ps == nil:
 		return nil, nil
@@ -153,7 +164,7 @@ func (s *ProducerStates[K]) Remember(k K, b *Batch, base, last, maxTS, nowMS int
 // append becomes appendMS unless it is already later. The store replays
 // a partition's batches in offset order.
 func (s *ProducerStates[K]) Rebuild(k K, epoch int16, baseSeq int32, base, last, maxTS, appendMS int64) {
-	ps := s.m[k]
+	ps := s.Get(k)
 	if ps != nil && epoch < ps.Epoch {
 		return
 	}
@@ -168,33 +179,85 @@ func (s *ProducerStates[K]) Rebuild(k K, epoch int16, baseSeq int32, base, last,
 
 func (s *ProducerStates[K]) put(k K, epoch int16, b ProducerBatch, nowMS int64) {
 	if s.m == nil {
-		s.m = make(map[K]*ProducerState)
+		s.m = make(map[K]*producerNode[K])
 	}
-	ps := s.m[k]
+	n := s.m[k]
 	switch {
-	case ps == nil:
-		ps = &ProducerState{Epoch: epoch}
-		s.m[k] = ps
+	case n == nil:
+		n = &producerNode[K]{ProducerState: ProducerState{Epoch: epoch}, key: k}
+		s.m[k] = n
 		s.peak = max(s.peak, len(s.m))
-	case epoch > ps.Epoch:
-		ps.Epoch, ps.Batches = epoch, ps.Batches[:0]
+	default:
+		s.unlink(n)
+		if epoch > n.Epoch {
+			n.Epoch, n.Batches = epoch, n.Batches[:0]
+		}
 	}
+	ps := &n.ProducerState
 	if len(ps.Batches) == MaxProducerBatches {
 		copy(ps.Batches, ps.Batches[1:])
 		ps.Batches = ps.Batches[:MaxProducerBatches-1]
 	}
 	ps.Batches = append(ps.Batches, b)
 	ps.LastAppendMS = nowMS
+	s.link(n)
+}
+
+// link puts n, not in the list, at its place by last append: after the
+// newest state not later than it (the newest, but for a clock that went
+// back).
+func (s *ProducerStates[K]) link(n *producerNode[K]) {
+	after := s.newest
+	for after != nil && after.LastAppendMS > n.LastAppendMS {
+		after = after.prev
+	}
+	n.prev = after
+	if after == nil {
+		n.next, s.oldest = s.oldest, n
+	} else {
+		n.next, after.next = after.next, n
+	}
+	if n.next == nil {
+		s.newest = n
+	} else {
+		n.next.prev = n
+	}
+}
+
+// unlink takes n out of the list.
+func (s *ProducerStates[K]) unlink(n *producerNode[K]) {
+	if n.prev == nil {
+		s.oldest = n.next
+	} else {
+		n.prev.next = n.next
+	}
+	if n.next == nil {
+		s.newest = n.prev
+	} else {
+		n.next.prev = n.prev
+	}
+	n.prev, n.next = nil, nil
+}
+
+// remove drops n from the map and the list.
+func (s *ProducerStates[K]) remove(n *producerNode[K]) {
+	s.unlink(n)
+	delete(s.m, n.key)
 }
 
 // Get returns the state under k, nil when there is none. The caller must
 // not keep it past the store's lock.
-func (s *ProducerStates[K]) Get(k K) *ProducerState { return s.m[k] }
+func (s *ProducerStates[K]) Get(k K) *ProducerState {
+	if n := s.m[k]; n != nil {
+		return &n.ProducerState
+	}
+	return nil
+}
 
 // Each calls f with every state, in no order. f must not change s.
 func (s *ProducerStates[K]) Each(f func(k K, ps *ProducerState)) {
-	for k, ps := range s.m {
-		f(k, ps)
+	for k, n := range s.m {
+		f(k, &n.ProducerState)
 	}
 }
 
@@ -213,23 +276,25 @@ func (s *ProducerStates[K]) Len() int { return len(s.m) }
 // LogAppendTime topic the two are the same. A producer with an open
 // transaction, which Kafka never expires, does not arise: the gateway
 // offers no transactions.
+// It takes them from the front of the list by last append, so its cost
+// is that of the states it drops.
 func (s *ProducerStates[K]) Expire(cutoffMS int64) int {
 	n := 0
-	for k, ps := range s.m {
-		if ps.LastAppendMS <= cutoffMS {
-			delete(s.m, k)
-			n++
-		}
+	for s.oldest != nil && s.oldest.LastAppendMS <= cutoffMS {
+		s.remove(s.oldest)
+		n++
 	}
-	s.shrink()
+	if n > 0 {
+		s.shrink()
+	}
 	return n
 }
 
 // DropIf drops the states whose key drop reports true (a deleted stream's).
 func (s *ProducerStates[K]) DropIf(drop func(K) bool) {
-	for k := range s.m {
+	for k, n := range s.m {
 		if drop(k) {
-			delete(s.m, k)
+			s.remove(n)
 		}
 	}
 	s.shrink()
@@ -242,9 +307,9 @@ func (s *ProducerStates[K]) shrink() {
 	if s.peak < shrinkBelow || len(s.m) >= s.peak/4 {
 		return
 	}
-	m := make(map[K]*ProducerState, len(s.m))
-	for k, ps := range s.m {
-		m[k] = ps
+	m := make(map[K]*producerNode[K], len(s.m))
+	for k, n := range s.m {
+		m[k] = n
 	}
 	s.m, s.peak = m, len(m)
 }

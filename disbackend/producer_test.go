@@ -3,6 +3,7 @@ package disbackend
 import (
 	"errors"
 	"math"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -220,5 +221,55 @@ func TestProducerStatesShrink(t *testing.T) {
 	delete(s.m, -1)
 	if ps := s.Get(9_500); ps == nil || ps.LastAppendMS != 9_500 {
 		t.Fatalf("a live state after the copy: %+v", ps)
+	}
+}
+
+// TestProducerStatesExpireOrder: over random appends (times mostly
+// rising, sometimes back), rebuilds, expiries and drops, Expire drops
+// exactly the states a scan of every state would, and the list by last
+// append holds every state once, in order.
+func TestProducerStatesExpireOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var s ProducerStates[int]
+	now := int64(1000)
+	for step := range 20_000 {
+		k := rng.IntN(300)
+		switch r := rng.IntN(100); {
+		case r < 60:
+			now += int64(rng.IntN(10)) - 2 // a clock that sometimes goes back
+			s.Remember(k, idemBatch(int16(rng.IntN(2)), 0, 1), 0, 0, 0, now)
+		case r < 85:
+			s.Rebuild(k, int16(rng.IntN(3)), 0, 0, 0, 0, now-int64(rng.IntN(50)))
+		case r < 98:
+			cutoff := now - int64(rng.IntN(200))
+			want := 0
+			s.Each(func(_ int, ps *ProducerState) {
+				if ps.LastAppendMS <= cutoff {
+					want++
+				}
+			})
+			if got := s.Expire(cutoff); got != want {
+				t.Fatalf("step %d: Expire(%d) dropped %d, a scan finds %d", step, cutoff, got, want)
+			}
+			s.Each(func(k int, ps *ProducerState) {
+				if ps.LastAppendMS <= cutoff {
+					t.Fatalf("step %d: state %d at %d left after Expire(%d)", step, k, ps.LastAppendMS, cutoff)
+				}
+			})
+		default:
+			m := rng.IntN(7) + 2
+			s.DropIf(func(k int) bool { return k%m == 0 })
+		}
+		n, last := 0, int64(math.MinInt64)
+		for e := s.oldest; e != nil; e = e.next {
+			if e.LastAppendMS < last || s.m[e.key] != e || (e.next == nil) != (e == s.newest) || e.next != nil && e.next.prev != e {
+				t.Fatalf("step %d: list out of order or not the map's at state %d", step, e.key)
+			}
+			last = e.LastAppendMS
+			n++
+		}
+		if n != s.Len() {
+			t.Fatalf("step %d: %d states in the list, %d in the map", step, n, s.Len())
+		}
 	}
 }
