@@ -378,6 +378,16 @@ type Config struct {
 	// `log.cleaner.dedupe.buffer.size`); a partition with more keys than it
 	// holds is cleaned in several passes.
 	CleanerDedupeBufferBytes int64 `yaml:"cleaner_dedupe_buffer_bytes" default:"134217728" range:"at least 1024 bytes" unit:"bytes"`
+	// ProducerIDExpiration is how long an idempotent producer's state on a
+	// partition (its dedupe window: the last five batches) is kept after
+	// it last wrote there, on both backends (Kafka
+	// `producer.id.expiration.ms`, broker-level, shown as such by
+	// DescribeConfigs). A producer idle that long is forgotten, and its
+	// next batch is accepted at any sequence, as Kafka accepts a producer
+	// it has no state for: a retry arriving after it is written again. Keep
+	// it longer than clients' `delivery.timeout.ms` (the Java client's
+	// default is 2 minutes), see docs/limits.md.
+	ProducerIDExpiration time.Duration `yaml:"producer_id_expiration" default:"24h" range:"> 0"`
 	// GroupInitialRebalanceDelay is how long a new consumer group waits for
 	// more members before its first rebalance (Kafka
 	// `group.initial.rebalance.delay.ms`); `-1` means no delay.

@@ -3,7 +3,9 @@ package disbackend
 import (
 	"errors"
 	"math"
+	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/disgw/disgw/kafkawire/batch"
 )
@@ -146,5 +148,128 @@ func TestProducerStatesExpireAndDrop(t *testing.T) {
 	s.DropIf(func(k [2]int) bool { return k[0] == 0 })
 	if s.Len() != 1 || s.Get([2]int{1, 3}) == nil {
 		t.Fatalf("after DropIf: %d states", s.Len())
+	}
+}
+
+// TestProducerStatesExpireAsKafka: a state idle for the expiry or longer
+// goes (Kafka isProducerExpired: currentTimeMs - lastTimestamp >=
+// producer.id.expiration.ms), one idle for less stays; after expiry the
+// producer's retry, at any sequence and epoch, is a new batch; an expiry
+// <= 0 never expires.
+func TestProducerStatesExpireAsKafka(t *testing.T) {
+	const expiry = 1000 * time.Millisecond
+	var s ProducerStates[string]
+	s.Remember("idle", idemBatch(3, 40, 2), 0, 1, 0, 5000)
+	s.Remember("active", idemBatch(0, 0, 1), 2, 2, 0, 5001)
+	if n := s.Expire(ProducerExpiryCutoff(6000, expiry)); n != 1 || s.Get("idle") != nil || s.Get("active") == nil {
+		t.Fatalf("at 6000 ms: %d dropped, idle %+v, active %+v; want idle (1000 ms) dropped, active (999 ms) kept",
+			n, s.Get("idle"), s.Get("active"))
+	}
+	if dup, err := s.Check("active", idemBatch(0, 0, 1)); err != nil || dup == nil || dup.BaseOffset != 2 {
+		t.Fatalf("retry of the active producer: %+v, %v; want the batch at 2", dup, err)
+	}
+	for _, b := range []*Batch{idemBatch(3, 40, 2), idemBatch(3, 7, 1), idemBatch(1, 9, 1)} {
+		if dup, err := s.Check("idle", b); dup != nil || err != nil {
+			t.Fatalf("expired producer's batch epoch %d sequence %d: %+v, %v; want a new batch", b.ProducerEpoch, b.BaseSequence, dup, err)
+		}
+	}
+	if ProducerExpiryCutoff(6000, 0) != math.MinInt64 || ProducerExpiryCutoff(6000, -1) != math.MinInt64 {
+		t.Fatal("an expiry <= 0 has a cutoff")
+	}
+	if n := s.Expire(ProducerExpiryCutoff(math.MaxInt64, -1)); n != 0 {
+		t.Fatalf("never expiring dropped %d", n)
+	}
+}
+
+// TestProducerStatesRebuildKeepsLatestAppend: a batch replayed with an
+// earlier append time than the state's does not make the state look
+// idler than it is.
+func TestProducerStatesRebuildKeepsLatestAppend(t *testing.T) {
+	var s ProducerStates[string]
+	s.Rebuild("p", 0, 0, 0, 1, 0, 9000)
+	s.Rebuild("p", 0, 2, 2, 2, 0, 8000)
+	if ps := s.Get("p"); ps.LastAppendMS != 9000 || len(ps.Batches) != 2 {
+		t.Fatalf("state %+v; want last append 9000 and 2 batches", ps)
+	}
+	s.Rebuild("p", 1, 0, 3, 3, 0, 7000) // a newer epoch starts over
+	if ps := s.Get("p"); ps.LastAppendMS != 7000 || len(ps.Batches) != 1 {
+		t.Fatalf("state %+v; want last append 7000 and 1 batch", ps)
+	}
+}
+
+// TestProducerStatesShrink: after most states expire, the map is copied
+// into one of the live states' size (a Go map keeps its peak's room).
+func TestProducerStatesShrink(t *testing.T) {
+	var s ProducerStates[int]
+	for i := range 10_000 {
+		s.Remember(i, idemBatch(0, 0, 1), int64(i), int64(i), 0, int64(i))
+	}
+	if s.peak != 10_000 {
+		t.Fatalf("peak %d", s.peak)
+	}
+	before := s.m
+	if n := s.Expire(7_000); n != 7_001 || s.Len() != 2_999 || s.peak != 10_000 {
+		t.Fatalf("expired %d, %d left, peak %d; want 7001, 2999 and the map kept", n, s.Len(), s.peak)
+	}
+	if n := s.Expire(9_000); n != 2_000 || s.Len() != 999 || s.peak != 999 {
+		t.Fatalf("expired %d, %d left, peak %d; want 2000, 999 and a new map", n, s.Len(), s.peak)
+	}
+	s.m[-1] = nil
+	if _, ok := before[-1]; ok {
+		t.Fatal("the map was not copied")
+	}
+	delete(s.m, -1)
+	if ps := s.Get(9_500); ps == nil || ps.LastAppendMS != 9_500 {
+		t.Fatalf("a live state after the copy: %+v", ps)
+	}
+}
+
+// TestProducerStatesExpireOrder: over random appends (times mostly
+// rising, sometimes back), rebuilds, expiries and drops, Expire drops
+// exactly the states a scan of every state would, and the list by last
+// append holds every state once, in order.
+func TestProducerStatesExpireOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var s ProducerStates[int]
+	now := int64(1000)
+	for step := range 20_000 {
+		k := rng.IntN(300)
+		switch r := rng.IntN(100); {
+		case r < 60:
+			now += int64(rng.IntN(10)) - 2 // a clock that sometimes goes back
+			s.Remember(k, idemBatch(int16(rng.IntN(2)), 0, 1), 0, 0, 0, now)
+		case r < 85:
+			s.Rebuild(k, int16(rng.IntN(3)), 0, 0, 0, 0, now-int64(rng.IntN(50)))
+		case r < 98:
+			cutoff := now - int64(rng.IntN(200))
+			want := 0
+			s.Each(func(_ int, ps *ProducerState) {
+				if ps.LastAppendMS <= cutoff {
+					want++
+				}
+			})
+			if got := s.Expire(cutoff); got != want {
+				t.Fatalf("step %d: Expire(%d) dropped %d, a scan finds %d", step, cutoff, got, want)
+			}
+			s.Each(func(k int, ps *ProducerState) {
+				if ps.LastAppendMS <= cutoff {
+					t.Fatalf("step %d: state %d at %d left after Expire(%d)", step, k, ps.LastAppendMS, cutoff)
+				}
+			})
+		default:
+			m := rng.IntN(7) + 2
+			s.DropIf(func(k int) bool { return k%m == 0 })
+		}
+		n, last := 0, int64(math.MinInt64)
+		for e := s.oldest; e != nil; e = e.next {
+			if e.LastAppendMS < last || s.m[e.key] != e || (e.next == nil) != (e == s.newest) || e.next != nil && e.next.prev != e {
+				t.Fatalf("step %d: list out of order or not the map's at state %d", step, e.key)
+			}
+			last = e.LastAppendMS
+			n++
+		}
+		if n != s.Len() {
+			t.Fatalf("step %d: %d states in the list, %d in the map", step, n, s.Len())
+		}
 	}
 }

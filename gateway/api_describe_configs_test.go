@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -284,5 +285,29 @@ func TestDescribeConfigsOperatorSet(t *testing.T) {
 	}
 	if strp(tp.Value) != `"2000000"` || tp.Source != kmsg.ConfigSourceStaticBrokerConfig || !slicesEqual(synonyms(tp), want) {
 		t.Errorf("topic max.message.bytes %s %s %q", strp(tp.Value), tp.Source, synonyms(tp))
+	}
+}
+
+// TestDescribeConfigsProducerIDExpiration: the broker's
+// producer.id.expiration.ms is the producer_id_expiration setting, in ms:
+// at disgw's default Kafka's default (DEFAULT_CONFIG), set otherwise
+// STATIC_BROKER_CONFIG.
+func TestDescribeConfigsProducerIDExpiration(t *testing.T) {
+	for _, tc := range []struct {
+		set    time.Duration
+		value  string
+		source kmsg.ConfigSource
+	}{
+		{0, "86400000", kmsg.ConfigSourceDefaultConfig},
+		{90 * time.Minute, "5400000", kmsg.ConfigSourceStaticBrokerConfig},
+	} {
+		g := startGateway(t, func(c *gateway.Config) { c.NodeID, c.ProducerIDExpiration = 1, tc.set })
+		r := g.raw(t)
+		createConfigsRef(t, r)
+		e := captured(describeConfigs(t, r, 4, true), kmsg.ConfigResourceTypeBroker)["producer.id.expiration.ms"]
+		if strp(e.Value) != strconv.Quote(tc.value) || e.Source != tc.source || !e.ReadOnly {
+			t.Errorf("set %v: producer.id.expiration.ms = %s (%s, read-only %v), want %q (%s, read-only)",
+				tc.set, strp(e.Value), e.Source, e.ReadOnly, tc.value, tc.source)
+		}
 	}
 }

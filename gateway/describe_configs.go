@@ -163,6 +163,7 @@ func brokerValuesOf(cfg Config, adv, listen string) map[string]string {
 		"group.min.session.timeout.ms":                     strconv.FormatInt(cfg.GroupMinSessionTimeout.Milliseconds(), 10),
 		"group.max.session.timeout.ms":                     strconv.FormatInt(cfg.GroupMaxSessionTimeout.Milliseconds(), 10),
 		"offsets.retention.minutes":                        strconv.FormatInt(int64(cfg.OffsetsRetention/time.Minute), 10),
+		"producer.id.expiration.ms":                        strconv.FormatInt(cfg.ProducerIDExpiration.Milliseconds(), 10),
 	}
 	if cfg.MaxConnections > 0 {
 		m["max.connections"] = strconv.Itoa(cfg.MaxConnections)

@@ -146,6 +146,11 @@ type Config struct {
 	// been empty this long (Kafka offsets.retention.minutes); negative keeps
 	// them forever. Default: setting offsets_retention.
 	OffsetsRetention time.Duration
+	// ProducerIDExpiration is how long the backends keep an idle
+	// idempotent producer's state (Kafka producer.id.expiration.ms); the
+	// gateway only shows it in DescribeConfigs of the broker. 0 means the
+	// default: setting producer_id_expiration.
+	ProducerIDExpiration time.Duration
 	// Limits bounds what one request may ask for (limits.go).
 	Limits RequestLimits
 	// DecompressionBudgetBytes bounds the decompressed bytes all
@@ -267,6 +272,9 @@ func (c *Config) fill() {
 	}
 	if c.ShutdownGrace <= 0 {
 		c.ShutdownGrace = d.ShutdownGrace
+	}
+	if c.ProducerIDExpiration <= 0 {
+		c.ProducerIDExpiration = d.ProducerIDExpiration
 	}
 	c.Limits.fill()
 	if c.ACLRefreshInterval <= 0 {

@@ -38,6 +38,7 @@ func settingDefaults(c *Config) {
 	c.Limits.PartitionMutationsPerSecond = 1000    // partition_mutations_per_second
 	c.FetchMaxBytes = 55 << 20                     // fetch_max_bytes
 	c.ShutdownGrace = 10 * time.Second             // shutdown_grace
+	c.ProducerIDExpiration = 24 * time.Hour        // producer_id_expiration
 	c.GroupInitialRebalanceDelay = 3 * time.Second // group_initial_rebalance_delay
 	c.GroupMinSessionTimeout = 6 * time.Second     // group_min_session_timeout
 	c.GroupMaxSessionTimeout = 30 * time.Minute    // group_max_session_timeout

@@ -209,3 +209,20 @@ func TestConfigEverySettingReachesAnOption(t *testing.T) {
 		}
 	}
 }
+
+// TestProducerIDExpirationReachesBothBackends: producer_id_expiration is
+// each backend's ProducerStateExpiry and the gateway's (DescribeConfigs)
+// ProducerIDExpiration.
+func TestProducerIDExpirationReachesBothBackends(t *testing.T) {
+	t.Parallel()
+	c := configs.Default()
+	if c.ProducerIDExpiration != 24*time.Hour {
+		t.Fatalf("default producer_id_expiration %v, want Kafka's 86400000 ms", c.ProducerIDExpiration)
+	}
+	c.ProducerIDExpiration = 90 * time.Minute
+	creds, _ := c.DISCredentials()
+	if l, d, g := localstoreOptions(c, nil).ProducerStateExpiry, disrestOptions(c, creds, nil, nil).ProducerStateExpiry,
+		gatewayConfig(c).ProducerIDExpiration; l != c.ProducerIDExpiration || d != c.ProducerIDExpiration || g != c.ProducerIDExpiration {
+		t.Fatalf("localstore %v, disrest %v, gateway %v; want %v", l, d, g, c.ProducerIDExpiration)
+	}
+}

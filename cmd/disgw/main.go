@@ -567,12 +567,13 @@ func disrestOptions(cfg configs.Config, creds configs.DISCredentials, log *zap.L
 		RecordFormat: cfg.DISRecordFormat, Logger: log,
 		Linger:     disLinger(cfg.DISLinger),
 		BatchBytes: int(cfg.DISBatchBytes), BatchCount: int(cfg.DISBatchCount),
-		BufferBytes:       int(cfg.DISBufferBytes),
-		CompactionMaxKeys: int(cfg.DISCompactionMaxKeys),
-		PrincipalClients:  int(cfg.DISPrincipalClients),
-		PrincipalTTL:      cfg.DISPrincipalTTL,
-		Metrics:           m,
-		Cluster:           cfg.Cluster, NodeID: cfg.NodeID, Version: version,
+		BufferBytes:         int(cfg.DISBufferBytes),
+		CompactionMaxKeys:   int(cfg.DISCompactionMaxKeys),
+		PrincipalClients:    int(cfg.DISPrincipalClients),
+		PrincipalTTL:        cfg.DISPrincipalTTL,
+		ProducerStateExpiry: cfg.ProducerIDExpiration,
+		Metrics:             m,
+		Cluster:             cfg.Cluster, NodeID: cfg.NodeID, Version: version,
 		ClusterHeartbeat: cfg.ClusterHeartbeat, ClusterJoinWindow: cfg.ClusterJoinWindow,
 		ClusterSettle: cfg.ClusterSettle, ClusterLease: cfg.ClusterLease,
 		ClusterRebalanceInterval: cfg.ClusterRebalanceInterval,
@@ -586,6 +587,7 @@ func localstoreOptions(cfg configs.Config, log *zap.Logger) localstore.Options {
 		RetentionCheckInterval: cfg.RetentionCheckInterval,
 		CleanerInterval:        cfg.CleanerCheckInterval,
 		CleanerBufferBytes:     cfg.CleanerDedupeBufferBytes,
+		ProducerStateExpiry:    cfg.ProducerIDExpiration,
 	}
 }
 

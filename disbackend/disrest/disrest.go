@@ -158,6 +158,9 @@ type Options struct {
 	// idemHold is how long a batch cut short holds the partition's other
 	// writes for its retry (idem.go); 0 means defaultIdemHold (tests).
 	idemHold time.Duration
+	// now, when set (tests), is the clock of producer states' append
+	// times and their expiry instead of time.Now.
+	now func() time.Time
 	// fence, when set, is the Store's fence instead of soloFence (tests;
 	// fence.go).
 	fence fence
@@ -177,6 +180,17 @@ type Options struct {
 	// RangeTTL is how long a partition's range read from DIS is reused by
 	// Range and Read; 0 means 0 (every Range asks DIS).
 	RangeTTL time.Duration
+	// ProducerStateExpiry drops an idempotent producer's state on a
+	// partition (its dedupe window, in memory and so in the next
+	// checkpoints) once it has written nothing there for this long (Kafka
+	// producer.id.expiration.ms, disbackend.ProducerStates.Expire),
+	// looked for every minute (every ProducerStateExpiry when shorter); 0
+	// means 24 hours, < 0 never expires. After expiry the producer is
+	// accepted at any sequence, so keep it longer than clients'
+	// delivery.timeout.ms. A window read back from DIS (at the first
+	// write after a start, idem.go) counts as written when its checkpoint
+	// was committed.
+	ProducerStateExpiry time.Duration
 	// Logger is named "disrest"; nil means zap.NewNop().
 	Logger *zap.Logger
 	// CompactionMaxKeys bounds the keys of compacted topics (cleanup.policy
@@ -406,6 +420,12 @@ func New(opts Options) (*Store, error) {
 	if opts.CompactionMaxKeys <= 0 {
 		opts.CompactionMaxKeys = DefaultCompactionMaxKeys
 	}
+	if opts.ProducerStateExpiry == 0 {
+		opts.ProducerStateExpiry = disbackend.DefaultProducerIDExpiration
+	}
+	if opts.now == nil {
+		opts.now = time.Now
+	}
 	c, err := newClient(opts, opts.AK, opts.SK, opts.SecurityToken)
 	if err != nil {
 		return nil, err
@@ -422,6 +442,7 @@ func New(opts Options) (*Store, error) {
 	if opts.fence != nil {
 		s.fence = opts.fence
 	}
+	s.idem.expiry, s.idem.now = opts.ProducerStateExpiry, opts.now
 	s.buf.init(opts.BufferBytes)
 	s.principals.init(opts.PrincipalClients, opts.PrincipalTTL)
 	s.streams.init()
@@ -442,6 +463,10 @@ func New(opts Options) (*Store, error) {
 	if opts.PollInterval > 0 {
 		s.wg.Add(1)
 		go s.poll()
+	}
+	if opts.ProducerStateExpiry > 0 {
+		s.wg.Add(1)
+		go s.expireProducersLoop(min(producerExpiryCheck, opts.ProducerStateExpiry))
 	}
 	return s, nil
 }

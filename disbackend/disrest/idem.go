@@ -83,6 +83,10 @@ type idemState struct {
 	// nodesOnce: nodesApp created (cluster mode: the intents are its
 	// checkpoints, fenced by DIS).
 	nodesOnce onceOK
+	// expiry is Options.ProducerStateExpiry and now its clock, set by New
+	// (idemexpiry.go).
+	expiry time.Duration
+	now    func() time.Time
 }
 
 func (s *idemState) part(k partKey) *disbackend.ProducerStates[int64] {
@@ -111,17 +115,22 @@ func (s *idemState) check(k partKey, b *disbackend.Batch) (*disbackend.ProducerB
 func (s *idemState) remember(k partKey, b *disbackend.Batch, base, last, maxTS int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.part(k).Remember(b.ProducerID, b, base, last, maxTS, time.Now().UnixMilli())
+	s.part(k).Remember(b.ProducerID, b, base, last, maxTS, s.nowMS())
 }
 
 // window returns the batches remembered for partition k, newest (highest
-// base offset) first.
+// base offset) first, less those of producers idle for the expiry (not
+// swept yet), so that a checkpoint never brings an expired producer back.
 func (s *idemState) window(k partKey) []idemBatch {
+	cutoff := s.cutoff()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []idemBatch
 	if p := s.parts[k]; p != nil {
 		p.Each(func(pid int64, ps *disbackend.ProducerState) {
+			if ps.LastAppendMS <= cutoff {
+				return
+			}
 			for _, b := range ps.Batches {
 				out = append(out, idemBatch{pid: pid, epoch: ps.Epoch, b: b})
 			}
@@ -131,11 +140,17 @@ func (s *idemState) window(k partKey) []idemBatch {
 	return out
 }
 
-// restore adds batches read back from DIS to partition k's states, oldest
-// first: those already remembered are skipped, older epochs ignored.
-func (s *idemState) restore(k partKey, batches []idemBatch) {
+// restore adds batches read back from DIS, from a checkpoint committed at
+// atMS (ms), to partition k's states, oldest first: those already
+// remembered are skipped, older epochs ignored. DIS keeps no time of the
+// batches' writes, so each counts as appended at atMS (at most now): none
+// when atMS is the expiry ago or longer.
+func (s *idemState) restore(k partKey, batches []idemBatch, atMS int64) {
 	slices.SortStableFunc(batches, func(a, b idemBatch) int { return cmp.Compare(a.b.BaseOffset, b.b.BaseOffset) })
-	now := time.Now().UnixMilli()
+	if atMS <= s.cutoff() {
+		return
+	}
+	now := min(atMS, s.nowMS())
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.part(k)
@@ -295,6 +310,9 @@ type idemCheckpoint struct {
 	end    int64       // the partition's end offset the intent is expected at
 	intent []idemEntry // in write order
 	window []idemBatch // the dedupe window before the intent
+	// at: when it was committed (ms; decodeIdem: the base t0 of its
+	// timestamps, which commitIntent takes from the clock).
+	at int64
 	// partial: a batch cut short earlier whose retry has not come yet.
 	partial *idemPartial
 }
@@ -425,6 +443,7 @@ func decodeIdem(meta string) (*idemCheckpoint, error) {
 	const maxOff = 1 << 62
 	cp.end = num(f[2], 0, maxOff)
 	t0 := num(f[3], -maxOff, maxOff)
+	cp.at = t0
 	ts := func(s string) int64 { return t0 + num(s, -maxOff, maxOff) }
 	if f[4] != "" {
 		for _, es := range strings.Split(f[4], ",") {
@@ -605,7 +624,7 @@ func (s *Store) resolveIdemMode(ctx context.Context, k partKey, sid string, ps *
 		// skipped): after an idle time, another node's batches join.
 		batches = append(slices.Clone(cp.window), written...)
 	}
-	s.idem.restore(k, batches)
+	s.idem.restore(k, batches, cp.at)
 	if len(cp.intent) > 0 {
 		s.log.Info("write intent resolved", zap.String("stream", k.stream), zap.Int32("partition", k.part),
 			zap.Int64("expected_at", cp.end), zap.Int64("end_offset", r.Next), zap.Bool("replaced", replace),
@@ -670,7 +689,7 @@ func (s *Store) commitIntent(ctx context.Context, k partKey, sid string, ps *put
 		return err
 	}
 	cp := &idemCheckpoint{sid: sid, end: ps.next, intent: intent, window: s.idem.window(k), partial: s.idem.pendingPartial(k, intent)}
-	meta, kept, ok := encodeIdem(cp, time.Now().UnixMilli(), disbackend.MaxCheckpointMetadataLen)
+	meta, kept, ok := encodeIdem(cp, s.idem.nowMS(), disbackend.MaxCheckpointMetadataLen)
 	if !ok {
 		return fmt.Errorf("disrest: write intent of %s/%d: %d batches do not fit a checkpoint", k.stream, k.part, len(intent))
 	}

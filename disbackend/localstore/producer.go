@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
+	"go.uber.org/zap"
 
 	"github.com/disgw/disgw/disbackend"
 )
@@ -23,15 +24,44 @@ type producerKey struct {
 // They are not persisted on their own: Open rebuilds them from the headers
 // of the stored batches (rebuildProducer), which hold the producer id,
 // epoch and base sequence, so they are exactly what the synced log
-// implies.
+// implies, less the states that expired (ProducerStateExpiry): a batch
+// appended longer ago than that rebuilds nothing, so expired states are
+// never loaded and the memory they take at start is that of the
+// producers that wrote within the expiry.
 
 // rebuildProducer replays one stored batch into the producer states, as
-// checkProducer accepted it. Frames come in offset order per partition.
+// checkProducer accepted it, unless it was appended at or before
+// loadCutoffMS (its producer's state from it has expired). Frames come in
+// offset order per partition.
 func (s *Store) rebuildProducer(p *partition, f *frameInfo) {
-	if f.pid < 0 {
+	if f.pid < 0 || f.appendMS <= s.loadCutoffMS {
 		return
 	}
 	s.producers.Rebuild(producerKey{sid: p.sid, part: p.id, pid: f.pid}, f.epoch, f.seq, f.base, f.last, f.maxTS, f.appendMS)
+}
+
+// maybeExpireProducers is expireProducers when the last look for idle
+// states was producerExpiryCheck ago or more (ProducerStateExpiry ago
+// when shorter): the writer calls it for each group, so that the states
+// kept are those of the producers that appended within about the expiry,
+// whatever the retention loop does. Requires wmu.
+func (s *Store) maybeExpireProducers(nowMS int64) {
+	if s.producerExpiry > 0 && nowMS-s.producersCheckedMS >= min(producerExpiryCheck, s.producerExpiry).Milliseconds() {
+		s.expireProducers(nowMS)
+	}
+}
+
+// expireProducers drops the producer states idle for ProducerStateExpiry
+// or longer at nowMS (ms), and logs how many it dropped. Requires wmu.
+func (s *Store) expireProducers(nowMS int64) {
+	if s.producerExpiry <= 0 {
+		return
+	}
+	s.producersCheckedMS = nowMS
+	if n := s.producers.Expire(disbackend.ProducerExpiryCutoff(nowMS, s.producerExpiry)); n > 0 {
+		s.log.Info("producer states expired", zap.Int("count", n), zap.Int("producer_states", s.producers.Len()),
+			zap.Duration("producer_id_expiration", s.producerExpiry))
+	}
 }
 
 // checkProducer applies Kafka's rules to an idempotent batch that would get

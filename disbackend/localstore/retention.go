@@ -51,7 +51,7 @@ type expiry struct {
 // of each partition and in offset order, the whole synced batches appended
 // longer than Retention ago, and persists the partition's new first sequence
 // number; next never moves. It also drops idempotent producer states idle for
-// longer than Options.ProducerStateExpiry, and removes segment files that
+// Options.ProducerStateExpiry or longer, and removes segment files that
 // hold only expired batches. Errors: ErrClosed, or a storage
 // error.
 func (s *Store) EnforceRetention() error {
@@ -168,12 +168,7 @@ func (s *Store) expire(plan []expiry, nowMS int64) (d deleted, err error) {
 			return d, fmt.Errorf("localstore: retention: %w", err)
 		}
 	}
-	if s.producerExpiry > 0 {
-		cutoff := nowMS - s.producerExpiry.Milliseconds()
-		if n := s.producers.Expire(cutoff); n > 0 {
-			s.log.Info("producer states expired", zap.Int("count", n))
-		}
-	}
+	s.expireProducers(nowMS)
 	d.streams = make(map[string]bool)
 	for _, e := range kept {
 		e.p.mu.Lock()

@@ -63,8 +63,14 @@ type Options struct {
 	// EnforceRetention; 0 means 1 minute, < 0 disables the loop.
 	RetentionCheckInterval time.Duration
 	// ProducerStateExpiry drops an idempotent producer's state for a
-	// partition after it appended nothing there for this long (Kafka
-	// producer.id.expiration.ms); 0 means 24 hours, < 0 never expires.
+	// partition (its dedupe window) once it has appended nothing there for
+	// this long (Kafka producer.id.expiration.ms,
+	// disbackend.ProducerStates.Expire); 0 means 24 hours, < 0 never
+	// expires. Idle states are looked for at most every minute (at most
+	// every ProducerStateExpiry when shorter), by the writer when appends
+	// come and by each retention pass; Open does not load expired ones.
+	// After expiry the producer is accepted at any sequence, so keep it
+	// longer than clients' delivery.timeout.ms.
 	ProducerStateExpiry time.Duration
 	// CacheBytesPerPartition bounds the tail cache of one partition, in
 	// bytes; 0 means 8 MiB, < 0 disables the cache.
@@ -94,7 +100,8 @@ type Options struct {
 
 const (
 	defaultRetentionCheck = time.Minute
-	defaultProducerExpiry = 24 * time.Hour
+	defaultProducerExpiry = disbackend.DefaultProducerIDExpiration
+	producerExpiryCheck   = time.Minute // at most, between two looks for idle producer states
 	defaultPartitionCache = 8 << 20
 	defaultCacheBytes     = 256 << 20
 	maxGroupBytes         = 16 << 20 // bytes of batches committed by one sync, at most (one batch may exceed it)
@@ -149,6 +156,13 @@ type Store struct {
 	wbuf      []byte                // the writer's group buffer
 	hbuf      []byte                // the writer's frame headers (writev path)
 	iovs      [][]byte              // the writer's iovecs (writev path)
+
+	// producersCheckedMS (guarded by wmu) is when idle producer states
+	// were last looked for (ms; expireProducers).
+	producersCheckedMS int64
+	// loadCutoffMS, set by recover before it replays the segments: a batch
+	// appended at or before it rebuilds no producer state (expired).
+	loadCutoffMS int64
 
 	// syncedMu guards synced and syncerDone; syncedCond is signalled when
 	// they change (quiesce waits on it).

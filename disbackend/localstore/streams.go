@@ -402,6 +402,9 @@ func (s *Store) recover() error {
 	if err != nil {
 		return fmt.Errorf("list segments: %w", err)
 	}
+	// Expired producer states are not rebuilt (rebuildProducer).
+	nowMS := s.now().UnixMilli()
+	s.loadCutoffMS = disbackend.ProducerExpiryCutoff(nowMS, s.producerExpiry)
 	for sid, list := range files {
 		for _, sf := range list {
 			s.nextSeg = max(s.nextSeg, sf.n+1)
@@ -422,7 +425,6 @@ func (s *Store) recover() error {
 			}
 		}
 	}
-	nowMS := s.now().UnixMilli()
 	for _, st := range s.streams {
 		for _, p := range st.parts {
 			// first stays the persisted floor: the log cleaner may have
@@ -434,9 +436,7 @@ func (s *Store) recover() error {
 			p.assigned = p.next
 		}
 	}
-	if s.producerExpiry > 0 {
-		s.producers.Expire(nowMS - s.producerExpiry.Milliseconds())
-	}
+	s.producersCheckedMS = nowMS
 	return syncDir(s.fs, s.segDir)
 }
 

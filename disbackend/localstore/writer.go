@@ -120,6 +120,7 @@ func (s *Store) assemble(reqs []*appendReq) *group {
 	}
 	g := &group{items: make([]groupItem, 0, len(reqs))}
 	nowMS := s.now().UnixMilli()
+	s.maybeExpireProducers(nowMS) // before the checks: a retry of an expired producer is a new batch
 	for _, r := range reqs {
 		item, err := s.accept(r, nowMS)
 		if err != nil {
