@@ -220,6 +220,12 @@ type Config struct {
 	// the console) takes to show in Metadata. Failed listings (DIS.4305 too
 	// many requests among them) back off, doubling, up to 2 minutes.
 	DISMetadataRefresh time.Duration `yaml:"dis_metadata_refresh" default:"5s" range:"at least 100ms (DIS limits its API's request rate)"`
+	// DISRequestTimeout bounds one HTTP request to DIS. In cluster mode it
+	// is also how long a new leader waits, beyond `cluster_lease`, before
+	// it writes a partition that moved (a PutRecords its old leader sent is
+	// applied by DIS within it or never; docs/cluster.md §4): a shorter one
+	// shortens failover.
+	DISRequestTimeout time.Duration `yaml:"dis_request_timeout" default:"30s" range:"> 0" gateway:"-"`
 	// Cluster turns on cluster mode (backend `dis` only): several nodes in
 	// front of one DIS project, each partition led and each group
 	// coordinated by one of them, fenced through DIS's consumer groups (see
@@ -248,6 +254,13 @@ type Config struct {
 	// after sending its last lease renewal that DIS accepted (renewed every
 	// third of it): a node cut off from DIS stops writing within it.
 	ClusterLease time.Duration `yaml:"cluster_lease" default:"3s" range:"> 0"`
+	// ClusterSecret is, in cluster mode, the key every node holds alike to
+	// authenticate the admin writes it forwards to the controller
+	// (docs/cluster.md §7). Empty (the default) derives it from `dis_sk`,
+	// which the nodes of one DIS project share; with `dis_token` and no
+	// secret, admin writes are not forwarded (a node other than the
+	// controller answers them NOT_CONTROLLER).
+	ClusterSecret string `yaml:"cluster_secret" secret:"true" gateway:"-"`
 	// ClusterRebalanceInterval is how often at most, in cluster mode, the
 	// controller starts a new generation because topics, partitions or
 	// groups created since the view load one node above 1.1 times the mean.

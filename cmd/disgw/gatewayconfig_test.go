@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"flag"
 	"fmt"
 	"io"
 	"reflect"
 	"testing"
 	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/disgw/disgw/configs"
 	"github.com/disgw/disgw/gateway"
@@ -142,6 +145,7 @@ func TestConfigEverySettingReachesAnOption(t *testing.T) {
 		"backend":              "openBackend: which backend",
 		"sasl_users_file":      "saslUsers reads it",
 		"dis_credentials_file": "disCredentials reads it (configs.Config.DISCredentials)",
+		"cluster_secret":       "clusterForwarding derives gateway.Config.ClusterKey from it (TestClusterForwardingKey)",
 	}
 	// Values a setting is changed to where appending to a string would
 	// make it invalid (and so map to nothing).
@@ -224,5 +228,30 @@ func TestProducerIDExpirationReachesBothBackends(t *testing.T) {
 	if l, d, g := localstoreOptions(c, nil).ProducerStateExpiry, disrestOptions(c, creds, nil, nil).ProducerStateExpiry,
 		gatewayConfig(c).ProducerIDExpiration; l != c.ProducerIDExpiration || d != c.ProducerIDExpiration || g != c.ProducerIDExpiration {
 		t.Fatalf("localstore %v, disrest %v, gateway %v; want %v", l, d, g, c.ProducerIDExpiration)
+	}
+}
+
+// TestClusterForwardingKey: in cluster mode the forwarding key is derived
+// from cluster_secret, else from dis_sk, alike on every node; with neither,
+// or on one node, there is none.
+func TestClusterForwardingKey(t *testing.T) {
+	key := func(cluster bool, secret, sk string) []byte {
+		c := configs.Default()
+		c.Cluster, c.ClusterSecret = cluster, secret
+		var g gateway.Config
+		if err := clusterForwarding(c, configs.DISCredentials{SK: sk}, &g, zap.NewNop()); err != nil {
+			t.Fatal(err)
+		}
+		return g.ClusterKey
+	}
+	if k := key(false, "s", "sk"); k != nil {
+		t.Fatalf("one node: key %x, want none", k)
+	}
+	if k := key(true, "", ""); k != nil {
+		t.Fatalf("no secret, no dis_sk: key %x, want none", k)
+	}
+	a, b, c := key(true, "s", "sk"), key(true, "s", "other"), key(true, "", "sk")
+	if len(a) != 32 || !bytes.Equal(a, b) || bytes.Equal(a, c) || len(c) != 32 {
+		t.Fatalf("keys %x %x %x: want cluster_secret's alike whatever dis_sk, and dis_sk's another", a, b, c)
 	}
 }

@@ -13,7 +13,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -303,6 +308,9 @@ func runGateway(cfg configs.Config, readyFile string, log *zap.Logger, ring *adm
 	if err := saslUsers(cfg, &gcfg); err != nil {
 		return err
 	}
+	if err := clusterForwarding(cfg, creds, &gcfg, log); err != nil {
+		return err
+	}
 	srv, err := gateway.New(gcfg, store, log)
 	if err != nil {
 		return err
@@ -559,6 +567,41 @@ func advertisedListeners(cfg configs.Config, srv *gateway.Server) map[string]str
 	return out
 }
 
+// clusterForwarding gives the gateway, in cluster mode, the key that
+// authenticates the admin writes nodes forward to the controller
+// (docs/cluster.md §7): HMAC-SHA256 of a fixed label under
+// cluster_secret, else under dis_sk, which the nodes of one DIS project
+// share; with neither (dis_token alone) nothing is forwarded, and a line
+// says so. Forwarding over an SSL or SASL_SSL listener verifies the
+// controller's certificate against the system's CAs and
+// tls_client_ca_file.
+func clusterForwarding(cfg configs.Config, creds configs.DISCredentials, g *gateway.Config, log *zap.Logger) error {
+	if !cfg.Cluster {
+		return nil
+	}
+	secret := cmp.Or(cfg.ClusterSecret, creds.SK)
+	if secret == "" {
+		log.Warn("cluster: no cluster_secret and no dis_sk: admin writes reaching a node other than the controller are answered NOT_CONTROLLER")
+		return nil
+	}
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write([]byte("disgw cluster forwarding v1"))
+	g.ClusterKey = mac.Sum(nil)
+	pool, err := x509.SystemCertPool()
+	if err != nil || pool == nil {
+		pool = x509.NewCertPool()
+	}
+	if cfg.TLSClientCAFile != "" {
+		pem, err := os.ReadFile(cfg.TLSClientCAFile)
+		if err != nil {
+			return fmt.Errorf("cluster: %w", err)
+		}
+		pool.AppendCertsFromPEM(pem)
+	}
+	g.ClusterTLS = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	return nil
+}
+
 // disrestOptions maps cfg and creds onto the DIS backend's options.
 func disrestOptions(cfg configs.Config, creds configs.DISCredentials, log *zap.Logger, m *metrics.Metrics) disrest.Options {
 	return disrest.Options{
@@ -572,6 +615,7 @@ func disrestOptions(cfg configs.Config, creds configs.DISCredentials, log *zap.L
 		PrincipalClients:    int(cfg.DISPrincipalClients),
 		PrincipalTTL:        cfg.DISPrincipalTTL,
 		ProducerStateExpiry: cfg.ProducerIDExpiration,
+		RequestTimeout:      cfg.DISRequestTimeout,
 		Metrics:             m,
 		Cluster:             cfg.Cluster, NodeID: cfg.NodeID, Version: version,
 		ClusterHeartbeat: cfg.ClusterHeartbeat, ClusterJoinWindow: cfg.ClusterJoinWindow,
