@@ -3,6 +3,7 @@ package disbackend
 import (
 	"errors"
 	"strconv"
+	"time"
 )
 
 // Several gateway nodes in front of one DIS project (docs/cluster.md). The
@@ -105,4 +106,100 @@ type Cluster interface {
 	View() *View
 	// ViewChanged returns a channel closed when View changes.
 	ViewChanged() <-chan struct{}
+}
+
+// LeaseState is where a node's lease stands (docs/cluster.md §4), as the
+// admin listener shows it.
+type LeaseState int
+
+const (
+	// LeaseNone: no lease since the node started (it has not synced a
+	// generation yet).
+	LeaseNone LeaseState = iota
+	// LeaseHeld: renewed for the generation of the node's view, and not
+	// ended.
+	LeaseHeld
+	// LeaseBetweenViews: the nodes rebalance. DIS refused the last renewal
+	// with DIS.4701, or the lease holds for a newer generation than the
+	// view's, whose view the node has not read yet.
+	LeaseBetweenViews
+	// LeaseRefused: DIS refused the last renewal with DIS.4702 or
+	// DIS.4703: the node is no member of the current generation (DIS
+	// dropped it after its session, as a paused node).
+	LeaseRefused
+	// LeaseLapsed: no renewal accepted for cluster_lease (DIS not
+	// answering, or the node was paused).
+	LeaseLapsed
+)
+
+func (s LeaseState) String() string {
+	switch s {
+	case LeaseNone:
+		return "none"
+	case LeaseHeld:
+		return "held"
+	case LeaseBetweenViews:
+		return "between views"
+	case LeaseRefused:
+		return "refused"
+	case LeaseLapsed:
+		return "lapsed"
+	}
+	return "unknown"
+}
+
+// ClusterStatus is a node's standing in the cluster at one moment: its
+// view, its generation and its lease (the admin listener's /readyz and
+// console).
+type ClusterStatus struct {
+	// View is the current view (Cluster.View), never nil.
+	View *View
+	// Generation is the DIS generation of the node's last SyncGroup, -1
+	// before the first.
+	Generation int64
+	// Lease is where the lease stands.
+	Lease LeaseState
+	// LeaseLeft is how long the lease still holds (LeaseHeld; LeaseBetweenViews
+	// when it holds for a newer generation), else 0.
+	LeaseLeft time.Duration
+	// LeaseEnded is how long ago the lease stopped holding (LeaseRefused,
+	// LeaseLapsed; LeaseBetweenViews after a refusal), else 0.
+	LeaseEnded time.Duration
+	// RefusedCode is the DIS error code of the last renewal DIS refused
+	// (DIS.4701, DIS.4702, DIS.4703), "" when none was.
+	RefusedCode string
+	// Failure is the error that stopped the membership for good (another
+	// live node holds this node id), nil otherwise.
+	Failure error
+}
+
+// NotReady returns why the node should not take new clients, "" when it
+// may (the admin listener's /readyz, docs/operations.md): its membership
+// stopped; it holds no Ready view yet; DIS refused its lease as no member
+// of the current generation (LeaseRefused); or its lease lapsed
+// (LeaseLapsed). Between views (LeaseBetweenViews) it is ready: every node
+// is between views at once while the nodes rebalance, and each keeps
+// answering Kafka's view from its last one.
+func (st ClusterStatus) NotReady() string {
+	switch {
+	case st.Failure != nil:
+		return "cluster membership stopped: " + st.Failure.Error()
+	case st.View == nil || !st.View.Ready:
+		return "no cluster view yet: joining the nodes' group"
+	case st.Lease == LeaseRefused:
+		return "cluster lease refused " + st.LeaseEnded.Round(time.Millisecond).String() + " ago (" + st.RefusedCode +
+			"): this node is no member of the current generation; joining again"
+	case st.Lease == LeaseLapsed:
+		return "cluster lease lapsed " + st.LeaseEnded.Round(time.Millisecond).String() + " ago: no renewal accepted by DIS"
+	case st.Lease == LeaseNone:
+		return "no cluster lease yet"
+	}
+	return ""
+}
+
+// ClusterStatusReporter is implemented by a Cluster that can tell a
+// node's lease and generation (disrest's membership).
+type ClusterStatusReporter interface {
+	// Status returns the node's standing now.
+	Status() ClusterStatus
 }

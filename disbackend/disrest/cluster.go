@@ -36,6 +36,7 @@ import (
 
 	"github.com/disgw/disgw/disbackend"
 	"github.com/disgw/disgw/disbackend/disapi"
+	"github.com/disgw/disgw/internal/metrics"
 	"github.com/disgw/disgw/internal/placement"
 )
 
@@ -86,6 +87,9 @@ type membership struct {
 	// held is the lease: the generation it was renewed for and until when
 	// (mono), nil when there is none.
 	held atomic.Pointer[leaseState]
+	// refused is the last renewal DIS refused (its code and when, mono),
+	// nil before any: Status tells a rebalance from a node DIS dropped.
+	refused atomic.Pointer[leaseRefusal]
 
 	// mu guards the member state below and changed.
 	mu sync.Mutex
@@ -146,9 +150,17 @@ type leaseState struct {
 	until time.Duration
 }
 
+// leaseRefusal is a lease renewal DIS refused: its DIS error code, and
+// when (mono).
+type leaseRefusal struct {
+	code string
+	at   time.Duration
+}
+
 var (
-	_ fence              = (*membership)(nil)
-	_ disbackend.Cluster = (*membership)(nil)
+	_ fence                            = (*membership)(nil)
+	_ disbackend.Cluster               = (*membership)(nil)
+	_ disbackend.ClusterStatusReporter = (*membership)(nil)
 )
 
 func newMembership(s *Store) *membership {
@@ -358,6 +370,39 @@ func (m *membership) ViewChanged() <-chan struct{} {
 	return m.changed
 }
 
+// Status returns the node's view, generation and lease now
+// (disbackend.ClusterStatusReporter): the lease is held while renewed for
+// the view's generation and not ended; between views while it holds for
+// a newer generation or DIS refused it with DIS.4701 (the nodes
+// rebalance); refused after DIS.4702 or DIS.4703; lapsed once ended
+// without a refusal.
+func (m *membership) Status() disbackend.ClusterStatus {
+	st := disbackend.ClusterStatus{View: m.View(), Generation: m.generation()}
+	if f := m.failure.Load(); f != nil {
+		st.Failure = *f
+	}
+	now := m.mono()
+	r := m.refused.Load()
+	if r != nil {
+		st.RefusedCode = r.code
+	}
+	switch l := m.held.Load(); {
+	case l != nil && now < l.until:
+		st.Lease, st.LeaseLeft = disbackend.LeaseHeld, l.until-now
+		if l.gen != st.View.Generation {
+			st.Lease = disbackend.LeaseBetweenViews
+		}
+	case l != nil:
+		st.Lease, st.LeaseEnded = disbackend.LeaseLapsed, now-l.until
+	case r != nil:
+		st.Lease, st.LeaseEnded = disbackend.LeaseRefused, now-r.at
+		if r.code == disapi.CodeGroupRebalancing {
+			st.Lease = disbackend.LeaseBetweenViews
+		}
+	}
+	return st
+}
+
 func (m *membership) notify() {
 	m.mu.Lock()
 	close(m.changed)
@@ -476,6 +521,7 @@ func (m *membership) fail(err error) {
 	m.cur.Store(st)
 	lost, _ := m.moved(old, st)
 	m.s.viewChanged(lost, nil)
+	countMoves(m.s.opts.Metrics, lost, nil)
 	m.notify()
 	m.s.opts.Metrics.ClusterView(0, 0)
 	m.s.opts.Metrics.ClusterController(false)
@@ -500,6 +546,7 @@ func (m *membership) setView(v *disbackend.View, doc *viewDoc, handover time.Dur
 	m.cur.Store(st)
 	lost, gained := m.moved(old, st)
 	m.s.viewChanged(lost, gained)
+	countMoves(m.s.opts.Metrics, lost, gained)
 	m.notify()
 	owned := len(doc.Owners[strconv.Itoa(int(v.Self))])
 	ids := make([]int32, len(v.Nodes))
@@ -549,6 +596,27 @@ func (m *membership) moved(old, cur *viewState) (lost, gained []string) {
 	sort.Strings(lost)
 	sort.Strings(gained)
 	return lost, gained
+}
+
+// countMoves adds the keys lost and gained at a view change to
+// disgw_cluster_moves_total, by kind (partition, group).
+func countMoves(mt *metrics.Metrics, lost, gained []string) {
+	for _, c := range []struct {
+		dir  string
+		keys []string
+	}{{"lost", lost}, {"gained", gained}} {
+		var parts, groups int
+		for _, k := range c.keys {
+			switch {
+			case strings.HasPrefix(k, disbackend.GroupKey("")):
+				groups++
+			case strings.HasPrefix(k, "p/"):
+				parts++
+			}
+		}
+		mt.ClusterMoves("partition", c.dir, parts)
+		mt.ClusterMoves("group", c.dir, groups)
+	}
 }
 
 // viewOf builds the disbackend.View of doc for this node.

@@ -74,6 +74,7 @@ func (m *membership) renewOnce(ctx context.Context, gen int64, held bool) (holds
 		return true, false
 	case fenceRefused(err):
 		m.held.Store(nil)
+		m.refused.Store(&leaseRefusal{code: codeOf(err), at: m.mono()})
 		m.s.opts.Metrics.ClusterLeaseRefused()
 		switch {
 		case held && codeOf(err) == disapi.CodeGroupRebalancing:

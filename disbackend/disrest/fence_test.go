@@ -593,7 +593,9 @@ func TestFenceIntentsFencedByDIS(t *testing.T) {
 	_ = solo.Close()
 
 	fa := &fakeFence{}
-	a := newFencedStore(t, url, fa, mod)
+	ma := metrics.New(metrics.Options{})
+	ma.ClusterMode()
+	a := newFencedStore(t, url, fa, func(o *Options) { mod(o); o.Metrics = ma })
 	if err := a.ensureApp(ctxT(t), nodesApp); err != nil {
 		t.Fatal(err)
 	}
@@ -618,8 +620,14 @@ func TestFenceIntentsFencedByDIS(t *testing.T) {
 	if gen2 <= gen {
 		t.Fatalf("generation %d after %d", gen2, gen)
 	}
+	if n := gathered(t, ma, "disgw_cluster_intents_refused_total"); n != 0 {
+		t.Fatalf("disgw_cluster_intents_refused_total = %v before any refusal", n)
+	}
 	if _, err := a.Append(stream, 0, pidBatch(9, 0, 3, 1)).Wait(ctxT(t)); !errors.Is(err, disbackend.ErrNotLeader) {
 		t.Fatalf("A's intent in a stale generation: %v; want ErrNotLeader", err)
+	}
+	if n := gathered(t, ma, "disgw_cluster_intents_refused_total"); n != 1 {
+		t.Errorf("disgw_cluster_intents_refused_total = %v after one refused intent, want 1", n)
 	}
 	if r, err := a.describeRange(ctxT(t), stream, 0); err != nil || r.Next != 3 {
 		t.Fatalf("range %+v, %v; want nothing written after the refused intent", r, err)

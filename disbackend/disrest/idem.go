@@ -705,6 +705,7 @@ func (s *Store) commitIntent(ctx context.Context, k partKey, sid string, ps *put
 	}
 	err := s.commitFenced(ctx, nodesApp, k.stream, k.part, ps.next, meta, clientID, gen)
 	if fenceRefused(err) {
+		s.opts.Metrics.ClusterIntentRefused()
 		return fmt.Errorf("disrest: write intent of %s/%d: %w: DIS refused it for generation %d: %v", k.stream, k.part, disbackend.ErrNotLeader, gen, err)
 	}
 	return err

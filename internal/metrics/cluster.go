@@ -13,6 +13,8 @@ type clusterMetrics struct {
 	epoch        prometheus.Gauge
 	controller   prometheus.Gauge
 	leaseRefused prometheus.Counter
+	moves        *prometheus.CounterVec
+	intents      prometheus.Counter
 	// once registers them, at the first ClusterMode: a single node's
 	// /metrics does not show them.
 	once *sync.Once
@@ -28,6 +30,11 @@ func newClusterMetrics() clusterMetrics {
 			Help: "1 while this node is the controller of its current generation, else 0."}),
 		leaseRefused: prometheus.NewCounter(prometheus.CounterOpts{Name: "disgw_cluster_lease_refused_total",
 			Help: "Lease renewals DIS refused (DIS.4701 rebalancing, DIS.4702 member not found, DIS.4703 stale generation): each stops this node's writes at once."}),
+		moves: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "disgw_cluster_moves_total",
+			Help: "Placement keys this node gained or lost at view changes, by kind (partition, group) and direction (gained, lost): ownership moves (docs/cluster.md §3)."},
+			[]string{"kind", "direction"}),
+		intents: prometheus.NewCounter(prometheus.CounterOpts{Name: "disgw_cluster_intents_refused_total",
+			Help: "Write-ahead intents DIS refused (DIS.4701, DIS.4702, DIS.4703: this node is no member of the current generation): each stopped a PutRecords before it was sent, the batch answered NOT_LEADER_OR_FOLLOWER."}),
 		once: new(sync.Once),
 	}
 }
@@ -39,7 +46,15 @@ func (m *Metrics) ClusterMode() {
 		return
 	}
 	c := m.cluster
-	c.once.Do(func() { m.Registry.MustRegister(c.members, c.epoch, c.controller, c.leaseRefused) })
+	c.once.Do(func() {
+		m.Registry.MustRegister(c.members, c.epoch, c.controller, c.leaseRefused, c.moves, c.intents)
+		// Every series shows from the start, at 0.
+		for _, kind := range []string{"partition", "group"} {
+			for _, dir := range []string{"gained", "lost"} {
+				c.moves.WithLabelValues(kind, dir)
+			}
+		}
+	})
 }
 
 // ClusterView sets disgw_cluster_members and disgw_cluster_view_epoch
@@ -67,5 +82,21 @@ func (m *Metrics) ClusterController(is bool) {
 func (m *Metrics) ClusterLeaseRefused() {
 	if m != nil {
 		m.cluster.leaseRefused.Inc()
+	}
+}
+
+// ClusterMoves adds n placement keys of kind ("partition", "group") that
+// this node gained or lost (direction "gained", "lost") at a view change.
+func (m *Metrics) ClusterMoves(kind, direction string, n int) {
+	if m != nil && n > 0 {
+		m.cluster.moves.WithLabelValues(kind, direction).Add(float64(n))
+	}
+}
+
+// ClusterIntentRefused counts one write-ahead intent DIS refused
+// (disgw_cluster_intents_refused_total).
+func (m *Metrics) ClusterIntentRefused() {
+	if m != nil {
+		m.cluster.intents.Inc()
 	}
 }
