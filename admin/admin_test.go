@@ -24,6 +24,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/disgw/disgw/admin"
+	"github.com/disgw/disgw/disbackend"
 	"github.com/disgw/disgw/disbackend/localstore"
 	"github.com/disgw/disgw/gateway"
 	"github.com/disgw/disgw/internal/metrics"
@@ -35,15 +36,26 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // listener on a free port; everything stops at cleanup.
 func startAdmin(t *testing.T, mutate func(*admin.Options)) (*admin.Server, *gateway.Server) {
 	t.Helper()
+	return startAdminOn(t, nil, mutate)
+}
+
+// startAdminOn is startAdmin with the gateway and admin listener over
+// wrap(store) (nil: the store itself).
+func startAdminOn(t *testing.T, wrap func(*localstore.Store) disbackend.Backend, mutate func(*admin.Options)) (*admin.Server, *gateway.Server) {
+	t.Helper()
 	store, err := localstore.Open(t.TempDir(), localstore.Options{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	var backend disbackend.Backend = store
+	if wrap != nil {
+		backend = wrap(store)
 	}
 	m := metrics.New(metrics.Options{})
 	cfg := gateway.DefaultConfig()
 	cfg.Listen = "127.0.0.1:0"
 	cfg.Metrics = m
-	gw, err := gateway.New(cfg, store, nil)
+	gw, err := gateway.New(cfg, backend, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +64,7 @@ func startAdmin(t *testing.T, mutate func(*admin.Options)) (*admin.Server, *gate
 	}
 	served := make(chan error, 1)
 	go func() { served <- gw.Serve() }()
-	opts := admin.Options{Listen: "127.0.0.1:0", Gateway: gw, Backend: store, Metrics: m, LagInterval: 50 * time.Millisecond,
+	opts := admin.Options{Listen: "127.0.0.1:0", Gateway: gw, Backend: backend, Metrics: m, LagInterval: 50 * time.Millisecond,
 		Config: []admin.KV{{Key: "dis_sk", Value: "******"}}, Version: "test"}
 	if mutate != nil {
 		mutate(&opts)

@@ -31,7 +31,8 @@ var (
 type lagCollector struct{ s *Server }
 
 func (c lagCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{lagDesc, lagSumDesc, currentOffsetDesc, oldestOffsetDesc, groupsDesc, snapshotAgeDesc} {
+	for _, d := range []*prometheus.Desc{lagDesc, lagSumDesc, currentOffsetDesc, oldestOffsetDesc, groupsDesc, snapshotAgeDesc,
+		partitionsLedDesc, groupsOwnedDesc} {
 		ch <- d
 	}
 }
@@ -84,4 +85,5 @@ func (c lagCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(groupsDesc, prometheus.GaugeValue, states[st], st)
 	}
 	ch <- prometheus.MustNewConstMetric(snapshotAgeDesc, prometheus.GaugeValue, float64(snap.Taken.UnixNano())/1e9)
+	c.s.collectCluster(ch, snap)
 }

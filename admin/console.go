@@ -40,6 +40,12 @@ var pageTmpl = template.Must(template.New("console").Funcs(template.FuncMap{
 		return ""
 	},
 	"shard": func(p int32) string { return disbackend.PartitionID(p) },
+	"count": func(n int) string {
+		if n < 0 {
+			return "–"
+		}
+		return itoa(int64(n))
+	},
 }).ParseFS(webFS, "web/layout.html"))
 
 // pages are the console's pages, in the navigation's order.
@@ -64,6 +70,8 @@ type pageData struct {
 	Snap                  *Snapshot
 	Errors                []LogEntry
 	Config                []KV
+	// Cluster is the overview's cluster section, nil on one node.
+	Cluster *ClusterPage
 }
 
 // consoleRoutes adds the console's pages, their fragments
@@ -100,6 +108,9 @@ func (s *Server) render(w http.ResponseWriter, tmpl, page, title string) {
 		Backend: s.opts.BackendName, Snap: s.Snapshot(), Config: s.opts.Config}
 	if page == "errors" {
 		d.Errors = s.opts.Errors.Entries()
+	}
+	if page == "overview" {
+		d.Cluster = s.clusterPage(d.Snap)
 	}
 	for _, p := range pages {
 		d.Nav = append(d.Nav, navItem{Path: p.path, Name: p.name, Current: p.page == page})

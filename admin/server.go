@@ -227,8 +227,11 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 }
 
 // readyz answers 200 "ready" while the Kafka listener is open, the gateway
-// is not shutting down and the backend answered a probe (a ListStreams,
-// reused for readyProbeTTL); else 503 with the reason.
+// is not shutting down, in cluster mode the node holds a usable view
+// (disbackend.ClusterStatus.NotReady: not before its first view, nor with
+// its lease refused or lapsed; between views it stays ready) and the
+// backend answered a probe (a ListStreams, reused for readyProbeTTL); else
+// 503 with the reason.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
@@ -245,6 +248,9 @@ func (s *Server) ready(ctx context.Context) error {
 		return errors.New("shutting down")
 	}
 	if err := s.opts.Gateway.Ready(); err != nil {
+		return err
+	}
+	if err := s.clusterReady(); err != nil {
 		return err
 	}
 	s.probeMu.Lock()

@@ -30,3 +30,7 @@ func (s *Server) Coordinator() *groupcoord.Coordinator { return s.groups }
 
 // Backend is the backend the server was made with.
 func (s *Server) Backend() disbackend.Backend { return s.backend }
+
+// Cluster is the backend's view of the gateway nodes (docs/cluster.md),
+// nil on one node: the admin listener's readiness, metrics and console.
+func (s *Server) Cluster() disbackend.Cluster { return s.cluster }
