@@ -142,7 +142,7 @@ func leaseText(st disbackend.ClusterStatus) string {
 	ms := func(d time.Duration) string { return d.Round(time.Millisecond).String() }
 	switch st.Lease {
 	case disbackend.LeaseHeld:
-		return "held (" + ms(st.LeaseLeft) + " left)"
+		return "held (" + st.LeaseLeft.Round(100*time.Millisecond).String() + " left)"
 	case disbackend.LeaseBetweenViews:
 		if st.LeaseLeft > 0 {
 			return "between views (held for generation " + itoa(st.Generation) + ", " + ms(st.LeaseLeft) + " left)"

@@ -508,7 +508,7 @@ func openBackend(cfg configs.Config, creds configs.DISCredentials, log *zap.Logg
 			return nil, err
 		}
 		if c := s.Cluster(); c != nil {
-			return clusterBackend{Store: s, Cluster: c}, nil
+			return clusterBackend{Store: s, clusterMember: c.(clusterMember)}, nil
 		}
 		return s, nil
 	}
@@ -543,12 +543,19 @@ func startCluster(ctx context.Context, cfg configs.Config, srv *gateway.Server, 
 
 // clusterBackend is the DIS backend in cluster mode as the gateway and
 // the admin listener see it: the Store, and its membership's view
-// (disbackend.Cluster), which the gateway answers Kafka's view from. The
-// Store alone does not implement disbackend.Cluster, so that one node
-// answers as before.
+// (disbackend.Cluster), which the gateway answers Kafka's view from, and
+// status (disbackend.ClusterStatusReporter: the lease, which /readyz and
+// the console show). The Store alone does not implement
+// disbackend.Cluster, so that one node answers as before.
 type clusterBackend struct {
 	*disrest.Store
+	clusterMember
+}
+
+// clusterMember is what disrest's membership gives (Store.Cluster).
+type clusterMember interface {
 	disbackend.Cluster
+	disbackend.ClusterStatusReporter
 }
 
 // advertisedListeners are the gateway's advertised addresses (HOST:PORT)
