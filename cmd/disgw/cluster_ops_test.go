@@ -52,9 +52,10 @@ func startOpsDIS(t *testing.T) *disLocal {
 // and 200 once the three agree; each node's /metrics shows three members,
 // one controller among them, one epoch; the partitions each node leads
 // add up to the topic's and the groups each owns to the groups; every
-// node counted the keys it gained. The console of each node shows the
-// three nodes with their addresses, its share and the controller
-// (in Chromium when it is installed).
+// node counts its ownership moves. The console of each node shows the
+// three nodes with their addresses, its share and the controller (in
+// Chromium when it is installed). A node stopped (SIGSTOP) past DIS's
+// session answers 503 when it resumes, until it is in a view again.
 func TestClusterOps(t *testing.T) {
 	t.Parallel()
 	d := startOpsDIS(t)
@@ -196,6 +197,37 @@ func TestClusterOps(t *testing.T) {
 			}
 		}
 	})
+
+	// A node stopped past DIS's session (a zombie) answers 503 when it
+	// resumes, its lease lapsed or refused, until it is back in a view.
+	zombie := nodes[2]
+	if err := zombie.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a view without the stopped node", func() string {
+		for _, n := range nodes[:2] {
+			if v, _ := sum(scrape(t, n.admin), "disgw_cluster_members", nil); v != 2 {
+				return fmt.Sprintf("node %d: %v members", n.id, v)
+			}
+		}
+		return ""
+	})
+	if err := zombie.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	body, code = httpGet(t, zombie.admin+"/readyz")
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "cluster lease") {
+		t.Errorf("/readyz of node %d resumed after DIS's session: %d %q; want 503, its lease lapsed or refused", zombie.id, code, body)
+	}
+	eventually(t, "the resumed node ready again", func() string {
+		if body, code := httpGet(t, zombie.admin+"/readyz"); code != http.StatusOK {
+			return fmt.Sprintf("/readyz %d %q", code, body)
+		}
+		return ""
+	})
+	if v, _ := sum(scrape(t, zombie.admin), "disgw_cluster_members", nil); v != 3 {
+		t.Errorf("node %d ready again with %v members in its view", zombie.id, v)
+	}
 
 	for _, n := range nodes {
 		if code := n.stop(t, syscall.SIGTERM); code != 0 {
