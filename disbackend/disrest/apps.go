@@ -88,7 +88,7 @@ func (s *Store) groupFence(ctx context.Context, app string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := s.fenced(key); err != nil {
+	if err := s.groupWrite(ctx, key); err != nil {
 		return "", fmt.Errorf("disrest: app %s: %w", app, err)
 	}
 	return key, nil
@@ -361,7 +361,7 @@ func (s *Store) CommitCheckpoints(ctx context.Context, app string, cps []disback
 	if err != nil {
 		return err
 	}
-	if err := s.fenced(key); err != nil {
+	if err := s.groupWrite(ctx, key); err != nil {
 		return fmt.Errorf("disrest: commit to app %s: %w", app, err)
 	}
 	counts := map[string]int32{}

@@ -793,3 +793,62 @@ func TestFenceOtherWrites(t *testing.T) {
 		t.Fatalf("delete records: %d, %v", first, err)
 	}
 }
+
+// TestFenceGroupWritesTakeOver: a group's writes (committed offsets, its
+// state, and loading it) go through the fence's takeover, so the
+// coordinator a group moved to writes nothing before its previous
+// coordinator's writes can no longer land (docs/cluster.md §6): no commit
+// of the old coordinator lands after the new one's.
+func TestFenceGroupWritesTakeOver(t *testing.T) {
+	t.Parallel()
+	_, url := startDIS(t, dislocal.Options{})
+	f := &fakeFence{}
+	s := newFencedStore(t, url, f, func(o *Options) { o.Linger = -1; o.NoCompactor = true })
+	stream := mkStream(t, s, "takeover-groups", 1)
+	appendOK(t, s, stream, 0, valuesBatch("a", "b"))
+	app, err := disbackend.AppNameForGroup("moved")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateApp(ctxT(t), disbackend.App{Name: app, GroupID: "moved"}); err != nil {
+		t.Fatal(err)
+	}
+	key := disbackend.GroupKey("moved")
+	took := func() int {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		n := 0
+		for _, k := range f.takeovers {
+			if k == key {
+				n++
+			}
+		}
+		return n
+	}
+	cp := []disbackend.Checkpoint{{Stream: stream, Partition: 0, SequenceNumber: 1, LeaderEpoch: -1}}
+	steps := []struct {
+		name string
+		do   func() error
+	}{
+		{"commit", func() error { return s.CommitCheckpoints(ctxT(t), app, cp) }},
+		{"save state", func() error { return s.SaveGroupState(ctxT(t), "moved", []byte("state")) }},
+		{"load state", func() error { _, err := s.GroupState(ctxT(t), "moved"); return err }},
+		{"delete checkpoints", func() error { return s.DeleteCheckpoints(ctxT(t), app, stream, []int32{0}) }},
+	}
+	for _, st := range steps {
+		before := took()
+		if err := st.do(); err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		if took() == before {
+			t.Errorf("%s did not go through the fence's takeover of %s", st.name, key)
+		}
+	}
+	// A takeover that cannot end (ctx) stops the write.
+	f.set(func(f *fakeFence) { f.delay = time.Hour })
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if err := s.CommitCheckpoints(ctx, app, cp); err == nil {
+		t.Fatal("commit while the takeover waits: nil error, want ctx's")
+	}
+}

@@ -35,6 +35,19 @@ func (s *Store) fenced(key string) error {
 	return s.fence.mayWrite(key)
 }
 
+// groupWrite is the fence for a write of a consumer group's (its state,
+// its app's checkpoints) under key (GroupKey; "" on a single node): the
+// fence's takeover, which waits, for a group that moved to this node,
+// until its previous coordinator's writes can no longer land (as a
+// partition's first write does), so that no commit of the old coordinator
+// lands after the new one's; at once otherwise (docs/cluster.md §6).
+func (s *Store) groupWrite(ctx context.Context, key string) error {
+	if key == "" {
+		return nil
+	}
+	return s.fence.takeover(ctx, key)
+}
+
 // controllerWrite asks the fence for the controller's key before a write
 // of op only the controller makes (docs/cluster.md §7). Errors: the
 // fence's (ErrNotController), wrapped with op.

@@ -121,7 +121,7 @@ func (s *Store) ensureGroups(ctx context.Context) error {
 // ErrUnavailable, ErrNotCoordinator, ErrInvalidRecord (a state over DIS's
 // 1 MB per record), or DIS's.
 func (s *Store) SaveGroupState(ctx context.Context, group string, state []byte) error {
-	if err := s.fence.mayWrite(disbackend.GroupKey(group)); err != nil {
+	if err := s.groupWrite(ctx, disbackend.GroupKey(group)); err != nil {
 		return fmt.Errorf("disrest: save group %q: %w", group, err)
 	}
 	if err := s.loadGroups(ctx, false); err != nil {
@@ -187,6 +187,14 @@ func (s *Store) GroupStates(ctx context.Context) (map[string][]byte, error) {
 // first, so every save DIS acknowledged before the call is seen. DIS
 // DescribeStream, GetCursor, GetRecords.
 func (s *Store) GroupState(ctx context.Context, group string) ([]byte, error) {
+	// In cluster mode the coordinator loads a group it gained only once
+	// its previous coordinator's writes (state, commits) can no longer
+	// land (the fence's takeover, as for a partition): then the state read
+	// is the last one, and no commit of the old coordinator lands after
+	// the new one's (docs/cluster.md §6).
+	if err := s.fence.takeover(ctx, disbackend.GroupKey(group)); err != nil {
+		return nil, fmt.Errorf("disrest: group state %q: %w", group, err)
+	}
 	if err := s.loadGroups(ctx, true); err != nil {
 		return nil, fmt.Errorf("disrest: group state %q: %w", group, err)
 	}
