@@ -102,8 +102,8 @@ type connectRun struct {
 	nodes                   int
 	disgw                   *disgwProc
 	cluster                 *disgwCluster // with several nodes, in place of disgw
-	dataDir                 string // of disgw (and dislocal)
-	disgwLog                string // of the disgw running
+	dataDir                 string        // of disgw (and dislocal)
+	disgwLog                string        // of the disgw running
 	worker                  *exec.Cmd
 	workerDone              chan error
 	rest                    string // the worker's REST address
