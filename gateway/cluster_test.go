@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -638,6 +639,70 @@ func TestClusterForward(t *testing.T) {
 		t.Fatalf("Metadata at node 1 after the forwarded delete: error %d", mt.ErrorCode)
 	}
 
+}
+
+// TestClusterAutoCreate: a Metadata that auto-creates a topic at a node
+// that is not the controller has the controller create it (a forwarded
+// CreateTopics) and answers the topic; when that cannot be done, the
+// topic is LEADER_NOT_AVAILABLE (retriable), or UNKNOWN_TOPIC_OR_PARTITION
+// on a node that never forwards; never NOT_CONTROLLER, which librdkafka
+// takes for a permanent produce error.
+func TestClusterAutoCreate(t *testing.T) {
+	meta := func(topic string) *kmsg.MetadataRequest {
+		req := kmsg.NewPtrMetadataRequest()
+		req.AllowAutoTopicCreation = true
+		req.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr(topic)}}
+		return req
+	}
+	t.Run("Forwarded", func(t *testing.T) {
+		tc := startCluster(t, 3, nil)
+		tc.change(func(tc *testCluster) { tc.controller = 2 })
+		for _, v := range []int16{4, 12} {
+			name := "auto.made.v" + strconv.Itoa(int(v))
+			mt := tc.raw(t, 0).roundTrip(v, meta(name)).(*kmsg.MetadataResponse).Topics[0]
+			if mt.ErrorCode != 0 || len(mt.Partitions) == 0 {
+				t.Fatalf("v%d: auto-created topic at node 0: error %d, %d partitions", v, mt.ErrorCode, len(mt.Partitions))
+			}
+			for _, p := range mt.Partitions {
+				if want := tc.owner("p/" + name + "/" + strconv.Itoa(int(p.Partition))); p.Leader != want {
+					t.Errorf("v%d: partition %d led by %d, want %d", v, p.Partition, p.Leader, want)
+				}
+			}
+		}
+		if a0, a2 := tc.nodes[0].adminCalls(), tc.nodes[2].adminCalls(); a0 != 0 || a2 != 2 {
+			t.Fatalf("admin calls: node 0 %d, node 2 %d; want 0, 2", a0, a2)
+		}
+		// Asked again at another node: the topic, created once.
+		if mt := tc.raw(t, 1).roundTrip(12, meta("auto.made.v12")).(*kmsg.MetadataResponse).Topics[0]; mt.ErrorCode != 0 {
+			t.Fatalf("the topic at node 1: error %d", mt.ErrorCode)
+		}
+		if a1, a2 := tc.nodes[1].adminCalls(), tc.nodes[2].adminCalls(); a1 != 0 || a2 != 2 {
+			t.Fatalf("admin calls: node 1 %d, node 2 %d; want 0, 2", a1, a2)
+		}
+	})
+	t.Run("ControllerUnreachable", func(t *testing.T) {
+		tc := startCluster(t, 2, nil)
+		tc.change(func(tc *testCluster) {
+			tc.controller = 1
+			tc.listeners[1] = map[string]string{"PLAINTEXT": "127.0.0.1:1"}
+		})
+		if mt := tc.raw(t, 0).roundTrip(12, meta("not.yet")).(*kmsg.MetadataResponse).Topics[0]; mt.ErrorCode != kerr.LeaderNotAvailable.Code {
+			t.Fatalf("unreachable controller: error %d, want LEADER_NOT_AVAILABLE", mt.ErrorCode)
+		}
+		if tc.nodes[0].adminCalls() != 0 || tc.nodes[1].adminCalls() != 0 {
+			t.Fatal("a node created the topic")
+		}
+	})
+	t.Run("NoKey", func(t *testing.T) {
+		tc := startCluster(t, 2, nil, func(c *gateway.Config) { c.ClusterKey = nil })
+		tc.change(func(tc *testCluster) { tc.controller = 1 })
+		if mt := tc.raw(t, 0).roundTrip(12, meta("never")).(*kmsg.MetadataResponse).Topics[0]; mt.ErrorCode != kerr.UnknownTopicOrPartition.Code {
+			t.Fatalf("no cluster key: error %d, want UNKNOWN_TOPIC_OR_PARTITION", mt.ErrorCode)
+		}
+		if tc.nodes[0].adminCalls() != 0 || tc.nodes[1].adminCalls() != 0 {
+			t.Fatal("a node created the topic")
+		}
+	})
 }
 
 // TestClusterForwardRefused: what is answered when a write cannot be
