@@ -705,6 +705,76 @@ func TestClusterAutoCreate(t *testing.T) {
 	})
 }
 
+// TestClusterChangeNotice: the controller tells the other nodes of a topic
+// or ACL write before it answers, so that a topic created (or deleted)
+// through one node is listed (or gone) at every other at once, as a
+// client that creates a topic and lists it through another node expects
+// (kafka-topics --create, then --describe; kafka-python's
+// partitions_for_topic); the nodes never refresh their topics here.
+func TestClusterChangeNotice(t *testing.T) {
+	tc := startCluster(t, 3, nil, func(c *gateway.Config) {
+		c.Authorizer, c.AllowEveryoneIfNoACL = true, true
+	})
+	tc.change(func(tc *testCluster) { tc.controller = 2 })
+	listed := func(id int32, topic string) bool {
+		for _, mt := range metadataAll(t, tc.raw(t, id), 12).Topics {
+			if mt.Topic != nil && *mt.Topic == topic {
+				return mt.ErrorCode == 0
+			}
+		}
+		return false
+	}
+	// Created at the controller itself, then through node 0 (forwarded).
+	if cr := tc.raw(t, 2).roundTrip(7, createTopicReq("at.controller", 2)).(*kmsg.CreateTopicsResponse); cr.Topics[0].ErrorCode != 0 {
+		t.Fatalf("CreateTopics at node 2: error %d", cr.Topics[0].ErrorCode)
+	}
+	if cr := tc.raw(t, 0).roundTrip(7, createTopicReq("through.node0", 2)).(*kmsg.CreateTopicsResponse); cr.Topics[0].ErrorCode != 0 {
+		t.Fatalf("CreateTopics at node 0: error %d", cr.Topics[0].ErrorCode)
+	}
+	for _, id := range []int32{0, 1, 2} {
+		for _, topic := range []string{"at.controller", "through.node0"} {
+			if !listed(id, topic) {
+				t.Errorf("node %d does not list %s right after it was created", id, topic)
+			}
+		}
+	}
+	// Deleted at the controller: gone everywhere.
+	dt := kmsg.NewPtrDeleteTopicsRequest()
+	dt.TimeoutMillis = 5000
+	dt.TopicNames = []string{"at.controller"}
+	if got := tc.raw(t, 2).roundTrip(5, dt).(*kmsg.DeleteTopicsResponse).Topics[0]; got.ErrorCode != 0 {
+		t.Fatalf("DeleteTopics at node 2: error %d", got.ErrorCode)
+	}
+	for _, id := range []int32{0, 1} {
+		if listed(id, "at.controller") {
+			t.Errorf("node %d still lists at.controller after it was deleted", id)
+		}
+	}
+	// An ACL created at the controller: described at node 1 at once.
+	ca := kmsg.NewPtrCreateACLsRequest()
+	c := kmsg.NewCreateACLsRequestCreation()
+	c.ResourceType, c.ResourceName, c.ResourcePatternType = kmsg.ACLResourceTypeTopic, "through.node0", kmsg.ACLResourcePatternTypeLiteral
+	c.Principal, c.Host, c.Operation, c.PermissionType = "User:alice", "*", kmsg.ACLOperationRead, kmsg.ACLPermissionTypeAllow
+	ca.Creations = append(ca.Creations, c)
+	if got := tc.raw(t, 2).roundTrip(3, ca).(*kmsg.CreateACLsResponse).Results[0]; got.ErrorCode != 0 {
+		t.Fatalf("CreateAcls at node 2: error %d", got.ErrorCode)
+	}
+	da := kmsg.NewPtrDescribeACLsRequest()
+	da.ResourceType, da.ResourcePatternType, da.Operation, da.PermissionType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny, kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+	if got := tc.raw(t, 1).roundTrip(3, da).(*kmsg.DescribeACLsResponse); got.ErrorCode != 0 || len(got.Resources) != 1 {
+		t.Fatalf("DescribeAcls at node 1 right after the controller created one: error %d, %d resources", got.ErrorCode, len(got.Resources))
+	}
+	// A notice from a node that is not the controller is not served.
+	env := kmsg.NewPtrEnvelopeRequest()
+	m := kmsg.NewPtrMetadataRequest()
+	env.RequestData = encodeRequest(3, 12, 1, m)
+	env.RequestPrincipal = gateway.EncodePrincipal("User:ANONYMOUS")
+	gateway.SignEnvelope([]byte("test cluster key"), 0, time.Now(), env)
+	if er := tc.raw(t, 1).roundTrip(0, env).(*kmsg.EnvelopeResponse); er.ErrorCode != kerr.NotController.Code {
+		t.Fatalf("a notice from node 0 at node 1: envelope error %d, want NOT_CONTROLLER", er.ErrorCode)
+	}
+}
+
 // TestClusterForwardRefused: what is answered when a write cannot be
 // forwarded, and the envelopes a controller refuses.
 func TestClusterForwardRefused(t *testing.T) {
