@@ -662,7 +662,13 @@ func (c *connectRun) sinkCommitted(limit time.Duration) (string, error) {
 		committed, err2 := adm.FetchOffsets(ctx, "connect-compat-sink")
 		cancel()
 		if err := firstErr(err1, err2); err != nil {
-			return "", err
+			// With several nodes, a request may go to a node just
+			// killed: asked again until the limit.
+			if c.cluster == nil || time.Now().After(deadline) {
+				return "", err
+			}
+			time.Sleep(500 * time.Millisecond)
+			continue
 		}
 		var got []string
 		same := true

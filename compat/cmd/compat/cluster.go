@@ -43,12 +43,9 @@ func clusterNodes() []string {
 // mode, a heartbeat of 500 ms, a join window and a settle time of 1 s (DIS
 // documents about 20 s for the window), the default 3 s lease, and a DIS
 // request timeout of 10 s (a partition that moves is written by its new
-// leader lease + request timeout after the rebalance: 13 s, not 33 s);
-// auto-created topics (kcat's) get 3 partitions, so that they have
-// leaders on several nodes.
+// leader lease + request timeout after the rebalance: 13 s, not 33 s).
 var clusterNodeEnv = []string{
 	"DISGW_CLUSTER=true",
-	"DISGW_DEFAULT_PARTITIONS=3",
 	"DISGW_CLUSTER_HEARTBEAT=500ms",
 	"DISGW_CLUSTER_JOIN_WINDOW=1s",
 	"DISGW_CLUSTER_SETTLE=1s",

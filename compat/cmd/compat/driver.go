@@ -77,6 +77,8 @@ type clientSpec struct {
 	// with one node's address alone (the last node's), so that it must
 	// follow Metadata to the others.
 	cluster, clusterOnly, seedOne bool
+	// gatewayEnv is added to disgw serve's environment (settings).
+	gatewayEnv []string
 }
 
 // runsOn reports whether the client runs on backend with nodes nodes.
@@ -140,8 +142,9 @@ var clients = []clientSpec{
 	{name: "kafka-go-requireall", about: "segmentio/kafka-go, RequireAll Writer, group Reader", argv: goScenario("kafka-go-requireall")},
 	{name: "confluent-kafka-go", about: "confluent-kafka-go, bundled librdkafka (cgo)", argv: goScenario("confluent-kafka-go"), cluster: true},
 	{name: "kcat", about: "Debian's kcat (librdkafka 2.0.2)", extra: kcatExtra, argv: goScenario("kcat"), cluster: true},
-	{name: "kcat-one-seed", about: "Debian's kcat bootstrapped with one node's address (several nodes only)", extra: kcatExtra,
-		argv: goScenario("kcat"), cluster: true, clusterOnly: true, seedOne: true},
+	// Its topic auto-created with 3 partitions, led by several nodes.
+	{name: "kcat-one-seed", about: "Debian's kcat bootstrapped with one node's address, its topic auto-created with 3 partitions (several nodes only)", extra: kcatExtra,
+		argv: goScenario("kcat"), cluster: true, clusterOnly: true, seedOne: true, gatewayEnv: []string{"DISGW_DEFAULT_PARTITIONS=3"}},
 	{name: "kafka-python-debian", about: "Debian's python3-kafka, /usr/bin/python3", argv: pyScenario(debianPython, "kafka-python", "kafka-python-debian")},
 	{name: "kafka-python-pypi", about: "kafka-python, newest from PyPI, in a virtualenv", argv: pyScenario(venvPython, "kafka-python", "kafka-python-pypi"), cluster: true},
 	{name: "confluent-kafka-python-debian", about: "Debian's python3-confluent-kafka, /usr/bin/python3", argv: pyScenario(debianPython, "confluent-kafka", "confluent-kafka-python-debian")},
@@ -601,7 +604,7 @@ func runClient(c clientSpec, e env, bin, backend, matrix string, timeout time.Du
 	}()
 	e.bin, e.backend = bin, backend
 	var secEnv []string
-	gwEnv := []string{cleanerEnv}
+	gwEnv := append([]string{cleanerEnv}, c.gatewayEnv...)
 	if c.security != nil {
 		dir, err := os.MkdirTemp("", "disgw-compat-security-")
 		if err != nil {
