@@ -47,10 +47,16 @@ func renderMarkdown(results []*clientResult, suite *kgoSuiteResult, backend stri
 		rev = strings.TrimSpace(string(out))
 	}
 	fmt.Fprintf(&b, "# Client compatibility matrix\n\n")
-	fmt.Fprintf(&b, "Written by `make compat` (`compat/cmd/compat`; see [compat/README.md](../compat/README.md)). "+
-		"Each client runs against its own disgw (backend `%s`, fresh data directory, free port). "+
-		"disgw %s, %s/%s, %s, run took %s.\n\n", backend, rev, runtime.GOOS, runtime.GOARCH,
-		time.Now().UTC().Format("2006-01-02 15:04 UTC"), took.Round(time.Second))
+	if nodes > 1 {
+		fmt.Fprintf(&b, "Written by `make compat-cluster` (`compat/cmd/compat -backend %s -nodes %d`; see [compat/README.md](../compat/README.md)). "+
+			"disgw %s, %s/%s, %s, run took %s.\n\n", backend, nodes, rev, runtime.GOOS, runtime.GOARCH,
+			time.Now().UTC().Format("2006-01-02 15:04 UTC"), took.Round(time.Second))
+	} else {
+		fmt.Fprintf(&b, "Written by `make compat` (`compat/cmd/compat`; see [compat/README.md](../compat/README.md)). "+
+			"Each client runs against its own disgw (backend `%s`, fresh data directory, free port). "+
+			"disgw %s, %s/%s, %s, run took %s.\n\n", backend, rev, runtime.GOOS, runtime.GOARCH,
+			time.Now().UTC().Format("2006-01-02 15:04 UTC"), took.Round(time.Second))
+	}
 	if nodes > 1 {
 		fmt.Fprintf(&b, "Backend `dis`, %d nodes (`make compat-cluster`): each client runs against its own `disgw dislocal` "+
 			"(the DIS REST emulator, fresh data directory, AK/SK signatures checked, a group member dropped after %s without a heartbeat) "+
