@@ -249,12 +249,14 @@ func driverMain(args []string) int {
 	matrix := matrixName(*backend, *nodes)
 	if *listClients {
 		for _, c := range clients {
-			if *nodes > 1 && !c.cluster {
+			if *nodes > 1 && !c.cluster || *nodes == 1 && c.clusterOnly {
 				continue
 			}
 			fmt.Printf("%-30s %s\n", c.name, c.about)
 		}
-		fmt.Printf("%-30s %s\n", "kgo-suite", "franz-go's integration suite (go test github.com/twmb/franz-go/pkg/kgo)")
+		if *nodes == 1 {
+			fmt.Printf("%-30s %s\n", "kgo-suite", "franz-go's integration suite (go test github.com/twmb/franz-go/pkg/kgo)")
+		}
 		return 0
 	}
 	root, err := repoRoot()
