@@ -16,6 +16,7 @@
 #   make compat  the client matrix and franz-go's suite against bin/disgw
 #                (compat/setup installs the clients; COMPATFLAGS=-only kcat ...)
 #   make compat-dis  the same against --backend dis in front of disgw dislocal
+#   make compat-cluster  some of its clients against three cluster-mode nodes
 
 GO       ?= go
 BIN      ?= bin/disgw
@@ -27,7 +28,7 @@ ARGS     ?=
 # The whole suite takes minutes; the timeout only stops a hung test.
 TESTTIMEOUT ?= 30m
 
-.PHONY: build run test test-short vet lint bench bench-dis fuzz compat compat-dis clean
+.PHONY: build run test test-short vet lint bench bench-dis fuzz compat compat-dis compat-cluster clean
 
 # The first build (no $(BIN) yet) says it takes a while and lists the
 # packages as go compiles them (-v): with cold module and build caches it
@@ -101,6 +102,13 @@ compat: build
 compat-dis: build
 	cd compat && $(GO) build -o bin/compat ./cmd/compat
 	cd compat && ./bin/compat -disgw $(CURDIR)/$(BIN) -backend dis $(COMPATFLAGS)
+
+# The clients marked for it against three `disgw serve --backend dis` nodes in
+# cluster mode in front of one disgw dislocal (docs/cluster.md); writes
+# docs/compat-dis-cluster.md. .ci/run runs it after compat-dis.
+compat-cluster: build
+	cd compat && $(GO) build -o bin/compat ./cmd/compat
+	cd compat && ./bin/compat -disgw $(CURDIR)/$(BIN) -backend dis -nodes 3 $(COMPATFLAGS)
 
 clean:
 	rm -rf bin

@@ -23,7 +23,10 @@ package gateway
 //
 // A topic listed twice is answered once (Kafka reads the list as a set).
 // Topics past Limits.MaxTopics get INVALID_REQUEST and only their name;
-// auto-creations past Limits.AutoCreatePerRequest or the per-second bucket
+// with several nodes, a node that is not the controller auto-creates a
+// topic by forwarding a CreateTopics of it to the controller (topics.go,
+// autoCreateTopic), answering LEADER_NOT_AVAILABLE when that cannot be
+// done now; auto-creations past Limits.AutoCreatePerRequest or the per-second bucket
 // get UNKNOWN_TOPIC_OR_PARTITION (clients retry) and a throttle time.
 //
 // In the dis authentication mode (SASLConfig.PlainDIS) each topic answered
@@ -215,7 +218,7 @@ func (c *conn) handleMetadata(req *kafkawire.Request) reply {
 		} else {
 			byID[rt.TopicID] = true
 		}
-		resp.Topics = append(resp.Topics, s.metadataRequestedTopic(ctx, r.Version, rt, &ac, kv))
+		resp.Topics = append(resp.Topics, c.metadataRequestedTopic(ctx, req, rt, &ac, kv))
 	}
 	if c.disCreds.Load() != nil {
 		c.disAuthorizeTopics(ctx, resp, false)
@@ -319,7 +322,8 @@ func (b *autoCreateBudget) take(l *limiter) bool {
 	return true
 }
 
-func (s *Server) metadataRequestedTopic(ctx context.Context, version int16, rt kmsg.MetadataRequestTopic, ac *autoCreateBudget, kv *kafkaView) kmsg.MetadataResponseTopic {
+func (c *conn) metadataRequestedTopic(ctx context.Context, req *kafkawire.Request, rt kmsg.MetadataRequestTopic, ac *autoCreateBudget, kv *kafkaView) kmsg.MetadataResponseTopic {
+	s, version := c.s, req.Version
 	t := kmsg.NewMetadataResponseTopic()
 	if rt.Topic == nil || *rt.Topic == "" {
 		// By id (v10+).
@@ -352,9 +356,9 @@ func (s *Server) metadataRequestedTopic(ctx context.Context, version int16, rt k
 		t.ErrorCode = kerr.UnknownTopicOrPartition.Code
 		return t
 	}
-	st, err := s.autoCreateTopic(ctx, name)
+	st, err := c.autoCreateTopic(ctx, req, name)
 	if err != nil {
-		if !errors.Is(err, disbackend.ErrNameCollision) && !errors.Is(err, disbackend.ErrInvalidName) {
+		if !errors.Is(err, disbackend.ErrNameCollision) && !errors.Is(err, disbackend.ErrInvalidName) && !errors.Is(err, errAutoCreatePending) {
 			s.log.Warn("auto-create topic failed", zapTopic(name), zapErr(err))
 		}
 		t.ErrorCode = kafkaError(s.log, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -638,6 +639,140 @@ func TestClusterForward(t *testing.T) {
 		t.Fatalf("Metadata at node 1 after the forwarded delete: error %d", mt.ErrorCode)
 	}
 
+}
+
+// TestClusterAutoCreate: a Metadata that auto-creates a topic at a node
+// that is not the controller has the controller create it (a forwarded
+// CreateTopics) and answers the topic; when that cannot be done, the
+// topic is LEADER_NOT_AVAILABLE (retriable), or UNKNOWN_TOPIC_OR_PARTITION
+// on a node that never forwards; never NOT_CONTROLLER, which librdkafka
+// takes for a permanent produce error.
+func TestClusterAutoCreate(t *testing.T) {
+	meta := func(topic string) *kmsg.MetadataRequest {
+		req := kmsg.NewPtrMetadataRequest()
+		req.AllowAutoTopicCreation = true
+		req.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr(topic)}}
+		return req
+	}
+	t.Run("Forwarded", func(t *testing.T) {
+		tc := startCluster(t, 3, nil)
+		tc.change(func(tc *testCluster) { tc.controller = 2 })
+		for _, v := range []int16{4, 12} {
+			name := "auto.made.v" + strconv.Itoa(int(v))
+			mt := tc.raw(t, 0).roundTrip(v, meta(name)).(*kmsg.MetadataResponse).Topics[0]
+			if mt.ErrorCode != 0 || len(mt.Partitions) == 0 {
+				t.Fatalf("v%d: auto-created topic at node 0: error %d, %d partitions", v, mt.ErrorCode, len(mt.Partitions))
+			}
+			for _, p := range mt.Partitions {
+				if want := tc.owner("p/" + name + "/" + strconv.Itoa(int(p.Partition))); p.Leader != want {
+					t.Errorf("v%d: partition %d led by %d, want %d", v, p.Partition, p.Leader, want)
+				}
+			}
+		}
+		if a0, a2 := tc.nodes[0].adminCalls(), tc.nodes[2].adminCalls(); a0 != 0 || a2 != 2 {
+			t.Fatalf("admin calls: node 0 %d, node 2 %d; want 0, 2", a0, a2)
+		}
+		// Asked again at another node: the topic, created once.
+		if mt := tc.raw(t, 1).roundTrip(12, meta("auto.made.v12")).(*kmsg.MetadataResponse).Topics[0]; mt.ErrorCode != 0 {
+			t.Fatalf("the topic at node 1: error %d", mt.ErrorCode)
+		}
+		if a1, a2 := tc.nodes[1].adminCalls(), tc.nodes[2].adminCalls(); a1 != 0 || a2 != 2 {
+			t.Fatalf("admin calls: node 1 %d, node 2 %d; want 0, 2", a1, a2)
+		}
+	})
+	t.Run("ControllerUnreachable", func(t *testing.T) {
+		tc := startCluster(t, 2, nil)
+		tc.change(func(tc *testCluster) {
+			tc.controller = 1
+			tc.listeners[1] = map[string]string{"PLAINTEXT": "127.0.0.1:1"}
+		})
+		if mt := tc.raw(t, 0).roundTrip(12, meta("not.yet")).(*kmsg.MetadataResponse).Topics[0]; mt.ErrorCode != kerr.LeaderNotAvailable.Code {
+			t.Fatalf("unreachable controller: error %d, want LEADER_NOT_AVAILABLE", mt.ErrorCode)
+		}
+		if tc.nodes[0].adminCalls() != 0 || tc.nodes[1].adminCalls() != 0 {
+			t.Fatal("a node created the topic")
+		}
+	})
+	t.Run("NoKey", func(t *testing.T) {
+		tc := startCluster(t, 2, nil, func(c *gateway.Config) { c.ClusterKey = nil })
+		tc.change(func(tc *testCluster) { tc.controller = 1 })
+		if mt := tc.raw(t, 0).roundTrip(12, meta("never")).(*kmsg.MetadataResponse).Topics[0]; mt.ErrorCode != kerr.UnknownTopicOrPartition.Code {
+			t.Fatalf("no cluster key: error %d, want UNKNOWN_TOPIC_OR_PARTITION", mt.ErrorCode)
+		}
+		if tc.nodes[0].adminCalls() != 0 || tc.nodes[1].adminCalls() != 0 {
+			t.Fatal("a node created the topic")
+		}
+	})
+}
+
+// TestClusterChangeNotice: the controller tells the other nodes of a topic
+// or ACL write before it answers, so that a topic created (or deleted)
+// through one node is listed (or gone) at every other at once, as a
+// client that creates a topic and lists it through another node expects
+// (kafka-topics --create, then --describe; kafka-python's
+// partitions_for_topic); the nodes never refresh their topics here.
+func TestClusterChangeNotice(t *testing.T) {
+	tc := startCluster(t, 3, nil, func(c *gateway.Config) {
+		c.Authorizer, c.AllowEveryoneIfNoACL = true, true
+	})
+	tc.change(func(tc *testCluster) { tc.controller = 2 })
+	listed := func(id int32, topic string) bool {
+		for _, mt := range metadataAll(t, tc.raw(t, id), 12).Topics {
+			if mt.Topic != nil && *mt.Topic == topic {
+				return mt.ErrorCode == 0
+			}
+		}
+		return false
+	}
+	// Created at the controller itself, then through node 0 (forwarded).
+	if cr := tc.raw(t, 2).roundTrip(7, createTopicReq("at.controller", 2)).(*kmsg.CreateTopicsResponse); cr.Topics[0].ErrorCode != 0 {
+		t.Fatalf("CreateTopics at node 2: error %d", cr.Topics[0].ErrorCode)
+	}
+	if cr := tc.raw(t, 0).roundTrip(7, createTopicReq("through.node0", 2)).(*kmsg.CreateTopicsResponse); cr.Topics[0].ErrorCode != 0 {
+		t.Fatalf("CreateTopics at node 0: error %d", cr.Topics[0].ErrorCode)
+	}
+	for _, id := range []int32{0, 1, 2} {
+		for _, topic := range []string{"at.controller", "through.node0"} {
+			if !listed(id, topic) {
+				t.Errorf("node %d does not list %s right after it was created", id, topic)
+			}
+		}
+	}
+	// Deleted at the controller: gone everywhere.
+	dt := kmsg.NewPtrDeleteTopicsRequest()
+	dt.TimeoutMillis = 5000
+	dt.TopicNames = []string{"at.controller"}
+	if got := tc.raw(t, 2).roundTrip(5, dt).(*kmsg.DeleteTopicsResponse).Topics[0]; got.ErrorCode != 0 {
+		t.Fatalf("DeleteTopics at node 2: error %d", got.ErrorCode)
+	}
+	for _, id := range []int32{0, 1} {
+		if listed(id, "at.controller") {
+			t.Errorf("node %d still lists at.controller after it was deleted", id)
+		}
+	}
+	// An ACL created at the controller: described at node 1 at once.
+	ca := kmsg.NewPtrCreateACLsRequest()
+	c := kmsg.NewCreateACLsRequestCreation()
+	c.ResourceType, c.ResourceName, c.ResourcePatternType = kmsg.ACLResourceTypeTopic, "through.node0", kmsg.ACLResourcePatternTypeLiteral
+	c.Principal, c.Host, c.Operation, c.PermissionType = "User:alice", "*", kmsg.ACLOperationRead, kmsg.ACLPermissionTypeAllow
+	ca.Creations = append(ca.Creations, c)
+	if got := tc.raw(t, 2).roundTrip(3, ca).(*kmsg.CreateACLsResponse).Results[0]; got.ErrorCode != 0 {
+		t.Fatalf("CreateAcls at node 2: error %d", got.ErrorCode)
+	}
+	da := kmsg.NewPtrDescribeACLsRequest()
+	da.ResourceType, da.ResourcePatternType, da.Operation, da.PermissionType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny, kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+	if got := tc.raw(t, 1).roundTrip(3, da).(*kmsg.DescribeACLsResponse); got.ErrorCode != 0 || len(got.Resources) != 1 {
+		t.Fatalf("DescribeAcls at node 1 right after the controller created one: error %d, %d resources", got.ErrorCode, len(got.Resources))
+	}
+	// A notice from a node that is not the controller is not served.
+	env := kmsg.NewPtrEnvelopeRequest()
+	m := kmsg.NewPtrMetadataRequest()
+	env.RequestData = encodeRequest(3, 12, 1, m)
+	env.RequestPrincipal = gateway.EncodePrincipal("User:ANONYMOUS")
+	gateway.SignEnvelope([]byte("test cluster key"), 0, time.Now(), env)
+	if er := tc.raw(t, 1).roundTrip(0, env).(*kmsg.EnvelopeResponse); er.ErrorCode != kerr.NotController.Code {
+		t.Fatalf("a notice from node 0 at node 1: envelope error %d, want NOT_CONTROLLER", er.ErrorCode)
+	}
 }
 
 // TestClusterForwardRefused: what is answered when a write cannot be

@@ -13,7 +13,12 @@ package gateway
 // Config.ClusterListener. It answers the client with the response the
 // envelope carries, then reads the topics it changed again from the
 // backend (and, for ACLs, the ACLs), so that its own answers show the
-// change at once; other nodes see it within their refresh intervals.
+// change at once. The controller, before it answers a write it applied
+// (sent to it or forwarded), tells every other node of its view to read
+// what it changed again (tellNodes: a change notice, an envelope the other
+// way whose inner request is a Metadata or DescribeAcls request), waiting
+// at most tellTimeout; a node it could not tell sees the change at its
+// next metadata refresh.
 //
 // The controller serves an envelope only from a node of its view,
 // authenticated: the envelope carries, in tagged field envelopeAuthTag,
@@ -84,37 +89,61 @@ const (
 
 // controllerAPI is the controller-only column of an API's row
 // (controllerOnly): how to answer it when it cannot be forwarded and what
-// the forwarding node reads again once the controller applied it.
+// the other nodes read again once the controller applied it.
 type controllerAPI struct {
 	// refuse answers the whole request with code on every entry.
 	refuse func(r kmsg.Request, code int16) kmsg.Response
-	// after runs on the forwarding node after the controller answered
-	// resp: it reads again what the answer changed. nil for nothing.
-	after func(s *Server, ctx context.Context, resp kmsg.Response)
+	// changed is what the controller's answer resp changed; nil for
+	// nothing the nodes keep.
+	changed func(resp kmsg.Response) changes
 }
+
+// changes is what an admin write changed that every node keeps: topics
+// (created, deleted, scaled or reconfigured) and the ACLs.
+type changes struct {
+	topics []string
+	acls   bool
+}
+
+func (ch changes) none() bool { return len(ch.topics) == 0 && !ch.acls }
 
 // controllerOnly marks key's row (registered before) as an admin write the
 // controller alone applies with several nodes; its API file calls it
-// from init. refuse answers the whole request with a code; after (nil for
-// none) reads again what the controller's answer changed.
-func controllerOnly[R kmsg.Request](key int16, refuse func(r R, code int16) kmsg.Response, after func(s *Server, ctx context.Context, resp kmsg.Response)) {
+// from init. refuse answers the whole request with a code; changed (nil
+// for nothing) names what the controller's answer changed, which the
+// forwarding node reads again after the answer, and which the controller
+// tells the other nodes to read again (tellNodes).
+func controllerOnly[R kmsg.Request](key int16, refuse func(r R, code int16) kmsg.Response, changed func(resp kmsg.Response) changes) {
 	e := lookupAPI(key)
 	if e == nil {
 		panic("gateway: controllerOnly before registerAPI of key " + strconv.Itoa(int(key)))
 	}
-	e.controller = &controllerAPI{refuse: func(r kmsg.Request, code int16) kmsg.Response { return refuse(r.(R), code) }, after: after}
+	e.controller = &controllerAPI{refuse: func(r kmsg.Request, code int16) kmsg.Response { return refuse(r.(R), code) }, changed: changed}
+}
+
+// changesOf is what api's answer resp changed (nothing when api names
+// none).
+func (api *apiEntry) changesOf(resp kmsg.Response) changes {
+	if api.controller == nil || api.controller.changed == nil || resp == nil {
+		return changes{}
+	}
+	return api.controller.changed(resp)
 }
 
 // handleOrForward runs api's handler, or forwards the request to the
 // controller when api is a controller-only write and this node is not the
-// controller.
+// controller. The controller, having applied a write a client sent it,
+// tells the other nodes what it changed before it answers (tellNodes).
 func (c *conn) handleOrForward(api *apiEntry, req *kafkawire.Request) reply {
-	if api.controller == nil || c.s.cluster == nil || c.forwarded || c.s.isController() {
+	if api.controller == nil || c.s.cluster == nil || c.forwarded {
 		return api.handle(c, req)
+	}
+	if c.s.isController() {
+		return c.s.tellingNodes(api, api.handle(c, req), c.complete, -1)
 	}
 	return reply{req: req, finish: func() (kmsg.Response, error) {
 		if c.s.isController() { // became the controller meanwhile
-			return c.complete(api.handle(c, req))
+			return c.complete(c.s.tellingNodes(api, api.handle(c, req), c.complete, -1))
 		}
 		ctx, cancel := c.requestContext(requestTimeout(req.Body))
 		defer cancel()
@@ -123,9 +152,7 @@ func (c *conn) handleOrForward(api *apiEntry, req *kafkawire.Request) reply {
 			c.log.Info("admin write not forwarded to the controller", zap.String("api", api.name), zap.Int16("error_code", code), zapErr(err))
 			return api.controller.refuse(req.Body, code), nil
 		}
-		if api.controller.after != nil {
-			api.controller.after(c.s, ctx, resp)
-		}
+		c.s.readChanges(ctx, api.changesOf(resp))
 		return resp, nil
 	}}
 }
@@ -511,6 +538,11 @@ func (c *conn) handleEnvelope(req *kafkawire.Request) reply {
 	if _, ok := v.Node(sender); !ok || sender == v.Self {
 		return refuse(kerr.ClusterAuthorizationFailed.Code, "sender is not another node of the view", fmt.Errorf("node %d", sender))
 	}
+	if sender == v.Controller {
+		if inner, err := kafkawire.ParseRequest(r.RequestData); err == nil && (inner.Key == 3 || inner.Key == 29) {
+			return c.handleChangeNotice(req, resp, inner)
+		}
+	}
 	if !c.s.isController() {
 		return refuse(kerr.NotController.Code, "not the controller", nil)
 	}
@@ -533,6 +565,7 @@ func (c *conn) handleEnvelope(req *kafkawire.Request) reply {
 	} else {
 		ir = api.handle(fc, inner)
 	}
+	ir = c.s.tellingNodes(api, ir, fc.complete, sender)
 	return reply{req: req, finish: func() (kmsg.Response, error) {
 		iresp, err := fc.complete(ir)
 		if err != nil || iresp == nil {
@@ -575,22 +608,151 @@ func codeMessage(code int16) *string {
 	return &msg
 }
 
-// topicsChanged is the after hook of a topic write: each topic the answer
-// names (through add) with error code 0 is read again from the backend.
-func topicsChanged[P kmsg.Response](names func(r P, add func(topic string, code int16))) func(*Server, context.Context, kmsg.Response) {
-	return func(s *Server, ctx context.Context, resp kmsg.Response) {
-		var topics []string
+// topicsChanged is the changed column of a topic write: each topic the
+// answer names (through add) with error code 0.
+func topicsChanged[P kmsg.Response](names func(r P, add func(topic string, code int16))) func(kmsg.Response) changes {
+	return func(resp kmsg.Response) changes {
+		var ch changes
 		names(resp.(P), func(topic string, code int16) {
 			if code == 0 {
-				topics = append(topics, topic)
+				ch.topics = append(ch.topics, topic)
 			}
 		})
-		s.refreshNamedTopics(ctx, topics)
+		return ch
 	}
 }
 
-// aclsChanged is the after hook of an ACL write.
-func aclsChanged(s *Server, ctx context.Context, _ kmsg.Response) { s.refreshACLs(ctx) }
+// aclsChanged is the changed column of an ACL write.
+func aclsChanged(kmsg.Response) changes { return changes{acls: true} }
+
+// tellingNodes wraps r, the controller's answer to an admin write of api,
+// so that once it is complete the controller tells the other nodes of its
+// view what it changed (tellNodes) before the answer goes out; node skip
+// (the node that forwarded the write, which reads it again itself; -1 for
+// none) is not told.
+func (s *Server) tellingNodes(api *apiEntry, r reply, complete func(reply) (kmsg.Response, error), skip int32) reply {
+	if api.controller == nil || api.controller.changed == nil {
+		return r
+	}
+	out := r
+	out.resp = nil
+	out.finish = func() (kmsg.Response, error) {
+		resp, err := complete(r)
+		if err == nil {
+			if ch := api.changesOf(resp); !ch.none() {
+				s.tellNodes(ch, skip)
+			}
+		}
+		return resp, err
+	}
+	return out
+}
+
+// tellTimeout bounds how long the controller waits for the other nodes to
+// read a change again, and how long a node reading one may take.
+const tellTimeout = 2 * time.Second
+
+// tellNodes, on the controller, has every other node of its Ready view
+// (but skip) read again at once what an admin write changed, so that a
+// client that wrote through one node and reads through another sees its
+// write (as a Kafka controller's metadata updates reach the brokers within
+// moments): an envelope, signed as forwarded writes are, whose inner
+// request is a Metadata request naming the changed topics, or a
+// DescribeAcls request for the ACLs; the node reads them again from the
+// backend and answers an empty envelope response. It waits for every node,
+// at most tellTimeout, over the connections forwarding uses; a node not
+// told (not reachable, of an older version, in another view) sees the
+// change at its next metadata refresh.
+func (s *Server) tellNodes(ch changes, skip int32) {
+	v := s.cluster.View()
+	if !v.Ready || v.Controller != v.Self || len(s.fwd.key) == 0 {
+		return
+	}
+	var notices [][]byte
+	clientID := "disgw-node-" + strconv.Itoa(int(v.Self))
+	if len(ch.topics) > 0 {
+		m := kmsg.NewPtrMetadataRequest()
+		m.Version = changeNoticeVersion
+		for _, t := range ch.topics {
+			mt := kmsg.NewMetadataRequestTopic()
+			mt.Topic = kmsg.StringPtr(t)
+			m.Topics = append(m.Topics, mt)
+		}
+		notices = append(notices, appendRequest(nil, &kafkawire.Request{Key: m.Key(), Version: m.Version, ClientID: clientID, Body: m}))
+	}
+	if ch.acls {
+		d := kmsg.NewPtrDescribeACLsRequest()
+		d.ResourceType, d.ResourcePatternType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny
+		d.Operation, d.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+		notices = append(notices, appendRequest(nil, &kafkawire.Request{Key: d.Key(), Version: d.Version, ClientID: clientID, Body: d}))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), tellTimeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, n := range v.Nodes {
+		addr := n.Listeners[s.clusterListener()]
+		if n.ID == v.Self || n.ID == skip || addr == "" {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, data := range notices {
+				env := kmsg.NewPtrEnvelopeRequest()
+				env.RequestData = data
+				env.RequestPrincipal = encodePrincipal(acl.Anonymous)
+				s.fwd.sign(env, v.Self, time.Now())
+				er, _, err := s.fwd.roundTrip(ctx, addr, env)
+				if err == nil && er.ErrorCode != 0 {
+					err = kerr.ErrorForCode(er.ErrorCode)
+				}
+				if err != nil {
+					s.log.Info("a node was not told of an admin write at once; it reads it at its next metadata refresh",
+						zap.Int32("node", n.ID), zapErr(err))
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// changeNoticeVersion is the Metadata version of a change notice.
+const changeNoticeVersion = 12
+
+// handleChangeNotice serves, on a node that is not the controller, the
+// notice of its view's controller that an admin write changed topics (an
+// inner Metadata request naming them) or the ACLs (an inner DescribeAcls
+// request): it reads them again from the backend, then answers an empty
+// envelope response.
+func (c *conn) handleChangeNotice(req *kafkawire.Request, resp *kmsg.EnvelopeResponse, inner *kafkawire.Request) reply {
+	return reply{req: req, finish: func() (kmsg.Response, error) {
+		ctx, cancel := context.WithTimeout(c.ctx, tellTimeout)
+		defer cancel()
+		var ch changes
+		switch b := inner.Body.(type) {
+		case *kmsg.MetadataRequest:
+			for _, t := range b.Topics {
+				if t.Topic != nil {
+					ch.topics = append(ch.topics, *t.Topic)
+				}
+			}
+		case *kmsg.DescribeACLsRequest:
+			ch.acls = true
+		}
+		c.s.readChanges(ctx, ch)
+		return resp, nil
+	}}
+}
+
+// readChanges reads again from the backend what an admin write of the
+// controller changed.
+func (s *Server) readChanges(ctx context.Context, ch changes) {
+	s.refreshNamedTopics(ctx, ch.topics)
+	if ch.acls {
+		s.refreshACLs(ctx)
+	}
+}
 
 // refreshNamedTopics reads topics again from the backend after the controller
 // changed them: a topic found replaces the cached one, a topic gone is

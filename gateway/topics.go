@@ -7,11 +7,14 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
 	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/kafkawire"
 )
 
 // topicCache is the gateway's view of the backend's streams, keyed by Kafka
@@ -195,15 +198,75 @@ func (s *Server) createTopic(ctx context.Context, topic string, partitions int32
 	return &st, nil
 }
 
-// autoCreateTopic creates topic with the defaults (Metadata auto-creation);
-// an existing topic is returned as is.
-func (s *Server) autoCreateTopic(ctx context.Context, topic string) (*disbackend.Stream, error) {
-	st, err := s.createTopic(ctx, topic, 0, s.defaultStreamConfig(), false)
-	if errors.Is(err, disbackend.ErrStreamExists) && st != nil {
+// autoCreateTopic creates topic with the defaults (Metadata auto-creation,
+// for Metadata request md); an existing topic is returned as is.
+//
+// With several nodes, only the controller creates topics (docs/cluster.md
+// §7): a node that is not the controller forwards a CreateTopics of the
+// topic (default partitions and replication factor, no configs: what the
+// defaults give here) to it in an envelope under the client's principal,
+// as a Kafka broker's AutoTopicCreationManager does, with the Metadata
+// request's client id and correlation id; then it reads the topic it
+// created, or found already there, and returns it. When the create cannot
+// be forwarded now (no view, the controller unreachable or moved) or the
+// topic cannot be read yet, the error is errAutoCreatePending
+// (LEADER_NOT_AVAILABLE, as Kafka answers a topic being auto-created: the
+// client asks again); a topic the controller refuses gets its error. A
+// node without the cluster key, or a connection of the dis authentication
+// mode, never forwards: the topic is UNKNOWN_TOPIC_OR_PARTITION, as with
+// auto-creation off.
+func (c *conn) autoCreateTopic(ctx context.Context, md *kafkawire.Request, topic string) (*disbackend.Stream, error) {
+	s := c.s
+	if s.cluster == nil || c.forwarded || s.isController() {
+		st, err := s.createTopic(ctx, topic, 0, s.defaultStreamConfig(), false)
+		if errors.Is(err, disbackend.ErrStreamExists) && st != nil {
+			return st, nil
+		}
+		return st, err
+	}
+	if len(s.fwd.key) == 0 || c.disCreds.Load() != nil {
+		// Never forwarded from this node or connection: as if
+		// auto-creation were off.
+		return nil, kerrWrap(kerr.UnknownTopicOrPartition, "auto-creation is not forwarded to the controller from this node or connection")
+	}
+	create := kmsg.NewPtrCreateTopicsRequest()
+	create.Version = autoCreateVersion
+	create.TimeoutMillis = int32(autoCreateTimeout / time.Millisecond)
+	t := kmsg.NewCreateTopicsRequestTopic()
+	t.Topic, t.NumPartitions, t.ReplicationFactor = topic, -1, -1
+	create.Topics = append(create.Topics, t)
+	req := &kafkawire.Request{Key: create.Key(), Version: create.Version, CorrelationID: md.CorrelationID, ClientID: md.ClientID, Body: create}
+	resp, code, err := s.fwd.forward(ctx, c, req)
+	if code != 0 {
+		c.log.Info("auto-creation not forwarded to the controller", zapTopic(topic), zap.Int16("error_code", code), zapErr(err))
+		return nil, fmt.Errorf("%w: topic %q: %v", errAutoCreatePending, topic, err)
+	}
+	cr := resp.(*kmsg.CreateTopicsResponse)
+	if len(cr.Topics) != 1 || cr.Topics[0].Topic != topic {
+		return nil, fmt.Errorf("%w: topic %q: the controller answered %d topics", errAutoCreatePending, topic, len(cr.Topics))
+	}
+	switch code := cr.Topics[0].ErrorCode; code {
+	case 0, kerr.TopicAlreadyExists.Code:
+	default:
+		return nil, kerr.ErrorForCode(code)
+	}
+	s.refreshNamedTopics(ctx, []string{topic})
+	if st := s.topics.get(topic); st != nil {
 		return st, nil
 	}
-	return st, err
+	return nil, fmt.Errorf("%w: topic %q created by the controller, not read yet", errAutoCreatePending, topic)
 }
+
+// The CreateTopics an auto-creation forwards: v4, the first with -1 for
+// the defaults (KIP-464), and the time the controller may take.
+const (
+	autoCreateVersion = 4
+	autoCreateTimeout = 10 * time.Second
+)
+
+// errAutoCreatePending: an auto-creation forwarded to the controller has
+// no topic to answer yet; Metadata answers LEADER_NOT_AVAILABLE.
+var errAutoCreatePending = kerrWrap(kerr.LeaderNotAvailable, "the topic is being created by the controller")
 
 func (s *Server) defaultStreamConfig() disbackend.StreamConfig {
 	ret := s.cfg.DefaultRetention

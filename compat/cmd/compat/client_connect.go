@@ -59,6 +59,16 @@ import (
 // membership across a restart (the DIS backend in its compacted stream
 // __disgw_groups), so the worker and the sink go on with the generation
 // they had and nothing is delivered twice.
+//
+// With several nodes (-nodes N, backend dis; cluster.go) each run has N
+// cluster-mode nodes in front of one dislocal, every node in the worker's
+// bootstrap.servers, and kill -9 disgw is kill -9 a node: the node that
+// coordinates the sink's group is killed (SIGKILL) under the worker; while
+// it is down 1,000 more lines must reach the sink, exactly 7,000 (its
+// partitions and groups move to the other nodes once DIS dropped it from
+// the nodes' group); then it is started again on its address and the
+// step waits until every node's Metadata lists all N. after expiry runs
+// as on one node, on the N nodes.
 const (
 	connectJarsDir     = "connect-4.3.1"
 	connectWorkerClass = "org.apache.kafka.connect.cli.ConnectDistributed"
@@ -76,8 +86,11 @@ const (
 var connectInternalTopics = []string{"connect-configs", "connect-offsets", "connect-status"}
 
 // connectExtraFor is the scenario's steps beyond the core ones on backend.
-func connectExtraFor(backend string) []string {
-	if backend == "dis" {
+func connectExtraFor(backend string, nodes int) []string {
+	switch {
+	case nodes > 1:
+		return []string{"kill -9 a node", "after expiry"}
+	case backend == "dis":
 		return []string{"kill -9 disgw", "after expiry"}
 	}
 	return []string{"kill -9 disgw", "after the cleaner"}
@@ -86,9 +99,11 @@ func connectExtraFor(backend string) []string {
 // connectRun is one worker and the disgw it talks to.
 type connectRun struct {
 	bin, backend, jars, dir string
+	nodes                   int
 	disgw                   *disgwProc
-	dataDir                 string // of disgw (and dislocal)
-	disgwLog                string // of the disgw running
+	cluster                 *disgwCluster // with several nodes, in place of disgw
+	dataDir                 string        // of disgw (and dislocal)
+	disgwLog                string        // of the disgw running
 	worker                  *exec.Cmd
 	workerDone              chan error
 	rest                    string // the worker's REST address
@@ -96,9 +111,9 @@ type connectRun struct {
 	topic                   string
 }
 
-func runConnect(bin, backend, tools, topic string) {
+func runConnect(bin, backend string, nodes int, tools, topic string) {
 	jars := filepath.Join(tools, connectJarsDir)
-	steps := append(append([]string{}, scen.CoreSteps...), connectExtraFor(backend)...)
+	steps := append(append([]string{}, scen.CoreSteps...), connectExtraFor(backend, nodes)...)
 	if _, err := os.Stat(filepath.Join(jars, "connect-runtime-4.3.1.jar")); err != nil {
 		for _, s := range steps {
 			scen.Report(s, "fail", fmt.Sprintf("Kafka Connect 4.3.1 jars missing under %s (run compat/setup)", jars))
@@ -115,7 +130,7 @@ func runConnect(bin, backend, tools, topic string) {
 	// create: the internal topics, at three replication factors.
 	var detail []string
 	for _, rf := range []string{"1", "-1", ""} {
-		c, err := newConnectRun(bin, backend, jars, topic, rf)
+		c, err := newConnectRun(bin, backend, nodes, jars, topic, rf)
 		if err == nil {
 			err = c.startWorker(rf)
 		}
@@ -195,8 +210,21 @@ func runConnectFlow(c *connectRun, steps []string, fail func(int, string, string
 	} else {
 		scen.Report(scen.StepDescribe, "pass", d)
 	}
-	killHow := "disgw killed (SIGKILL) under the worker and started again"
-	if !more(5, "kill -9 disgw", say(killHow), c.restartDisgw) {
+	if c.cluster != nil {
+		var killed int
+		var how string
+		if !more(5, "kill -9 a node", func() string { return how }, func() error {
+			var err error
+			killed, how, err = c.killNode()
+			return err
+		}) {
+			return
+		}
+		if err := c.cluster.restart(killed); err != nil {
+			scen.Report("after expiry", "skip", fmt.Sprintf("node %d not started again: %v", killed, err))
+			return
+		}
+	} else if !more(5, "kill -9 disgw", say("disgw killed (SIGKILL) under the worker and started again"), c.restartDisgw) {
 		return
 	}
 	if c.backend != "dis" {
@@ -228,8 +256,8 @@ func cmpOr(a, b string) string {
 	return b
 }
 
-func newConnectRun(bin, backend, jars, topic, rf string) (*connectRun, error) {
-	c := &connectRun{bin: bin, backend: backend, jars: jars, topic: topic}
+func newConnectRun(bin, backend string, nodes int, jars, topic, rf string) (*connectRun, error) {
+	c := &connectRun{bin: bin, backend: backend, nodes: nodes, jars: jars, topic: topic}
 	var err error
 	c.dir, err = os.MkdirTemp("", "disgw-compat-connect-")
 	if err != nil {
@@ -242,8 +270,21 @@ func newConnectRun(bin, backend, jars, topic, rf string) (*connectRun, error) {
 	if backend == "dis" {
 		disArgs = []string{"--retention-unit", connectRetentionUnit.String()}
 	}
+	if nodes > 1 {
+		c.cluster, c.dataDir, err = startCluster(bin, nodes, filepath.Join(c.dir, "cluster.disgw.log"), disArgs, "DISGW_CLEANER_CHECK_INTERVAL=200ms")
+		return c, err
+	}
 	c.disgw, c.dataDir, err = startDisgwWith(bin, backend, c.disgwLog, disArgs, "DISGW_CLEANER_CHECK_INTERVAL=200ms")
 	return c, err
+}
+
+// bootstrap is the worker's bootstrap.servers: disgw's address, or every
+// node's.
+func (c *connectRun) bootstrap() string {
+	if c.cluster != nil {
+		return c.cluster.bootstrap()
+	}
+	return c.disgw.addr
 }
 
 // close stops the worker and disgw and removes disgw's data; the
@@ -252,6 +293,9 @@ func (c *connectRun) close() {
 	c.stopWorker()
 	if c.disgw != nil {
 		c.disgw.stop()
+	}
+	if c.cluster != nil {
+		c.cluster.stop()
 	}
 	if c.dataDir != "" {
 		_ = os.RemoveAll(c.dataDir)
@@ -268,7 +312,7 @@ func (c *connectRun) startWorker(rf string) error {
 	}
 	c.rest = fmt.Sprintf("127.0.0.1:%d", port)
 	props := []string{
-		"bootstrap.servers=" + c.disgw.addr,
+		"bootstrap.servers=" + c.bootstrap(),
 		"group.id=compat-connect",
 		"key.converter=org.apache.kafka.connect.storage.StringConverter",
 		"value.converter=org.apache.kafka.connect.storage.StringConverter",
@@ -382,6 +426,37 @@ func (c *connectRun) restartDisgw() error {
 	return nil
 }
 
+// killNode kills (SIGKILL) the node that coordinates the sink's group
+// (several nodes) and returns it and what the step says of it.
+func (c *connectRun) killNode() (int, string, error) {
+	adm, cl, err := c.admin()
+	if err != nil {
+		return 0, "", err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	co := adm.FindGroupCoordinators(ctx, "connect-compat-sink")["connect-compat-sink"]
+	if co.Err != nil {
+		return 0, "", fmt.Errorf("FindCoordinator of connect-compat-sink: %w", co.Err)
+	}
+	node := int(co.NodeID)
+	if node < 0 || node >= len(c.cluster.nodes) {
+		return 0, "", fmt.Errorf("connect-compat-sink coordinated by %d, not a node", node)
+	}
+	led := 0
+	if md, err := adm.Metadata(ctx, c.topic); err == nil {
+		for _, p := range md.Topics[c.topic].Partitions {
+			if int(p.Leader) == node {
+				led++
+			}
+		}
+	}
+	c.cluster.kill(node)
+	return node, fmt.Sprintf("node %d (coordinator of the sink's group, leader of %d of the topic's partitions) killed (SIGKILL) under the worker "+
+		"and left down", node, led), nil
+}
+
 // expireInternalTopics waits until every record the internal topics hold
 // now has expired in DIS (waitExpired).
 func (c *connectRun) expireInternalTopics() (string, error) {
@@ -394,7 +469,7 @@ func (c *connectRun) expireInternalTopics() (string, error) {
 }
 
 func (c *connectRun) admin() (*kadm.Client, *kgo.Client, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.disgw.addr))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(c.bootstrap(), ",")...))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -587,7 +662,13 @@ func (c *connectRun) sinkCommitted(limit time.Duration) (string, error) {
 		committed, err2 := adm.FetchOffsets(ctx, "connect-compat-sink")
 		cancel()
 		if err := firstErr(err1, err2); err != nil {
-			return "", err
+			// With several nodes, a request may go to a node just
+			// killed: asked again until the limit.
+			if c.cluster == nil || time.Now().After(deadline) {
+				return "", err
+			}
+			time.Sleep(500 * time.Millisecond)
+			continue
 		}
 		var got []string
 		same := true

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 
 	saslplain "github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
@@ -22,10 +23,10 @@ import (
 // the start offset and manual commits.
 type franzClient struct{ broker string }
 
-// seeds are the seed broker and, on a SASL or TLS row, the dialer and
+// seeds are the seed brokers (f.broker, comma-separated) and, on a SASL or TLS row, the dialer and
 // SASL mechanism of its security settings (scen.SecurityFromEnv).
 func (f franzClient) seeds() []kgo.Opt {
-	opts := []kgo.Opt{kgo.SeedBrokers(f.broker)}
+	opts := []kgo.Opt{kgo.SeedBrokers(strings.Split(f.broker, ",")...)}
 	sec := scen.SecurityFromEnv()
 	if sec.TLS() {
 		pool := x509.NewCertPool()

@@ -101,23 +101,16 @@ func runKcat(broker, topic, group string) {
 	})
 
 	scen.Run("kcat -L", func() (string, error) {
+		if nodes := clusterNodes(); nodes != nil {
+			return kcatListCluster(ctx, base, broker, topic, nodes)
+		}
 		out, err := kcat(20*time.Second, "", "-L", "-J", "-t", topic)
 		if err != nil {
 			return "", err
 		}
-		var md struct {
-			Brokers []struct {
-				ID   int    `json:"id"`
-				Name string `json:"name"`
-			} `json:"brokers"`
-			Topics []struct {
-				Topic      string            `json:"topic"`
-				Err        any               `json:"error"`
-				Partitions []json.RawMessage `json:"partitions"`
-			} `json:"topics"`
-		}
-		if err := json.Unmarshal([]byte(out), &md); err != nil {
-			return "", fmt.Errorf("kcat -L -J output: %v: %s", err, tail(out, 300))
+		md, err := parseKcatMetadata(out)
+		if err != nil {
+			return "", err
 		}
 		if len(md.Brokers) != 1 || md.Brokers[0].Name != broker {
 			return "", fmt.Errorf("kcat -L brokers %+v, want one broker %s", md.Brokers, broker)
@@ -268,4 +261,91 @@ func runKcat(broker, topic, group string) {
 		})
 	}
 	scen.NA(scen.StepDescribe, "kcat has no group describe")
+}
+
+// kcatMetadata is kcat -L -J's output.
+type kcatMetadata struct {
+	Controller int `json:"controllerid"`
+	Brokers    []struct {
+		ID   int    `json:"id"`
+		Name string `json:"name"`
+	} `json:"brokers"`
+	Topics []struct {
+		Topic      string `json:"topic"`
+		Err        any    `json:"error"`
+		Partitions []struct {
+			Partition int `json:"partition"`
+			Leader    int `json:"leader"`
+		} `json:"partitions"`
+	} `json:"topics"`
+}
+
+func parseKcatMetadata(out string) (kcatMetadata, error) {
+	var md kcatMetadata
+	if err := json.Unmarshal([]byte(out), &md); err != nil {
+		return md, fmt.Errorf("kcat -L -J output: %v: %s", err, tail(out, 300))
+	}
+	return md, nil
+}
+
+// kcatListCluster is kcat -L with several nodes (nodes: node i at
+// nodes[i]): kcat -L -J of the topic through the bootstrap, then through
+// each node alone. Each must list every node as a broker with its id and
+// address, the same controller (one of them), and the topic with the same
+// leader of each partition, every leader a node; the detail names how many
+// partitions each node leads.
+func kcatListCluster(ctx context.Context, base []string, bootstrap, topic string, nodes []string) (string, error) {
+	var first *kcatMetadata
+	firstFrom := ""
+	for _, b := range append([]string{bootstrap}, nodes...) {
+		args := append(slices.Clone(base), "-L", "-J", "-t", topic)
+		args[1] = b // base is -b BOOTSTRAP, then the security settings
+		out, _, err := runCmd(ctx, 20*time.Second, "", "kcat", args...)
+		if err != nil {
+			return "", err
+		}
+		md, err := parseKcatMetadata(out)
+		if err != nil {
+			return "", err
+		}
+		got := map[int]string{}
+		for _, br := range md.Brokers {
+			got[br.ID] = br.Name
+		}
+		same := len(got) == len(nodes)
+		for i, a := range nodes {
+			same = same && got[i] == a
+		}
+		if !same {
+			return "", fmt.Errorf("kcat -b %s -L: brokers %v, want the %d nodes %v", b, got, len(nodes), nodes)
+		}
+		if md.Controller < 0 || md.Controller >= len(nodes) {
+			return "", fmt.Errorf("kcat -b %s -L: controller %d, not a node", b, md.Controller)
+		}
+		if len(md.Topics) != 1 || md.Topics[0].Topic != topic || len(md.Topics[0].Partitions) == 0 || md.Topics[0].Err != nil {
+			return "", fmt.Errorf("kcat -b %s -L topics %s", b, tail(out, 400))
+		}
+		for _, p := range md.Topics[0].Partitions {
+			if p.Leader < 0 || p.Leader >= len(nodes) {
+				return "", fmt.Errorf("kcat -b %s -L: partition %d led by %d, not a node", b, p.Partition, p.Leader)
+			}
+		}
+		if first == nil {
+			first, firstFrom = &md, b
+			continue
+		}
+		if md.Controller != first.Controller {
+			return "", fmt.Errorf("kcat -b %s -L: controller %d, kcat -b %s -L: %d", b, md.Controller, firstFrom, first.Controller)
+		}
+		if fmt.Sprint(md.Topics[0].Partitions) != fmt.Sprint(first.Topics[0].Partitions) {
+			return "", fmt.Errorf("kcat -b %s -L: partitions (partition, leader) %v, kcat -b %s -L: %v", b, md.Topics[0].Partitions, firstFrom, first.Topics[0].Partitions)
+		}
+	}
+	led := make([]int, len(nodes))
+	for _, p := range first.Topics[0].Partitions {
+		led[p.Leader]++
+	}
+	return fmt.Sprintf("through the bootstrap %s and each node alone: the %d nodes as brokers, controller %d, "+
+		"the same leaders of the topic's %d partitions (partitions led by node 0, 1, ...: %v)",
+		bootstrap, len(nodes), first.Controller, len(first.Topics[0].Partitions), led), nil
 }

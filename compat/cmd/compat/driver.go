@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -30,6 +31,12 @@ type env struct {
 	// scenario process also gets it, with the credentials, in its
 	// environment (disEnv).
 	disEndpoint string
+	// nodes is how many cluster-mode nodes run in front of one dislocal
+	// (-nodes; 1: one disgw, no cluster mode); nodeAddrs their HOST:PORT
+	// when the driver started them (also in the scenario's
+	// clusterNodesEnv). broker is then the scenario's bootstrap.
+	nodes     int
+	nodeAddrs []string
 }
 
 // disEnv is the environment a scenario gets on backend dis: the dislocal
@@ -44,8 +51,9 @@ type clientSpec struct {
 	name  string
 	about string
 	extra []string // steps beyond the core ones, in order
-	// extraBy replaces extra on the backends it names (a step that differs
-	// by backend, such as kafka-connect's after the cleaner / after expiry).
+	// extraBy replaces extra on the matrices it names (matrixName: a
+	// backend, or dis-cluster; a step that differs by backend, such as
+	// kafka-connect's after the cleaner / after expiry).
 	extraBy map[string][]string
 	// timeout, when longer, replaces -client-timeout for this client.
 	timeout time.Duration
@@ -64,17 +72,31 @@ type clientSpec struct {
 	// the user's name and password and the CA, in its environment
 	// (scen.SecurityFromEnv).
 	security *scen.Security
+	// cluster: the client runs on several nodes too (-nodes N > 1,
+	// cluster.go); clusterOnly: only there. seedOne bootstraps the client
+	// with one node's address alone (the last node's), so that it must
+	// follow Metadata to the others.
+	cluster, clusterOnly, seedOne bool
+	// gatewayEnv is added to disgw serve's environment (settings).
+	gatewayEnv []string
 }
 
-// runsOn reports whether the client runs on backend.
-func (c clientSpec) runsOn(backend string) bool {
+// runsOn reports whether the client runs on backend with nodes nodes.
+func (c clientSpec) runsOn(backend string, nodes int) bool {
+	if nodes > 1 && !c.cluster || nodes <= 1 && c.clusterOnly {
+		return false
+	}
 	return len(c.backends) == 0 || slices.Contains(c.backends, backend)
 }
 
 func goScenario(name string) func(e env) ([]string, error) {
 	return func(e env) ([]string, error) {
-		return []string{e.self, "scenario", name, "-broker", e.broker, "-topic", e.topic, "-group", e.group,
-			"-jars", filepath.Join(e.tools, "kafka-4.4.0"), "-tools", e.tools, "-disgw", e.bin, "-backend", e.backend}, nil
+		argv := []string{e.self, "scenario", name, "-broker", e.broker, "-topic", e.topic, "-group", e.group,
+			"-jars", filepath.Join(e.tools, "kafka-4.4.0"), "-tools", e.tools, "-disgw", e.bin, "-backend", e.backend}
+		if e.nodes > 1 {
+			argv = append(argv, "-nodes", strconv.Itoa(e.nodes))
+		}
+		return argv, nil
 	}
 }
 
@@ -112,16 +134,19 @@ var kcatExtra = []string{"kcat -L", "kcat -C -e", "kcat -o -1", "kcat -o s@TS"}
 var javaExtra = []string{"kafka-topics --describe", "kafka-topics --alter --partitions", stepJavaLongName, "producer-perf-test", "consumer-perf-test"}
 
 var clients = []clientSpec{
-	{name: "franz-go", about: "kgo with default options, kadm", argv: goScenario("franz-go")},
+	{name: "franz-go", about: "kgo with default options, kadm", argv: goScenario("franz-go"), cluster: true},
 	{name: "sarama", about: "IBM/sarama at its default Version", argv: goScenario("sarama")},
 	{name: "sarama-v0.11", about: "IBM/sarama at V0_11_0_0", argv: goScenario("sarama-v0.11")},
 	{name: "sarama-v2.1", about: "IBM/sarama at V2_1_0_0", argv: goScenario("sarama-v2.1")},
 	{name: "kafka-go", about: "segmentio/kafka-go, default Writer (acks=0), group Reader", argv: goScenario("kafka-go")},
 	{name: "kafka-go-requireall", about: "segmentio/kafka-go, RequireAll Writer, group Reader", argv: goScenario("kafka-go-requireall")},
-	{name: "confluent-kafka-go", about: "confluent-kafka-go, bundled librdkafka (cgo)", argv: goScenario("confluent-kafka-go")},
-	{name: "kcat", about: "Debian's kcat (librdkafka 2.0.2)", extra: kcatExtra, argv: goScenario("kcat")},
+	{name: "confluent-kafka-go", about: "confluent-kafka-go, bundled librdkafka (cgo)", argv: goScenario("confluent-kafka-go"), cluster: true},
+	{name: "kcat", about: "Debian's kcat (librdkafka 2.0.2)", extra: kcatExtra, argv: goScenario("kcat"), cluster: true},
+	// Its topic auto-created with 3 partitions, led by several nodes.
+	{name: "kcat-one-seed", about: "Debian's kcat bootstrapped with one node's address, its topic auto-created with 3 partitions (several nodes only)", extra: kcatExtra,
+		argv: goScenario("kcat"), cluster: true, clusterOnly: true, seedOne: true, gatewayEnv: []string{"DISGW_DEFAULT_PARTITIONS=3"}},
 	{name: "kafka-python-debian", about: "Debian's python3-kafka, /usr/bin/python3", argv: pyScenario(debianPython, "kafka-python", "kafka-python-debian")},
-	{name: "kafka-python-pypi", about: "kafka-python, newest from PyPI, in a virtualenv", argv: pyScenario(venvPython, "kafka-python", "kafka-python-pypi")},
+	{name: "kafka-python-pypi", about: "kafka-python, newest from PyPI, in a virtualenv", argv: pyScenario(venvPython, "kafka-python", "kafka-python-pypi"), cluster: true},
 	{name: "confluent-kafka-python-debian", about: "Debian's python3-confluent-kafka, /usr/bin/python3", argv: pyScenario(debianPython, "confluent-kafka", "confluent-kafka-python-debian")},
 	{name: "confluent-kafka-python-pypi", about: "confluent-kafka, newest from PyPI, in a virtualenv", argv: pyScenario(venvPython, "confluent-kafka", "confluent-kafka-python-pypi")},
 	{name: "kafkajs", about: "kafkajs 2.2.4 from npm", argv: func(e env) ([]string, error) {
@@ -131,7 +156,7 @@ var clients = []clientSpec{
 		return []string{"node", filepath.Join(e.compat, "node", "scenario.js"),
 			"--broker", e.broker, "--topic", e.topic, "--group", e.group}, nil
 	}},
-	{name: "kafka-java", about: "Apache Kafka 4.4.0 command-line tools (Java client)", extra: javaExtra, argv: goScenario("kafka-java")},
+	{name: "kafka-java", about: "Apache Kafka 4.4.0 command-line tools (Java client)", extra: javaExtra, argv: goScenario("kafka-java"), cluster: true},
 	{name: "kcat-sasl-ssl-scram512", about: "kcat with security.protocol=SASL_SSL, SCRAM-SHA-512", extra: kcatExtra,
 		argv: goScenario("kcat"), security: &scen.Security{Protocol: "SASL_SSL", Mechanism: "SCRAM-SHA-512"}},
 	{name: "franz-go-sasl-ssl-plain", about: "franz-go (kgo, kadm) with SASL PLAIN over TLS",
@@ -145,8 +170,8 @@ var clients = []clientSpec{
 	{name: "kafka-java-sasl-ssl-scram512", about: "Apache Kafka 4.4.0 command-line tools with a client.properties: SASL_SSL, SCRAM-SHA-512", extra: javaExtra,
 		argv: goScenario("kafka-java"), security: &scen.Security{Protocol: "SASL_SSL", Mechanism: "SCRAM-SHA-512"}},
 	{name: "kafka-connect", about: "Apache Kafka Connect 4.3.1, distributed worker, FileStreamSource and FileStreamSink",
-		extra: connectExtraFor("local"), extraBy: map[string][]string{"dis": connectExtraFor("dis")},
-		argv: goScenario("kafka-connect"), ownsDisgw: true, timeout: connectTimeout},
+		extra: connectExtraFor("local", 1), extraBy: map[string][]string{"dis": connectExtraFor("dis", 1), "dis-cluster": connectExtraFor("dis", 3)},
+		argv: goScenario("kafka-connect"), ownsDisgw: true, timeout: connectTimeout, cluster: true},
 	{name: "kafka-streams", about: "Apache Kafka Streams 4.4.0 word count with a state store, at-least-once", extra: streamsExtra,
 		argv: goScenario("kafka-streams"), disArgs: []string{"--retention-unit", streamsRetentionUnit.String()}, timeout: streamsTimeout},
 	{name: "kafka-mirrormaker2", about: "MirrorMaker 2 (connect-mirror 4.3.1, dedicated) from an Apache Kafka 4.4.0 broker into disgw, group offsets synced",
@@ -180,7 +205,7 @@ type stepResult struct {
 
 type clientResult struct {
 	spec     clientSpec
-	backend  string
+	matrix   string // matrixName
 	steps    map[string]*stepResult
 	info     []string
 	note     string // the scenario process's own failure, if any
@@ -189,12 +214,13 @@ type clientResult struct {
 }
 
 func (r *clientResult) stepNames() []string {
-	return append(append([]string{}, scen.CoreSteps...), r.spec.extraSteps(r.backend)...)
+	return append(append([]string{}, scen.CoreSteps...), r.spec.extraSteps(r.matrix)...)
 }
 
-// extraSteps are the client's steps beyond the core ones on backend.
-func (c clientSpec) extraSteps(backend string) []string {
-	if e, ok := c.extraBy[backend]; ok {
+// extraSteps are the client's steps beyond the core ones in matrix
+// (matrixName).
+func (c clientSpec) extraSteps(matrix string) []string {
+	if e, ok := c.extraBy[matrix]; ok {
 		return e
 	}
 	return c.extra
@@ -203,6 +229,7 @@ func (c clientSpec) extraSteps(backend string) []string {
 func driverMain(args []string) int {
 	fs := flag.NewFlagSet("compat", flag.ContinueOnError)
 	backend := fs.String("backend", "local", "disgw backend (passed to disgw serve --backend)")
+	nodes := fs.Int("nodes", 1, "with -backend dis: run each client against this many cluster-mode nodes in front of one dislocal (the clients marked for it; docs/compat-dis-cluster.md)")
 	only := fs.String("only", "", "comma-separated clients to run (default all); kgo-suite names the franz-go suite")
 	skipKgo := fs.Bool("skip-kgo-suite", false, "do not run franz-go's integration suite")
 	kgoAll := fs.Bool("kgo-all", false, "run the franz-go suite's known failures too (to see whether the list can shrink)")
@@ -215,11 +242,21 @@ func driverMain(args []string) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	if *nodes < 1 || *nodes > 1 && *backend != "dis" {
+		fmt.Fprintln(os.Stderr, "compat: -nodes must be 1, or more with -backend dis")
+		return 2
+	}
+	matrix := matrixName(*backend, *nodes)
 	if *listClients {
 		for _, c := range clients {
+			if *nodes > 1 && !c.cluster || *nodes == 1 && c.clusterOnly {
+				continue
+			}
 			fmt.Printf("%-30s %s\n", c.name, c.about)
 		}
-		fmt.Printf("%-30s %s\n", "kgo-suite", "franz-go's integration suite (go test github.com/twmb/franz-go/pkg/kgo)")
+		if *nodes == 1 {
+			fmt.Printf("%-30s %s\n", "kgo-suite", "franz-go's integration suite (go test github.com/twmb/franz-go/pkg/kgo)")
+		}
 		return 0
 	}
 	root, err := repoRoot()
@@ -243,7 +280,7 @@ func driverMain(args []string) int {
 			return 1
 		}
 	}
-	knownFile, kgoKnownFile := knownFiles(*backend)
+	knownFile, kgoKnownFile := knownFiles(matrix)
 	known, err := loadKnown(filepath.Join(compatDir, knownFile))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "compat:", err)
@@ -255,6 +292,10 @@ func driverMain(args []string) int {
 		if n = strings.TrimSpace(n); n != "" {
 			want[n] = true
 		}
+	}
+	if *nodes > 1 && want["kgo-suite"] {
+		fmt.Fprintln(os.Stderr, "compat: franz-go's suite runs on one node only")
+		return 2
 	}
 	for n := range want {
 		found := n == "kgo-suite"
@@ -275,13 +316,13 @@ func driverMain(args []string) int {
 	stamp := time.Now().UTC().Format("20060102150405")
 	var results []*clientResult
 	for _, c := range clients {
-		if (len(want) > 0 && !want[c.name]) || !c.runsOn(*backend) {
+		if (len(want) > 0 && !want[c.name]) || !c.runsOn(*backend, *nodes) {
 			continue
 		}
 		fmt.Printf("== %s (%s)\n", c.name, c.about)
 		r := runClient(c, env{root: root, compat: compatDir, self: self, tools: *tools,
-			topic: "compat-" + c.name + "-" + stamp, group: "compat-" + c.name + "-group-" + stamp},
-			*disgwBin, *backend, *clientTimeout, logDir)
+			topic: "compat-" + c.name + "-" + stamp, group: "compat-" + c.name + "-group-" + stamp, nodes: *nodes},
+			*disgwBin, *backend, matrix, *clientTimeout, logDir)
 		for _, s := range r.stepNames() {
 			if k, ok := known[c.name+" "+s]; ok {
 				r.steps[s].Known = k
@@ -296,7 +337,7 @@ func driverMain(args []string) int {
 		results = append(results, r)
 	}
 	var suite *kgoSuiteResult
-	if !*skipKgo && (len(want) == 0 || want["kgo-suite"]) {
+	if !*skipKgo && *nodes == 1 && (len(want) == 0 || want["kgo-suite"]) {
 		fmt.Println("== franz-go integration suite (github.com/twmb/franz-go/pkg/kgo v1.22.3)")
 		suite = runKgoSuite(compatDir, kgoKnownFile, *disgwBin, *backend, *kgoRecords, *kgoAll, logDir)
 		fmt.Printf("   %s\n", suite.summary())
@@ -305,13 +346,13 @@ func driverMain(args []string) int {
 		}
 	}
 
-	md := renderMarkdown(results, suite, *backend, root, time.Since(start))
+	md := renderMarkdown(results, suite, *backend, *nodes, root, time.Since(start))
 	fmt.Println()
 	fmt.Println(md)
 	if *out == "" && len(want) == 0 {
 		*out = filepath.Join(root, "docs", "compat.md")
-		if *backend != "local" {
-			*out = filepath.Join(root, "docs", "compat-"+*backend+".md")
+		if matrix != "local" {
+			*out = filepath.Join(root, "docs", "compat-"+matrix+".md")
 		}
 	}
 	if *out != "" {
@@ -364,14 +405,24 @@ func driverMain(args []string) int {
 	return 0
 }
 
-// knownFiles names the lists of known failures of a backend: the embedded
+// matrixName names the matrix of backend with nodes nodes: the backend,
+// or BACKEND-cluster with several nodes (its page docs/compat-dis-cluster.md,
+// its lists known-failures-dis-cluster.txt ...).
+func matrixName(backend string, nodes int) string {
+	if nodes > 1 {
+		return backend + "-cluster"
+	}
+	return backend
+}
+
+// knownFiles names the lists of known failures of a matrix (matrixName): the embedded
 // store's are known-failures.txt and kgo-known-failures.txt, another
-// backend's known-failures-BACKEND.txt and kgo-known-failures-BACKEND.txt.
-func knownFiles(backend string) (steps, kgo string) {
-	if backend == "local" {
+// matrix's known-failures-MATRIX.txt and kgo-known-failures-MATRIX.txt.
+func knownFiles(matrix string) (steps, kgo string) {
+	if matrix == "local" {
 		return "known-failures.txt", "kgo-known-failures.txt"
 	}
-	return "known-failures-" + backend + ".txt", "kgo-known-failures-" + backend + ".txt"
+	return "known-failures-" + matrix + ".txt", "kgo-known-failures-" + matrix + ".txt"
 }
 
 func oneLine(s string, n int) string {
@@ -537,8 +588,8 @@ func (p *disgwProc) stop1() string {
 	}
 }
 
-func runClient(c clientSpec, e env, bin, backend string, timeout time.Duration, logDir string) *clientResult {
-	r := &clientResult{spec: c, backend: backend, steps: map[string]*stepResult{}, log: filepath.Join(logDir, c.name+".log")}
+func runClient(c clientSpec, e env, bin, backend, matrix string, timeout time.Duration, logDir string) *clientResult {
+	r := &clientResult{spec: c, matrix: matrix, steps: map[string]*stepResult{}, log: filepath.Join(logDir, c.name+".log")}
 	timeout = max(timeout, c.timeout)
 	start := time.Now()
 	defer func() {
@@ -555,7 +606,7 @@ func runClient(c clientSpec, e env, bin, backend string, timeout time.Duration, 
 	}()
 	e.bin, e.backend = bin, backend
 	var secEnv []string
-	gwEnv := []string{cleanerEnv}
+	gwEnv := append([]string{cleanerEnv}, c.gatewayEnv...)
 	if c.security != nil {
 		dir, err := os.MkdirTemp("", "disgw-compat-security-")
 		if err != nil {
@@ -570,7 +621,25 @@ func runClient(c clientSpec, e env, bin, backend string, timeout time.Duration, 
 		}
 		secEnv, gwEnv = sec.Env(), append(gwEnv, env...)
 	}
-	if !c.ownsDisgw {
+	if !c.ownsDisgw && e.nodes > 1 {
+		cl, dataDir, err := startCluster(bin, e.nodes, filepath.Join(logDir, c.name+".disgw.log"), c.disArgs, gwEnv...)
+		if dataDir != "" {
+			defer os.RemoveAll(dataDir)
+		}
+		if err != nil {
+			r.note = err.Error()
+			return r
+		}
+		e.nodeAddrs, e.broker, e.disEndpoint = cl.addrs(), cl.bootstrap(), cl.disEndpoint()
+		if c.seedOne {
+			e.broker = e.nodeAddrs[len(e.nodeAddrs)-1]
+		}
+		defer func() {
+			if problem := cl.stop(); problem != "" {
+				r.note = strings.TrimPrefix(r.note+"; "+problem, "; ")
+			}
+		}()
+	} else if !c.ownsDisgw {
 		p, dataDir, err := startDisgwWith(bin, backend, filepath.Join(logDir, c.name+".disgw.log"), c.disArgs, gwEnv...)
 		if dataDir != "" {
 			defer os.RemoveAll(dataDir)
@@ -611,6 +680,9 @@ func runClient(c clientSpec, e env, bin, backend string, timeout time.Duration, 
 		cmd.Env = append(cmd.Env, disEnv(e.disEndpoint)...)
 	}
 	cmd.Env = append(cmd.Env, secEnv...)
+	if len(e.nodeAddrs) > 0 {
+		cmd.Env = append(cmd.Env, clusterNodesEnv+"="+strings.Join(e.nodeAddrs, ","))
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second

@@ -46,13 +46,14 @@ func scenarioMain(args []string) int {
 	}
 	name := args[0]
 	fs := flag.NewFlagSet("scenario", flag.ContinueOnError)
-	broker := fs.String("broker", "", "disgw's HOST:PORT")
+	broker := fs.String("broker", "", "disgw's HOST:PORT (several nodes: HOST:PORT,... the client's bootstrap)")
 	topic := fs.String("topic", "", "topic")
 	group := fs.String("group", "", "consumer group")
 	jars := fs.String("jars", "", "directory of the Kafka 4.4.0 jars (kafka-java)")
 	tools := fs.String("tools", defaultTools(), "directory compat/setup filled (kafka-connect, kafka-streams, kafka-mirrormaker2)")
 	disgwBin := fs.String("disgw", "", "the disgw binary (kafka-connect runs its own)")
 	backend := fs.String("backend", "local", "disgw's backend (kafka-connect, kafka-streams)")
+	nodes := fs.Int("nodes", 1, "kafka-connect: run this many cluster-mode nodes (backend dis) in place of one disgw")
 	mirrorTarget := fs.String("mirror-target", "disgw", "kafka-mirrormaker2: mirror into disgw, or into a second Apache Kafka broker (kafka) to compare")
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
@@ -76,7 +77,7 @@ func scenarioMain(args []string) int {
 	case "kafka-java":
 		runJava(*broker, *topic, *group, *jars)
 	case "kafka-connect":
-		runConnect(*disgwBin, *backend, *tools, *topic)
+		runConnect(*disgwBin, *backend, *nodes, *tools, *topic)
 	case "kafka-streams":
 		runStreams(*broker, *backend, *topic, *tools)
 	case "kafka-mirrormaker2":

@@ -39,19 +39,32 @@ func mdEscape(s string) string {
 	return s
 }
 
-func renderMarkdown(results []*clientResult, suite *kgoSuiteResult, backend, root string, took time.Duration) string {
-	knownFile, kgoKnownFile := knownFiles(backend)
+func renderMarkdown(results []*clientResult, suite *kgoSuiteResult, backend string, nodes int, root string, took time.Duration) string {
+	knownFile, kgoKnownFile := knownFiles(matrixName(backend, nodes))
 	var b strings.Builder
 	rev := "unknown"
 	if out, err := exec.Command("git", "-C", root, "describe", "--always", "--dirty").Output(); err == nil {
 		rev = strings.TrimSpace(string(out))
 	}
 	fmt.Fprintf(&b, "# Client compatibility matrix\n\n")
-	fmt.Fprintf(&b, "Written by `make compat` (`compat/cmd/compat`; see [compat/README.md](../compat/README.md)). "+
-		"Each client runs against its own disgw (backend `%s`, fresh data directory, free port). "+
-		"disgw %s, %s/%s, %s, run took %s.\n\n", backend, rev, runtime.GOOS, runtime.GOARCH,
-		time.Now().UTC().Format("2006-01-02 15:04 UTC"), took.Round(time.Second))
-	if backend == "dis" {
+	if nodes > 1 {
+		fmt.Fprintf(&b, "Written by `make compat-cluster` (`compat/cmd/compat -backend %s -nodes %d`; see [compat/README.md](../compat/README.md)). "+
+			"disgw %s, %s/%s, %s, run took %s.\n\n", backend, nodes, rev, runtime.GOOS, runtime.GOARCH,
+			time.Now().UTC().Format("2006-01-02 15:04 UTC"), took.Round(time.Second))
+	} else {
+		fmt.Fprintf(&b, "Written by `make compat` (`compat/cmd/compat`; see [compat/README.md](../compat/README.md)). "+
+			"Each client runs against its own disgw (backend `%s`, fresh data directory, free port). "+
+			"disgw %s, %s/%s, %s, run took %s.\n\n", backend, rev, runtime.GOOS, runtime.GOARCH,
+			time.Now().UTC().Format("2006-01-02 15:04 UTC"), took.Round(time.Second))
+	}
+	if nodes > 1 {
+		fmt.Fprintf(&b, "Backend `dis`, %d nodes (`make compat-cluster`): each client runs against its own `disgw dislocal` "+
+			"(the DIS REST emulator, fresh data directory, AK/SK signatures checked, a group member dropped after %s without a heartbeat) "+
+			"and %d `disgw serve --backend dis` nodes in cluster mode in front of it ([docs/cluster.md](cluster.md)), "+
+			"node ids 0 to %d, each on its own port, with %s. "+
+			"The client is bootstrapped with every node's address, except the rows named `-one-seed` (the last node's alone).\n\n",
+			nodes, clusterDisArgs[len(clusterDisArgs)-1], nodes, nodes-1, clusterSettingsText())
+	} else if backend == "dis" {
 		b.WriteString("Backend `dis`: each disgw talks to its own `disgw dislocal` (the DIS REST emulator, " +
 			"fresh data directory, AK/SK signatures checked) through the official DIS SDK.\n\n")
 	}
@@ -71,7 +84,7 @@ func renderMarkdown(results []*clientResult, suite *kgoSuiteResult, backend, roo
 				row = append(row, cell(r.steps[s]))
 			}
 			var extra []string
-			for _, s := range r.spec.extraSteps(r.backend) {
+			for _, s := range r.spec.extraSteps(r.matrix) {
 				extra = append(extra, fmt.Sprintf("`%s`: %s", s, cell(r.steps[s])))
 			}
 			row = append(row, strings.Join(extra, "<br>"))
