@@ -37,7 +37,9 @@ package gateway
 // controller_id the view's controller, each partition's leader its owner
 // at the view's epoch with replicas and ISR [leader]; a leader without an
 // address on the listener is -1 with LEADER_NOT_AVAILABLE or
-// LISTENER_NOT_FOUND, as Kafka answers.
+// LISTENER_NOT_FOUND, as Kafka answers. A node that is not the controller
+// has the controller auto-create a topic (autoCreateForwarded), as KRaft
+// brokers forward their auto-creations.
 
 import (
 	"context"
@@ -46,6 +48,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap"
 
 	"github.com/disgw/disgw/disbackend"
 	"github.com/disgw/disgw/internal/acl"
@@ -190,7 +193,7 @@ func (c *conn) handleMetadata(req *kafkawire.Request) reply {
 		return ready(req, resp)
 	}
 	ac := autoCreateBudget{on: s.cfg.AutoCreateTopics && (r.Version <= 3 || r.AllowAutoTopicCreation),
-		left: s.cfg.Limits.AutoCreatePerRequest}
+		left: s.cfg.Limits.AutoCreatePerRequest, c: c, req: req}
 	ctx, cancel := c.requestContext(0)
 	defer cancel()
 	topics := newQuota(s.cfg.Limits.MaxTopics)
@@ -303,6 +306,10 @@ type autoCreateBudget struct {
 	on                          bool // the request may auto-create
 	left                        int  // creations left to this request
 	refusedRequest, refusedRate int  // refused by the per-request cap, by the bucket
+	// c and req are the connection and the Metadata request, whose
+	// auto-creations a node that is not the controller forwards.
+	c   *conn
+	req *kafkawire.Request
 }
 
 // take reports whether one more topic may be auto-created.
@@ -352,6 +359,14 @@ func (s *Server) metadataRequestedTopic(ctx context.Context, version int16, rt k
 		t.ErrorCode = kerr.UnknownTopicOrPartition.Code
 		return t
 	}
+	if s.cluster != nil && ac.c != nil && !s.isController() {
+		st, code := ac.c.autoCreateForwarded(ctx, ac.req, name)
+		if code != 0 {
+			t.ErrorCode = code
+			return t
+		}
+		return s.metadataTopic(version, st, kv)
+	}
 	st, err := s.autoCreateTopic(ctx, name)
 	if err != nil {
 		if !errors.Is(err, disbackend.ErrNameCollision) && !errors.Is(err, disbackend.ErrInvalidName) {
@@ -361,6 +376,49 @@ func (s *Server) metadataRequestedTopic(ctx context.Context, version int16, rt k
 		return t
 	}
 	return s.metadataTopic(version, st, kv)
+}
+
+// autoCreateForwarded auto-creates topic, for Metadata request req on a
+// node that is not the controller (docs/cluster.md §7), as a KRaft
+// broker's auto-topic-creation manager does: a CreateTopics of topic with
+// the default partitions, replication and configs, forwarded to the
+// controller in an envelope under the connection's principal (the
+// controller authorizes CREATE again). It returns the topic once the
+// controller created it, or found it created; otherwise the code to
+// answer the topic with: the controller's error for the topic, or
+// LEADER_NOT_AVAILABLE, which clients retry after their backoff, when the
+// request could not be forwarded or the topic cannot be read yet. (Answered
+// NOT_CONTROLLER, a Metadata topic error no client retries, librdkafka
+// failed every record of a new topic produced through such a node.)
+func (c *conn) autoCreateForwarded(ctx context.Context, req *kafkawire.Request, topic string) (*disbackend.Stream, int16) {
+	s := c.s
+	ct := kmsg.NewPtrCreateTopicsRequest()
+	ct.Version = 7
+	ct.TimeoutMillis = 30000
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, -1, -1
+	ct.Topics = append(ct.Topics, rt)
+	fr := &kafkawire.Request{Key: ct.Key(), Version: ct.Version, CorrelationID: req.CorrelationID, ClientID: req.ClientID, Body: ct}
+	resp, code, err := s.fwd.forward(ctx, c, fr)
+	if code != 0 {
+		c.log.Info("auto-creation not forwarded to the controller", zapTopic(topic), zap.Int16("error_code", code), zapErr(err))
+		return nil, kerr.LeaderNotAvailable.Code
+	}
+	cr, _ := resp.(*kmsg.CreateTopicsResponse)
+	if cr == nil || len(cr.Topics) != 1 {
+		return nil, kerr.LeaderNotAvailable.Code
+	}
+	if ec := cr.Topics[0].ErrorCode; ec != 0 && ec != kerr.TopicAlreadyExists.Code {
+		if ec != kerr.TopicAuthorizationFailed.Code && ec != kerr.InvalidTopicException.Code {
+			s.log.Warn("auto-create topic failed at the controller", zapTopic(topic), zap.Int16("error_code", ec))
+		}
+		return nil, ec
+	}
+	s.refreshNamedTopics(ctx, []string{topic})
+	if st := s.topics.get(topic); st != nil {
+		return st, 0
+	}
+	return nil, kerr.LeaderNotAvailable.Code
 }
 
 // metadataTopic is topic st as Metadata answers it at version: its
