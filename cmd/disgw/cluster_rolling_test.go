@@ -32,6 +32,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 )
 
 // The cluster timings of these tests (docs/cluster.md §2 and §4). After a
@@ -181,13 +182,17 @@ func (c *nodeCluster) restartNode(n *clusterNode) time.Duration {
 	return stopped
 }
 
-// pinTo is a dialer that connects every broker of a client to addr: the
-// client, whatever node it means, talks to that one node only.
-func pinTo(addr string) kgo.Opt {
+// pinTo makes a client connect every broker to addr: the client, whatever
+// node it means, talks to that one node only. Its ApiVersions stops at v4:
+// v5 (KIP-1242) tells the node which node id the client meant, and a node
+// refuses a connection meant for another with REBOOTSTRAP_REQUIRED.
+func pinTo(addr string) []kgo.Opt {
 	d := net.Dialer{Timeout: 5 * time.Second}
-	return kgo.Dialer(func(ctx context.Context, network, _ string) (net.Conn, error) {
+	versions := kversion.Stable()
+	versions.SetMaxKeyVersion(18, 4) // ApiVersions
+	return []kgo.Opt{kgo.MaxVersions(versions), kgo.Dialer(func(ctx context.Context, network, _ string) (net.Conn, error) {
 		return d.DialContext(ctx, network, addr)
-	})
+	})}
 }
 
 // clusterView is what one node's Metadata answers of the cluster.
@@ -205,7 +210,7 @@ func (v clusterView) String() string {
 
 // metadataView asks addr's node alone for the metadata of every topic.
 func metadataView(ctx context.Context, addr string) (clusterView, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), pinTo(addr), kgo.RequestRetries(0))
+	cl, err := kgo.NewClient(append(pinTo(addr), kgo.SeedBrokers(addr), kgo.RequestRetries(0))...)
 	if err != nil {
 		return clusterView{}, err
 	}
