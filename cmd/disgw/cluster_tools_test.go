@@ -193,14 +193,15 @@ print(json.dumps(sorted("%d=%s:%d" % (b.id, b.host, b.port) for b in m.brokers.v
 // user ANONYMOUS), dis_metadata_refresh and acl_refresh_interval 2 s.
 // Through a node that is not the controller, and only it (every
 // connection of the client goes to that node), kadm creates a topic,
-// alters its retention.ms (DIS keeps 24 to 168 hours) and creates an ACL: the node forwards each to
-// the controller, and every node shows the change within its refresh
-// interval (plus 1 s of slack for the polling): topics in a listing of
-// every topic, the config in DescribeConfigs, the ACL in DescribeAcls.
-// Kafka's Java tools (TopicCommand, ConfigCommand, AclCommand),
-// bootstrapped at that node, do the same when their jars are installed
-// (the Java admin client sends CreateTopics to the controller itself, the
-// others to a node of its choosing).
+// alters its retention.ms (DIS keeps 24 to 168 hours) and creates an ACL:
+// the node forwards each to the controller, and every node shows the
+// change within its refresh interval (plus 2 s of slack for the polling,
+// each poll a request to each node): topics in a listing of every topic,
+// the config in DescribeConfigs, the ACL in DescribeAcls. Kafka's Java
+// tools (TopicCommand, ConfigCommand, AclCommand), bootstrapped at that
+// node, do the same when their jars are installed (the Java admin client
+// sends CreateTopics to the controller itself, the others to a node of
+// its choosing).
 func TestClusterAdminForwarded(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long: admin writes through three cluster nodes")
@@ -224,7 +225,7 @@ func TestClusterAdminForwarded(t *testing.T) {
 	t.Logf("controller %d; admin writes through node %d", view.controller, via.id)
 
 	// visible waits until check passes on every node, logs the longest
-	// wait and fails the test when it is over bound (+1 s).
+	// wait and fails the test when it is over bound (+2 s).
 	visible := func(what string, bound time.Duration, check func(addr string) string) {
 		t.Helper()
 		start := time.Now()
@@ -243,7 +244,7 @@ func TestClusterAdminForwarded(t *testing.T) {
 			}
 		}
 		t.Logf("%s: on every node within %v", what, slowest.Round(time.Millisecond))
-		if slowest > bound+time.Second {
+		if slowest > bound+2*time.Second {
 			t.Errorf("%s: node showed it after %v, more than %v", what, slowest, bound)
 		}
 	}
