@@ -4,7 +4,7 @@ package main
 // three `disgw serve --backend dis` nodes in cluster mode, each on its own
 // 127.0.0.1 port, in front of one `disgw dislocal`, with short cluster
 // timings (rollingTimings) so that a rebalance takes a couple of seconds.
-// This file has the fixture (startNodeCluster), a rolling restart under
+// This file has the fixture (startRollCluster), a rolling restart under
 // load and a TCP load balancer as every client's bootstrap;
 // cluster_tools_test.go has kcat, the Python clients and admin writes
 // through a node that is not the controller.
@@ -58,16 +58,16 @@ var rollingTimings = []string{
 	"DISGW_DIS_METADATA_REFRESH=" + rcMetadata.String(),
 }
 
-// nodeCluster is n cluster nodes in front of one dislocal.
-type nodeCluster struct {
+// rollCluster is n cluster nodes in front of one dislocal.
+type rollCluster struct {
 	t     *testing.T
 	dir   string
 	dis   *disLocal
-	nodes []*clusterNode
+	nodes []*rollNode
 }
 
-// clusterNode is one node of a nodeCluster.
-type clusterNode struct {
+// rollNode is one node of a rollCluster.
+type rollNode struct {
 	id     int32
 	addr   string // its Kafka address, the same across restarts
 	env    []string
@@ -75,29 +75,29 @@ type clusterNode struct {
 	starts int
 }
 
-// nodeClusterOpts is how startNodeCluster starts its processes.
-type nodeClusterOpts struct {
+// rollClusterOpts is how startRollCluster starts its processes.
+type rollClusterOpts struct {
 	nodes   int      // 3 when 0
 	env     []string // every node's environment, after the cluster settings
 	disArgs []string // dislocal's flags, after the group timings
 }
 
-// clusterAccount is the DIS account of the nodes' dislocal.
-var clusterAccount = disAccount{"cluster-access-key", "cluster-secret-key", "clusterproject"}
+// rollAccount is the DIS account of the nodes' dislocal.
+var rollAccount = disAccount{"cluster-access-key", "cluster-secret-key", "clusterproject"}
 
-// startNodeCluster starts dislocal (DIS's group session 3 s, its join
+// startRollCluster starts dislocal (DIS's group session 3 s, its join
 // window 1 s) and the nodes, with ids 1..n, and waits until every node
 // answers Metadata with the same view of all of them.
-func startNodeCluster(t *testing.T, o nodeClusterOpts) *nodeCluster {
+func startRollCluster(t *testing.T, o rollClusterOpts) *rollCluster {
 	t.Helper()
 	if o.nodes == 0 {
 		o.nodes = 3
 	}
-	c := &nodeCluster{t: t, dir: t.TempDir()}
-	c.dis = startDISLocal(t, disLocalOpts{account: clusterAccount,
+	c := &rollCluster{t: t, dir: t.TempDir()}
+	c.dis = startDISLocal(t, disLocalOpts{account: rollAccount,
 		args: append([]string{"--group-session-timeout", "3s", "--group-sync-delay", "1s"}, o.disArgs...)})
 	for i := range o.nodes {
-		n := &clusterNode{id: int32(i + 1)}
+		n := &rollNode{id: int32(i + 1)}
 		n.env = append([]string{"DISGW_CLUSTER=true", fmt.Sprintf("DISGW_NODE_ID=%d", n.id)}, rollingTimings...)
 		n.env = append(n.env, o.env...)
 		c.nodes = append(c.nodes, n)
@@ -108,7 +108,7 @@ func startNodeCluster(t *testing.T, o nodeClusterOpts) *nodeCluster {
 }
 
 // addrs are the nodes' Kafka addresses.
-func (c *nodeCluster) addrs() []string {
+func (c *rollCluster) addrs() []string {
 	var a []string
 	for _, n := range c.nodes {
 		a = append(a, n.addr)
@@ -117,7 +117,7 @@ func (c *nodeCluster) addrs() []string {
 }
 
 // node is the node with id.
-func (c *nodeCluster) node(id int32) *clusterNode {
+func (c *rollCluster) node(id int32) *rollNode {
 	for _, n := range c.nodes {
 		if n.id == id {
 			return n
@@ -131,7 +131,7 @@ func (c *nodeCluster) node(id int32) *clusterNode {
 // listens. A port just freed by the node's previous process is taken
 // again (SO_REUSEADDR); the start is retried a few times in case it is
 // still held.
-func (c *nodeCluster) startNode(n *clusterNode) {
+func (c *rollCluster) startNode(n *rollNode) {
 	t := c.t
 	t.Helper()
 	listen := n.addr
@@ -170,7 +170,7 @@ func (c *nodeCluster) startNode(n *clusterNode) {
 
 // restartNode stops n with SIGTERM (exit code 0 wanted) and starts it
 // again on its address; it returns how long the stop took.
-func (c *nodeCluster) restartNode(n *clusterNode) time.Duration {
+func (c *rollCluster) restartNode(n *rollNode) time.Duration {
 	t := c.t
 	t.Helper()
 	start := time.Now()
@@ -182,11 +182,11 @@ func (c *nodeCluster) restartNode(n *clusterNode) time.Duration {
 	return stopped
 }
 
-// pinTo makes a client connect every broker to addr: the client, whatever
+// pinToNode makes a client connect every broker to addr: the client, whatever
 // node it means, talks to that one node only. Its ApiVersions stops at v4:
 // v5 (KIP-1242) tells the node which node id the client meant, and a node
 // refuses a connection meant for another with REBOOTSTRAP_REQUIRED.
-func pinTo(addr string) []kgo.Opt {
+func pinToNode(addr string) []kgo.Opt {
 	d := net.Dialer{Timeout: 5 * time.Second}
 	versions := kversion.Stable()
 	versions.SetMaxKeyVersion(18, 4) // ApiVersions
@@ -195,8 +195,8 @@ func pinTo(addr string) []kgo.Opt {
 	})}
 }
 
-// clusterView is what one node's Metadata answers of the cluster.
-type clusterView struct {
+// rollView is what one node's Metadata answers of the cluster.
+type rollView struct {
 	epoch      int32  // the leader epoch of its partitions (the cluster epoch)
 	controller int32  // controller_id
 	brokers    string // "id=host:port" sorted, space-separated
@@ -204,24 +204,24 @@ type clusterView struct {
 	topics     map[string]int
 }
 
-func (v clusterView) String() string {
+func (v rollView) String() string {
 	return fmt.Sprintf("epoch %d, controller %d, brokers [%s], %d topics", v.epoch, v.controller, v.brokers, len(v.topics))
 }
 
-// metadataView asks addr's node alone for the metadata of every topic.
-func metadataView(ctx context.Context, addr string) (clusterView, error) {
-	cl, err := kgo.NewClient(append(pinTo(addr), kgo.SeedBrokers(addr), kgo.RequestRetries(0))...)
+// rollMetadata asks addr's node alone for the metadata of every topic.
+func rollMetadata(ctx context.Context, addr string) (rollView, error) {
+	cl, err := kgo.NewClient(append(pinToNode(addr), kgo.SeedBrokers(addr), kgo.RequestRetries(0))...)
 	if err != nil {
-		return clusterView{}, err
+		return rollView{}, err
 	}
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	resp, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
 	if err != nil {
-		return clusterView{}, err
+		return rollView{}, err
 	}
-	v := clusterView{controller: resp.ControllerID, topics: map[string]int{}, epoch: -1}
+	v := rollView{controller: resp.ControllerID, topics: map[string]int{}, epoch: -1}
 	var bs, ls []string
 	for _, b := range resp.Brokers {
 		bs = append(bs, fmt.Sprintf("%d=%s", b.NodeID, net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))))
@@ -244,7 +244,7 @@ func metadataView(ctx context.Context, addr string) (clusterView, error) {
 
 // waitView waits until every node answers Metadata with one view, newer
 // than epoch after, listing every node at its address, and returns it.
-func (c *nodeCluster) waitView(after int32) clusterView {
+func (c *rollCluster) waitView(after int32) rollView {
 	t := c.t
 	t.Helper()
 	var want []string
@@ -256,10 +256,10 @@ func (c *nodeCluster) waitView(after int32) clusterView {
 	deadline := time.Now().Add(90 * time.Second)
 	var last string
 	for {
-		var views []clusterView
+		var views []rollView
 		last = ""
 		for _, n := range c.nodes {
-			v, err := metadataView(context.Background(), n.addr)
+			v, err := rollMetadata(context.Background(), n.addr)
 			switch {
 			case err != nil:
 				last = fmt.Sprintf("node %d: %v", n.id, err)
@@ -287,7 +287,7 @@ func (c *nodeCluster) waitView(after int32) clusterView {
 
 // createTopic creates topic with partitions through the cluster (kadm
 // sends it to the controller) and waits until every node leads its share.
-func (c *nodeCluster) createTopic(ctx context.Context, topic string, partitions int32) {
+func (c *rollCluster) createTopic(ctx context.Context, topic string, partitions int32) {
 	t := c.t
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.addrs()...))
@@ -300,7 +300,7 @@ func (c *nodeCluster) createTopic(ctx context.Context, topic string, partitions 
 	}
 	eventually(t, "every node lists topic "+topic, func() string {
 		for _, n := range c.nodes {
-			v, err := metadataView(ctx, n.addr)
+			v, err := rollMetadata(ctx, n.addr)
 			if err != nil {
 				return err.Error()
 			}
@@ -338,9 +338,9 @@ type rcProducer struct {
 	partGap   map[int32]time.Duration
 }
 
-// startProducer starts a producer seeded with seeds, sending a record every
+// startRollProducer starts a producer seeded with seeds, sending a record every
 // interval.
-func startProducer(t *testing.T, name, topic string, seeds []string, interval time.Duration) *rcProducer {
+func startRollProducer(t *testing.T, name, topic string, seeds []string, interval time.Duration) *rcProducer {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(topic),
 		kgo.ProducerLinger(5*time.Millisecond), kgo.ClientID(name))
@@ -454,9 +454,9 @@ type rcGroupEvent struct {
 	partitions int
 }
 
-// startGroup starts one member per seeds entry (each seeded with its
+// startRollGroup starts one member per seeds entry (each seeded with its
 // entry's addresses) in group, reading topic from its start.
-func startGroup(t *testing.T, group, topic string, seeds [][]string) *rcGroup {
+func startRollGroup(t *testing.T, group, topic string, seeds [][]string) *rcGroup {
 	t.Helper()
 	g := &rcGroup{t: t, group: group, read: map[string]int{}, readAt: map[string]rcAt{}}
 	g.ctx, g.cancel = context.WithCancel(context.Background())
@@ -622,9 +622,9 @@ func (g *rcGroup) generations(since time.Time) ([]int32, []rcGroupEvent) {
 	return gens, evs
 }
 
-// commitWatch reads a group's committed offsets every 250 ms through the
+// rollCommitWatch reads a group's committed offsets every 250 ms through the
 // cluster and counts every offset that went backwards.
-type commitWatch struct {
+type rollCommitWatch struct {
 	stop chan struct{}
 	done chan struct{}
 
@@ -634,13 +634,13 @@ type commitWatch struct {
 	reads     int
 }
 
-func watchCommits(t *testing.T, seeds []string, group string) *commitWatch {
+func watchRollCommits(t *testing.T, seeds []string, group string) *rollCommitWatch {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &commitWatch{stop: make(chan struct{}), done: make(chan struct{}), max: map[int32]int64{}}
+	w := &rollCommitWatch{stop: make(chan struct{}), done: make(chan struct{}), max: map[int32]int64{}}
 	adm := kadm.NewClient(cl)
 	go func() {
 		defer close(w.done)
@@ -674,7 +674,7 @@ func watchCommits(t *testing.T, seeds []string, group string) *commitWatch {
 	return w
 }
 
-func (w *commitWatch) finish() (reads int, backwards []string) {
+func (w *rollCommitWatch) finish() (reads int, backwards []string) {
 	close(w.stop)
 	<-w.done
 	w.mu.Lock()
@@ -682,10 +682,10 @@ func (w *commitWatch) finish() (reads int, backwards []string) {
 	return w.reads, w.backwards
 }
 
-// checkTopic reads topic in full through addr and checks that every
+// checkRollTopic reads topic in full through addr and checks that every
 // acknowledged record is at the offset it was acknowledged with and that
 // no value is stored twice; it returns how many records it read.
-func checkTopic(t *testing.T, addr, topic string, acked map[string]rcAt) int {
+func checkRollTopic(t *testing.T, addr, topic string, acked map[string]rcAt) int {
 	t.Helper()
 	stored := map[string][]rcAt{}
 	total := 0
@@ -755,7 +755,7 @@ func TestClusterRollingRestart(t *testing.T) {
 }
 
 func testRollingRestart(t *testing.T, disArgs []string) {
-	c := startNodeCluster(t, nodeClusterOpts{disArgs: disArgs})
+	c := startRollCluster(t, rollClusterOpts{disArgs: disArgs})
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	const topic, group = "rolling", "rolling-group"
@@ -765,15 +765,15 @@ func testRollingRestart(t *testing.T, disArgs []string) {
 
 	all := c.addrs()
 	prods := []*rcProducer{
-		startProducer(t, "p0", topic, all, 4*time.Millisecond),
-		startProducer(t, "p1", topic, all, 4*time.Millisecond),
+		startRollProducer(t, "p0", topic, all, 4*time.Millisecond),
+		startRollProducer(t, "p1", topic, all, 4*time.Millisecond),
 	}
 	var seeds [][]string
 	for _, a := range all {
 		seeds = append(seeds, []string{a})
 	}
-	g := startGroup(t, group, topic, seeds)
-	watch := watchCommits(t, all, group)
+	g := startRollGroup(t, group, topic, seeds)
+	watch := watchRollCommits(t, all, group)
 
 	acked := func() int { return prods[0].ackedCount() + prods[1].ackedCount() }
 	gen := g.waitStable(t, 60*time.Second)
@@ -837,7 +837,7 @@ func testRollingRestart(t *testing.T, disArgs []string) {
 		// their generation, as in Kafka when a coordinator moves.
 		t.Errorf("the group rebalanced during the rolling restart (generations %v), it was Stable in %d", gens, gen)
 	}
-	n := checkTopic(t, all[0], topic, want)
+	n := checkRollTopic(t, all[0], topic, want)
 	t.Logf("topic %s: %d records stored, %d acknowledged", topic, n, len(want))
 }
 
@@ -945,7 +945,7 @@ func TestClusterLoadBalancer(t *testing.T) {
 		t.Skip("long: a consumer group behind a TCP load balancer for 20 s")
 	}
 	t.Parallel()
-	c := startNodeCluster(t, nodeClusterOpts{})
+	c := startRollCluster(t, rollClusterOpts{})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	const topic, group = "balanced", "balanced-group"
@@ -957,7 +957,7 @@ func TestClusterLoadBalancer(t *testing.T) {
 	// The load balancer answers Metadata of whichever node it picked: the
 	// same brokers, each at its own address.
 	for i := range 3 {
-		v, err := metadataView(ctx, lb.addr())
+		v, err := rollMetadata(ctx, lb.addr())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -966,8 +966,8 @@ func TestClusterLoadBalancer(t *testing.T) {
 		}
 	}
 
-	prod := startProducer(t, "lbp", topic, bootstrap, 10*time.Millisecond)
-	g := startGroup(t, group, topic, [][]string{bootstrap, bootstrap, bootstrap})
+	prod := startRollProducer(t, "lbp", topic, bootstrap, 10*time.Millisecond)
+	g := startRollGroup(t, group, topic, [][]string{bootstrap, bootstrap, bootstrap})
 	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap...))
 	if err != nil {
 		t.Fatal(err)
@@ -1083,5 +1083,5 @@ func TestClusterLoadBalancer(t *testing.T) {
 	if commits == 0 {
 		t.Error("no commit after the group was Stable")
 	}
-	checkTopic(t, c.nodes[0].addr, topic, want)
+	checkRollTopic(t, c.nodes[0].addr, topic, want)
 }

@@ -1,7 +1,7 @@
 package main
 
 // Clients other than franz-go against three cluster nodes
-// (startNodeCluster): kcat (librdkafka), kafka-python and
+// (startRollCluster): kcat (librdkafka), kafka-python and
 // confluent-kafka-python, and admin writes through a node that is not the
 // controller (franz-go's kadm and Kafka's Java tools), which the node
 // forwards to the controller (docs/cluster.md §7).
@@ -68,7 +68,7 @@ func TestClusterKcat(t *testing.T) {
 	}
 	t.Parallel()
 	kcat := needTool(t, "/usr/bin/kcat", "-V")
-	c := startNodeCluster(t, nodeClusterOpts{})
+	c := startRollCluster(t, rollClusterOpts{})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	const topic = "kcat-cluster"
@@ -111,7 +111,7 @@ func TestClusterKcat(t *testing.T) {
 
 	// Through one node and back through another; the second topic is
 	// auto-created by a node that is not the controller.
-	var other *clusterNode
+	var other *rollNode
 	for _, n := range c.nodes {
 		if n.id != view.controller {
 			other = n
@@ -119,7 +119,7 @@ func TestClusterKcat(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		topic    string
-		from, to *clusterNode
+		from, to *rollNode
 	}{
 		{topic, c.nodes[0], c.nodes[1]},
 		{"kcat-auto", other, c.node(view.controller)},
@@ -149,7 +149,7 @@ func TestClusterKcat(t *testing.T) {
 // pythonBrokers checks, when the compat venv has them, that kafka-python
 // (KafkaAdminClient.describe_cluster: DescribeCluster) and confluent-kafka-python
 // (AdminClient.list_topics: Metadata) see every node through addr.
-func pythonBrokers(t *testing.T, addr string, c *nodeCluster) {
+func pythonBrokers(t *testing.T, addr string, c *rollCluster) {
 	t.Helper()
 	home, _ := os.UserHomeDir()
 	py := filepath.Join(home, ".cache", "disgw-compat", "venv", "bin", "python")
@@ -208,14 +208,14 @@ func TestClusterAdminForwarded(t *testing.T) {
 	}
 	t.Parallel()
 	const refresh = 2 * time.Second
-	c := startNodeCluster(t, nodeClusterOpts{env: []string{
+	c := startRollCluster(t, rollClusterOpts{env: []string{
 		"DISGW_AUTHORIZER=true", "DISGW_SUPER_USERS=User:ANONYMOUS",
 		"DISGW_DIS_METADATA_REFRESH=" + refresh.String(), "DISGW_ACL_REFRESH_INTERVAL=" + refresh.String(),
 	}})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	view := c.waitView(0)
-	var via *clusterNode
+	var via *rollNode
 	for _, n := range c.nodes {
 		if n.id != view.controller {
 			via = n
@@ -253,7 +253,7 @@ func TestClusterAdminForwarded(t *testing.T) {
 		if cl := clients[addr]; cl != nil {
 			return cl
 		}
-		cl, err := kgo.NewClient(append(pinTo(addr), kgo.SeedBrokers(addr), kgo.RetryTimeout(20*time.Second))...)
+		cl, err := kgo.NewClient(append(pinToNode(addr), kgo.SeedBrokers(addr), kgo.RetryTimeout(20*time.Second))...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -292,7 +292,7 @@ func TestClusterAdminForwarded(t *testing.T) {
 		return configValue(rc.Configs, key)
 	}
 	hasACL := func(addr, line string) bool {
-		return slices.Contains(kadmACLs(ctx, t, addr, pinTo(addr)...), line)
+		return slices.Contains(kadmACLs(ctx, t, addr, pinToNode(addr)...), line)
 	}
 	adm := kadm.NewClient(pinned(via.addr))
 	if r, err := adm.CreateTopic(ctx, 3, -1, nil, "forwarded-kadm"); err != nil || r.Err != nil {
@@ -323,7 +323,7 @@ func TestClusterAdminForwarded(t *testing.T) {
 	cr, err := adm.CreateACLs(ctx, kadm.NewACLs().Topics("forwarded-kadm").Allow("User:bob").AllowHosts("*").Operations(kadm.OpRead))
 	if err == nil {
 		for _, r := range cr {
-			err = cmpErr(err, r.Err)
+			err = firstErr(err, r.Err)
 		}
 	}
 	if err != nil {
@@ -365,7 +365,7 @@ func TestClusterAdminForwarded(t *testing.T) {
 	})
 }
 
-func cmpErr(a, b error) error {
+func firstErr(a, b error) error {
 	if a != nil {
 		return a
 	}
