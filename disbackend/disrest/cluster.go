@@ -84,6 +84,10 @@ type membership struct {
 
 	// cur is the current view and what the fence needs of it; never nil.
 	cur atomic.Pointer[viewState]
+	// ended is the view state whose generation ended (endGeneration):
+	// while it is cur, View answers cur's stale view, so that between
+	// views this node owns nothing (docs/cluster.md §5).
+	ended atomic.Pointer[viewState]
 	// held is the lease: the generation it was renewed for and until when
 	// (mono), nil when there is none.
 	held atomic.Pointer[leaseState]
@@ -141,6 +145,9 @@ type viewState struct {
 	handover time.Duration
 	// doc is the view document (nil before the first view).
 	doc *viewDoc
+	// stale is view as View answers it once its generation ended: not
+	// Ready (nil when view is not Ready itself).
+	stale *disbackend.View
 }
 
 // leaseState is a lease held: renewed for generation gen, valid until
@@ -360,7 +367,30 @@ func (m *membership) close() {
 // View returns the current view, never nil: before the first one, a view
 // that is not Ready, with Self (and this node's listeners once started),
 // no controller (-1) and no owners (disbackend.Cluster).
-func (m *membership) View() *disbackend.View { return m.cur.Load().view }
+// Between views (the nodes rebalance: this node's generation ended and
+// the next one's view is not read yet) it is the last view not Ready: this
+// node then owns nothing, so that it does not serve a group whose state it
+// could not save (DIS refuses every fenced write while the nodes
+// rebalance); the gateway answers Kafka's view from the last Ready one.
+func (m *membership) View() *disbackend.View {
+	st := m.cur.Load()
+	if st.stale != nil && m.ended.Load() == st {
+		return st.stale
+	}
+	return st.view
+}
+
+// viewEnded makes View answer the current view not Ready, its generation
+// having ended, until the next view is adopted. Called by the member loop
+// only.
+func (m *membership) viewEnded() {
+	st := m.cur.Load()
+	if st.stale == nil || m.ended.Load() == st {
+		return
+	}
+	m.ended.Store(st)
+	m.notify()
+}
 
 // ViewChanged returns a channel closed when View changes
 // (disbackend.Cluster).
@@ -543,6 +573,11 @@ func (m *membership) setView(v *disbackend.View, doc *viewDoc, handover time.Dur
 		prev = old.view
 	}
 	st := &viewState{view: v, prev: prev, handover: handover, doc: doc}
+	if v.Ready {
+		stale := *v
+		stale.Ready = false
+		st.stale = &stale
+	}
 	m.cur.Store(st)
 	lost, gained := m.moved(old, st)
 	m.s.viewChanged(lost, gained)

@@ -257,8 +257,10 @@ func (m *membership) readPointer(ctx context.Context) (memberStep, error) {
 }
 
 // endGeneration stops the controller's task of the generation that ended
-// (if this node ran one). Called by the member loop only.
+// (if this node ran one) and makes View answer the view of that
+// generation not Ready. Called by the member loop only.
 func (m *membership) endGeneration() {
+	m.viewEnded()
 	m.mu.Lock()
 	stop := m.stopControl
 	m.stopControl, m.controlGen = nil, groupNoGeneration
