@@ -253,7 +253,9 @@ func (g *group) replaceStatic(oldID, newID string, client Client, req *kmsg.Join
 		if g.selectProtocol() == g.protocol {
 			m.join = nil
 			g.awaiting--
-			g.saveState() // the new member id holds the old one's place
+			if err := g.saveState(); err != nil { // the new member id holds the old one's place
+				g.logSaveFailed(err)
+			}
 			r := g.joinResponse(req.Version, newID, false)
 			r.LeaderID = currentLeader
 			if g.leader == newID && req.Version >= 9 {

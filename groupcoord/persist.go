@@ -26,7 +26,8 @@ import (
 // groups at start, each member's session counted from then, and the
 // protocol types of the Empty ones. Without one, members rejoin after a
 // restart. Another gateway node learns an Empty group's protocol type only
-// at its start.
+// at its start. With several nodes a rebalance whose save fails fails
+// (sync.go, failRebalance): the next coordinator restores what was saved.
 
 // savedGroup is a Stable group's membership as it is saved.
 type savedGroup struct {
@@ -57,12 +58,14 @@ type savedProtocol struct {
 
 // saveState saves the group's membership when the backend keeps it
 // (before the rebalance's SyncGroup answers go out, as Kafka answers after
-// its write). A failure is logged: the group works on, and a restart then
-// makes its members rejoin.
-func (g *group) saveState() {
+// its write); nil too when it keeps none. Errors: the backend's
+// (SaveGroupState), which the caller handles: a rebalance with several
+// nodes fails (sync.go, failRebalance); otherwise the failure is logged
+// (logSaveFailed) and the group works on.
+func (g *group) saveState() error {
 	store := g.c.states
 	if store == nil {
-		return
+		return nil
 	}
 	sg := savedGroup{Generation: g.generation, ProtocolType: g.protocolType, Protocol: g.protocol, Leader: g.leader}
 	for _, m := range g.sortedMembers() {
@@ -81,10 +84,15 @@ func (g *group) saveState() {
 		cancel()
 	}
 	if err != nil {
-		g.log.Warn("saving the group's membership failed; a restart makes its members rejoin", zap.Error(err))
-		return
+		return err
 	}
 	g.saved = true
+	return nil
+}
+
+// logSaveFailed logs a failed saveState that the group survives.
+func (g *group) logSaveFailed(err error) {
+	g.log.Warn("saving the group's membership failed; a restart makes its members rejoin", zap.Error(err))
 }
 
 // saveEmpty records that the group is Empty with its protocol type, in

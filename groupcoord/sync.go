@@ -2,18 +2,26 @@ package groupcoord
 
 import (
 	"context"
+	"errors"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
+
+	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/internal/errmap"
 )
 
 // SyncGroup delivers the leader's assignment. A member's SyncGroup during
 // CompletingRebalance is parked until the leader's arrives; the leader's
-// (whose assignments are opaque bytes, returned byte for byte) makes the
-// group Stable and answers every parked one. From v5 the protocol type and
-// name must be given (else INCONSISTENT_GROUP_PROTOCOL, as Kafka answers),
-// are checked against the group's and returned.
+// (whose assignments are opaque bytes, returned byte for byte) saves the
+// group's state (persist.go), makes the group Stable and answers every
+// parked one. With several nodes (Config.Owns set) a save that fails
+// fails the rebalance instead: every parked SyncGroup answers
+// NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE or UNKNOWN_SERVER_ERROR
+// (saveErrorCode) and the members rejoin (failRebalance). From v5 the
+// protocol type and name must be given (else INCONSISTENT_GROUP_PROTOCOL,
+// as Kafka answers), are checked against the group's and returned.
 func (c *Coordinator) SyncGroup(ctx context.Context, req *kmsg.SyncGroupRequest) *kmsg.SyncGroupResponse {
 	fail := func(code int16) *kmsg.SyncGroupResponse {
 		r := req.ResponseKind().(*kmsg.SyncGroupResponse)
@@ -89,9 +97,15 @@ func (g *group) syncGroup(req *kmsg.SyncGroupRequest, reply func(*kmsg.SyncGroup
 			}
 			o.assignment = a
 		}
+		if err := g.saveState(); err != nil {
+			if g.c.cfg.Owns != nil {
+				g.failRebalance(err)
+				return
+			}
+			g.logSaveFailed(err) // one node: only a restart of this node would read it back
+		}
 		g.state = Stable
 		g.log.Info("group is stable", zap.Int32("generation", g.generation), zap.Int("members", len(g.members)))
-		g.saveState()
 		for _, o := range g.sortedMembers() {
 			if p := o.sync; p != nil {
 				o.sync = nil
@@ -105,6 +119,66 @@ func (g *group) syncGroup(req *kmsg.SyncGroupRequest, reply func(*kmsg.SyncGroup
 	default:
 		fail(kerr.UnknownMemberID.Code)
 	}
+}
+
+// failRebalance ends a rebalance whose state could not be saved, as
+// Kafka's coordinator does when it cannot write the group's assignment
+// (GroupMetadataManager.classicGroupSyncToClassicGroup's append callback:
+// resetAndPropagateAssignmentWithError, then
+// maybePrepareRebalanceOrCompleteJoin): every parked SyncGroup, the
+// leader's included, answers the save's error (saveErrorCode) with no
+// assignment, each member so answered has its session timer started again,
+// and the group goes to PreparingRebalance, so the members rejoin and a
+// later SyncGroup of this generation answers REBALANCE_IN_PROGRESS. The
+// group is never Stable with an assignment its saved state does not hold:
+// with several nodes the node the group moves to restores the saved
+// state (docs/cluster.md §6), and members holding partitions of a
+// generation it never heard of would lose them there.
+func (g *group) failRebalance(err error) {
+	code := g.c.saveErrorCode(err)
+	g.log.Warn("saving the group's state failed: the rebalance fails and its members rejoin",
+		zap.Int32("generation", g.generation), zap.Int16("error_code", code), zap.Error(err))
+	for _, m := range g.sortedMembers() {
+		if m.sync != nil {
+			g.replySyncError(m, code)
+			g.armHeartbeat(m, m.session)
+		}
+	}
+	g.prepareRebalance("saving the group's state failed")
+}
+
+// saveRows map the error of a failed save of a group's state to the code
+// the rebalance's SyncGroups answer, as Kafka maps the error of its write
+// to __consumer_offsets (GroupMetadataManager
+// .appendGroupMetadataErrorToResponseError): a coordinator that lost the
+// group (NOT_LEADER_OR_FOLLOWER there) answers NOT_COORDINATOR; storage
+// unavailable or too slow (REQUEST_TIMED_OUT, NOT_ENOUGH_REPLICAS,
+// UNKNOWN_TOPIC_OR_PARTITION there) COORDINATOR_NOT_AVAILABLE. Clients
+// look the coordinator up again and rejoin on both.
+var saveRows = []errmap.Row{
+	{Err: disbackend.ErrNotCoordinator, Code: kerr.NotCoordinator}, // the group moved, or this node's lease lapsed
+	{Err: disbackend.ErrNotLeader, Code: kerr.NotCoordinator},
+	{Err: disbackend.ErrClosed, Code: kerr.NotCoordinator},
+	{Err: errClosed, Code: kerr.NotCoordinator},
+	{Err: disbackend.ErrUnavailable, Code: kerr.CoordinatorNotAvailable},
+	{Err: context.DeadlineExceeded, Code: kerr.CoordinatorNotAvailable},
+	{Err: context.Canceled, Code: kerr.CoordinatorNotAvailable},
+	{Err: disbackend.ErrStreamNotFound, Code: kerr.CoordinatorNotAvailable},
+	{Err: disbackend.ErrPartitionNotFound, Code: kerr.CoordinatorNotAvailable},
+}
+
+// saveErrorCode is the Kafka code for a failed save of a group's state
+// (saveRows); any other error (a state over the backend's record size, as
+// Kafka's MESSAGE_TOO_LARGE, or an error the backend does not classify)
+// is UNKNOWN_SERVER_ERROR, logged at Error.
+func (c *Coordinator) saveErrorCode(err error) int16 {
+	for _, row := range saveRows {
+		if errors.Is(err, row.Err) {
+			return row.Code.Code
+		}
+	}
+	c.log.Error("saving a group's state failed unexpectedly", zap.Error(err))
+	return kerr.UnknownServerError.Code
 }
 
 func (g *group) syncResponse(version int16, m *member) *kmsg.SyncGroupResponse {
