@@ -135,8 +135,12 @@ func (g *group) syncGroup(req *kmsg.SyncGroupRequest, reply func(*kmsg.SyncGroup
 // state (docs/cluster.md §6), and members holding partitions of a
 // generation it never heard of would lose them there.
 func (g *group) failRebalance(err error) {
-	code := g.c.saveErrorCode(err)
-	g.log.Warn("saving the group's state failed: the rebalance fails and its members rejoin",
+	code, mapped := saveErrorCode(err)
+	level := zap.WarnLevel
+	if !mapped {
+		level = zap.ErrorLevel
+	}
+	g.log.Log(level, "saving the group's state failed: the rebalance fails and its members rejoin",
 		zap.Int32("generation", g.generation), zap.Int16("error_code", code), zap.Error(err))
 	for _, m := range g.sortedMembers() {
 		if m.sync != nil {
@@ -170,15 +174,15 @@ var saveRows = []errmap.Row{
 // saveErrorCode is the Kafka code for a failed save of a group's state
 // (saveRows); any other error (a state over the backend's record size, as
 // Kafka's MESSAGE_TOO_LARGE, or an error the backend does not classify)
-// is UNKNOWN_SERVER_ERROR, logged at Error.
-func (c *Coordinator) saveErrorCode(err error) int16 {
+// is UNKNOWN_SERVER_ERROR, with mapped false (the caller logs it at
+// Error).
+func saveErrorCode(err error) (code int16, mapped bool) {
 	for _, row := range saveRows {
 		if errors.Is(err, row.Err) {
-			return row.Code.Code
+			return row.Code.Code, true
 		}
 	}
-	c.log.Error("saving a group's state failed unexpectedly", zap.Error(err))
-	return kerr.UnknownServerError.Code
+	return kerr.UnknownServerError.Code, false
 }
 
 func (g *group) syncResponse(version int16, m *member) *kmsg.SyncGroupResponse {

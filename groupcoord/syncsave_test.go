@@ -10,7 +10,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/disgw/disgw/disbackend"
 )
@@ -59,11 +62,15 @@ func (a *failSaveApps) savedState(t *testing.T, group string) (sg savedGroup, ok
 }
 
 // failSaveNode is a coordinator over apps; owns is Config.Owns (nil: one
-// node).
-func failSaveNode(t *testing.T, apps *failSaveApps, owns func(string) bool) *harness {
+// node). It logs to the test and, when given, to core too.
+func failSaveNode(t *testing.T, apps *failSaveApps, owns func(string) bool, core ...zapcore.Core) *harness {
 	t.Helper()
 	clock := apps.clock.(*fakeClock)
-	cfg := Config{Clock: clock, Logger: zaptest.NewLogger(t), InitialRebalanceDelay: testDelay, Owns: owns}
+	logger := zaptest.NewLogger(t)
+	if len(core) > 0 {
+		logger = logger.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core { return zapcore.NewTee(c, core[0]) }))
+	}
+	cfg := Config{Clock: clock, Logger: logger, InitialRebalanceDelay: testDelay, Owns: owns}
 	h := &harness{t: t, clock: clock, apps: apps.memApps, ctx: context.Background()}
 	h.c = New(cfg, apps, memTopics{})
 	t.Cleanup(h.c.Close)
@@ -216,28 +223,30 @@ func TestSyncSaveFailureRebalances(t *testing.T) {
 // rebalance's SyncGroups with, as Kafka maps a failed write of the
 // group's assignment (appendGroupMetadataErrorToResponseError): a lost
 // group NOT_COORDINATOR, storage unavailable or too slow
-// COORDINATOR_NOT_AVAILABLE, anything else UNKNOWN_SERVER_ERROR. Each
-// time the group prepares a rebalance, and the answered member's session
-// runs again (it expires if the member does not rejoin).
+// COORDINATOR_NOT_AVAILABLE, anything else UNKNOWN_SERVER_ERROR, logged
+// at Error (the mapped ones at Warn). Each time the group prepares a
+// rebalance, and the member expires if it does not rejoin.
 func TestSyncSaveFailureCodes(t *testing.T) {
 	cases := []struct {
-		err  error
-		code int16
+		err   error
+		code  int16
+		level zapcore.Level
 	}{
-		{disbackend.ErrNotCoordinator, kerr.NotCoordinator.Code},
-		{disbackend.ErrNotLeader, kerr.NotCoordinator.Code},
-		{disbackend.ErrClosed, kerr.NotCoordinator.Code},
-		{disbackend.ErrUnavailable, kerr.CoordinatorNotAvailable.Code},
-		{context.DeadlineExceeded, kerr.CoordinatorNotAvailable.Code},
-		{disbackend.ErrStreamNotFound, kerr.CoordinatorNotAvailable.Code},
-		{disbackend.ErrInvalidRecord, kerr.UnknownServerError.Code},
-		{errTest, kerr.UnknownServerError.Code},
+		{disbackend.ErrNotCoordinator, kerr.NotCoordinator.Code, zapcore.WarnLevel},
+		{disbackend.ErrNotLeader, kerr.NotCoordinator.Code, zapcore.WarnLevel},
+		{disbackend.ErrClosed, kerr.NotCoordinator.Code, zapcore.WarnLevel},
+		{disbackend.ErrUnavailable, kerr.CoordinatorNotAvailable.Code, zapcore.WarnLevel},
+		{context.DeadlineExceeded, kerr.CoordinatorNotAvailable.Code, zapcore.WarnLevel},
+		{disbackend.ErrStreamNotFound, kerr.CoordinatorNotAvailable.Code, zapcore.WarnLevel},
+		{disbackend.ErrInvalidRecord, kerr.UnknownServerError.Code, zapcore.ErrorLevel},
+		{errTest, kerr.UnknownServerError.Code, zapcore.ErrorLevel},
 	}
 	for _, tc := range cases {
 		t.Run(tc.err.Error(), func(t *testing.T) {
 			apps := newFailSaveApps()
 			o := &owners{}
-			h := failSaveNode(t, apps, o.owns(0))
+			core, logs := observer.New(zapcore.WarnLevel)
+			h := failSaveNode(t, apps, o.owns(0), core)
 			h.load("g")
 			id, ch := h.newMember(joinReq{group: "g"})
 			h.advanceUntilAnswered(ch)
@@ -255,6 +264,13 @@ func TestSyncSaveFailureCodes(t *testing.T) {
 			}
 			if _, ok := apps.savedState(t, "g"); ok {
 				t.Fatal("a failed save left a saved state")
+			}
+			var levels []zapcore.Level
+			for _, e := range logs.All() {
+				levels = append(levels, e.Level)
+			}
+			if len(levels) != 1 || levels[0] != tc.level {
+				t.Fatalf("logged at %v, want once at %v", levels, tc.level)
 			}
 			// The member does not rejoin: its session ends and the group
 			// is Empty.
