@@ -253,7 +253,15 @@ func (g *group) replaceStatic(oldID, newID string, client Client, req *kmsg.Join
 		if g.selectProtocol() == g.protocol {
 			m.join = nil
 			g.awaiting--
-			g.saveState() // the new member id holds the old one's place
+			if err := g.saveState(); err != nil { // the new member id holds the old one's place
+				// This node lost the group (saveState): the member
+				// looks the coordinator up again (Kafka answers the
+				// store's error with no member id).
+				r := kmsg.NewPtrJoinGroupResponse()
+				r.Version, r.ErrorCode, r.Generation = req.Version, kerr.NotCoordinator.Code, -1
+				reply(r)
+				return
+			}
 			r := g.joinResponse(req.Version, newID, false)
 			r.LeaderID = currentLeader
 			if g.leader == newID && req.Version >= 9 {

@@ -3,6 +3,7 @@ package groupcoord
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -58,11 +59,16 @@ type savedProtocol struct {
 // saveState saves the group's membership when the backend keeps it
 // (before the rebalance's SyncGroup answers go out, as Kafka answers after
 // its write). A failure is logged: the group works on, and a restart then
-// makes its members rejoin.
-func (g *group) saveState() {
+// makes its members rejoin. The backend's refusal because this node no
+// longer coordinates the group (disbackend.ErrNotCoordinator: with several
+// nodes, its lease lapsed or the group moved while the view this node
+// answers from is stale) is returned instead: the caller must not hand out
+// what it could not save, as Kafka's coordinator answers NOT_COORDINATOR
+// when its write to __consumer_offsets is refused (docs/cluster.md §6).
+func (g *group) saveState() error {
 	store := g.c.states
 	if store == nil {
-		return
+		return nil
 	}
 	sg := savedGroup{Generation: g.generation, ProtocolType: g.protocolType, Protocol: g.protocol, Leader: g.leader}
 	for _, m := range g.sortedMembers() {
@@ -80,11 +86,16 @@ func (g *group) saveState() {
 		err = store.SaveGroupState(ctx, g.id, b)
 		cancel()
 	}
+	if errors.Is(err, disbackend.ErrNotCoordinator) {
+		g.log.Warn("saving the group's membership refused: this node no longer coordinates the group", zap.Error(err))
+		return err
+	}
 	if err != nil {
 		g.log.Warn("saving the group's membership failed; a restart makes its members rejoin", zap.Error(err))
-		return
+		return nil
 	}
 	g.saved = true
+	return nil
 }
 
 // saveEmpty records that the group is Empty with its protocol type, in

@@ -89,9 +89,23 @@ func (g *group) syncGroup(req *kmsg.SyncGroupRequest, reply func(*kmsg.SyncGroup
 			}
 			o.assignment = a
 		}
+		if err := g.saveState(); err != nil {
+			// This node lost the group (with several nodes, a node paused
+			// past its lease answers from a stale view): the assignment
+			// was not saved and must not be handed out, or two
+			// coordinators' members would own the same partitions. As
+			// Kafka's resetAndPropagateAssignmentError: every parked
+			// SyncGroup is answered NOT_COORDINATOR (the members look
+			// the coordinator up again), and the group rebalances.
+			for _, o := range g.sortedMembers() {
+				o.assignment = nil
+				g.replySyncError(o, kerr.NotCoordinator.Code)
+			}
+			g.prepareRebalance("the group's assignment could not be saved: this node no longer coordinates it")
+			return
+		}
 		g.state = Stable
 		g.log.Info("group is stable", zap.Int32("generation", g.generation), zap.Int("members", len(g.members)))
-		g.saveState()
 		for _, o := range g.sortedMembers() {
 			if p := o.sync; p != nil {
 				o.sync = nil
