@@ -2,11 +2,14 @@ package groupcoord
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
+
+	"github.com/disgw/disgw/disbackend"
 )
 
 // JoinGroup joins a member to a group, waiting (parked) until the join phase
@@ -254,6 +257,15 @@ func (g *group) replaceStatic(oldID, newID string, client Client, req *kmsg.Join
 			m.join = nil
 			g.awaiting--
 			if err := g.saveState(); err != nil { // the new member id holds the old one's place
+				if errors.Is(err, disbackend.ErrNotCoordinator) {
+					// This node lost the group: the member looks the
+					// coordinator up again (Kafka answers the store's
+					// error with no member id).
+					r := kmsg.NewPtrJoinGroupResponse()
+					r.Version, r.ErrorCode, r.Generation = req.Version, kerr.NotCoordinator.Code, -1
+					reply(r)
+					return
+				}
 				g.logSaveFailed(err)
 			}
 			r := g.joinResponse(req.Version, newID, false)

@@ -3,6 +3,7 @@ package groupcoord
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sort"
 	"sync"
 	"testing"
@@ -479,5 +480,61 @@ func TestEmptyGroupMovesWithItsType(t *testing.T) {
 	dg := b.c.DescribeGroups(b.ctx, &kmsg.DescribeGroupsRequest{Version: 5, Groups: []string{"g"}}).Groups[0]
 	if dg.State != "Empty" || dg.ProtocolType != "consumer" {
 		t.Fatalf("an emptied group that moved: %s/%s, want Empty/consumer", dg.State, dg.ProtocolType)
+	}
+}
+
+// TestSyncGroupSaveRefused: a rebalance whose assignment the backend
+// refuses to save because this node no longer coordinates the group (a
+// node paused past its lease answers from a stale view) hands the
+// assignment to nobody: every parked SyncGroup, the leader's included, is
+// answered NOT_COORDINATOR and the group rebalances, as Kafka's
+// coordinator does when its write to __consumer_offsets is refused. Any
+// other failure to save leaves the group Stable, as before.
+func TestSyncGroupSaveRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		err   error
+		code  int16
+		state State
+	}{
+		{"not coordinator", fmt.Errorf("fence: %w", disbackend.ErrNotCoordinator), kerr.NotCoordinator.Code, PreparingRebalance},
+		{"other failure", errTest, 0, Stable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			apps := &statesApps{memApps: h.apps, states: map[string][]byte{}}
+			h.restart(apps)
+			id0, ch0 := h.newMember(joinReq{group: "g"})
+			id1, ch1 := h.newMember(joinReq{group: "g"})
+			h.advanceUntilAnswered(ch0)
+			r0, r1 := h.recvJoin(ch0), h.recvJoin(ch1)
+			if r0.ErrorCode != 0 || r1.ErrorCode != 0 {
+				t.Fatalf("joins: %d, %d", r0.ErrorCode, r1.ErrorCode)
+			}
+			leader, follower := id0, id1
+			if r0.LeaderID == id1 {
+				leader, follower = id1, id0
+			}
+			apps.mu.Lock()
+			apps.refuse = tc.err
+			apps.mu.Unlock()
+			fch := h.syncAsync("g", follower, r0.Generation, nil)
+			lch := h.syncAsync("g", leader, r0.Generation, map[string]string{id0: "a0", id1: "a1"})
+			for who, ch := range map[string]<-chan *kmsg.SyncGroupResponse{"leader": lch, "follower": fch} {
+				r := h.recvSync(ch)
+				if r.ErrorCode != tc.code {
+					t.Errorf("%s's SyncGroup: error %d, want %d", who, r.ErrorCode, tc.code)
+				}
+				if tc.code != 0 && len(r.MemberAssignment) != 0 {
+					t.Errorf("%s's SyncGroup handed out %q", who, r.MemberAssignment)
+				}
+			}
+			if s := h.state("g"); s != tc.state {
+				t.Fatalf("state %v, want %v", s, tc.state)
+			}
+			if apps.saved("g") {
+				t.Fatal("a refused state was saved")
+			}
+		})
 	}
 }

@@ -17,11 +17,16 @@ type statesApps struct {
 	*memApps
 	mu     sync.Mutex
 	states map[string][]byte
+	// refuse, when set, fails every save with it.
+	refuse error
 }
 
 func (a *statesApps) SaveGroupState(_ context.Context, group string, state []byte) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.refuse != nil {
+		return a.refuse
+	}
 	if state == nil {
 		delete(a.states, group)
 	} else {

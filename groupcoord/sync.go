@@ -98,7 +98,12 @@ func (g *group) syncGroup(req *kmsg.SyncGroupRequest, reply func(*kmsg.SyncGroup
 			o.assignment = a
 		}
 		if err := g.saveState(); err != nil {
-			if g.c.cfg.Owns != nil {
+			// With several nodes the saved state is what the next
+			// coordinator restores, so an assignment not saved must not
+			// be handed out; so too whenever the backend refuses the save
+			// because this node no longer coordinates the group (only a
+			// node of several can be told so).
+			if g.c.cfg.Owns != nil || errors.Is(err, disbackend.ErrNotCoordinator) {
 				g.failRebalance(err)
 				return
 			}

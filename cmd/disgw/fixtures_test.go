@@ -23,6 +23,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,7 +34,10 @@ import (
 )
 
 // buildFlags are extra flags for building the binary; race_test.go adds
-// -race when the tests themselves run with the race detector.
+// -race when the tests themselves run with the race detector. The binary is
+// always built with tag disgw_failpoints: the failpoints it adds act only
+// when their environment variable is set (DISGW_FAILPOINT_BEFORE_PUT,
+// disbackend/disrest/failpoint_on.go), which only tests do.
 var buildFlags []string
 
 const testVersion = "v0.0.0-e2e"
@@ -60,7 +64,7 @@ func binary(t *testing.T) string {
 		if buildErr != nil {
 			return
 		}
-		args := append([]string{"build"}, buildFlags...)
+		args := append([]string{"build", "-tags", "disgw_failpoints"}, buildFlags...)
 		args = append(args, "-ldflags", "-X main.version="+testVersion, "-o", filepath.Join(buildDir, "disgw"), ".")
 		out, err := exec.Command("go", args...).CombinedOutput()
 		if err != nil {
@@ -400,5 +404,112 @@ func forEachBackend(t *testing.T, run func(t *testing.T, b backendFixture), acco
 			}
 			run(t, b)
 		})
+	}
+}
+
+// clusterOpts is how startGatewayCluster starts its nodes.
+type clusterOpts struct {
+	// dis is the dislocal every node is in front of, with its account.
+	dis *disLocal
+	// env is added to every node's environment after DISGW_CLUSTER and
+	// DISGW_NODE_ID: the cluster's timings (DISGW_CLUSTER_LEASE,
+	// DISGW_DIS_REQUEST_TIMEOUT, ...).
+	env []string
+	// args are flags added to every node's command line.
+	args []string
+}
+
+// clusterNode is one node of a gatewayCluster: a `disgw serve --backend
+// dis` in cluster mode with node id id, listening on and advertising addr,
+// the same address across restarts.
+type clusterNode struct {
+	*gatewayProc
+	id int32
+}
+
+// gatewayCluster is several nodes in cluster mode in front of one
+// dislocal (docs/cluster.md).
+type gatewayCluster struct {
+	opts  clusterOpts
+	nodes []*clusterNode
+}
+
+// startGatewayCluster starts n nodes in cluster mode in front of o.dis,
+// with node ids 1 to n, each listening on and advertising a port of its own
+// on 127.0.0.1, and waits until each listens (not until they hold a view).
+func startGatewayCluster(t *testing.T, n int, o clusterOpts) *gatewayCluster {
+	t.Helper()
+	c := &gatewayCluster{opts: o}
+	for i := range n {
+		addr := freeAddr(t)
+		env := append([]string{"DISGW_CLUSTER=true", fmt.Sprintf("DISGW_NODE_ID=%d", i+1)}, o.env...)
+		g := startGateway(t, gatewayOpts{dis: o.dis, listen: addr, env: env, args: append([]string{"--advertise", addr}, o.args...)})
+		c.nodes = append(c.nodes, &clusterNode{gatewayProc: g, id: int32(i + 1)})
+	}
+	return c
+}
+
+// freeAddr returns a 127.0.0.1 address with a port free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// addrs are the nodes' addresses, every client's seeds.
+func (c *gatewayCluster) addrs() []string {
+	a := make([]string, len(c.nodes))
+	for i, n := range c.nodes {
+		a[i] = n.addr
+	}
+	return a
+}
+
+// node returns the node with node id id.
+func (c *gatewayCluster) node(t *testing.T, id int32) *clusterNode {
+	t.Helper()
+	for _, n := range c.nodes {
+		if n.id == id {
+			return n
+		}
+	}
+	t.Fatalf("no node %d", id)
+	return nil
+}
+
+// restart starts node n's command line again, after it exited, on the
+// same address, and waits until it listens; a port still held is tried
+// again for a few seconds.
+func (c *gatewayCluster) restart(t *testing.T, n *clusterNode) {
+	t.Helper()
+	for attempt := 0; ; attempt++ {
+		if err := os.Remove(n.ready); err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Fatal(err)
+		}
+		p := start(t, n.env, n.args...)
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			if b, err := os.ReadFile(n.ready); err == nil && len(b) > 0 {
+				n.proc = p
+				return
+			}
+			select {
+			case <-p.done:
+				if attempt >= 20 {
+					t.Fatalf("node %d exited before it was ready: %v\n%s", n.id, p.err, p.output(t))
+				}
+				time.Sleep(250 * time.Millisecond)
+			case <-time.After(20 * time.Millisecond):
+				if time.Now().Before(deadline) {
+					continue
+				}
+				t.Fatalf("node %d not ready within 60s", n.id)
+			}
+			break
+		}
 	}
 }

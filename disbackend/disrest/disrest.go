@@ -438,6 +438,8 @@ func New(opts Options) (*Store, error) {
 		changed:  make(chan struct{}),
 		stopPoll: make(chan struct{}),
 		fence:    soloFence{},
+		// nil unless built with tag disgw_failpoints (failpoint.go)
+		beforePut: failpointBeforePut,
 	}
 	if opts.fence != nil {
 		s.fence = opts.fence

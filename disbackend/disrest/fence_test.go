@@ -852,3 +852,71 @@ func TestFenceGroupWritesTakeOver(t *testing.T) {
 		t.Fatal("commit while the takeover waits: nil error, want ctx's")
 	}
 }
+
+// TestFenceIntentFilledByLateWrite: a leader's intent whose PutRecords
+// never went (the leader lost the partition before it sent), and whose
+// expected offsets another node's late write then filled with as many
+// records: the next leader must not take those records for the intent's
+// batch, or it answers the producer's retry as a duplicate at offsets
+// that hold other records (the retry lost, the producer told a wrong
+// offset). The intent's checksums tell them apart: the retry is written
+// after them. An intent whose records are where it expected them is still
+// resolved as written, and its retry answered as a duplicate.
+func TestFenceIntentFilledByLateWrite(t *testing.T) {
+	t.Parallel()
+	_, url := startDIS(t, dislocal.Options{})
+	mod := func(o *Options) { o.Linger = -1; o.idemSettle = -1 }
+	a := newFencedStore(t, url, &fakeFence{gen: 1}, mod)
+	stream := mkStream(t, a, "filled", 2)
+	si, err := a.streamInfo(ctxT(t), stream, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	intent := func(k partKey, b disbackend.Batch, send bool) {
+		t.Helper()
+		recs, err := a.toDISRecords(&b, false, FormatEnvelope)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps := &putState{}
+		a.learn(ctxT(t), k, ps)
+		e := idemEntry{pid: b.ProducerID, epoch: b.ProducerEpoch, seq: b.BaseSequence, n: b.NumRecords, maxTS: b.MaxTimestamp, sum: recordsSum(recs)}
+		if err := a.commitIntent(ctxT(t), k, si.id, ps, []idemEntry{e}); err != nil {
+			t.Fatal(err)
+		}
+		if send {
+			if _, _, err := a.putRecords(ctxT(t), k, recs, ps, si.advanced, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// Partition 0: the intent not sent, its offsets filled by the late
+	// write of as many other records.
+	b0 := pidBatch(9, 0, 0, 3)
+	intent(partKey{stream, 0}, b0, false)
+	late := valuesBatch("late1", "late2", "late3")
+	lrecs, err := a.toDISRecords(&late, false, FormatEnvelope)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The late PutRecords, sent by the node that checked its fence before
+	// it lost the partition.
+	if sns, _, err := a.putRecords(ctxT(t), partKey{stream, 0}, lrecs, &putState{}, si.advanced, nil); err != nil || sns[0] != 0 {
+		t.Fatalf("late write: %v, %v", sns, err)
+	}
+	// Partition 1: the intent sent, its answer lost.
+	b1 := pidBatch(9, 0, 0, 3)
+	intent(partKey{stream, 1}, b1, true)
+	_ = a.Close()
+
+	b := newFencedStore(t, url, &fakeFence{gen: 2}, mod)
+	if res := appendOK(t, b, stream, 0, b0); res.Duplicate || res.BaseOffset != 3 {
+		t.Fatalf("the retry of a batch whose intent a late write filled: %+v; want written at 3", res)
+	}
+	if got := values(t, b, stream, 0); len(got) != 6 || got[0] != "late1" || got[3] == "late1" {
+		t.Fatalf("partition 0: %q", got)
+	}
+	if res := appendOK(t, b, stream, 1, b1); !res.Duplicate || res.BaseOffset != 0 {
+		t.Fatalf("the retry of a batch written: %+v; want the duplicate at 0", res)
+	}
+}

@@ -29,15 +29,22 @@ package disrest
 // defaultIdemHold) the partition's other batches wait, so that the
 // batch's records stay contiguous. Content is not compared: two batches
 // with identical records are different writes, which only the sequence
-// numbers tell apart. When another DIS app writes to P the end offset can
+// numbers tell apart. In cluster mode, where another node's late write
+// (docs/cluster.md §4) can fill the offsets an intent expected, each
+// idempotent batch of the intent also carries a checksum of its records,
+// and a batch counts as written only where its records are (verifyIntent).
+// When another DIS app writes to P the end offset can
 // move without the intent being written: see docs/dis-backend.md,
 // "Idempotent producers".
 
 import (
 	"cmp"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash"
+	"hash/crc32"
 	"slices"
 	"strconv"
 	"strings"
@@ -59,6 +66,11 @@ const idemApp = "__disgw-idem"
 // the rest goes in the next PutRecords, so that the intent always fits the
 // checkpoint metadata with room for the window.
 const maxIntentEntries = 24
+
+// maxClusterIntentEntries is maxIntentEntries in cluster mode, where each
+// idempotent entry also carries its checksum (up to 8 characters more):
+// as many characters as 24 entries without.
+const maxClusterIntentEntries = 20
 
 // idemIdle: a partition written to after this long without a write has
 // its dedupe window and end offset read from DIS again first (another
@@ -299,6 +311,12 @@ type idemEntry struct {
 	// first done records are from base on; this PutRecords has n-done.
 	done int32
 	base int64
+	// sum, in cluster mode, is the checksum of the records the entry puts
+	// in its PutRecords (recordsSum), checked when the intent is resolved
+	// (verifyIntent): another node's late write (docs/cluster.md §4) that
+	// fills the offsets the intent expected is not taken for its batches.
+	// 0: none (one node, or an intent without it).
+	sum uint32
 }
 
 // count is how many records the entry puts in its PutRecords.
@@ -322,7 +340,8 @@ type idemCheckpoint struct {
 //	i1|<sid>|<end>|<t0>|<intent>|<window>
 //
 // intent: entries joined by ',', an idempotent batch as
-// pid.epoch.seq.n.ts and a run of other records as n; window: producers
+// pid.epoch.seq.n.ts (with .done.back for the completion of a batch cut
+// short, and ~sum in cluster mode) and a run of other records as n; window: producers
 // joined by ',', each pid.epoch: and its batches oldest first joined by
 // '/', each seq.n.back.ts, where back = end - base offset and ts = max
 // timestamp - t0.
@@ -337,6 +356,9 @@ func encodeEntry(e idemEntry, end, t0 int64) string {
 	v := b36(e.pid) + "." + b36(int64(e.epoch)) + "." + b36(int64(e.seq)) + "." + b36(int64(e.n)) + "." + b36(e.maxTS-t0)
 	if e.done > 0 {
 		v += "." + b36(int64(e.done)) + "." + b36(end-e.base)
+	}
+	if e.sum != 0 {
+		v += "~" + b36(int64(e.sum))
 	}
 	return v
 }
@@ -447,13 +469,20 @@ func decodeIdem(meta string) (*idemCheckpoint, error) {
 	ts := func(s string) int64 { return t0 + num(s, -maxOff, maxOff) }
 	if f[4] != "" {
 		for _, es := range strings.Split(f[4], ",") {
+			es, sum, hasSum := strings.Cut(es, "~")
 			p := strings.Split(es, ".")
 			switch len(p) {
 			case 1:
+				if hasSum {
+					return nil, errIdemMeta
+				}
 				cp.intent = append(cp.intent, idemEntry{pid: -1, n: int32(num(p[0], 1, 1<<31-1))})
 			case 5, 7:
 				e := idemEntry{pid: num(p[0], 0, 1<<63-1), epoch: int16(num(p[1], 0, 1<<15-1)),
 					seq: int32(num(p[2], 0, 1<<31-1)), n: int32(num(p[3], 1, 1<<31-1)), maxTS: ts(p[4])}
+				if hasSum {
+					e.sum = uint32(num(sum, 1, 1<<32-1))
+				}
 				if len(p) == 7 {
 					e.done = int32(num(p[5], 1, int64(e.n)-1))
 					e.base = cp.end - num(p[6], 1, maxOff)
@@ -550,6 +579,77 @@ func resolveIntentPartial(cp *idemCheckpoint, end int64) (written []idemBatch, a
 	return written, true, nil
 }
 
+// verifyIntent returns how many leading entries of cp's intent have their
+// records where the intent expected them, given the partition's end offset
+// end: it reads the records of the entries wholly before end (GetCursor,
+// GetRecords) and compares each checksummed entry's (idemEntry.sum) with
+// recordsSum's of what lies there. The entries from the first that
+// differs on were not written by the intent's PutRecords, whatever the end
+// offset says; len(cp.intent) when every one checked matches (or none can
+// be: the records expired). Errors: DIS's.
+func (s *Store) verifyIntent(ctx context.Context, k partKey, cp *idemCheckpoint, end int64) (int, error) {
+	off, n, sums := cp.end, 0, false
+	for _, e := range cp.intent {
+		if off+int64(e.count()) > end {
+			break
+		}
+		off += int64(e.count())
+		n++
+		sums = sums || e.sum != 0
+	}
+	if !sums {
+		return len(cp.intent), nil
+	}
+	raw, err := s.rawRecords(ctx, k, cp.end, int(off-cp.end))
+	if codeOf(err) == disapi.CodeSequenceNumberOutOfRange {
+		return len(cp.intent), nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	at := 0
+	for i, e := range cp.intent[:n] {
+		c := int(e.count())
+		if e.sum != 0 && rawSum(raw[at:at+c]) != e.sum {
+			return i, nil
+		}
+		at += c
+	}
+	return len(cp.intent), nil
+}
+
+// recordsSum is the checksum of DIS records as an intent keeps it
+// (idemEntry.sum): CRC-32C of each record's partition key (none as empty,
+// as sameRecord compares them) and data, each length-prefixed; never 0.
+func recordsSum(recs []disRecord) uint32 {
+	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
+	for _, r := range recs {
+		sumRecord(h, r.key, r.data)
+	}
+	return max(h.Sum32(), 1)
+}
+
+// rawSum is recordsSum of records read back from DIS.
+func rawSum(recs []rawRecord) uint32 {
+	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
+	for _, r := range recs {
+		sumRecord(h, r.key, r.data)
+	}
+	return max(h.Sum32(), 1)
+}
+
+func sumRecord(h hash.Hash32, key *string, data []byte) {
+	var k string
+	if key != nil {
+		k = *key
+	}
+	var n [binary.MaxVarintLen64]byte
+	h.Write(n[:binary.PutUvarint(n[:], uint64(len(k)))])
+	h.Write([]byte(k))
+	h.Write(n[:binary.PutUvarint(n[:], uint64(len(data)))])
+	h.Write(data)
+}
+
 // resolveIdem reads idemApp's checkpoint on partition k and k's end offset
 // (GetCheckpoint, DescribeStream) and adds what they tell to the window:
 // on the first call of the writer the window kept, and the intent's
@@ -611,6 +711,25 @@ func (s *Store) resolveIdemMode(ctx context.Context, k partKey, sid string, ps *
 		}
 		ps.next = r.Next
 		written, all, partial = resolveIntentPartial(cp, r.Next)
+	}
+	if s.clustered() && len(written) > 0 {
+		// Another node's late write may fill the offsets the intent
+		// expected (docs/cluster.md §4): its batches count as written
+		// only where their records are.
+		kept, err := s.verifyIntent(ctx, k, cp, r.Next)
+		if err != nil {
+			return fmt.Errorf("%w: check the write intent of %s/%d: %v", disbackend.ErrUnavailable, k.stream, k.part, err)
+		}
+		if kept < len(cp.intent) {
+			before := *cp
+			before.intent = cp.intent[:kept]
+			n := len(written)
+			written, _, _ = resolveIntentPartial(&before, r.Next)
+			all, partial = false, nil
+			s.log.Warn("write intent not written: other records lie where it expected its batches (a late write of another node?)",
+				zap.String("stream", k.stream), zap.Int32("partition", k.part), zap.Int64("expected_at", cp.end),
+				zap.Int64("end_offset", r.Next), zap.Int("batches_by_offsets", n), zap.Int("batches_written", len(written)))
+		}
 	}
 	if partial == nil && cp.partial != nil && (!ps.idemLoaded || replace) {
 		partial = cp.partial // cut short before, its retry not seen yet

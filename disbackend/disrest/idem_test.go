@@ -363,3 +363,30 @@ func TestIdemAcrossRestart(t *testing.T) {
 		t.Fatalf("the retry of a batch cut short after the hold: %+v, %v", res, err)
 	}
 }
+
+// TestIdemMetaSum: an intent's checksums (cluster mode) come back as
+// encoded, an intent without them reads as before, and a run of other
+// records cannot carry one.
+func TestIdemMetaSum(t *testing.T) {
+	const t0 = 1764700000000
+	cp := &idemCheckpoint{sid: "Gx3kTR8b2Qm1yUiRFEr", end: 1000,
+		intent: []idemEntry{
+			{pid: 1 << 40, epoch: 0, seq: 7, n: 10, maxTS: t0, sum: 1<<32 - 1},
+			{pid: -1, n: 3},
+			{pid: 5, epoch: 1, seq: 70, n: 3000, maxTS: t0, done: 2000, base: 900, sum: 1},
+			{pid: 6, epoch: 1, seq: 0, n: 1, maxTS: t0},
+		}}
+	meta, _, ok := encodeIdem(cp, t0, disbackend.MaxCheckpointMetadataLen)
+	if !ok {
+		t.Fatal("encode")
+	}
+	got, err := decodeIdem(meta)
+	if err != nil || !reflect.DeepEqual(got.intent, cp.intent) {
+		t.Fatalf("decode %q: %+v, %v; want %+v", meta, got, err, cp.intent)
+	}
+	for _, bad := range []string{"i1|s|rs|0|3~1||", "i1|s|rs|0|1.0.0.1.0~0||", "i1|s|rs|0|1.0.0.1.0~1zzzzzzz||"} {
+		if _, err := decodeIdem(bad); err == nil {
+			t.Errorf("decoded %q", bad)
+		}
+	}
+}

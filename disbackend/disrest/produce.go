@@ -264,12 +264,17 @@ func (s *Store) plan(k partKey, si streamInfo, group []job) (p *groupPlan, rest 
 
 // admit applies the group's bounds and Kafka's idempotence rules
 // (idemState.check) to j. next: j and the jobs after it wait for the next
-// PutRecords, as the intent is full (maxIntentEntries) or j does not
+// PutRecords, as the intent is full (maxIntentEntries, in cluster mode
+// maxClusterIntentEntries) or j does not
 // continue its producer's previous batch in the group. done: j is
 // completed, a retry (answered as Kafka does, with the stored batch's
 // offsets and its max timestamp as LogAppendTime) or refused.
 func (p *groupPlan) admit(j *job) (next, done bool) {
-	if n := len(p.intent); n >= maxIntentEntries && (j.b.ProducerID >= 0 || p.intent[n-1].pid >= 0) {
+	limit := maxIntentEntries
+	if p.s.clustered() {
+		limit = maxClusterIntentEntries
+	}
+	if n := len(p.intent); n >= limit && (j.b.ProducerID >= 0 || p.intent[n-1].pid >= 0) {
 		return true, false
 	}
 	pid := j.b.ProducerID
@@ -336,6 +341,9 @@ func (p *groupPlan) add(j *job, recs []disRecord, partial *idemPartial) {
 		e := idemEntry{pid: pid, epoch: j.b.ProducerEpoch, seq: j.b.BaseSequence, n: int32(len(recs)), maxTS: maxTS}
 		if partial != nil {
 			e.n, e.done, e.base = j.b.NumRecords, partial.done, partial.base
+		}
+		if p.s.clustered() {
+			e.sum = recordsSum(recs) // checked at resolution: another node's late write is not this batch
 		}
 		p.intent = append(p.intent, e)
 		p.idempotent = true
