@@ -27,7 +27,8 @@ func (s *Server) clusterOf() disbackend.Cluster { return s.opts.Gateway.Cluster(
 
 // clusterNotReady returns why a cluster-mode node should not take new
 // clients ("" when it may, and on one node): ClusterStatus.NotReady, or,
-// for a cluster that does not report its lease, whether its view is Ready.
+// for a cluster that does not report its lease, whether it has held a
+// view (a view not Ready of epoch 1 or later is between views: ready).
 func clusterNotReady(c disbackend.Cluster) string {
 	if c == nil {
 		return ""
@@ -35,7 +36,7 @@ func clusterNotReady(c disbackend.Cluster) string {
 	if r, ok := c.(disbackend.ClusterStatusReporter); ok {
 		return r.Status().NotReady()
 	}
-	if !c.View().Ready {
+	if v := c.View(); !v.Ready && v.Epoch == 0 {
 		return "no cluster view yet: joining the nodes' group"
 	}
 	return ""

@@ -104,6 +104,13 @@ func metricValue(body, name string) (float64, bool) {
 	return v, err == nil
 }
 
+// ended returns v as View answers it once v's generation ended: not Ready.
+func ended(v *disbackend.View) *disbackend.View {
+	e := *v
+	e.Ready = false
+	return &e
+}
+
 // TestAdminClusterReadyz: a cluster-mode node's /readyz is 503 with the
 // reason before its first view, with its lease refused (DIS.4702) or
 // lapsed, and once its membership stopped; 200 with its lease held and
@@ -126,6 +133,8 @@ func TestAdminClusterReadyz(t *testing.T) {
 			RefusedCode: "DIS.4701", LeaseEnded: time.Second}, 200, "ready"},
 		{"between views, held for the next generation", threeNodes(1), disbackend.ClusterStatus{Generation: 5, Lease: disbackend.LeaseBetweenViews,
 			LeaseLeft: time.Second}, 200, "ready"},
+		{"between views, the view's generation ended", ended(threeNodes(1)), disbackend.ClusterStatus{Generation: 4,
+			Lease: disbackend.LeaseBetweenViews, LeaseLeft: time.Second}, 200, "ready"},
 		{"lease refused: dropped from the group", threeNodes(1), disbackend.ClusterStatus{Generation: 4, Lease: disbackend.LeaseRefused,
 			RefusedCode: "DIS.4702", LeaseEnded: 2 * time.Second}, 503, "cluster: cluster lease refused 2s ago (DIS.4702)"},
 		{"lease lapsed: paused", threeNodes(1), disbackend.ClusterStatus{Generation: 4, Lease: disbackend.LeaseLapsed,

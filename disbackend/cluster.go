@@ -120,8 +120,10 @@ const (
 	// ended.
 	LeaseHeld
 	// LeaseBetweenViews: the nodes rebalance. DIS refused the last renewal
-	// with DIS.4701, or the lease holds for a newer generation than the
-	// view's, whose view the node has not read yet.
+	// with DIS.4701, the lease holds for a newer generation than the
+	// view's, whose view the node has not read yet, or the view's
+	// generation ended (the view is no longer Ready) while the lease
+	// still holds.
 	LeaseBetweenViews
 	// LeaseRefused: DIS refused the last renewal with DIS.4702 or
 	// DIS.4703: the node is no member of the current generation (DIS
@@ -175,16 +177,18 @@ type ClusterStatus struct {
 
 // NotReady returns why the node should not take new clients, "" when it
 // may (the admin listener's /readyz, docs/operations.md): its membership
-// stopped; it holds no Ready view yet; DIS refused its lease as no member
-// of the current generation (LeaseRefused); or its lease lapsed
-// (LeaseLapsed). Between views (LeaseBetweenViews) it is ready: every node
-// is between views at once while the nodes rebalance, and each keeps
-// answering Kafka's view from its last one.
+// stopped; it has held no view yet (Epoch 0); DIS refused its lease as no
+// member of the current generation (LeaseRefused); or its lease lapsed
+// (LeaseLapsed). Between views (LeaseBetweenViews: the view of the
+// generation that ended is no longer Ready, or the lease already holds
+// for the next generation) it is ready: every node is between views at
+// once while the nodes rebalance, and each keeps answering Kafka's view
+// from its last one.
 func (st ClusterStatus) NotReady() string {
 	switch {
 	case st.Failure != nil:
 		return "cluster membership stopped: " + st.Failure.Error()
-	case st.View == nil || !st.View.Ready:
+	case st.View == nil || (!st.View.Ready && st.View.Epoch == 0):
 		return "no cluster view yet: joining the nodes' group"
 	case st.Lease == LeaseRefused:
 		return "cluster lease refused " + st.LeaseEnded.Round(time.Millisecond).String() + " ago (" + st.RefusedCode +

@@ -403,7 +403,8 @@ func (m *membership) ViewChanged() <-chan struct{} {
 // Status returns the node's view, generation and lease now
 // (disbackend.ClusterStatusReporter): the lease is held while renewed for
 // the view's generation and not ended; between views while it holds for
-// a newer generation or DIS refused it with DIS.4701 (the nodes
+// a newer generation, while it holds and the view's generation ended
+// (View is not Ready), or DIS refused it with DIS.4701 (the nodes
 // rebalance); refused after DIS.4702 or DIS.4703; lapsed once ended
 // without a refusal.
 func (m *membership) Status() disbackend.ClusterStatus {
@@ -419,7 +420,7 @@ func (m *membership) Status() disbackend.ClusterStatus {
 	switch l := m.held.Load(); {
 	case l != nil && now < l.until:
 		st.Lease, st.LeaseLeft = disbackend.LeaseHeld, l.until-now
-		if l.gen != st.View.Generation {
+		if l.gen != st.View.Generation || !st.View.Ready {
 			st.Lease = disbackend.LeaseBetweenViews
 		}
 	case l != nil:
