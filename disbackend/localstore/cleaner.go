@@ -400,7 +400,7 @@ func (s *Store) eachBatch(sps []*segPart, from int64, readBytes int64, fn func(f
 				for r < len(cs) && cs[r].pos == cs[r-1].end() && cs[r].end()-cs[j].pos <= readBytes {
 					r++
 				}
-				ok, err = s.readChunks(sp, cs[j:r], wrapped)
+				ok, err = s.readChunks(sp, cs[j:r], nil, wrapped)
 				j = r
 			}
 			k += int64(len(cs))

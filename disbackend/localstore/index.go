@@ -379,14 +379,17 @@ type partView struct {
 }
 
 type spView struct {
-	sp     *segPart
-	chunks []chunk // a copy, for a segPart of the active segment; nil when sealed
-	n      int64   // its chunks
-	last   int64
-	maxTS  int64
-	maxApp int64
-	bytes  int64
-	minApp int64
+	sp *segPart
+	// For a segPart of the active segment: its chunks but the last, shared
+	// (the syncer never changes a chunk once another follows it), and a
+	// copy of the last one (which it may still grow); nil when sealed.
+	chunks    []chunk
+	lastChunk chunk
+	inMem     bool
+	n         int64 // its chunks
+	last      int64
+	maxTS     int64
+	maxApp    int64
 }
 
 // view takes p's segParts holding offsets at or above from. Requires p.mu
@@ -399,14 +402,25 @@ func (p *partition) view(from int64) partView {
 		}
 		return 1
 	})
+	v.sps = make([]spView, 0, len(p.segs)-i)
 	for _, sp := range p.segs[i:] {
-		sv := spView{sp: sp, n: sp.nchunks, last: sp.last, maxTS: sp.maxTS, maxApp: sp.maxAppend, bytes: sp.bytes, minApp: sp.minAppend}
-		if sp.chunks != nil {
-			sv.chunks = slices.Clone(sp.chunks)
+		sv := spView{sp: sp, n: sp.nchunks, last: sp.last, maxTS: sp.maxTS, maxApp: sp.maxAppend}
+		if n := len(sp.chunks); n > 0 {
+			sv.inMem, sv.chunks, sv.lastChunk = true, sp.chunks[:n-1:n-1], sp.chunks[n-1]
+		} else if sp.chunks != nil {
+			sv.inMem = true
 		}
 		v.sps = append(v.sps, sv)
 	}
 	return v
+}
+
+// at returns chunk i of an in-memory view.
+func (sv *spView) at(i int64) *chunk {
+	if i < int64(len(sv.chunks)) {
+		return &sv.chunks[i]
+	}
+	return &sv.lastChunk
 }
 
 // entries returns chunks [i, i+n) of the view (n clipped to what there
@@ -416,8 +430,13 @@ func (sv *spView) entries(i, n int64) ([]chunk, bool, error) {
 	if n <= 0 {
 		return nil, true, nil
 	}
-	if sv.chunks != nil {
-		return sv.chunks[i : i+n], true, nil
+	if sv.inMem {
+		if i+n <= int64(len(sv.chunks)) {
+			return sv.chunks[i : i+n : i+n], true, nil
+		}
+		out := make([]chunk, 0, n)
+		out = append(out, sv.chunks[min(i, int64(len(sv.chunks))):]...)
+		return append(out, sv.lastChunk), true, nil
 	}
 	return sv.sp.seg.readEntries(sv.sp.ixStart+i, n, sv.sp.part)
 }
@@ -426,14 +445,17 @@ func (sv *spView) entries(i, n int64) ([]chunk, bool, error) {
 // (pred false then true along the chunks), n when none. ok is false when
 // the segment was removed meanwhile.
 func (sv *spView) search(pred func(*chunk) bool) (int64, bool, error) {
-	if sv.chunks != nil {
+	if sv.inMem {
 		i, _ := slices.BinarySearchFunc(sv.chunks, true, func(c chunk, _ bool) int {
 			if pred(&c) {
 				return 1
 			}
 			return -1
 		})
-		return int64(i), true, nil
+		if i == len(sv.chunks) && sv.n > 0 && !pred(&sv.lastChunk) {
+			i++
+		}
+		return int64(min(int64(i), sv.n)), true, nil
 	}
 	lo, hi := int64(0), sv.n
 	for hi-lo > 64 {
@@ -464,7 +486,8 @@ func (sv *spView) search(pred func(*chunk) bool) (int64, bool, error) {
 // segment, with one read, and calls fn with each of their frames in
 // order until fn returns false. ok is false when the segment was removed
 // meanwhile.
-func (s *Store) readChunks(sp *segPart, cs []chunk, fn func(f *frameInfo, raw []byte) bool) (bool, error) {
+// before, when set, sees the bytes read first.
+func (s *Store) readChunks(sp *segPart, cs []chunk, before func(buf []byte), fn func(f *frameInfo, raw []byte) bool) (bool, error) {
 	if len(cs) == 0 {
 		return true, nil
 	}
@@ -474,19 +497,34 @@ func (s *Store) readChunks(sp *segPart, cs []chunk, fn func(f *frameInfo, raw []
 	if err != nil || !ok {
 		return ok, err
 	}
+	if before != nil {
+		before(buf)
+	}
 	return true, parseFrames(buf, start, sp, fn)
+}
+
+// countFrames counts the frames of buf (whole frames, as chunks hold).
+func countFrames(buf []byte) int {
+	n := 0
+	for off := 0; off+frameHeaderLen <= len(buf); n++ {
+		off += frameHeaderLen + int(binary.BigEndian.Uint32(buf[off+8:]))
+	}
+	return n
 }
 
 // parseFrames walks the frames of buf (read at position at of sp's
 // segment, all of them sp's partition's), checking each header against
 // the index, and calls fn until it returns false. The raw slices alias
-// buf (capacity clipped).
+// buf (capacity clipped); fn must not keep f.
 func parseFrames(buf []byte, at int64, sp *segPart, fn func(f *frameInfo, raw []byte) bool) error {
+	f := new(frameInfo) // one for every frame: fn must not keep it
 	for off := int64(0); off < int64(len(buf)); {
 		if int64(len(buf))-off < frameHeaderLen {
 			return fmt.Errorf("segment %s at %d: frame header cut short: %w", sp.seg.path, at+off, errCorrupt)
 		}
-		f, sid, _, ok := decodeHeader(buf[off:])
+		var sid uint64
+		var ok bool
+		*f, sid, _, ok = decodeHeader(buf[off:])
 		if !ok || sid != sp.seg.sid || f.part != sp.part || f.size < batch.HeaderLen ||
 			int64(f.size) > int64(len(buf))-off-frameHeaderLen || f.last < f.base {
 			return fmt.Errorf("segment %s at %d: frame header does not match the index: %w", sp.seg.path, at+off, errCorrupt)
@@ -494,7 +532,7 @@ func parseFrames(buf []byte, at int64, sp *segPart, fn func(f *frameInfo, raw []
 		f.pos = at + off + frameHeaderLen
 		data := off + frameHeaderLen
 		raw := buf[data : data+int64(f.size) : data+int64(f.size)]
-		if !fn(&f, raw) {
+		if !fn(f, raw) {
 			return nil
 		}
 		off = data + int64(f.size)

@@ -3,6 +3,7 @@ package localstore
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/disgw/disgw/disbackend"
 	"github.com/disgw/disgw/kafkawire/batch"
@@ -135,8 +136,8 @@ func (s *Store) readSegments(p *partition, offset, end int64, maxBytes int) ([][
 	}
 }
 
-// readPage is how many index entries a read takes at a time.
-const readPage = 64
+// readPage is how many index entries a read takes at a time (20 KiB).
+const readPage = 256
 
 // readSegmentsOnce is readSegments from one view of the partition's
 // segments (of generation gen); no batches when a segment it needed was
@@ -191,7 +192,7 @@ func (s *Store) readSegmentsOnce(p *partition, offset, end int64, maxBytes int) 
 					n+int(cs[r-1].bytesThru-cs[j].bytesThru) < maxBytes {
 					r++
 				}
-				ok, err := s.readChunks(sv.sp, cs[j:r], take)
+				ok, err := s.readChunks(sv.sp, cs[j:r], func(buf []byte) { out = slices.Grow(out, countFrames(buf)) }, take)
 				if err != nil {
 					return nil, 0, 0, v.gen, err
 				}
@@ -328,7 +329,7 @@ func (s *Store) maxTimestamp(v *partView, first int64) (int64, bool, error) {
 		if err != nil || !ok || len(cs) == 0 {
 			return 0, ok, err
 		}
-		ok, err = s.readChunks(sv.sp, cs, func(f *frameInfo, raw []byte) bool {
+		ok, err = s.readChunks(sv.sp, cs, nil, func(f *frameInfo, raw []byte) bool {
 			if f.last >= first && f.size > batch.HeaderLen {
 				best = max(best, f.maxTS)
 			}
@@ -368,7 +369,7 @@ func (s *Store) eachFrame(sv *spView, k int64, fn func(f *frameInfo, raw []byte)
 			return ok, err
 		}
 		for j := 0; j < len(cs) && !stop; j++ {
-			ok, err := s.readChunks(sv.sp, cs[j:j+1], wrapped)
+			ok, err := s.readChunks(sv.sp, cs[j:j+1], nil, wrapped)
 			if err != nil || !ok {
 				return ok, err
 			}

@@ -174,7 +174,7 @@ func (s *Store) bytesBelow(v *partView, off int64) (int64, bool, error) {
 	if err != nil || !ok {
 		return 0, ok, err
 	}
-	ok, err = s.readChunks(sv.sp, cs, func(f *frameInfo, raw []byte) bool {
+	ok, err = s.readChunks(sv.sp, cs, nil, func(f *frameInfo, raw []byte) bool {
 		if f.last < off {
 			below += int64(f.size)
 		}

@@ -327,6 +327,7 @@ func readOldIdx(fs vfs.FS, path string, fn func(f *frameInfo)) error {
 	}
 	crc := crc32.Update(0, batch.CRCTable, hdr[:])
 	buf := make([]byte, 0, 1<<20)
+	fi := new(frameInfo) // one for every record: fn must not keep it
 	for off := int64(idxHeaderLen); off < size-4; {
 		k := min(int64(cap(buf)/idxRecordLen)*idxRecordLen, size-4-off)
 		buf = buf[:k]
@@ -335,8 +336,8 @@ func readOldIdx(fs vfs.FS, path string, fn func(f *frameInfo)) error {
 		}
 		crc = crc32.Update(crc, batch.CRCTable, buf)
 		for r := 0; r < len(buf); r += idxRecordLen {
-			fi := decodeIdxRecord(buf[r:])
-			fn(&fi)
+			*fi = decodeIdxRecord(buf[r:])
+			fn(fi)
 		}
 		off += k
 	}
@@ -378,13 +379,17 @@ func scanSegment(f vfs.File, sid uint64, from int64, fn func(f *frameInfo, raw [
 		}
 		return buf[pos-bufAt : pos-bufAt+n], nil
 	}
+	fi := new(frameInfo) // one for every frame: fn must not keep it
 	pos := from
 	for pos+frameHeaderLen <= size {
 		hdr, err := get(pos, frameHeaderLen)
 		if err != nil {
 			return 0, err
 		}
-		fi, fsid, crc, ok := decodeHeader(hdr)
+		var fsid uint64
+		var crc uint32
+		var ok bool
+		*fi, fsid, crc, ok = decodeHeader(hdr)
 		if !ok || fsid != sid || fi.size < batch.HeaderLen || int64(fi.size) > size-pos-frameHeaderLen || fi.last < fi.base {
 			break
 		}
@@ -398,7 +403,7 @@ func scanSegment(f vfs.File, sid uint64, from int64, fn func(f *frameInfo, raw [
 		}
 		fi.pos = pos + frameHeaderLen
 		fi.setProducer(data)
-		fn(&fi, data)
+		fn(fi, data)
 		pos += frameHeaderLen + int64(fi.size)
 	}
 	return pos, nil
