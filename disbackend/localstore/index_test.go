@@ -1,0 +1,762 @@
+package localstore
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"go.uber.org/zap"
+
+	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/disbackend/backendtest"
+	"github.com/disgw/disgw/kafkawire/batch"
+)
+
+// acked is one acknowledged batch, as stored (base offset set).
+type acked struct {
+	part       int32
+	base, last int64
+	raw        []byte
+	idem       bool
+	pid        int64
+	seq        int32
+	records    int32
+}
+
+// ackLog collects acknowledged batches from several goroutines.
+type ackLog struct {
+	mu   sync.Mutex
+	acks []acked
+}
+
+func (l *ackLog) add(a acked) {
+	l.mu.Lock()
+	l.acks = append(l.acks, a)
+	l.mu.Unlock()
+}
+
+// snapshot returns the acks so far, by partition in offset order.
+func (l *ackLog) snapshot() map[int32][]acked {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return byPart(l.acks)
+}
+
+func byPart(acks []acked) map[int32][]acked {
+	out := map[int32][]acked{}
+	for _, a := range acks {
+		out[a.part] = append(out[a.part], a)
+	}
+	for _, l := range out {
+		slices.SortFunc(l, func(a, b acked) int { return int(a.base - b.base) })
+	}
+	return out
+}
+
+// idemBatch is an idempotent batch of n records of size bytes each.
+func idemBatch(pid int64, seq int32, n int32, size int, seed uint64) disbackend.Batch {
+	return backendtest.MakeBatch(backendtest.BatchOptions{NumRecords: n, RecordBytes: size, Seed: seed,
+		FirstTimestamp: 1_700_000_000_000 + int64(seed), Idempotent: true, ProducerID: pid, BaseSequence: seq})
+}
+
+// writeLoad appends until stop is closed: two plain appenders on
+// partitions 0-2 and an idempotent one (producer pid) on partition 3, each
+// with a few batches in flight, recording every acknowledgement in l.
+func writeLoad(t *testing.T, s *Store, stream string, pid int64, l *ackLog, stop <-chan struct{}) *sync.WaitGroup {
+	var wg sync.WaitGroup
+	ctx := context.Background()
+	type inflight struct {
+		p *disbackend.Pending
+		a acked
+	}
+	run := func(w int, idem bool) {
+		defer wg.Done()
+		rng := rand.New(rand.NewPCG(uint64(w), 11))
+		var q []inflight
+		seq := int32(0)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				for _, f := range q {
+					_, _ = f.p.Wait(ctx)
+				}
+				return
+			default:
+			}
+			n := int32(1 + rng.IntN(6))
+			size := 1 + rng.IntN(400)
+			if rng.IntN(20) == 0 {
+				size = 1500 // a batch larger than the index interval
+			}
+			var b disbackend.Batch
+			a := acked{records: n}
+			if idem {
+				b = idemBatch(pid, seq, n, size, uint64(w)<<32|uint64(i))
+				a.part, a.idem, a.pid, a.seq = 3, true, pid, seq
+				seq += n
+			} else {
+				b = backendtest.MakeBatch(backendtest.BatchOptions{NumRecords: n, RecordBytes: size, Seed: uint64(w)<<32 | uint64(i),
+					FirstTimestamp: 1_700_000_000_000 + int64(i)})
+				a.part = int32(rng.IntN(3))
+			}
+			a.raw = append([]byte(nil), b.Raw...)
+			q = append(q, inflight{p: s.Append(stream, a.part, b), a: a})
+			// The idempotent appender keeps at most 4 batches in flight
+			// (at most 3 after waiting), so its last acknowledged batch is
+			// always among the last 5 an image holds.
+			for len(q) > 3 || (len(q) > 0 && rng.IntN(3) == 0) {
+				f := q[0]
+				q = q[1:]
+				res, err := f.p.Wait(ctx)
+				if err != nil {
+					t.Errorf("append: %v", err)
+					return
+				}
+				f.a.base = res.BaseOffset
+				f.a.last = res.BaseOffset + int64(f.a.records) - 1
+				batch.SetBaseOffset(f.a.raw, res.BaseOffset)
+				l.add(f.a)
+			}
+		}
+	}
+	wg.Add(3)
+	go run(0, false)
+	go run(1, false)
+	go run(2, true)
+	return &wg
+}
+
+// checkAcked checks that every acknowledged batch is readable at its offset,
+// byte for byte, that each partition reads back contiguous from its first
+// offset, and that the idempotent producer's last acknowledged batch is
+// still a duplicate.
+func checkAcked(t *testing.T, s *Store, stream string, acks map[int32][]acked) {
+	t.Helper()
+	ctx := context.Background()
+	for part, list := range acks {
+		for _, a := range list {
+			res, err := s.Read(ctx, stream, part, a.base, 1)
+			if err != nil || len(res.Batches) == 0 {
+				t.Fatalf("partition %d: read at %d: %d batches, %v", part, a.base, len(res.Batches), err)
+			}
+			if !bytes.Equal(res.Batches[0], a.raw) {
+				t.Fatalf("partition %d: the batch at %d differs from the one acknowledged", part, a.base)
+			}
+		}
+		r, err := s.Range(stream, part)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if last := list[len(list)-1].last; r.Next <= last {
+			t.Fatalf("partition %d: next %d, but %d was acknowledged", part, r.Next, last)
+		}
+		for off := r.First; off < r.Next; {
+			res, err := s.Read(ctx, stream, part, off, 1<<16)
+			if err != nil || len(res.Batches) == 0 {
+				t.Fatalf("partition %d: read at %d below next %d: %d batches, %v", part, off, r.Next, len(res.Batches), err)
+			}
+			for _, raw := range res.Batches {
+				if b := batch.BaseOffset(raw); b != off {
+					t.Fatalf("partition %d: batch at %d where %d was expected", part, b, off)
+				}
+				off = batch.LastOffset(raw) + 1
+			}
+		}
+	}
+	if list := acks[3]; len(list) > 0 {
+		a := list[len(list)-1]
+		b := backendtest.FromRaw(append([]byte(nil), a.raw...))
+		res, err := s.Append(stream, 3, b).Wait(ctx)
+		if err != nil || !res.Duplicate || res.BaseOffset != a.base {
+			t.Fatalf("retry of the last acknowledged idempotent batch (at %d): %+v, %v; want a duplicate", a.base, res, err)
+		}
+	}
+}
+
+func createStream(t *testing.T, s *Store, name string, parts int32) {
+	t.Helper()
+	if _, err := s.CreateStream(context.Background(), disbackend.StreamSpec{Name: name, TopicName: name, PartitionCount: parts,
+		Config: disbackend.StreamConfig{Retention: disbackend.UnlimitedRetention}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestIndexCrash crashes (Pebble's crashable filesystem) at each step of
+// writing a journal block, sealing a segment (its index: tmp written,
+// renamed, directory synced; the journal removed) and writing a producer
+// snapshot, with none, half or all of the unsynced writes kept, while
+// plain and idempotent appends go on; every acknowledged batch is then
+// readable at its offset, and the idempotent producer's last batch is a
+// duplicate. The recovered store is crashed again at each step of Open's
+// own index writing.
+func TestIndexCrash(t *testing.T) {
+	t.Parallel()
+	steps := []string{"journal: written", "journal: synced", "index: tmp written", "index: renamed",
+		"index: directory synced", "journal: removed", "snapshot: tmp written", "snapshot: renamed",
+		"snapshot: written", "snapshot: older removed"}
+	keeps := []int{0, 50, 100}
+	if testing.Short() {
+		keeps = []int{50}
+	}
+	for _, step := range steps {
+		for _, keep := range keeps {
+			t.Run(fmt.Sprintf("%s/keep%d", step, keep), func(t *testing.T) {
+				t.Parallel()
+				crashAt(t, step, keep)
+			})
+		}
+	}
+}
+
+func crashOpts(fs vfs.FS) Options {
+	return Options{FS: fs, SegmentBytes: 24 << 10, MaxUnindexedBytes: 4 << 10, CacheBytesPerPartition: 2 << 10, CleanerInterval: -1}
+}
+
+func crashAt(t *testing.T, step string, keep int) {
+	fs := vfs.NewCrashableMem()
+	opts := crashOpts(fs)
+	log := &ackLog{}
+	var armed atomic.Bool
+	var seen atomic.Int32
+	type image struct {
+		fs   *vfs.MemFS
+		acks map[int32][]acked
+	}
+	crashed := make(chan image, 1)
+	opts.cleanerHook = func(at string) {
+		if at != step || !armed.Load() || seen.Add(1) != 3 {
+			return
+		}
+		log.mu.Lock()
+		acks := byPart(log.acks)
+		clone := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: keep, RNG: rand.New(rand.NewPCG(uint64(keep), 3))})
+		log.mu.Unlock()
+		crashed <- image{clone, acks}
+	}
+	s := openT(t, "db", opts)
+	createStream(t, s, "c", 4)
+	pid, _, err := s.InitProducerID(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	wg := writeLoad(t, s, "c", pid, log, stop)
+	waitFor(t, "some acknowledgements", func() error {
+		if log.snapshot()[3] == nil {
+			return fmt.Errorf("none yet")
+		}
+		return nil
+	})
+	armed.Store(true)
+	var img image
+	select {
+	case img = <-crashed:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("never reached %q", step)
+	}
+	close(stop)
+	wg.Wait()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Open the image, crashing it again at each step of the index writing
+	// of its recovery (when the recovery writes one).
+	for _, again := range []string{"", "index: tmp written", "index: renamed", "index: directory synced"} {
+		// Each time from a copy: Open changes what it opens.
+		clone := img.fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 100, RNG: rand.New(rand.NewPCG(1, 1))})
+		if again != "" {
+			var second *vfs.MemFS
+			o := crashOpts(clone)
+			o.cleanerHook = func(at string) {
+				if at == again && second == nil {
+					second = clone.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: keep, RNG: rand.New(rand.NewPCG(9, uint64(keep)))})
+				}
+			}
+			s := openT(t, "db", o)
+			_ = s.Close()
+			if second == nil {
+				continue // the recovery wrote no index
+			}
+			clone = second
+		}
+		s := openT(t, "db", crashOpts(clone))
+		n := 0
+		for _, l := range img.acks {
+			n += len(l)
+		}
+		t.Logf("crash at %q, then %q: %d batches acknowledged; recovery %+v", step, again, n, s.stats)
+		checkAcked(t, s, "c", img.acks)
+		// And once more, from what that Open left.
+		s = reopen(t, s, crashOpts(clone))
+		checkAcked(t, s, "c", img.acks)
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestCrashScanBounded: after a crash, Open reads the active segments'
+// journals and scans only what no block covers: at most
+// MaxUnindexedBytes, plus the appends in flight at the crash.
+func TestCrashScanBounded(t *testing.T) {
+	t.Parallel()
+	fs := vfs.NewCrashableMem()
+	const maxUnindexed = 64 << 10
+	opts := Options{FS: fs, MaxUnindexedBytes: maxUnindexed, CacheBytesPerPartition: -1}
+	s := openT(t, "db", opts)
+	createStream(t, s, "a", 8)
+	createStream(t, s, "b", 1)
+	ctx := context.Background()
+	var total int64
+	for i := 0; i < 3000; i++ {
+		b := backendtest.MakeBatch(backendtest.BatchOptions{NumRecords: 1, RecordBytes: 200, Seed: uint64(i)})
+		total += int64(len(b.Raw))
+		st, part := "b", int32(0)
+		if i%2 == 0 {
+			st, part = "a", int32(i/2%8)
+		}
+		if _, err := s.Append(st, part, b).Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clone := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 100, RNG: rand.New(rand.NewPCG(1, 1))})
+	_ = s.Close()
+	s = openT(t, "db", Options{FS: clone, MaxUnindexedBytes: maxUnindexed})
+	defer s.Close()
+	if s.stats.journalBlocks == 0 || s.stats.scanned != 2 {
+		t.Fatalf("recovery: %+v; want the journals of both active segments read", s.stats)
+	}
+	t.Logf("wrote %d bytes; recovery: %+v", total, s.stats)
+	if s.stats.scannedBytes > maxUnindexed+8<<10 || s.stats.scannedBytes >= total/2 {
+		t.Fatalf("scanned %d bytes of %d written; want at most MaxUnindexedBytes (%d)", s.stats.scannedBytes, total, maxUnindexed)
+	}
+	for p := int32(0); p < 8; p++ {
+		if r, _ := s.Range("a", p); r.Next == 0 {
+			t.Fatalf("partition %d empty after recovery", p)
+		}
+	}
+	if r, _ := s.Range("b", 0); r.Next != 1500 {
+		t.Fatalf("stream b: next %d after recovery, want 1500", r.Next)
+	}
+}
+
+// TestRestartFromSnapshot: a clean restart loads the idempotent producers
+// from the snapshot and replays no batch; with the snapshot torn or
+// missing, and with the index of a segment torn or missing, Open rebuilds
+// them from the data, and every duplicate is still found.
+func TestRestartFromSnapshot(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	fs := vfs.NewMem()
+	opts := Options{FS: fs, SegmentBytes: 8 << 10, CacheBytesPerPartition: -1}
+	s := openT(t, "db", opts)
+	createStream(t, s, "p", 3)
+	var last [3][2]acked // by partition, producer: its last batch
+	pids := [2]int64{}
+	for i := range pids {
+		pids[i], _, _ = s.InitProducerID(ctx)
+	}
+	seqs := map[[2]int64]int32{}
+	for i := 0; i < 300; i++ {
+		part, k := int32(i%3), (i/3)%2
+		key := [2]int64{int64(part), pids[k]}
+		b := idemBatch(pids[k], seqs[key], 2, 100, uint64(i))
+		seqs[key] += 2
+		raw := append([]byte(nil), b.Raw...)
+		res, err := s.Append("p", part, b).Wait(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		batch.SetBaseOffset(raw, res.BaseOffset)
+		last[part][k] = acked{part: part, base: res.BaseOffset, raw: raw}
+	}
+	before := map[int32][]disbackend.ActiveProducer{}
+	for p := int32(0); p < 3; p++ {
+		before[p], _ = s.ActiveProducers(ctx, "p", p)
+	}
+	check := func(s *Store, what string) {
+		t.Helper()
+		for p := int32(0); p < 3; p++ {
+			got, err := s.ActiveProducers(ctx, "p", p)
+			if err != nil || fmt.Sprint(got) != fmt.Sprint(before[p]) {
+				t.Fatalf("%s: partition %d producers %+v, %v; want %+v", what, p, got, err, before[p])
+			}
+			for k := range pids {
+				a := last[p][k]
+				res, err := s.Append("p", p, backendtest.FromRaw(append([]byte(nil), a.raw...))).Wait(ctx)
+				if err != nil || !res.Duplicate || res.BaseOffset != a.base {
+					t.Fatalf("%s: retry of partition %d's last batch of producer %d: %+v, %v", what, p, pids[k], res, err)
+				}
+			}
+		}
+	}
+	s = reopen(t, s, opts)
+	if s.stats.replayed != 0 || s.stats.scanned != 0 || s.stats.snapshots != 1 || s.stats.segments < 5 {
+		t.Fatalf("clean restart: %+v; want the snapshot loaded, nothing replayed or scanned", s.stats)
+	}
+	check(s, "clean restart")
+
+	snaps := func() []string {
+		names, _ := fs.List("db/segments")
+		var out []string
+		for _, n := range names {
+			if strings.HasSuffix(n, "."+extSnapshot) {
+				out = append(out, fs.PathJoin("db/segments", n))
+			}
+		}
+		return out
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range snaps() { // torn
+		truncate(t, fs, path, -1)
+	}
+	s = openT(t, "db", opts)
+	if s.stats.brokenSnapshots != 1 || s.stats.replayed != s.stats.segments {
+		t.Fatalf("torn snapshot: %+v; want every segment replayed", s.stats)
+	}
+	check(s, "torn snapshot")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range snaps() { // missing
+		_ = fs.Remove(path)
+	}
+	// and an index missing, another torn
+	names, _ := fs.List("db/segments")
+	var indexes []string
+	for _, n := range names {
+		if strings.HasSuffix(n, "."+extIndex) {
+			indexes = append(indexes, fs.PathJoin("db/segments", n))
+		}
+	}
+	slices.Sort(indexes)
+	_ = fs.Remove(indexes[1])
+	truncate(t, fs, indexes[2], 100)
+	s = openT(t, "db", opts)
+	if s.stats.snapshots != 0 || s.stats.replayed != s.stats.segments || s.stats.rebuiltIndexes != 2 {
+		t.Fatalf("missing snapshot, two indexes broken: %+v", s.stats)
+	}
+	check(s, "missing snapshot and indexes")
+	s = reopen(t, s, opts)
+	if s.stats.replayed != 0 || s.stats.rebuiltIndexes != 0 {
+		t.Fatalf("restart after the rebuild: %+v; want nothing rebuilt", s.stats)
+	}
+	check(s, "restart after the rebuild")
+	_ = s.Close()
+}
+
+// truncate cuts the file at path to n bytes (-1: half its size).
+func truncate(t *testing.T, fs vfs.FS, path string, n int) {
+	t.Helper()
+	f, err := fs.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := io.ReadAll(f)
+	_ = f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < 0 {
+		n = len(data) / 2
+	}
+	w, err := fs.Create(path, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = w.Write(data[:n])
+	_ = w.Close()
+}
+
+// oldIdxRecord is a record of the first format's dense .idx.
+func oldIdxRecord(dst []byte, f *frameInfo) []byte {
+	be := binary.BigEndian
+	dst = be.AppendUint64(dst, uint64(f.pos))
+	dst = be.AppendUint32(dst, uint32(f.size))
+	dst = be.AppendUint32(dst, uint32(f.part))
+	dst = be.AppendUint64(dst, uint64(f.base))
+	dst = be.AppendUint64(dst, uint64(f.last))
+	dst = be.AppendUint64(dst, uint64(f.appendMS))
+	dst = be.AppendUint64(dst, uint64(f.maxTS))
+	dst = be.AppendUint64(dst, uint64(f.pid))
+	dst = be.AppendUint32(dst, uint32(f.seq))
+	dst = be.AppendUint16(dst, uint16(f.epoch))
+	return append(dst, 0, 0)
+}
+
+// toFirstFormat turns a closed store's segments into the first format: a
+// dense .idx beside each .log but the last (left as a crash left an
+// active segment: no index), no .index, journal or snapshot.
+func toFirstFormat(t *testing.T, fs vfs.FS) int {
+	t.Helper()
+	dir := "db/segments"
+	names, _ := fs.List(dir)
+	slices.Sort(names)
+	var logs []string
+	for _, n := range names {
+		switch {
+		case strings.HasSuffix(n, "."+extLog):
+			logs = append(logs, strings.TrimSuffix(n, "."+extLog))
+		default:
+			_ = fs.Remove(fs.PathJoin(dir, n))
+		}
+	}
+	for _, base := range logs[:len(logs)-1] {
+		f, err := fs.Open(fs.PathJoin(dir, base+"."+extLog))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sid, _, _, _ := parseSegmentName(base + "." + extLog)
+		var recs []byte
+		n := 0
+		if _, err := scanSegment(f, sid, 0, func(fi *frameInfo, raw []byte) {
+			recs = oldIdxRecord(recs, fi)
+			n++
+		}); err != nil {
+			t.Fatal(err)
+		}
+		_ = f.Close()
+		buf := binary.BigEndian.AppendUint32(nil, idxMagic)
+		buf = binary.BigEndian.AppendUint32(buf, uint32(n))
+		buf = append(buf, recs...)
+		buf = binary.BigEndian.AppendUint32(buf, batch.Checksum(buf))
+		w, _ := fs.Create(fs.PathJoin(dir, base+"."+extOldIdx), vfs.WriteCategoryUnspecified)
+		_, _ = w.Write(buf)
+		_ = w.Close()
+	}
+	return len(logs) - 1
+}
+
+// TestOpenFirstFormat: a store written in the first format (a dense .idx
+// per sealed segment, no snapshot) opens: its segments are migrated to the
+// sparse index, producer states replayed from the .idx records, the last
+// segment scanned; every batch reads back and the next start migrates
+// and replays nothing.
+func TestOpenFirstFormat(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	fs := vfs.NewMem()
+	opts := Options{FS: fs, SegmentBytes: 16 << 10, CacheBytesPerPartition: -1, CleanerInterval: -1}
+	s := openT(t, "db", opts)
+	createStream(t, s, "old", 4)
+	pid, _, _ := s.InitProducerID(ctx)
+	log := &ackLog{}
+	stop := make(chan struct{})
+	wg := writeLoad(t, s, "old", pid, log, stop)
+	waitFor(t, "a few segments", func() error {
+		if n := len(log.snapshot()[0]); n < 300 {
+			return fmt.Errorf("%d batches", n)
+		}
+		return nil
+	})
+	close(stop)
+	wg.Wait()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	acks := log.snapshot()
+	old := toFirstFormat(t, fs)
+	s = openT(t, "db", opts)
+	if s.stats.migrated != old || s.stats.scanned != 1 || s.stats.replayed != old+1 || old < 3 {
+		t.Fatalf("first Open of the first format: %+v; want %d segments migrated, 1 scanned, all replayed", s.stats, old)
+	}
+	checkAcked(t, s, "old", acks)
+	s = reopen(t, s, opts)
+	if s.stats.migrated != 0 || s.stats.scanned != 0 || s.stats.replayed != 0 {
+		t.Fatalf("second Open: %+v; want nothing migrated, scanned or replayed", s.stats)
+	}
+	checkAcked(t, s, "old", acks)
+	names, _ := fs.List("db/segments")
+	for _, n := range names {
+		if strings.HasSuffix(n, "."+extOldIdx) {
+			t.Fatalf("%s left after the migration", n)
+		}
+	}
+	_ = s.Close()
+}
+
+// TestIndexLookups checks every read path of the index against a model, on
+// interleaved partitions with batches smaller and larger than the index
+// interval, in the active segment (chunks in memory) and after a restart
+// (index files): Read at every offset with several byte limits,
+// BatchAtTimestamp at every timestamp, BatchWithMaxTimestamp,
+// PartitionBytes and retention after DeleteRecords moved first into a
+// segment.
+func TestIndexLookups(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	fs := vfs.NewMem()
+	opts := Options{FS: fs, SegmentBytes: 64 << 10, CacheBytesPerPartition: -1, CleanerInterval: -1}
+	s := openT(t, "db", opts)
+	createStream(t, s, "l", 3)
+	rng := rand.New(rand.NewPCG(5, 6))
+	var all []acked
+	ts := map[int64]int64{} // batch base -> max timestamp, partition 0
+	for i := 0; i < 600; i++ {
+		part := int32(rng.IntN(3))
+		size := 1 + rng.IntN(300)
+		if rng.IntN(10) == 0 {
+			size = 5000
+		}
+		// timestamps mostly rise, sometimes fall back
+		t0 := int64(1_000_000 + i*10 - rng.IntN(3)*25)
+		b := backendtest.MakeBatch(backendtest.BatchOptions{NumRecords: int32(1 + rng.IntN(3)), RecordBytes: size, Seed: uint64(i), FirstTimestamp: t0})
+		raw := append([]byte(nil), b.Raw...)
+		res, err := s.Append("l", part, b).Wait(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		batch.SetBaseOffset(raw, res.BaseOffset)
+		all = append(all, acked{part: part, base: res.BaseOffset, last: batch.LastOffset(raw), raw: raw})
+		if part == 0 {
+			ts[res.BaseOffset] = t0
+		}
+	}
+	model := byPart(all)
+	check := func(s *Store, what string, first map[int32]int64) {
+		t.Helper()
+		for part, list := range model {
+			var kept []acked
+			for _, a := range list {
+				if a.last >= first[part] {
+					kept = append(kept, a)
+				}
+			}
+			var size int64
+			for _, a := range kept {
+				size += int64(len(a.raw))
+			}
+			if n, _ := s.PartitionBytes("l", part); n != size {
+				t.Fatalf("%s: partition %d: PartitionBytes %d, want %d", what, part, n, size)
+			}
+			for i, a := range kept {
+				for _, maxBytes := range []int{1, 700, 1 << 20} {
+					for _, off := range []int64{max(a.base, first[part]), a.last} {
+						res, err := s.Read(ctx, "l", part, off, maxBytes)
+						if err != nil || len(res.Batches) == 0 || !bytes.Equal(res.Batches[0], a.raw) {
+							t.Fatalf("%s: partition %d: read at %d (max %d): %d batches, %v", what, part, off, maxBytes, len(res.Batches), err)
+						}
+						n := 0
+						for j, raw := range res.Batches {
+							if !bytes.Equal(raw, kept[i+j].raw) {
+								t.Fatalf("%s: partition %d: read at %d: batch %d differs", what, part, off, j)
+							}
+							n += len(raw)
+						}
+						if want := i + len(res.Batches); want < len(kept) && n+len(kept[want].raw) <= maxBytes {
+							t.Fatalf("%s: partition %d: read at %d (max %d) stopped at %d bytes before a batch that fits", what, part, off, maxBytes, n)
+						}
+					}
+				}
+			}
+			if part != 0 {
+				continue
+			}
+			var maxTS int64 = -1
+			var maxAt int64
+			for _, a := range kept {
+				if ts[a.base] > maxTS {
+					maxTS, maxAt = ts[a.base], a.base
+				}
+			}
+			raw, err := s.BatchWithMaxTimestamp(ctx, "l", 0)
+			if err != nil || raw == nil || batch.BaseOffset(raw) != maxAt {
+				t.Fatalf("%s: BatchWithMaxTimestamp: %d, %v; want %d", what, baseOf(raw), err, maxAt)
+			}
+			for q := int64(999_000); q <= 1_000_000+6000+10; q += 7 {
+				want := int64(-1)
+				for _, a := range kept {
+					if ts[a.base] >= q {
+						want = max(a.base, first[0])
+						break
+					}
+				}
+				raw, err := s.BatchAtTimestamp(ctx, "l", 0, q)
+				got := int64(-1)
+				if raw != nil {
+					got = max(batch.BaseOffset(raw), first[0])
+				}
+				if err != nil || got != want {
+					t.Fatalf("%s: BatchAtTimestamp(%d) = batch at %d, %v; want %d", what, q, got, err, want)
+				}
+			}
+		}
+	}
+	first := map[int32]int64{}
+	check(s, "active", first)
+	s = reopen(t, s, opts)
+	check(s, "sealed", first)
+	// DeleteRecords into the middle of a segment, at a batch's second record.
+	for part, list := range model {
+		a := list[len(list)/2]
+		first[part] = a.base + (a.last-a.base)/2
+		if _, err := s.DeleteRecords(ctx, "l", part, first[part]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check(s, "after DeleteRecords", first)
+	s = reopen(t, s, opts)
+	check(s, "after DeleteRecords and a restart", first)
+	_ = s.Close()
+}
+
+// TestMemoryIndependentOfStored writes one-record batches at two sizes to a
+// store on disk, restarts it, and checks that the live heap after the
+// restart does not grow with what is stored (nor, beyond the tail cache and
+// the active segments' bounded index, while writing).
+func TestMemoryIndependentOfStored(t *testing.T) {
+	sizes := []int{200_000, 1_000_000}
+	if testing.Short() {
+		sizes = sizes[:1]
+	}
+	measure := func(n int) (written, restarted int64) {
+		dir := t.TempDir()
+		opts := Options{Logger: zap.NewNop(), RetentionCheckInterval: -1, CleanerInterval: -1}
+		base := int64(heapAfterGC())
+		s, err := Open(dir, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		benchCreate1(t, s, "m")
+		fillSmall(t, s, "m", 0, n, 1_700_000_000_000)
+		written = int64(heapAfterGC()) - base
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if s, err = Open(dir, opts); err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		if r, _ := s.Range("m", 0); r.Next != int64(n) {
+			t.Fatalf("%d batches after the restart, want %d", r.Next, n)
+		}
+		restarted = int64(heapAfterGC()) - base
+		t.Logf("%d batches: heap %d KiB while writing, %d KiB after a restart", n, written>>10, restarted>>10)
+		return written, restarted
+	}
+	smallW, smallR := measure(10_000)
+	const slack = 4 << 20
+	for _, n := range sizes {
+		w, r := measure(n)
+		if r > smallR+slack {
+			t.Errorf("%d batches: heap after a restart %d KiB, %d KiB with 10,000; want no growth with what is stored", n, r>>10, smallR>>10)
+		}
+		if limit := smallW + defaultPartitionCache + maxActiveChunks*int64(unsafe.Sizeof(chunk{})) + slack; w > limit {
+			t.Errorf("%d batches: heap while writing %d KiB, want at most %d KiB (10,000: %d KiB, plus the tail cache and the active index)",
+				n, w>>10, limit>>10, smallW>>10)
+		}
+	}
+}
