@@ -82,14 +82,14 @@ const (
 // chunk is one index entry: a run of one partition's frames next to each
 // other in a segment.
 type chunk struct {
-	base, last  int64
-	pos         int64 // of its first frame header
-	size        int64 // bytes of its frames, headers included
-	bytesThru   int64 // batch bytes of the partition in the segment up to its end
-	maxTS       int64 // ms; noTimestamp when its batches hold no records
-	runMaxTS    int64 // ms; largest maxTS up to this chunk
-	minApp      int64 // ms; smallest append time of its batches
-	runMaxApp   int64 // ms; largest append time up to the end of this chunk
+	base, last int64
+	pos        int64 // of its first frame header
+	size       int64 // bytes of its frames, headers included
+	bytesThru  int64 // batch bytes of the partition in the segment up to its end
+	maxTS      int64 // ms; noTimestamp when its batches hold no records
+	runMaxTS   int64 // ms; largest maxTS up to this chunk
+	minApp     int64 // ms; smallest append time of its batches
+	runMaxApp  int64 // ms; largest append time up to the end of this chunk
 }
 
 func (c *chunk) end() int64 { return c.pos + c.size }
@@ -119,15 +119,15 @@ func decodeChunkEntry(b []byte) (chunk, int32, error) {
 		return chunk{}, 0, errBadIndex
 	}
 	c := chunk{
-		base:        int64(be.Uint64(b[0:])),
-		last:        int64(be.Uint64(b[8:])),
-		pos:         int64(be.Uint64(b[16:])),
-		size:        int64(be.Uint32(b[24:])),
-		bytesThru:   int64(be.Uint64(b[32:])),
-		maxTS:       int64(be.Uint64(b[40:])),
-		runMaxTS:    int64(be.Uint64(b[48:])),
-		minApp:      int64(be.Uint64(b[56:])),
-		runMaxApp:   int64(be.Uint64(b[64:])),
+		base:      int64(be.Uint64(b[0:])),
+		last:      int64(be.Uint64(b[8:])),
+		pos:       int64(be.Uint64(b[16:])),
+		size:      int64(be.Uint32(b[24:])),
+		bytesThru: int64(be.Uint64(b[32:])),
+		maxTS:     int64(be.Uint64(b[40:])),
+		runMaxTS:  int64(be.Uint64(b[48:])),
+		minApp:    int64(be.Uint64(b[56:])),
+		runMaxApp: int64(be.Uint64(b[64:])),
 	}
 	if c.last < c.base || c.pos < 0 || c.size < frameHeaderLen {
 		return chunk{}, 0, errBadIndex

@@ -239,4 +239,3 @@ func (sp *segPart) applyChunk(c chunk) {
 	sp.maxTS = max(sp.maxTS, c.maxTS)
 	sp.minAppend, sp.maxAppend = min(sp.minAppend, c.minApp), max(sp.maxAppend, c.runMaxApp)
 }
-

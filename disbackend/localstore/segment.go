@@ -411,7 +411,7 @@ func scanSegment(f vfs.File, sid uint64, from int64, fn func(f *frameInfo, raw [
 
 // segFiles lists what the segment directory holds of one segment.
 type segFiles struct {
-	n                                     uint64
+	n                                       uint64
 	hasLog, hasIndex, hasJournal, hasOldIdx bool
 }
 

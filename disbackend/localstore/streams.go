@@ -357,4 +357,3 @@ func mustJSON(v any) []byte {
 	}
 	return b
 }
-
