@@ -340,6 +340,13 @@ type Config struct {
 	// `log.cleaner.dedupe.buffer.size`); a partition with more keys than it
 	// holds is cleaned in several passes.
 	CleanerDedupeBufferBytes int64 `yaml:"cleaner_dedupe_buffer_bytes" default:"134217728" range:"at least 1024 bytes" unit:"bytes"`
+	// MaxUnindexedBytes bounds the bytes of the embedded store's active
+	// segments, summed over every topic, that no index on disk covers:
+	// past it the store writes their index journals. A restart after a
+	// crash (kill -9, power loss) scans at most this much of the segments,
+	// plus the batches being written at the crash; a clean restart scans
+	// nothing.
+	MaxUnindexedBytes int64 `yaml:"max_unindexed_bytes" default:"67108864" range:"at least 1048576 (1 MiB)" unit:"bytes"`
 	// GroupInitialRebalanceDelay is how long a new consumer group waits for
 	// more members before its first rebalance (Kafka
 	// `group.initial.rebalance.delay.ms`); `-1` means no delay.

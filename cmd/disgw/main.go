@@ -518,6 +518,7 @@ func localstoreOptions(cfg configs.Config, log *zap.Logger) localstore.Options {
 		RetentionCheckInterval: cfg.RetentionCheckInterval,
 		CleanerInterval:        cfg.CleanerCheckInterval,
 		CleanerBufferBytes:     cfg.CleanerDedupeBufferBytes,
+		MaxUnindexedBytes:      cfg.MaxUnindexedBytes,
 	}
 }
 
