@@ -503,7 +503,7 @@ func (s *Store) writeCleaned(plan *cleanPlan) (*cleaned, error) {
 		ixw.abort(s.fs)
 		return out, fmt.Errorf("segment %s: write: %w", out.path, err)
 	}
-	if err := ixw.finish(out.size); err != nil {
+	if err := ixw.finish(out.size, plan.segs[len(plan.segs)-1].covers); err != nil {
 		return out, err
 	}
 	s.hook("cleaned written")

@@ -123,6 +123,7 @@ func (s *Store) openCleaned(plan *cleanPlan, out *cleaned, swap, final string) (
 	}
 	ns := newSegment(plan.st.sid, plan.segs[0].n, final, f)
 	ns.st, ns.sealed, ns.size, ns.parts = plan.st, true, out.size, out.parts
+	ns.covers = plan.segs[len(plan.segs)-1].covers
 	ns.setIndex(ixf)
 	for _, sp := range out.parts {
 		sp.seg = ns

@@ -65,7 +65,9 @@ import (
 // count int64, first, last, bytes, maxTS, minAppend, maxAppend int64
 // (the partition's segPart). The trailer: magic uint32, version uint32,
 // log size int64 (the .log bytes it describes), entries int64,
-// transactions int64, partitions int64, 0 uint32 ×5, CRC-32C of the
+// transactions int64, partitions int64, covers uint64 (the highest segment
+// number whose batches it holds: its own, or the last one a cleaner's
+// pass merged into it; snapshot.go), 0 uint32 ×3, CRC-32C of the
 // directory and the trailer before it uint32. Open reads the trailer and
 // the directory only; entries are checked by their own CRC when read.
 const (
@@ -251,9 +253,10 @@ func (w *indexWriter) flush() {
 	w.buf = w.buf[:0]
 }
 
-// finish writes the directory and trailer for a .log of logSize bytes,
-// syncs and closes the file.
-func (w *indexWriter) finish(logSize int64) error {
+// finish writes the directory and trailer for a .log of logSize bytes
+// holding the batches of segments up to number covers, syncs and closes
+// the file.
+func (w *indexWriter) finish(logSize int64, covers uint64) error {
 	w.flush()
 	be := binary.BigEndian
 	tr := w.dir
@@ -263,7 +266,8 @@ func (w *indexWriter) finish(logSize int64) error {
 	tr = be.AppendUint64(tr, uint64(w.written))
 	tr = be.AppendUint64(tr, 0) // transactions
 	tr = be.AppendUint64(tr, uint64(w.parts))
-	tr = append(tr, make([]byte, 20)...)
+	tr = be.AppendUint64(tr, covers)
+	tr = append(tr, make([]byte, 12)...)
 	tr = be.AppendUint32(tr, batch.Checksum(tr))
 	w.buf = tr
 	w.flush()
@@ -286,8 +290,8 @@ func (w *indexWriter) abort(fs vfs.FS) {
 }
 
 // readIndexDir reads a sealed index file's trailer and directory: the
-// segParts of sg (chunks on disk), and the .log size it describes.
-// errBadIndex when the file is incomplete or corrupt.
+// segParts of sg (chunks on disk), and the .log size it describes; it sets
+// sg.covers. errBadIndex when the file is incomplete or corrupt.
 func readIndexDir(f vfs.File, sg *segment) (map[int32]*segPart, int64, error) {
 	st, err := f.Stat()
 	if err != nil {
@@ -307,6 +311,7 @@ func readIndexDir(f vfs.File, sg *segment) (map[int32]*segPart, int64, error) {
 	}
 	logSize := int64(be.Uint64(tr[8:]))
 	entries, txns, parts := int64(be.Uint64(tr[16:])), int64(be.Uint64(tr[24:])), int64(be.Uint64(tr[32:]))
+	covers := be.Uint64(tr[40:])
 	if entries < 0 || txns < 0 || parts < 0 || parts > MaxPartitions ||
 		entries*chunkEntryLen+txns*txnEntryLen+parts*dirEntryLen+indexTrailerLen != size {
 		return nil, 0, errBadIndex
@@ -330,6 +335,10 @@ func readIndexDir(f vfs.File, sg *segment) (map[int32]*segPart, int64, error) {
 		}
 		out[sp.part] = sp
 	}
+	if covers < sg.n {
+		return nil, 0, errBadIndex
+	}
+	sg.covers = covers
 	return out, logSize, nil
 }
 

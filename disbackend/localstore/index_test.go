@@ -760,3 +760,83 @@ func TestMemoryIndependentOfStored(t *testing.T) {
 		}
 	}
 }
+
+// TestSnapshotOlderThanCleanedSegment: the log cleaner's segment keeps the
+// number of the first segment it replaced but holds batches of the later
+// ones (its index's covers); with only a snapshot older than those (one
+// taken when an earlier segment was sealed), Open replays the cleaned
+// segment, so the producer's last batch is still a duplicate.
+func TestSnapshotOlderThanCleanedSegment(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := backendtest.NewFakeClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	fs := vfs.NewMem()
+	opts := cleanerOpts(fs, clock)
+	opts.CleanerInterval = -1 // passes run below, when the test says
+	s := openT(t, "db", opts)
+	c := &compactionCase{stream: "cov", parts: 1}
+	c.create(t, s)
+	pid, _, _ := s.InitProducerID(ctx)
+	var early []byte
+	var earlyName string
+	var last acked
+	value := make([]byte, 300)
+	for i := range 200 {
+		h := batch.NewHeader(0)
+		h.ProducerID, h.BaseSequence = pid, int32(i)
+		b := backendtest.FromRaw(batch.Encode(h, []disbackend.Record{{Timestamp: clock.Now().UnixMilli(), Key: []byte(fmt.Sprint(i % 7)), Value: value}}))
+		raw := append([]byte(nil), b.Raw...)
+		res, err := s.Append("cov", 0, b).Wait(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		batch.SetBaseOffset(raw, res.BaseOffset)
+		last = acked{base: res.BaseOffset, raw: raw}
+		if early == nil {
+			names, _ := fs.List("db/segments")
+			for _, n := range names {
+				if strings.HasSuffix(n, "."+extSnapshot) {
+					earlyName = fs.PathJoin("db/segments", n)
+					f, _ := fs.Open(earlyName)
+					early, _ = io.ReadAll(f)
+					_ = f.Close()
+				}
+			}
+		}
+	}
+	if early == nil {
+		t.Fatal("no segment rolled")
+	}
+	clock.Advance(2 * time.Minute)
+	s.rollIdle(s.streams["cov"])
+	for more := true; more; {
+		var err error
+		if more, err = s.cleanStream(s.streams["cov"]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(s.segs[s.streams["cov"].sid]); n != 1 {
+		t.Fatalf("%d segments after cleaning, want 1", n)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	names, _ := fs.List("db/segments")
+	for _, n := range names {
+		if strings.HasSuffix(n, "."+extSnapshot) {
+			_ = fs.Remove(fs.PathJoin("db/segments", n))
+		}
+	}
+	w, _ := fs.Create(earlyName, vfs.WriteCategoryUnspecified)
+	_, _ = w.Write(early)
+	_ = w.Close()
+	s = openT(t, "db", opts)
+	defer s.Close()
+	if s.stats.snapshots != 1 || s.stats.replayed != 1 {
+		t.Fatalf("Open with a snapshot older than the cleaned segment: %+v; want it loaded and the segment replayed", s.stats)
+	}
+	res, err := s.Append("cov", 0, backendtest.FromRaw(append([]byte(nil), last.raw...))).Wait(ctx)
+	if err != nil || !res.Duplicate || res.BaseOffset != last.base {
+		t.Fatalf("retry of the producer's last batch: %+v, %v; want the duplicate at %d", res, err, last.base)
+	}
+}

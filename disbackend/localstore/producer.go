@@ -20,18 +20,32 @@ type producerKey struct {
 
 // The producer states (Store.producers, guarded by Store.wmu) follow
 // Kafka's ProducerStateManager rules through disbackend.ProducerStates.
-// They are not persisted on their own: Open rebuilds them from the headers
-// of the stored batches (rebuildProducer), which hold the producer id,
-// epoch and base sequence, so they are exactly what the synced log
-// implies.
+// Open loads them from the stream's producer snapshot and replays the
+// batches stored after it (snapshot.go): their headers hold the producer
+// id, epoch and base sequence, so the states are exactly what the synced
+// log implies.
 
 // rebuildProducer replays one stored batch into the producer states, as
-// checkProducer accepted it. Frames come in offset order per partition.
+// checkProducer accepted it. Frames come in offset order per partition; a
+// batch the state already holds (at or below its last batch's offsets: a
+// snapshot taken after it) is skipped, so that replaying a segment twice
+// changes nothing.
 func (s *Store) rebuildProducer(p *partition, f *frameInfo) {
 	if f.pid < 0 {
 		return
 	}
-	s.producers.Rebuild(producerKey{sid: p.sid, part: p.id, pid: f.pid}, f.epoch, f.seq, f.base, f.last, f.maxTS, f.appendMS)
+	k := producerKey{sid: p.sid, part: p.id, pid: f.pid}
+	if s.holdsBatch(k, f.base) {
+		return
+	}
+	s.producers.Rebuild(k, f.epoch, f.seq, f.base, f.last, f.maxTS, f.appendMS)
+}
+
+// holdsBatch reports whether k's state already holds the batch at base:
+// its last batch ends at or after it. Requires wmu (or Open).
+func (s *Store) holdsBatch(k producerKey, base int64) bool {
+	ps := s.producers.Get(k)
+	return ps != nil && len(ps.Batches) > 0 && base <= ps.Batches[len(ps.Batches)-1].LastOffset
 }
 
 // checkProducer applies Kafka's rules to an idempotent batch that would get

@@ -200,7 +200,7 @@ func (s *Store) recoverStream(st *stream, list []segFiles, snaps []uint64) error
 		s.stats.snapshots++
 	}
 	for _, sf := range list {
-		if err := s.recoverSegment(st, sf, !have || sf.n > snapN); err != nil {
+		if err := s.recoverSegment(st, sf, have, snapN); err != nil {
 			return err
 		}
 	}
@@ -208,9 +208,11 @@ func (s *Store) recoverStream(st *stream, list []segFiles, snaps []uint64) error
 }
 
 // recoverSegment loads one segment of st (see the top of this file) and
-// adds what it holds to the partitions; with replay, its batches go into
-// the producer states.
-func (s *Store) recoverSegment(st *stream, sf segFiles, replay bool) error {
+// adds what it holds to the partitions. Its batches go into the producer
+// states when no snapshot (have, snapN) covers them; a segment without a
+// good index is always replayed (what it covers is not known; replaying
+// what a snapshot holds changes nothing).
+func (s *Store) recoverSegment(st *stream, sf segFiles, have bool, snapN uint64) error {
 	path := s.fs.PathJoin(s.segDir, segmentName(st.sid, sf.n))
 	if !sf.hasLog {
 		return removeSegmentFiles(s.fs, path)
@@ -221,12 +223,12 @@ func (s *Store) recoverSegment(st *stream, sf segFiles, replay bool) error {
 	}
 	sg := newSegment(st.sid, sf.n, path, f)
 	sg.st = st
-	ok, err := s.loadIndex(sg, sf, replay)
+	ok, err := s.loadIndex(sg, sf, func() bool { return !have || sg.covers > snapN })
 	if err == nil && !ok && sf.hasOldIdx {
-		ok, err = s.migrateOldIdx(sg, replay)
+		ok, err = s.migrateOldIdx(sg, true)
 	}
 	if err == nil && !ok {
-		ok, err = s.scanActive(sg, replay)
+		ok, err = s.scanActive(sg, true)
 	}
 	if err != nil {
 		_ = sg.close()
@@ -236,13 +238,18 @@ func (s *Store) recoverSegment(st *stream, sf segFiles, replay bool) error {
 		_ = sg.close()
 		return removeSegmentFiles(s.fs, path)
 	}
+	if len(sg.parts) == 0 { // a cleaner's segment left empty
+		_ = sg.close()
+		return removeSegmentFiles(s.fs, path)
+	}
 	s.stats.segments++
 	return s.install(sg)
 }
 
-// loadIndex loads sg from its .index; false when it has none or it does
+// loadIndex loads sg from its .index, replaying its batches into the
+// producer states when replay says so; false when it has none or it does
 // not read back.
-func (s *Store) loadIndex(sg *segment, sf segFiles, replay bool) (bool, error) {
+func (s *Store) loadIndex(sg *segment, sf segFiles, replay func() bool) (bool, error) {
 	if !sf.hasIndex {
 		return false, nil
 	}
@@ -268,7 +275,7 @@ func (s *Store) loadIndex(sg *segment, sf segFiles, replay bool) (bool, error) {
 		_ = s.fs.Remove(sg.path + "." + extOldIdx)
 		_ = s.fs.Remove(sg.path + "." + extJournal)
 	}
-	if replay {
+	if replay() {
 		s.stats.replayed++
 		for _, sp := range sortedParts(parts) {
 			sv := spView{sp: sp, n: sp.nchunks}

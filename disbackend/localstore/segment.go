@@ -152,6 +152,9 @@ type segment struct {
 	n    uint64  // number in the file name
 	path string  // without extension
 	st   *stream // its stream
+	// covers is the highest segment number whose batches it holds: n, or,
+	// for a log cleaner's segment, the last one it replaced.
+	covers uint64
 
 	// mu is read-held around every use of f and ixf by readers and the
 	// syncer, and write-held to close them; f is nil once closed
@@ -183,7 +186,7 @@ type segment struct {
 }
 
 func newSegment(sid, n uint64, path string, f vfs.File) *segment {
-	return &segment{sid: sid, n: n, path: path, f: f, parts: make(map[int32]*segPart), maxAppendMS: -1 << 63}
+	return &segment{sid: sid, n: n, covers: n, path: path, f: f, parts: make(map[int32]*segPart), maxAppendMS: -1 << 63}
 }
 
 func segmentName(sid, n uint64) string { return fmt.Sprintf("%016x-%016x", sid, n) }

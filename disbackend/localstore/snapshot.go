@@ -19,7 +19,9 @@ import (
 // <sid>-<n>.snapshot holds the idempotent producer states of every
 // partition of stream sid as the batches of its segments numbered n and
 // below left them (those expired or dropped before it was taken
-// excluded). It is taken when segment n is sealed, with every batch of n
+// excluded). A log cleaner's segment keeps the number of the first
+// segment it replaced and holds batches up to the last one (its index's
+// covers), so Open replays the segments whose covers is above n. It is taken when segment n is sealed, with every batch of n
 // synced and none of a later segment accepted yet (the writer rolls a
 // segment before it accepts the group that goes to the next one; a
 // segment sealed otherwise gets none, and Close and Open take one then),
@@ -27,6 +29,8 @@ import (
 // the newest one that reads back whole and replays only the segments
 // after it: the journal's producer deltas and the frames scanned after a
 // crash, or, when a snapshot is missing or torn, the segments' batches.
+// Replaying skips a batch a state already holds (rebuildProducer), so a
+// segment replayed that the snapshot covered changes nothing.
 //
 // The file, big-endian: magic uint32 (snapshotMagic), version uint32,
 // states uint32, 0 uint32; the states; CRC-32C of everything before it
@@ -109,10 +113,13 @@ func decodeProducerState(b []byte, sid uint64) (snapshotEntry, int, bool) {
 }
 
 // restoreProducer replays a state read back into the producer states:
-// its batches in order, as they were appended.
+// its batches in order, as they were appended (those the state already
+// holds skipped, as rebuildProducer does).
 func (s *Store) restoreProducer(e *snapshotEntry) {
 	for _, b := range e.batches {
-		s.producers.Rebuild(e.key, e.epoch, b.FirstSeq, b.BaseOffset, b.LastOffset, b.MaxTimestamp, e.lastApp)
+		if !s.holdsBatch(e.key, b.BaseOffset) {
+			s.producers.Rebuild(e.key, e.epoch, b.FirstSeq, b.BaseOffset, b.LastOffset, b.MaxTimestamp, e.lastApp)
+		}
 	}
 }
 

@@ -387,7 +387,7 @@ func (s *Store) writeIndex(seg *segment, parts []*segPart) error {
 	for i, sp := range parts {
 		starts[i] = w.addPart(sp)
 	}
-	if err := w.finish(seg.size); err != nil {
+	if err := w.finish(seg.size, seg.covers); err != nil {
 		_ = s.fs.Remove(path + extTmp)
 		return err
 	}
