@@ -1,10 +1,12 @@
 package localstore
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"runtime"
 	"runtime/pprof"
 	"slices"
@@ -378,4 +380,93 @@ func BenchmarkStoredMemory(b *testing.B) {
 			n, written>>20, rssWritten>>20, restarted>>20, took, rssBytes()>>20)
 		_ = s.Close()
 	}
+}
+
+// BenchmarkRestartAfterKill9 measures a start after kill -9: a child
+// process (this test binary again) writes DISGW_BENCH_BATCHES (1,000,000
+// when unset) one-record batches round-robin over DISGW_BENCH_PARTITIONS
+// (1,000) partitions of one topic whose segment.bytes (1 GiB) keeps them
+// in one active segment, and is killed with SIGKILL once they are
+// acknowledged; the benchmark then times Open and reports the live heap
+// and resident memory after it.
+func BenchmarkRestartAfterKill9(b *testing.B) {
+	if dir := os.Getenv("DISGW_BENCH_CHILD_DIR"); dir != "" {
+		kill9Child(b, dir)
+		return
+	}
+	n := envInt(b, "DISGW_BENCH_BATCHES", 1_000_000)
+	parts := envInt(b, "DISGW_BENCH_PARTITIONS", 1000)
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		dir := b.TempDir()
+		cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.bench=^BenchmarkRestartAfterKill9$", "-test.benchtime=1x")
+		cmd.Env = append(os.Environ(), "DISGW_BENCH_CHILD_DIR="+dir)
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		sc := bufio.NewScanner(out)
+		for sc.Scan() && sc.Text() != "written" {
+		}
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		b.StartTimer()
+		start := time.Now()
+		s, err := Open(dir, Options{Logger: zap.NewNop(), RetentionCheckInterval: -1, CleanerInterval: -1})
+		took := time.Since(start)
+		b.StopTimer()
+		if err != nil {
+			b.Fatal(err)
+		}
+		var total int64
+		for p := int32(0); p < int32(parts); p++ {
+			r, err := s.Range("k9", p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			total += r.Next
+		}
+		if total < int64(n) {
+			b.Fatalf("%d batches after the restart, %d acknowledged", total, n)
+		}
+		b.ReportMetric(took.Seconds(), "open-s")
+		b.Logf("%d batches over %d partitions: open after kill -9 in %v; heap %d MiB, rss %d MiB",
+			n, parts, took, heapAfterGC()>>20, rssBytes()>>20)
+		_ = s.Close()
+	}
+}
+
+// kill9Child is BenchmarkRestartAfterKill9's child: it writes the batches,
+// says "written" and waits to be killed.
+func kill9Child(b *testing.B, dir string) {
+	n := envInt(b, "DISGW_BENCH_BATCHES", 1_000_000)
+	parts := envInt(b, "DISGW_BENCH_PARTITIONS", 1000)
+	s, err := Open(dir, Options{Logger: zap.NewNop(), RetentionCheckInterval: -1, CleanerInterval: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, err = s.CreateStream(context.Background(), disbackend.StreamSpec{Name: "k9", TopicName: "k9", PartitionCount: int32(parts),
+		Config: disbackend.StreamConfig{Retention: disbackend.UnlimitedRetention, SegmentBytes: 1 << 30}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	q := make([]*disbackend.Pending, 0, 8192)
+	for i := 0; i < n; i++ {
+		q = append(q, s.Append("k9", int32(i%parts), smallBatch(1_700_000_000_000+int64(i))))
+		if len(q) == cap(q) || i == n-1 {
+			for _, p := range q {
+				if _, err := p.Wait(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+			q = q[:0]
+		}
+	}
+	fmt.Println("written")
+	select {}
 }
