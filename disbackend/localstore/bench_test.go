@@ -414,9 +414,13 @@ func BenchmarkRestartAfterKill9(b *testing.B) {
 		}
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
+		log := zap.NewNop()
+		if os.Getenv("DISGW_BENCH_LOG") != "" {
+			log, _ = zap.NewDevelopment()
+		}
 		b.StartTimer()
 		start := time.Now()
-		s, err := Open(dir, Options{Logger: zap.NewNop(), RetentionCheckInterval: -1, CleanerInterval: -1})
+		s, err := Open(dir, Options{Logger: log, RetentionCheckInterval: -1, CleanerInterval: -1})
 		took := time.Since(start)
 		b.StopTimer()
 		if err != nil {
