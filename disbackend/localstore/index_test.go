@@ -840,3 +840,69 @@ func TestSnapshotOlderThanCleanedSegment(t *testing.T) {
 		t.Fatalf("retry of the producer's last batch: %+v, %v; want the duplicate at %d", res, err, last.base)
 	}
 }
+
+// TestRetentionInsideSegment: retention moves each partition's first to the
+// batch after the last one appended before the cutoff, found through the
+// chunks' running append times, inside a segment and across chunks, in
+// the active segment and from the index files after a restart.
+func TestRetentionInsideSegment(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := backendtest.NewFakeClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	fs := vfs.NewMem()
+	opts := Options{FS: fs, Now: clock.Now, SegmentBytes: 256 << 10, CacheBytesPerPartition: -1, CleanerInterval: -1}
+	s := openT(t, "db", opts)
+	if _, err := s.CreateStream(ctx, disbackend.StreamSpec{Name: "r", TopicName: "r", PartitionCount: 2,
+		Config: disbackend.StreamConfig{Retention: time.Hour}}); err != nil {
+		t.Fatal(err)
+	}
+	// At minute i, a batch to partition 0 and, every fifth minute, one to
+	// partition 1: partition 0's frames come in runs of five minutes, so a
+	// cut falls inside its chunks.
+	var model [2][]int64 // by minute, the base of the first batch at or after it
+	for i := 0; i < 400; i++ {
+		for p := int32(0); p < 2; p++ {
+			if p == 1 && i%5 != 0 {
+				model[p] = append(model[p], -1)
+				continue
+			}
+			res, err := s.Append("r", p, backendtest.MakeBatch(backendtest.BatchOptions{NumRecords: 2, RecordBytes: 40, Seed: uint64(i)})).Wait(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			model[p] = append(model[p], res.BaseOffset)
+		}
+		clock.Advance(time.Minute)
+	}
+	model[1][399] = model[1][395] + 2 // none after minute 395: first moves to next
+	for i := 398; i >= 0; i-- {
+		if model[1][i] < 0 {
+			model[1][i] = model[1][i+1]
+		}
+	}
+	start := clock.Now().Add(-400 * time.Minute)
+	for _, cut := range []int{5, 37, 38, 150, 151, 399} {
+		if cut == 150 {
+			s = reopen(t, s, opts)
+		}
+		// Batches of minute < cut expire: the clock is an hour after minute cut.
+		clock.Set(start.Add(time.Duration(cut)*time.Minute + time.Hour))
+		if err := s.EnforceRetention(); err != nil {
+			t.Fatal(err)
+		}
+		for p := int32(0); p < 2; p++ {
+			r, _ := s.Range("r", p)
+			if want := model[p][cut]; r.First != want {
+				t.Fatalf("cut at minute %d: partition %d first %d, want %d", cut, p, r.First, want)
+			}
+			if r.First == r.Next {
+				continue
+			}
+			res, err := s.Read(ctx, "r", p, r.First, 1)
+			if err != nil || len(res.Batches) == 0 || batch.BaseOffset(res.Batches[0]) != r.First {
+				t.Fatalf("cut at minute %d: partition %d: read at first: %d batches, %v", cut, p, len(res.Batches), err)
+			}
+		}
+	}
+	_ = s.Close()
+}

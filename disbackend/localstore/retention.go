@@ -135,17 +135,23 @@ func (s *Store) expiredIn(v *partView, first, cutoffMS int64) (int64, bool, erro
 			}
 			to = max(to, cs[0].last+1)
 		}
+		reached := false
 		ok, err = s.eachFrame(sv, max(k1, k2), func(f *frameInfo, raw []byte) bool {
 			if f.last < first {
 				return true
 			}
 			if f.appendMS >= cutoffMS {
+				reached = true
 				return false
 			}
 			to = max(to, f.last+1)
 			return true
 		})
-		return to, ok, err
+		if err != nil || !ok || reached {
+			return to, ok, err
+		}
+		// Only batches below first were as recent: every later one of the
+		// segment expired.
 	}
 	return to, true, nil
 }
