@@ -15,9 +15,14 @@
 // before (group commit); nothing is visible to readers, and no Append
 // completes, before that sync. Recently synced batches stay in a bounded
 // in-memory tail cache, so consumers that follow the producers are served
-// without reading the files.
+// without reading the files. Batches are found through a sparse index on
+// disk (index.go), so memory does not grow with what is stored; producer
+// states are snapshotted when a segment is sealed (snapshot.go), and a
+// journal of the active segments' index bounds what a restart after a
+// crash scans (journal.go).
 //
-// On disk, dir/meta holds Pebble and dir/segments the segment files.
+// On disk, dir/meta holds Pebble and dir/segments the segment files, their
+// indexes and journals, and the producer snapshots.
 //
 // It owns no Kafka wire types (no kmsg) and knows nothing of groups or
 // connections; the gateway drives it through disbackend.Backend.
@@ -224,10 +229,13 @@ type stream struct {
 }
 
 // Open opens (creating if needed) the store in dir and recovers every stream,
-// partition range and producer state from it: sealed segments from their
-// index files, the others by scanning their frames up to the first torn one.
-// Errors are Pebble's, the filesystem's or a corrupt key, wrapped with the
-// directory.
+// partition range and producer state from it (recover.go): sealed segments
+// from their index files, producer states from their snapshots, the
+// segments active at a crash from their journals and a scan of the frames
+// after them (at most Options.MaxUnindexedBytes, plus the writes in flight
+// at the crash) up to the first torn one; a store of the first format is
+// migrated. Errors are Pebble's, the filesystem's or a corrupt key,
+// wrapped with the directory.
 func Open(dir string, opts Options) (*Store, error) {
 	if opts.FS == nil || opts.FS == vfs.Default {
 		opts.FS = privateFS{vfs.Default}
@@ -340,9 +348,10 @@ func Open(dir string, opts Options) (*Store, error) {
 }
 
 // Close completes every queued append (syncing it), stops the background
-// loop, seals the active segments (so the next Open reads their index
-// instead of scanning them) and closes the files and Pebble. Later calls return ErrClosed; later appends,
-// reads and metadata operations fail with ErrClosed.
+// loop, seals the active segments and writes the producer snapshots (so
+// the next Open reads indexes and snapshots and scans nothing) and closes
+// the files and Pebble. Later calls return ErrClosed; later appends, reads
+// and metadata operations fail with ErrClosed.
 func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return fmt.Errorf("localstore: close: %w", disbackend.ErrClosed)
