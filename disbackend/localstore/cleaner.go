@@ -338,8 +338,7 @@ func (s *Store) bytesFrom(sp *segPart, off int64) (int64, error) {
 	if sp.first >= off {
 		return sp.bytes, nil
 	}
-	sv := spView{sp: sp, n: sp.nchunks, last: sp.last}
-	below, ok, err := s.bytesBelow(&partView{sps: []spView{sv}}, off)
+	below, ok, err := s.bytesBelow(&partView{segs: []*segPart{sp}}, off)
 	if err == nil && !ok {
 		err = fmt.Errorf("segment %s: removed during the pass", sp.seg.path)
 	}
@@ -390,7 +389,7 @@ func (s *Store) eachBatch(sps []*segPart, from int64, readBytes int64, fn func(f
 		if s.closed.Load() {
 			return fmt.Errorf("localstore: clean: %w", disbackend.ErrClosed)
 		}
-		sv := spView{sp: sp, n: sp.nchunks, last: sp.last}
+		sv := sealedView(sp)
 		k, ok, err := sv.search(func(c *chunk) bool { return c.last >= from })
 		for err == nil && ok && k < sv.n && !stop {
 			var cs []chunk

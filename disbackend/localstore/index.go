@@ -380,11 +380,14 @@ func (sg *segment) readEntries(i, n int64, part int32) ([]chunk, bool, error) {
 }
 
 // partView is a consistent view of a partition's segParts for one
-// operation: for the active segment a copy of its chunks, taken under the
-// partition's lock; sealed segments' entries are read from their files.
+// operation. The segParts of sealed segments never change, so they are
+// shared; of the active segment's (the partition's last segPart, if any)
+// what the syncer may still change is copied under the partition's lock.
 type partView struct {
-	sps []spView
-	gen uint64
+	segs    []*segPart // shared: p.segs is never changed in place
+	tail    spView     // the last segPart's, when its segment is active
+	hasTail bool
+	gen     uint64
 }
 
 type spView struct {
@@ -404,24 +407,40 @@ type spView struct {
 // view takes p's segParts holding offsets at or above from. Requires p.mu
 // (read).
 func (p *partition) view(from int64) partView {
-	v := partView{gen: p.segsGen}
 	i, _ := slices.BinarySearchFunc(p.segs, from, func(sp *segPart, off int64) int {
 		if sp.last < off {
 			return -1
 		}
 		return 1
 	})
-	v.sps = make([]spView, 0, len(p.segs)-i)
-	for _, sp := range p.segs[i:] {
-		sv := spView{sp: sp, n: sp.nchunks, last: sp.last, maxTS: sp.maxTS, maxApp: sp.maxAppend}
-		if n := len(sp.chunks); n > 0 {
-			sv.inMem, sv.chunks, sv.lastChunk = true, sp.chunks[:n-1:n-1], sp.chunks[n-1]
-		} else if sp.chunks != nil {
-			sv.inMem = true
+	v := partView{segs: p.segs[i:len(p.segs):len(p.segs)], gen: p.segsGen}
+	if n := len(v.segs); n > 0 && v.segs[n-1].chunks != nil {
+		sp := v.segs[n-1]
+		c := len(sp.chunks)
+		v.tail = spView{sp: sp, inMem: true, n: sp.nchunks, last: sp.last, maxTS: sp.maxTS, maxApp: sp.maxAppend}
+		if c > 0 {
+			v.tail.chunks, v.tail.lastChunk = sp.chunks[:c-1:c-1], sp.chunks[c-1]
 		}
-		v.sps = append(v.sps, sv)
+		v.hasTail = true
 	}
 	return v
+}
+
+// len is the number of segParts in the view.
+func (v *partView) len() int { return len(v.segs) }
+
+// at returns the view of segPart i.
+func (v *partView) at(i int) spView {
+	if v.hasTail && i == len(v.segs)-1 {
+		return v.tail
+	}
+	return sealedView(v.segs[i])
+}
+
+// sealedView is the view of a sealed segPart (or of one not yet holding a
+// published frame), read without a lock: those fields no longer change.
+func sealedView(sp *segPart) spView {
+	return spView{sp: sp, n: sp.nchunks, last: sp.last, maxTS: sp.maxTS, maxApp: sp.maxAppend}
 }
 
 // at returns chunk i of an in-memory view.

@@ -165,8 +165,8 @@ func (s *Store) readSegmentsOnce(p *partition, offset, end int64, maxBytes int) 
 		n += len(raw)
 		return true
 	}
-	for i := 0; i < len(v.sps) && !done; i++ {
-		sv := &v.sps[i]
+	for i := 0; i < v.len() && !done; i++ {
+		sv := v.at(i)
 		if sv.sp.first >= end {
 			break
 		}
@@ -279,8 +279,8 @@ func (s *Store) findBatch(ctx context.Context, op, stream string, partition int3
 // at or after first, whose max timestamp is >= ts; nil when none. ok is
 // false when a segment was removed meanwhile.
 func (s *Store) firstAtTimestamp(v *partView, first, ts int64) ([]byte, bool, error) {
-	for i := range v.sps {
-		sv := &v.sps[i]
+	for i := 0; i < v.len(); i++ {
+		sv := v.at(i)
 		if sv.maxTS < ts {
 			continue
 		}
@@ -296,7 +296,7 @@ func (s *Store) firstAtTimestamp(v *partView, first, ts int64) ([]byte, bool, er
 		// raised the running timestamp earlier, then it is read on from
 		// first.
 		var found []byte
-		ok, err = s.eachFrame(sv, max(k1, k2), func(f *frameInfo, raw []byte) bool {
+		ok, err = s.eachFrame(&sv, max(k1, k2), func(f *frameInfo, raw []byte) bool {
 			if f.last >= first && f.size > batch.HeaderLen && f.maxTS >= ts {
 				found = raw
 				return false
@@ -314,8 +314,8 @@ func (s *Store) firstAtTimestamp(v *partView, first, ts int64) ([]byte, bool, er
 // records and end at or after first (noTimestamp when none).
 func (s *Store) maxTimestamp(v *partView, first int64) (int64, bool, error) {
 	best := int64(noTimestamp)
-	for i := range v.sps {
-		sv := &v.sps[i]
+	for i := 0; i < v.len(); i++ {
+		sv := v.at(i)
 		if sv.sp.first >= first || sv.maxTS <= best {
 			best = max(best, sv.maxTS)
 			continue

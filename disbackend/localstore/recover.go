@@ -278,7 +278,7 @@ func (s *Store) loadIndex(sg *segment, sf segFiles, replay func() bool) (bool, e
 	if replay() {
 		s.stats.replayed++
 		for _, sp := range sortedParts(parts) {
-			sv := spView{sp: sp, n: sp.nchunks}
+			sv := sealedView(sp)
 			if _, err := s.eachFrame(&sv, 0, func(f *frameInfo, raw []byte) bool {
 				f.setProducer(raw)
 				s.rebuildFrame(sg.st, f)

@@ -114,8 +114,8 @@ func (s *Store) expiredUpTo(p *partition, cutoffMS int64) (int64, error) {
 
 func (s *Store) expiredIn(v *partView, first, cutoffMS int64) (int64, bool, error) {
 	to := first
-	for i := range v.sps {
-		sv := &v.sps[i]
+	for i := 0; i < v.len(); i++ {
+		sv := v.at(i)
 		if sv.maxApp < cutoffMS {
 			to = max(to, sv.last+1)
 			continue
@@ -136,7 +136,7 @@ func (s *Store) expiredIn(v *partView, first, cutoffMS int64) (int64, bool, erro
 			to = max(to, cs[0].last+1)
 		}
 		reached := false
-		ok, err = s.eachFrame(sv, max(k1, k2), func(f *frameInfo, raw []byte) bool {
+		ok, err = s.eachFrame(&sv, max(k1, k2), func(f *frameInfo, raw []byte) bool {
 			if f.last < first {
 				return true
 			}
@@ -160,10 +160,10 @@ func (s *Store) expiredIn(v *partView, first, cutoffMS int64) (int64, bool, erro
 // its first segPart (the one holding off): what PartitionBytes leaves out
 // of it.
 func (s *Store) bytesBelow(v *partView, off int64) (int64, bool, error) {
-	if len(v.sps) == 0 || v.sps[0].sp.first >= off {
+	if v.len() == 0 || v.segs[0].first >= off {
 		return 0, true, nil
 	}
-	sv := &v.sps[0]
+	sv := v.at(0)
 	k, ok, err := sv.search(func(c *chunk) bool { return c.last >= off })
 	if err != nil || !ok {
 		return 0, ok, err
