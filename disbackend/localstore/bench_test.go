@@ -276,8 +276,10 @@ func benchCreate1(tb testing.TB, s *Store, name string) {
 // BenchmarkOldOffsets measures reads far behind the tail on a partition
 // of many one-record batches (DISGW_BENCH_BATCHES, 1,000,000 when unset):
 // "fetch" reads 1 MiB (franz-go's fetch.max.partition.bytes) at a random
-// offset of the oldest 90% (never in the tail cache), "timestamp" finds
-// the batch of a random timestamp of the same range (Kafka ListOffsets by
+// offset of the oldest 90% (never in the tail cache; DISGW_BENCH_SPAN
+// batches from the start when set, and DISGW_BENCH_WARM=1 reads them once
+// first, so that the page cache holds them), "timestamp" finds the batch
+// of a random timestamp of the same range (Kafka ListOffsets by
 // timestamp). It reports each op's p50 and p99 in microseconds. The
 // 50-million-batch figures of docs/architecture.md §5 come from
 //
@@ -290,7 +292,19 @@ func BenchmarkOldOffsets(b *testing.B) {
 	defer s.Close()
 	b.Logf("heap %d MiB, rss %d MiB with %d batches", heapAfterGC()>>20, rssBytes()>>20, n)
 	ctx := context.Background()
-	span := int64(n) * 9 / 10
+	span := int64(envInt(b, "DISGW_BENCH_SPAN", n*9/10))
+	if os.Getenv("DISGW_BENCH_WARM") != "" {
+		// Read the span once, so that the page cache holds it.
+		start := time.Now()
+		for off := int64(0); off < span; {
+			res, err := s.Read(ctx, "old", 0, off, 8<<20)
+			if err != nil || len(res.Batches) == 0 {
+				b.Fatalf("warming at %d: %v", off, err)
+			}
+			off = batch.LastOffset(res.Batches[len(res.Batches)-1]) + 1
+		}
+		b.Logf("warmed %d batches in %v", span, time.Since(start))
+	}
 	for _, tc := range []struct {
 		name string
 		op   func(x int64) error
