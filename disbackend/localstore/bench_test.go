@@ -338,6 +338,13 @@ func BenchmarkOldOffsets(b *testing.B) {
 			}
 			b.StopTimer()
 			slices.Sort(lat)
+			if os.Getenv("DISGW_BENCH_DECILES") != "" {
+				var d []string
+				for q := 1; q < 10; q++ {
+					d = append(d, fmt.Sprint(lat[len(lat)*q/10].Microseconds()))
+				}
+				b.Logf("deciles (µs): %s", strings.Join(d, " "))
+			}
 			b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
 			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
 		})

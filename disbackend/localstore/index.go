@@ -473,6 +473,13 @@ func (sv *spView) entries(i, n int64) ([]chunk, bool, error) {
 // (pred false then true along the chunks), n when none. ok is false when
 // the segment was removed meanwhile.
 func (sv *spView) search(pred func(*chunk) bool) (int64, bool, error) {
+	k, _, ok, err := sv.searchFrom(pred, 0)
+	return k, ok, err
+}
+
+// searchFrom is search that also returns up to want chunks from the one
+// found, read with the last step of the search.
+func (sv *spView) searchFrom(pred func(*chunk) bool, want int64) (int64, []chunk, bool, error) {
 	if sv.inMem {
 		i, _ := slices.BinarySearchFunc(sv.chunks, true, func(c chunk, _ bool) int {
 			if pred(&c) {
@@ -483,14 +490,16 @@ func (sv *spView) search(pred func(*chunk) bool) (int64, bool, error) {
 		if i == len(sv.chunks) && sv.n > 0 && !pred(&sv.lastChunk) {
 			i++
 		}
-		return int64(min(int64(i), sv.n)), true, nil
+		k := min(int64(i), sv.n)
+		cs, ok, err := sv.entries(k, want)
+		return k, cs, ok, err
 	}
 	lo, hi := int64(0), sv.n
-	for hi-lo > 64 {
+	for hi-lo > 512 { // then the rest is read at once (40 KiB)
 		mid := lo + (hi-lo)/2
 		cs, ok, err := sv.entries(mid, 1)
 		if err != nil || !ok {
-			return 0, ok, err
+			return 0, nil, ok, err
 		}
 		if pred(&cs[0]) {
 			hi = mid
@@ -498,16 +507,19 @@ func (sv *spView) search(pred func(*chunk) bool) (int64, bool, error) {
 			lo = mid + 1
 		}
 	}
-	cs, ok, err := sv.entries(lo, hi-lo)
+	cs, ok, err := sv.entries(lo, hi-lo+want)
 	if err != nil || !ok {
-		return 0, ok, err
+		return 0, nil, ok, err
 	}
-	for i := range cs {
+	k := hi
+	for i := range cs[:min(int64(len(cs)), hi-lo)] {
 		if pred(&cs[i]) {
-			return lo + int64(i), true, nil
+			k = lo + int64(i)
+			break
 		}
 	}
-	return hi, true, nil
+	cs = cs[k-lo:]
+	return k, cs[:min(int64(len(cs)), want)], true, nil
 }
 
 // readChunks reads cs, which are stored one after another in the

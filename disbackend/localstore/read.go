@@ -136,8 +136,14 @@ func (s *Store) readSegments(p *partition, offset, end int64, maxBytes int) ([][
 	}
 }
 
-// readPage is how many index entries a read takes at a time (20 KiB).
+// readPage is how many index entries a lookup takes at a time (20 KiB);
+// a read takes enough for maxBytes (readPageFor).
 const readPage = 256
+
+// readPageFor is how many index entries a read of maxBytes takes at a
+// time: enough for maxBytes of batches of 2 KiB a chunk, so that one
+// read of adjacent chunks serves it, at most 4096 (320 KiB).
+func readPageFor(maxBytes int) int64 { return int64(min(4096, max(readPage, maxBytes/2048+2))) }
 
 // readSegmentsOnce is readSegments from one view of the partition's
 // segments (of generation gen); no batches when a segment it needed was
@@ -170,14 +176,16 @@ func (s *Store) readSegmentsOnce(p *partition, offset, end int64, maxBytes int) 
 		if sv.sp.first >= end {
 			break
 		}
-		k, ok, err := sv.search(func(c *chunk) bool { return c.last >= offset })
+		page := readPageFor(maxBytes)
+		k, cs, ok, err := sv.searchFrom(func(c *chunk) bool { return c.last >= offset }, page)
 		if err != nil || !ok {
 			return nil, 0, 0, v.gen, err
 		}
 		for k < sv.n && !done {
-			cs, ok, err := sv.entries(k, readPage)
-			if err != nil || !ok {
-				return nil, 0, 0, v.gen, err
+			if len(cs) == 0 {
+				if cs, ok, err = sv.entries(k, page); err != nil || !ok {
+					return nil, 0, 0, v.gen, err
+				}
 			}
 			k += int64(len(cs))
 			for j := 0; j < len(cs) && !done; {
@@ -202,6 +210,7 @@ func (s *Store) readSegmentsOnce(p *partition, offset, end int64, maxBytes int) 
 				}
 				j = r
 			}
+			cs = nil
 		}
 	}
 	if len(out) == 0 {
