@@ -400,6 +400,7 @@ type spView struct {
 	inMem     bool
 	n         int64 // its chunks
 	last      int64
+	bytes     int64
 	maxTS     int64
 	maxApp    int64
 }
@@ -417,7 +418,7 @@ func (p *partition) view(from int64) partView {
 	if n := len(v.segs); n > 0 && v.segs[n-1].chunks != nil {
 		sp := v.segs[n-1]
 		c := len(sp.chunks)
-		v.tail = spView{sp: sp, inMem: true, n: sp.nchunks, last: sp.last, maxTS: sp.maxTS, maxApp: sp.maxAppend}
+		v.tail = spView{sp: sp, inMem: true, n: sp.nchunks, last: sp.last, bytes: sp.bytes, maxTS: sp.maxTS, maxApp: sp.maxAppend}
 		if c > 0 {
 			v.tail.chunks, v.tail.lastChunk = sp.chunks[:c-1:c-1], sp.chunks[c-1]
 		}
@@ -440,7 +441,7 @@ func (v *partView) at(i int) spView {
 // sealedView is the view of a sealed segPart (or of one not yet holding a
 // published frame), read without a lock: those fields no longer change.
 func sealedView(sp *segPart) spView {
-	return spView{sp: sp, n: sp.nchunks, last: sp.last, maxTS: sp.maxTS, maxApp: sp.maxAppend}
+	return spView{sp: sp, n: sp.nchunks, last: sp.last, bytes: sp.bytes, maxTS: sp.maxTS, maxApp: sp.maxAppend}
 }
 
 // at returns chunk i of an in-memory view.
@@ -495,7 +496,7 @@ func (sv *spView) searchFrom(pred func(*chunk) bool, want int64) (int64, []chunk
 		return k, cs, ok, err
 	}
 	lo, hi := int64(0), sv.n
-	for hi-lo > 512 { // then the rest is read at once (40 KiB)
+	for hi-lo > 128 { // then the rest is read at once (10 KiB)
 		mid := lo + (hi-lo)/2
 		cs, ok, err := sv.entries(mid, 1)
 		if err != nil || !ok {

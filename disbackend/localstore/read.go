@@ -140,10 +140,13 @@ func (s *Store) readSegments(p *partition, offset, end int64, maxBytes int) ([][
 // a read takes enough for maxBytes (readPageFor).
 const readPage = 256
 
-// readPageFor is how many index entries a read of maxBytes takes at a
-// time: enough for maxBytes of batches of 2 KiB a chunk, so that one
-// read of adjacent chunks serves it, at most 4096 (320 KiB).
-func readPageFor(maxBytes int) int64 { return int64(min(4096, max(readPage, maxBytes/2048+2))) }
+// readPageFor is how many index entries a read of maxBytes from sv takes
+// at a time: enough for maxBytes at the segPart's bytes a chunk, so that
+// one read of adjacent chunks serves it, from 4 to 4096 (320 KiB).
+func readPageFor(maxBytes int, sv *spView) int64 {
+	perChunk := max(1, sv.bytes/max(1, sv.n))
+	return min(4096, max(4, int64(maxBytes)/perChunk+2))
+}
 
 // readSegmentsOnce is readSegments from one view of the partition's
 // segments (of generation gen); no batches when a segment it needed was
@@ -176,7 +179,7 @@ func (s *Store) readSegmentsOnce(p *partition, offset, end int64, maxBytes int) 
 		if sv.sp.first >= end {
 			break
 		}
-		page := readPageFor(maxBytes)
+		page := readPageFor(maxBytes, &sv)
 		k, cs, ok, err := sv.searchFrom(func(c *chunk) bool { return c.last >= offset }, page)
 		if err != nil || !ok {
 			return nil, 0, 0, v.gen, err
@@ -189,15 +192,17 @@ func (s *Store) readSegmentsOnce(p *partition, offset, end int64, maxBytes int) 
 			}
 			k += int64(len(cs))
 			for j := 0; j < len(cs) && !done; {
-				if cs[j].base >= end {
-					done = true
+				if cs[j].base >= end || n > 0 && cs[j].size > indexIntervalBytes && n+int(cs[j].size-frameHeaderLen) > maxBytes {
+					done = true // the next batch does not fit (a chunk that large holds one)
 					break
 				}
-				// A run: the chunks stored next to each other, as long as
-				// what they hold after the first is below maxBytes.
+				// A run: the chunks stored next to each other whose
+				// batches fit in maxBytes whole (counting the first
+				// chunk's as at most its size); a chunk that only partly
+				// fits starts the next read.
 				r := j + 1
 				for r < len(cs) && cs[r].pos == cs[r-1].end() && cs[r].base < end &&
-					n+int(cs[r-1].bytesThru-cs[j].bytesThru) < maxBytes {
+					n+int(cs[j].size-frameHeaderLen+cs[r].bytesThru-cs[j].bytesThru) <= maxBytes {
 					r++
 				}
 				ok, err := s.readChunks(sv.sp, cs[j:r], func(buf []byte) { out = slices.Grow(out, countFrames(buf)) }, take)
