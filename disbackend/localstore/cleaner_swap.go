@@ -2,9 +2,7 @@ package localstore
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 
@@ -243,13 +241,6 @@ func finishSwaps(fs vfs.FS, dir string) error {
 	}
 	if changed {
 		return syncDir(fs, dir)
-	}
-	return nil
-}
-
-func removeIfExists(fs vfs.FS, path string) error {
-	if err := fs.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
 	}
 	return nil
 }

@@ -444,14 +444,6 @@ func sealedView(sp *segPart) spView {
 	return spView{sp: sp, n: sp.nchunks, last: sp.last, bytes: sp.bytes, maxTS: sp.maxTS, maxApp: sp.maxAppend}
 }
 
-// at returns chunk i of an in-memory view.
-func (sv *spView) at(i int64) *chunk {
-	if i < int64(len(sv.chunks)) {
-		return &sv.chunks[i]
-	}
-	return &sv.lastChunk
-}
-
 // entries returns chunks [i, i+n) of the view (n clipped to what there
 // is). ok is false when the segment was removed meanwhile.
 func (sv *spView) entries(i, n int64) ([]chunk, bool, error) {

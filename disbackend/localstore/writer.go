@@ -244,10 +244,6 @@ func (s *Store) writeGroup(g *group, nowMS int64) error {
 func (s *Store) activeSegment(st *stream, n, nowMS int64) (*segment, error) {
 	sid := st.sid
 	seg := s.active[sid]
-	segBytes := st.meta.Config.SegmentBytes
-	if segBytes <= 0 {
-		segBytes = s.segBytes
-	}
 	if seg != nil && s.mustRoll(st, seg, n, nowMS) {
 		// rollBefore rolls it before the group is accepted, so that its
 		// producer snapshot holds no batch of the group; here (not
