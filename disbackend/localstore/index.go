@@ -46,20 +46,19 @@ import (
 //	directory    one dirEntryLen entry per partition holding batches
 //	trailer      indexTrailerLen bytes, below
 //
-// A chunk entry, big-endian:
+// A chunk entry, big-endian, 56 bytes:
 //
-//	 0 base        int64  offset of its first batch's first record
-//	 8 last        int64  last offset of its last batch
-//	16 pos         int64  position of its first frame header in the .log
-//	24 size        uint32 bytes of its frames, headers included
-//	28 part        int32
-//	32 bytesThru   int64  batch bytes (headers excluded) of the partition in the segment up to its end
-//	40 maxTS       int64  largest max timestamp of its batches that hold records (ms; noTimestamp when none)
-//	48 runMaxTS    int64  largest maxTS of the partition's chunks in the segment up to this one
-//	56 minApp      int64  smallest append time (ms) of its batches
-//	64 runMaxApp   int64  largest append time (ms) of the partition's batches in the segment up to its end
-//	72 flags       uint32 0; reserved (transactional and control batches)
-//	76 crc         uint32 CRC-32C of bytes 0-75
+//	 0 base       int64   offset of its first batch's first record
+//	 8 lastDelta  uint32  last offset of its last batch, minus base
+//	12 pos        uint48  position of its first frame header in the .log
+//	18 size       uint32  bytes of its frames, headers included
+//	22 bytesThru  uint48  batch bytes (headers excluded) of the partition in the segment up to its end
+//	28 runMaxTS   int64   largest max timestamp (ms) of the partition's batches holding records in
+//	                      the segment up to its end (noTimestamp: none yet); Kafka's time index
+//	36 runMaxApp  int64   largest append time (ms) of the partition's batches in the segment up to its end
+//	44 firstApp   uint32  runMaxApp minus the append time of its first batch (ms, at most 2^32-1)
+//	48 flags      uint32  0; reserved (transactional and control batches)
+//	52 crc        uint32  CRC-32C of bytes 0-51
 //
 // A directory entry: part int32, 0 uint32, start int64 (first entry),
 // count int64, first, last, bytes, maxTS, minAppend, maxAppend int64
@@ -72,7 +71,8 @@ import (
 // the directory only; entries are checked by their own CRC when read.
 const (
 	indexIntervalBytes = 4096 // Kafka's index.interval.bytes
-	chunkEntryLen      = 80
+	chunkEntryLen      = 56
+	maxChunkDelta      = math.MaxUint32 // of a chunk's last offset from its base
 	dirEntryLen        = 72
 	txnEntryLen        = 32
 	indexTrailerLen    = 64
@@ -88,53 +88,57 @@ type chunk struct {
 	pos        int64 // of its first frame header
 	size       int64 // bytes of its frames, headers included
 	bytesThru  int64 // batch bytes of the partition in the segment up to its end
-	maxTS      int64 // ms; noTimestamp when its batches hold no records
-	runMaxTS   int64 // ms; largest maxTS up to this chunk
-	minApp     int64 // ms; smallest append time of its batches
-	runMaxApp  int64 // ms; largest append time up to the end of this chunk
+	runMaxTS   int64 // ms; largest batch max timestamp up to its end, noTimestamp when none
+	firstApp   int64 // ms; append time of its first batch
+	runMaxApp  int64 // ms; largest append time up to its end
 }
 
 func (c *chunk) end() int64 { return c.pos + c.size }
 
-func appendChunkEntry(dst []byte, part int32, c *chunk) []byte {
+func appendUint48(dst []byte, v int64) []byte {
+	return append(dst, byte(v>>40), byte(v>>32), byte(v>>24), byte(v>>16), byte(v>>8), byte(v))
+}
+
+func getUint48(b []byte) int64 {
+	return int64(b[0])<<40 | int64(b[1])<<32 | int64(b[2])<<24 | int64(b[3])<<16 | int64(b[4])<<8 | int64(b[5])
+}
+
+func appendChunkEntry(dst []byte, c *chunk) []byte {
 	be := binary.BigEndian
 	start := len(dst)
 	dst = be.AppendUint64(dst, uint64(c.base))
-	dst = be.AppendUint64(dst, uint64(c.last))
-	dst = be.AppendUint64(dst, uint64(c.pos))
+	dst = be.AppendUint32(dst, uint32(c.last-c.base))
+	dst = appendUint48(dst, c.pos)
 	dst = be.AppendUint32(dst, uint32(c.size))
-	dst = be.AppendUint32(dst, uint32(part))
-	dst = be.AppendUint64(dst, uint64(c.bytesThru))
-	dst = be.AppendUint64(dst, uint64(c.maxTS))
+	dst = appendUint48(dst, c.bytesThru)
 	dst = be.AppendUint64(dst, uint64(c.runMaxTS))
-	dst = be.AppendUint64(dst, uint64(c.minApp))
 	dst = be.AppendUint64(dst, uint64(c.runMaxApp))
+	dst = be.AppendUint32(dst, uint32(min(max(c.runMaxApp-c.firstApp, 0), math.MaxUint32)))
 	dst = be.AppendUint32(dst, 0)
 	return be.AppendUint32(dst, batch.Checksum(dst[start:]))
 }
 
 var errBadIndex = errors.New("index entry corrupt")
 
-func decodeChunkEntry(b []byte) (chunk, int32, error) {
+func decodeChunkEntry(b []byte) (chunk, error) {
 	be := binary.BigEndian
-	if be.Uint32(b[76:]) != batch.Checksum(b[:76]) {
-		return chunk{}, 0, errBadIndex
+	if be.Uint32(b[52:]) != batch.Checksum(b[:52]) {
+		return chunk{}, errBadIndex
 	}
 	c := chunk{
 		base:      int64(be.Uint64(b[0:])),
-		last:      int64(be.Uint64(b[8:])),
-		pos:       int64(be.Uint64(b[16:])),
-		size:      int64(be.Uint32(b[24:])),
-		bytesThru: int64(be.Uint64(b[32:])),
-		maxTS:     int64(be.Uint64(b[40:])),
-		runMaxTS:  int64(be.Uint64(b[48:])),
-		minApp:    int64(be.Uint64(b[56:])),
-		runMaxApp: int64(be.Uint64(b[64:])),
+		pos:       getUint48(b[12:]),
+		size:      int64(be.Uint32(b[18:])),
+		bytesThru: getUint48(b[22:]),
+		runMaxTS:  int64(be.Uint64(b[28:])),
+		runMaxApp: int64(be.Uint64(b[36:])),
 	}
-	if c.last < c.base || c.pos < 0 || c.size < frameHeaderLen {
-		return chunk{}, 0, errBadIndex
+	c.last = c.base + int64(be.Uint32(b[8:]))
+	c.firstApp = c.runMaxApp - int64(be.Uint32(b[44:]))
+	if c.size < frameHeaderLen {
+		return chunk{}, errBadIndex
 	}
-	return c, int32(be.Uint32(b[28:])), nil
+	return c, nil
 }
 
 // segPart is what a segment holds of one partition.
@@ -185,16 +189,15 @@ func (sp *segPart) add(f *frameInfo) bool {
 	sp.bytes += int64(f.size)
 	if n := len(sp.chunks); n > 0 {
 		c := &sp.chunks[n-1]
-		if c.end() == hdrPos && c.size+frameLen <= indexIntervalBytes {
+		if c.end() == hdrPos && c.size+frameLen <= indexIntervalBytes && f.last-c.base <= maxChunkDelta {
 			c.last, c.size, c.bytesThru = f.last, c.size+frameLen, sp.bytes
-			c.maxTS, c.runMaxTS = max(c.maxTS, ts), max(c.runMaxTS, ts)
-			c.minApp, c.runMaxApp = min(c.minApp, f.appendMS), max(c.runMaxApp, f.appendMS)
+			c.runMaxTS, c.runMaxApp = max(c.runMaxTS, ts), max(c.runMaxApp, f.appendMS)
 			sp.jFrom = min(sp.jFrom, n-1)
 			return false
 		}
 	}
 	c := chunk{base: f.base, last: f.last, pos: hdrPos, size: frameLen, bytesThru: sp.bytes,
-		maxTS: ts, runMaxTS: ts, minApp: f.appendMS, runMaxApp: f.appendMS}
+		runMaxTS: ts, firstApp: f.appendMS, runMaxApp: f.appendMS}
 	if n := len(sp.chunks); n > 0 {
 		prev := &sp.chunks[n-1]
 		c.runMaxTS, c.runMaxApp = max(c.runMaxTS, prev.runMaxTS), max(c.runMaxApp, prev.runMaxApp)
@@ -230,7 +233,7 @@ func newIndexWriter(fs vfs.FS, path string) (*indexWriter, error) {
 func (w *indexWriter) addPart(sp *segPart) (start int64) {
 	start = w.written
 	for i := range sp.chunks {
-		w.buf = appendChunkEntry(w.buf, sp.part, &sp.chunks[i])
+		w.buf = appendChunkEntry(w.buf, &sp.chunks[i])
 		if len(w.buf) >= 1<<20 {
 			w.flush()
 		}
@@ -344,7 +347,7 @@ func readIndexDir(f vfs.File, sg *segment) (map[int32]*segPart, int64, error) {
 
 // readEntries reads n entries of the segment's index file from entry i.
 // ok is false when the segment was closed (removed meanwhile).
-func (sg *segment) readEntries(i, n int64, part int32) ([]chunk, bool, error) {
+func (sg *segment) readEntries(i, n int64) ([]chunk, bool, error) {
 	buf := make([]byte, n*chunkEntryLen)
 	sg.mu.RLock()
 	if sg.f == nil {
@@ -367,10 +370,7 @@ func (sg *segment) readEntries(i, n int64, part int32) ([]chunk, bool, error) {
 	}
 	out := make([]chunk, n)
 	for k := range out {
-		c, p, err := decodeChunkEntry(buf[k*chunkEntryLen:])
-		if err == nil && p != part {
-			err = errBadIndex
-		}
+		c, err := decodeChunkEntry(buf[k*chunkEntryLen:])
 		if err != nil {
 			return nil, true, fmt.Errorf("segment %s: index entry %d: %w", sg.path, i+int64(k), err)
 		}
@@ -459,7 +459,7 @@ func (sv *spView) entries(i, n int64) ([]chunk, bool, error) {
 		out = append(out, sv.chunks[min(i, int64(len(sv.chunks))):]...)
 		return append(out, sv.lastChunk), true, nil
 	}
-	return sv.sp.seg.readEntries(sv.sp.ixStart+i, n, sv.sp.part)
+	return sv.sp.seg.readEntries(sv.sp.ixStart+i, n)
 }
 
 // search returns the first chunk index in [0, n) for which pred is true

@@ -44,6 +44,7 @@ const (
 	journalMagic     = 0x44474a31 // "DGJ1"
 	journalHeaderLen = 16
 	journalBodyHead  = 24
+	journalEntryLen  = 4 + chunkEntryLen
 )
 
 // noteJournal records, on the syncer, that sp's segment published a frame
@@ -73,12 +74,13 @@ func (s *Store) writeJournalBlock(sg *segment) {
 	if sg.jfailed || sg.unjournaled() <= 0 {
 		return
 	}
-	body := make([]byte, journalBodyHead, journalBodyHead+64*chunkEntryLen)
+	body := make([]byte, journalBodyHead, journalBodyHead+64*journalEntryLen)
 	be := binary.BigEndian
 	chunks := 0
 	for _, sp := range sg.jparts {
 		for i := sp.jFrom; i < len(sp.chunks); i++ {
-			body = appendChunkEntry(body, sp.part, &sp.chunks[i])
+			body = be.AppendUint32(body, uint32(sp.part))
+			body = appendChunkEntry(body, &sp.chunks[i])
 			chunks++
 		}
 		sp.jFrom, sp.jTouched = len(sp.chunks), false
@@ -185,7 +187,7 @@ func (js *journalState) apply(sg *segment, body []byte, logSize int64) (int64, b
 	be := binary.BigEndian
 	covered := int64(be.Uint64(body))
 	nChunks, nStates := int(be.Uint32(body[8:])), int(be.Uint32(body[12:]))
-	if covered < js.covered || covered > logSize || nChunks*chunkEntryLen > len(body)-journalBodyHead {
+	if covered < js.covered || covered > logSize || nChunks*journalEntryLen > len(body)-journalBodyHead {
 		return 0, false
 	}
 	rest := body[journalBodyHead:]
@@ -195,13 +197,15 @@ func (js *journalState) apply(sg *segment, body []byte, logSize int64) (int64, b
 	}
 	entries := make([]entry, 0, nChunks)
 	for i := 0; i < nChunks; i++ {
-		c, part, err := decodeChunkEntry(rest[i*chunkEntryLen:])
+		e := rest[i*journalEntryLen:]
+		part := int32(be.Uint32(e))
+		c, err := decodeChunkEntry(e[4:])
 		if err != nil || part < 0 || c.end() > covered {
 			return 0, false
 		}
 		entries = append(entries, entry{part, c})
 	}
-	rest = rest[nChunks*chunkEntryLen:]
+	rest = rest[nChunks*journalEntryLen:]
 	delta := make([]snapshotEntry, 0, nStates)
 	for i := 0; i < nStates; i++ {
 		e, n, ok := decodeProducerState(rest, sg.sid)
@@ -236,6 +240,6 @@ func (sp *segPart) applyChunk(c chunk) {
 		sp.nchunks++
 	}
 	sp.last, sp.bytes = c.last, c.bytesThru
-	sp.maxTS = max(sp.maxTS, c.maxTS)
-	sp.minAppend, sp.maxAppend = min(sp.minAppend, c.minApp), max(sp.maxAppend, c.runMaxApp)
+	sp.maxTS = max(sp.maxTS, c.runMaxTS)
+	sp.minAppend, sp.maxAppend = min(sp.minAppend, c.firstApp), max(sp.maxAppend, c.runMaxApp)
 }

@@ -310,7 +310,7 @@ func (s *Store) firstAtTimestamp(v *partView, first, ts int64) ([]byte, bool, er
 		// raised the running timestamp earlier, then it is read on from
 		// first.
 		var found []byte
-		ok, err = s.eachFrame(&sv, max(k1, k2), func(f *frameInfo, raw []byte) bool {
+		ok, err = s.eachFrame(&sv, max(k1, k2), sv.n, func(f *frameInfo, raw []byte) bool {
 			if f.last >= first && f.size > batch.HeaderLen && f.maxTS >= ts {
 				found = raw
 				return false
@@ -325,7 +325,11 @@ func (s *Store) firstAtTimestamp(v *partView, first, ts int64) ([]byte, bool, er
 }
 
 // maxTimestamp returns the largest timestamp of v's batches that hold
-// records and end at or after first (noTimestamp when none).
+// records and end at or after first (noTimestamp when none): each
+// segment's from the index, but for the segment holding first, whose
+// batches below first do not count: its chunk holding first is read, and
+// the chunks after it count by their running largest timestamp when it
+// grew past that chunk's (else they are read too: rare).
 func (s *Store) maxTimestamp(v *partView, first int64) (int64, bool, error) {
 	best := int64(noTimestamp)
 	for i := 0; i < v.len(); i++ {
@@ -334,16 +338,20 @@ func (s *Store) maxTimestamp(v *partView, first int64) (int64, bool, error) {
 			best = max(best, sv.maxTS)
 			continue
 		}
-		// The segment holding first: its batches below first do not count.
 		k, ok, err := sv.search(func(c *chunk) bool { return c.last >= first })
-		if err != nil || !ok {
+		if err != nil || !ok || k == sv.n {
 			return 0, ok, err
 		}
 		cs, ok, err := sv.entries(k, 1)
-		if err != nil || !ok || len(cs) == 0 {
+		if err != nil || !ok {
 			return 0, ok, err
 		}
-		ok, err = s.readChunks(sv.sp, cs, nil, func(f *frameInfo, raw []byte) bool {
+		upTo := sv.n // the chunks to read
+		if sv.maxTS > cs[0].runMaxTS {
+			best = max(best, sv.maxTS) // reached after chunk k
+			upTo = k + 1
+		}
+		ok, err = s.eachFrame(&sv, k, upTo, func(f *frameInfo, raw []byte) bool {
 			if f.last >= first && f.size > batch.HeaderLen {
 				best = max(best, f.maxTS)
 			}
@@ -352,23 +360,15 @@ func (s *Store) maxTimestamp(v *partView, first int64) (int64, bool, error) {
 		if err != nil || !ok {
 			return 0, ok, err
 		}
-		for k++; k < sv.n; k += readPage {
-			cs, ok, err := sv.entries(k, readPage)
-			if err != nil || !ok {
-				return 0, ok, err
-			}
-			for _, c := range cs {
-				best = max(best, c.maxTS)
-			}
-		}
 	}
 	return best, true, nil
 }
 
-// eachFrame calls fn with the frames of sv from chunk k on, in order,
+// eachFrame calls fn with the frames of sv's chunks [k, end), in order,
 // until fn returns false. ok is false when the segment was removed
 // meanwhile.
-func (s *Store) eachFrame(sv *spView, k int64, fn func(f *frameInfo, raw []byte) bool) (bool, error) {
+func (s *Store) eachFrame(sv *spView, k, end int64, fn func(f *frameInfo, raw []byte) bool) (bool, error) {
+	end = min(end, sv.n)
 	stop := false
 	wrapped := func(f *frameInfo, raw []byte) bool {
 		if !fn(f, raw) {
@@ -377,8 +377,8 @@ func (s *Store) eachFrame(sv *spView, k int64, fn func(f *frameInfo, raw []byte)
 		}
 		return true
 	}
-	for ; k < sv.n && !stop; k += readPage {
-		cs, ok, err := sv.entries(k, readPage)
+	for ; k < end && !stop; k += readPage {
+		cs, ok, err := sv.entries(k, min(readPage, end-k))
 		if err != nil || !ok {
 			return ok, err
 		}

@@ -279,7 +279,7 @@ func (s *Store) loadIndex(sg *segment, sf segFiles, replay func() bool) (bool, e
 		s.stats.replayed++
 		for _, sp := range sortedParts(parts) {
 			sv := sealedView(sp)
-			if _, err := s.eachFrame(&sv, 0, func(f *frameInfo, raw []byte) bool {
+			if _, err := s.eachFrame(&sv, 0, sv.n, func(f *frameInfo, raw []byte) bool {
 				f.setProducer(raw)
 				s.rebuildFrame(sg.st, f)
 				return true

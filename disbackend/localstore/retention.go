@@ -136,7 +136,7 @@ func (s *Store) expiredIn(v *partView, first, cutoffMS int64) (int64, bool, erro
 			to = max(to, cs[0].last+1)
 		}
 		reached := false
-		ok, err = s.eachFrame(&sv, max(k1, k2), func(f *frameInfo, raw []byte) bool {
+		ok, err = s.eachFrame(&sv, max(k1, k2), sv.n, func(f *frameInfo, raw []byte) bool {
 			if f.last < first {
 				return true
 			}

@@ -118,7 +118,7 @@ const (
 	memTableSize          = 4 << 20 // Pebble holds metadata only
 	defaultMaxUnindexed   = 64 << 20
 	// maxActiveChunks bounds the index entries the active segments keep in
-	// memory, all streams together (72 bytes each, about 9 MiB): past it
+	// memory, all streams together (64 bytes each, 8 MiB): past it
 	// the active segment with the most is sealed, its entries written to
 	// its index file.
 	maxActiveChunks = 1 << 17
