@@ -485,7 +485,7 @@ func (s *Store) writeCleaned(plan *cleanPlan) (*cleaned, error) {
 		}
 		if sp := out.cur; sp != nil {
 			sp.ixStart, sp.ixCount = ixw.addPart(sp), int64(len(sp.chunks))
-			sp.chunks, out.cur = nil, nil
+			sp.chunks, sp.sealed, out.cur = nil, true, nil
 			if ixw.err != nil {
 				return fail(fmt.Errorf("segment %s: write: %w", out.ixPath, ixw.err))
 			}

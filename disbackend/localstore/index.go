@@ -159,6 +159,9 @@ type segPart struct {
 	chunks           []chunk
 	nchunks          int64 // chunks in all (in memory or in the file)
 	ixStart, ixCount int64
+	// sealed is set (under the partition's mu) once the segment is sealed:
+	// from then on nothing above changes.
+	sealed bool
 	// jFrom is the first chunk changed since the last journal block, and
 	// jTouched whether the part is in its segment's jparts (the syncer's).
 	jFrom    int
@@ -331,7 +334,7 @@ func readIndexDir(f vfs.File, sg *segment) (map[int32]*segPart, int64, error) {
 		e := dir[i*dirEntryLen:]
 		v := func(k int) int64 { return int64(be.Uint64(e[8+8*k:])) }
 		sp := &segPart{seg: sg, part: int32(be.Uint32(e)), ixStart: v(0), ixCount: v(1), first: v(2), last: v(3),
-			bytes: v(4), maxTS: v(5), minAppend: v(6), maxAppend: v(7)}
+			bytes: v(4), maxTS: v(5), minAppend: v(6), maxAppend: v(7), sealed: true}
 		sp.nchunks = sp.ixCount
 		if sp.part < 0 || sp.ixStart < 0 || sp.ixCount <= 0 || sp.ixStart+sp.ixCount > entries || sp.last < sp.first || out[sp.part] != nil {
 			return nil, 0, errBadIndex
@@ -415,10 +418,10 @@ func (p *partition) view(from int64) partView {
 		return 1
 	})
 	v := partView{segs: p.segs[i:len(p.segs):len(p.segs)], gen: p.segsGen}
-	if n := len(v.segs); n > 0 && v.segs[n-1].chunks != nil {
+	if n := len(v.segs); n > 0 && !v.segs[n-1].sealed {
 		sp := v.segs[n-1]
 		c := len(sp.chunks)
-		v.tail = spView{sp: sp, inMem: true, n: sp.nchunks, last: sp.last, bytes: sp.bytes, maxTS: sp.maxTS, maxApp: sp.maxAppend}
+		v.tail = spView{sp: sp, inMem: c > 0, n: sp.nchunks, last: sp.last, bytes: sp.bytes, maxTS: sp.maxTS, maxApp: sp.maxAppend}
 		if c > 0 {
 			v.tail.chunks, v.tail.lastChunk = sp.chunks[:c-1:c-1], sp.chunks[c-1]
 		}
@@ -438,8 +441,8 @@ func (v *partView) at(i int) spView {
 	return sealedView(v.segs[i])
 }
 
-// sealedView is the view of a sealed segPart (or of one not yet holding a
-// published frame), read without a lock: those fields no longer change.
+// sealedView is the view of a sealed segPart, read without a lock: its
+// fields no longer change.
 func sealedView(sp *segPart) spView {
 	return spView{sp: sp, n: sp.nchunks, last: sp.last, bytes: sp.bytes, maxTS: sp.maxTS, maxApp: sp.maxAppend}
 }

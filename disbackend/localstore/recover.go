@@ -433,7 +433,7 @@ func (s *Store) sealRecovered(sg *segment, parts map[int32]*segPart) error {
 		return fmt.Errorf("write index: %w", err)
 	}
 	for _, sp := range parts {
-		sp.chunks = nil
+		sp.chunks, sp.sealed = nil, true
 	}
 	sg.sealed = true
 	s.stats.rebuiltIndexes++

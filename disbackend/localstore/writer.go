@@ -351,7 +351,7 @@ func (s *Store) seal(seg *segment, snapshot bool) error {
 	for _, sp := range parts {
 		p := seg.st.parts[sp.part]
 		p.mu.Lock()
-		sp.chunks = nil
+		sp.chunks, sp.sealed = nil, true
 		p.mu.Unlock()
 	}
 	s.activeChunks.Add(-seg.chunks.Load())
