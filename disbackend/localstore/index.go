@@ -518,6 +518,65 @@ func (sv *spView) searchFrom(pred func(*chunk) bool, want int64) (int64, []chunk
 	return k, cs[:min(int64(len(cs)), want)], true, nil
 }
 
+// seekOffset is searchFrom for the first chunk ending at or after offset,
+// in fewer reads: offsets grow about evenly along a segment's chunks, so
+// it reads a window of entries where offset should be (interpolation),
+// and narrows the range with each window that misses (every other one
+// halves it, whatever the offsets' spread). The window holds want entries
+// past its middle, which come back with the chunk found.
+func (sv *spView) seekOffset(offset, want int64) (int64, []chunk, bool, error) {
+	pred := func(c *chunk) bool { return c.last >= offset }
+	if sv.inMem || sv.n <= seekWindow {
+		return sv.searchFrom(pred, want)
+	}
+	lo, hi := int64(0), sv.n // the chunk is in [lo, hi]
+	loOff, hiOff := sv.sp.first, sv.last+1
+	for round := 0; hi-lo > seekWindow; round++ {
+		mid := lo + (hi-lo)/2
+		if round%2 == 0 && hiOff > loOff {
+			f := float64(offset-loOff) / float64(hiOff-loOff)
+			mid = lo + int64(f*float64(hi-lo))
+		}
+		start := min(max(mid-seekWindow/2, lo), hi-seekWindow)
+		cs, ok, err := sv.entries(start, seekWindow+want)
+		if err != nil || !ok {
+			return 0, nil, ok, err
+		}
+		switch w := cs[:seekWindow]; {
+		case pred(&w[0]):
+			hi, hiOff = start, w[0].base
+		case !pred(&w[len(w)-1]):
+			lo, loOff = start+seekWindow, w[len(w)-1].last+1
+		default:
+			i, _ := slices.BinarySearchFunc(w, true, func(c chunk, _ bool) int {
+				if pred(&c) {
+					return 1
+				}
+				return -1
+			})
+			cs = cs[i:]
+			return start + int64(i), cs[:min(int64(len(cs)), want)], true, nil
+		}
+	}
+	cs, ok, err := sv.entries(lo, hi-lo+want)
+	if err != nil || !ok {
+		return 0, nil, ok, err
+	}
+	k := hi
+	for i := range cs[:min(int64(len(cs)), hi-lo)] {
+		if pred(&cs[i]) {
+			k = lo + int64(i)
+			break
+		}
+	}
+	cs = cs[k-lo:]
+	return k, cs[:min(int64(len(cs)), want)], true, nil
+}
+
+// seekWindow is how many index entries seekOffset reads around where it
+// expects the offset (7 KiB).
+const seekWindow = 128
+
 // readChunks reads cs, which are stored one after another in the
 // segment, with one read, and calls fn with each of their frames in
 // order until fn returns false. ok is false when the segment was removed

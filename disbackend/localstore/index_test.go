@@ -425,3 +425,49 @@ func TestRetentionInsideSegment(t *testing.T) {
 	}
 	_ = s.Close()
 }
+
+// TestSeekOffset reads at offsets all along a sealed segment of many
+// chunks whose batches are unevenly sized (one region of large batches
+// among small ones), so that the interpolated windows of seekOffset miss
+// and narrow, and checks each read starts at the batch holding the
+// offset.
+func TestSeekOffset(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	opts := Options{FS: vfs.NewMem(), CacheBytesPerPartition: -1, CleanerInterval: -1}
+	s := openT(t, "db", opts)
+	createStream(t, s, "k", 1)
+	var bases []int64
+	var q []*disbackend.Pending
+	for i := 0; i < 12000; i++ {
+		n, size := int32(1), 10
+		switch {
+		case i >= 3000 && i < 3300:
+			size = 3000 // a region of large batches
+		case i%97 == 0:
+			n = 50 // and some batches of many records
+		}
+		q = append(q, s.Append("k", 0, backendtest.MakeBatch(backendtest.BatchOptions{NumRecords: n, RecordBytes: size, Seed: uint64(i)})))
+	}
+	for _, p := range q {
+		res, err := p.Wait(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bases = append(bases, res.BaseOffset)
+	}
+	s = reopen(t, s, opts)
+	defer s.Close()
+	if sv := sealedView(s.streams["k"].parts[0].segs[0]); sv.n <= 4*seekWindow {
+		t.Fatalf("%d chunks; want many more than a window", sv.n)
+	}
+	r, _ := s.Range("k", 0)
+	for off := int64(0); off < r.Next; off += 7 {
+		i, _ := slices.BinarySearch(bases, off+1)
+		want := bases[i-1]
+		res, err := s.Read(ctx, "k", 0, off, 1)
+		if err != nil || len(res.Batches) != 1 || batch.BaseOffset(res.Batches[0]) != want {
+			t.Fatalf("read at %d: %d batches, %v; want the batch at %d", off, len(res.Batches), err, want)
+		}
+	}
+}

@@ -180,7 +180,7 @@ func (s *Store) readSegmentsOnce(p *partition, offset, end int64, maxBytes int) 
 			break
 		}
 		page := readPageFor(maxBytes, &sv)
-		k, cs, ok, err := sv.searchFrom(func(c *chunk) bool { return c.last >= offset }, page)
+		k, cs, ok, err := sv.seekOffset(offset, page)
 		if err != nil || !ok {
 			return nil, 0, 0, v.gen, err
 		}
