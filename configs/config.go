@@ -401,6 +401,13 @@ type Config struct {
 	// it longer than clients' `delivery.timeout.ms` (the Java client's
 	// default is 2 minutes), see docs/limits.md.
 	ProducerIDExpiration time.Duration `yaml:"producer_id_expiration" default:"24h" range:"> 0"`
+	// MaxUnindexedBytes bounds the bytes of the embedded store's active
+	// segments, summed over every topic, that no index on disk covers:
+	// past it the store writes their index journals. A restart after a
+	// crash (kill -9, power loss) scans at most this much of the segments,
+	// plus the batches being written at the crash; a clean restart scans
+	// nothing.
+	MaxUnindexedBytes int64 `yaml:"max_unindexed_bytes" default:"67108864" range:"at least 1048576 (1 MiB)" unit:"bytes"`
 	// GroupInitialRebalanceDelay is how long a new consumer group waits for
 	// more members before its first rebalance (Kafka
 	// `group.initial.rebalance.delay.ms`); `-1` means no delay.

@@ -639,6 +639,7 @@ func localstoreOptions(cfg configs.Config, log *zap.Logger) localstore.Options {
 		CleanerInterval:        cfg.CleanerCheckInterval,
 		CleanerBufferBytes:     cfg.CleanerDedupeBufferBytes,
 		ProducerStateExpiry:    cfg.ProducerIDExpiration,
+		MaxUnindexedBytes:      cfg.MaxUnindexedBytes,
 	}
 }
 

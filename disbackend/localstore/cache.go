@@ -22,12 +22,19 @@ type partition struct {
 	// first and next are the synced range [first : next] (DIS
 	// sequence_number_range; Kafka log start offset and high watermark).
 	first, next int64
-	// index locates every synced batch from first on, in offset order. The
-	// syncer appends; retention trims the front; the cleaner replaces the
-	// front (and counts the replacements in indexGen, so that a read that
-	// found a segment gone reads again).
-	index    []batchLoc
-	indexGen uint64
+	// segs are the segments holding the partition's synced batches, in
+	// offset order (index.go): the writer adds one when the partition first
+	// writes to a segment (the syncer then fills it as its frames are
+	// published), retention and the cleaner take them off. segsGen counts
+	// the removals, so that a read that found a segment gone reads again.
+	// The slice is never changed in place below its length: a reader may
+	// keep it after unlocking.
+	segs    []*segPart
+	segsGen uint64
+	// belowFirst is the batch bytes of the batches wholly below first in
+	// segs' segParts that hold first or later (PartitionBytes); set where
+	// first moves.
+	belowFirst int64
 	// cache holds the most recently synced batches, contiguous and ending at
 	// next, oldest first. Raw slices are never modified after they enter.
 	cache      []cachedBatch
@@ -36,26 +43,18 @@ type partition struct {
 	deleted bool
 }
 
-// batchLoc locates one synced batch in a segment.
-type batchLoc struct {
-	seg             *segment
-	pos             int64 // of the batch bytes (after the frame header)
-	base, last      int64
-	maxTS, appendMS int64 // ms
-	size            int32
-}
-
-// trimIndexBelow drops index entries of batches that end before off.
-// Requires p.mu held.
-func (p *partition) trimIndexBelow(off int64) {
-	i := sort.Search(len(p.index), func(i int) bool { return p.index[i].last >= off })
-	if i == 0 {
-		return
+// dropSegs takes the segParts of the segments in gone off the partition.
+// Requires p.mu.
+func (p *partition) dropSegs(gone map[*segment]bool) {
+	kept := make([]*segPart, 0, len(p.segs))
+	for _, sp := range p.segs {
+		if !gone[sp.seg] {
+			kept = append(kept, sp)
+		}
 	}
-	clear(p.index[:i])
-	p.index = p.index[i:]
-	if cap(p.index) > 1024 && len(p.index) < cap(p.index)/4 {
-		p.index = append([]batchLoc(nil), p.index...)
+	if len(kept) != len(p.segs) {
+		p.segs = kept
+		p.segsGen++
 	}
 }
 

@@ -3,15 +3,12 @@ package localstore
 import (
 	"bufio"
 	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"go.uber.org/zap"
 
@@ -53,14 +50,20 @@ import (
 //     copied as it is; others are rewritten with their codec
 //     (batch.Rewrite).
 //
+// A pass reads each partition's batches of the range through the index
+// (chunk by chunk, adjacent chunks together) and writes the partitions one
+// after the other, so the new segment's chunks are long runs; its index is
+// written as the partitions are, holding nothing per batch in memory.
+//
 // The swap is crash-safe. The new segment is written as <sid>-<n>.cleaned
-// (n is the first replaced segment's number) and fdatasynced; renaming it
-// to <sid>-<n>-<m>.swap (m the last replaced one) and syncing the
-// directory commits the pass; then the replaced segments are removed, the
-// .swap renamed to <sid>-<n>.log and its index written. Open removes a
-// .cleaned file (the pass never committed) and finishes a .swap (removes
-// what is left of <sid>-<n..m>, renames it). Segment numbers keep their
-// order, so the cleaned segment sits where the replaced ones were.
+// (n is the first replaced segment's number) and its index as
+// <sid>-<n>.cleaned-index, both synced; renaming the first to
+// <sid>-<n>-<m>.swap (m the last replaced one) and syncing the directory
+// commits the pass; then the replaced segments are removed, the index
+// renamed to <sid>-<n>.index and the .swap to <sid>-<n>.log. Open removes
+// a .cleaned file or a .cleaned-index without a .swap (the pass never
+// committed) and finishes a .swap (cleaner_swap.go). Segment numbers keep
+// their order, so the cleaned segment sits where the replaced ones were.
 
 const (
 	defaultCleanerInterval    = 15 * time.Second // Kafka log.cleaner.backoff.ms
@@ -69,7 +72,11 @@ const (
 	// offset (Kafka's SkimpyOffsetMap uses 24 too).
 	offsetMapEntryBytes = 24
 	cleanedExt          = "cleaned"
+	cleanedIndexExt     = "cleaned-index"
 	swapExt             = "swap"
+	// cleanerReadBytes is how much of a partition's adjacent chunks the
+	// cleaner reads at once.
+	cleanerReadBytes = 1 << 20
 )
 
 // cleanerState is what the cleaner keeps of a compacted stream (Pebble
@@ -144,8 +151,7 @@ func (s *Store) rollIdle(st *stream) {
 	if s.now().UnixMilli()-seg.firstAppendMS < rollAge(&st.meta.Config).Milliseconds() {
 		return
 	}
-	s.quiesce() // its batches synced and published first
-	if err := s.seal(seg); err != nil {
+	if err := s.seal(seg, true); err != nil { // seal waits for its batches to be published
 		s.log.Error("rolling an idle segment failed", zap.String("segment", seg.path), zap.Error(err))
 		s.fail(err)
 	}
@@ -166,14 +172,25 @@ func rollAge(cfg *disbackend.StreamConfig) time.Duration {
 
 // cleanPlan is one pass over a stream, as snapshotted under wmu.
 type cleanPlan struct {
-	st    *stream
-	segs  []*segment   // the cleanable range, in order
-	locs  [][]batchLoc // by partition: its batches in the range
+	st   *stream
+	segs []*segment // the cleanable range, in order
+	// by partition: its segParts in the range (sealed: they never change)
+	// and its first offset when the pass was planned
+	sps   [][]*segPart
+	first []int64
 	state cleanerState
 	// lastOfProducer holds, by partition, the last offsets of the last
 	// batches of producers with state: those batches stay.
 	lastOfProducer []map[int64]bool
 	nowMS          int64
+}
+
+// partLast is the last offset of part's batches in the range (-1: none).
+func (plan *cleanPlan) partLast(part int32) int64 {
+	if sps := plan.sps[part]; len(sps) > 0 {
+		return sps[len(sps)-1].last
+	}
+	return -1
 }
 
 // cleanStream runs one pass over st if one is due and reports whether
@@ -185,18 +202,24 @@ func (s *Store) cleanStream(st *stream) (bool, error) {
 	if err != nil || plan == nil {
 		return false, err
 	}
+	if due, err := s.cleaningDue(plan); err != nil || !due {
+		return false, err
+	}
 	start := time.Now()
 	out, err := s.writeCleaned(plan)
 	if err != nil {
 		if out != nil {
-			_ = s.fs.Remove(out.path)
+			out.remove(s.fs)
 		}
 		return false, err
 	}
 	ok, err := s.swapCleaned(plan, out)
-	if err != nil || !ok {
-		_ = s.fs.Remove(out.path)
-		return false, err
+	if err != nil {
+		return false, err // the files are left for Open to finish or remove
+	}
+	if !ok {
+		out.remove(s.fs)
+		return false, nil
 	}
 	if err := s.saveCleanerState(st, out.state); err != nil {
 		return false, err
@@ -204,17 +227,15 @@ func (s *Store) cleanStream(st *stream) (bool, error) {
 	st.clean = out.state
 	s.hook("state saved")
 	s.log.Info("log cleaner pass", zap.String("stream", st.meta.Name), zap.Int("segments", len(plan.segs)),
-		zap.Int("batches_read", out.read), zap.Int("batches_written", len(out.frames)),
+		zap.Int("batches_read", out.read), zap.Int("batches_written", out.written),
 		zap.Int64("bytes_read", out.bytesRead), zap.Int64("bytes_written", out.size),
 		zap.Int("records_removed", out.removed), zap.Duration("took", time.Since(start)))
 	return out.more, nil
 }
 
-// planClean snapshots the cleanable range of st and decides whether a pass
-// is due: a partition whose dirty share of the range exceeds
-// min.cleanable.dirty.ratio, a dirty batch older than
-// max.compaction.lag.ms, or a delete horizon that has passed. nil when
-// none is.
+// planClean snapshots the cleanable range of st, the longest prefix of its
+// sealed segments whose every batch is at least min.compaction.lag.ms old;
+// nil when there is none.
 func (s *Store) planClean(st *stream) (*cleanPlan, error) {
 	if err := s.enter("clean"); err != nil {
 		return nil, err
@@ -236,39 +257,25 @@ func (s *Store) planClean(st *stream) (*cleanPlan, error) {
 		return nil, nil
 	}
 	plan := &cleanPlan{st: st, segs: slices.Clone(segs[:n]), state: st.clean, nowMS: nowMS,
-		locs: make([][]batchLoc, len(st.parts)), lastOfProducer: make([]map[int64]bool, len(st.parts))}
+		sps: make([][]*segPart, len(st.parts)), first: make([]int64, len(st.parts)),
+		lastOfProducer: make([]map[int64]bool, len(st.parts))}
 	plan.state.FirstDirty = slices.Clone(st.clean.FirstDirty)
 	inRange := make(map[*segment]bool, n)
 	for _, sg := range plan.segs {
 		inRange[sg] = true
 	}
-	due := plan.state.NextHorizon > 0 && nowMS >= plan.state.NextHorizon
 	for i, p := range st.parts {
 		p.mu.RLock()
-		for _, l := range p.index {
-			if !inRange[l.seg] {
+		plan.first[i] = p.first
+		for _, sp := range p.segs {
+			if !inRange[sp.seg] {
 				break
 			}
-			plan.locs[i] = append(plan.locs[i], l)
-		}
-		p.mu.RUnlock()
-		var dirty, total int64
-		fd := plan.state.firstDirty(p.id)
-		for _, l := range plan.locs[i] {
-			total += int64(l.size)
-			if l.last >= fd {
-				dirty += int64(l.size)
-				if cfg.MaxCompactionLag > 0 && l.appendMS <= nowMS-cfg.MaxCompactionLag.Milliseconds() {
-					due = true
-				}
+			if sp.last >= p.first {
+				plan.sps[i] = append(plan.sps[i], sp)
 			}
 		}
-		if dirty > 0 && float64(dirty)/float64(total) > cfg.MinCleanableDirtyRatio {
-			due = true
-		}
-	}
-	if !due {
-		return nil, nil
+		p.mu.RUnlock()
 	}
 	s.producers.Each(func(k producerKey, ps *disbackend.ProducerState) {
 		if k.sid != st.sid || int(k.part) >= len(st.parts) || len(ps.Batches) == 0 {
@@ -284,52 +291,204 @@ func (s *Store) planClean(st *stream) (*cleanPlan, error) {
 	return plan, nil
 }
 
-// cleaned is a pass's new segment, written but not yet swapped in.
-type cleaned struct {
-	path      string // of the .cleaned file
-	frames    []frameInfo
-	size      int64
-	state     cleanerState // the stream's, once swapped
-	more      bool         // some dirty records were past the key map
-	read      int
-	bytesRead int64
-	removed   int
+// cleaningDue decides whether a pass over plan is due: a partition whose
+// dirty share of the range (its bytes from its first dirty offset on)
+// exceeds min.cleanable.dirty.ratio, a dirty batch older than
+// max.compaction.lag.ms (the first dirty batch of each segment, and the
+// oldest of each segment wholly dirty, are checked: append times only
+// grow), or a delete horizon that has passed.
+func (s *Store) cleaningDue(plan *cleanPlan) (bool, error) {
+	cfg := plan.st.meta.Config
+	due := plan.state.NextHorizon > 0 && plan.nowMS >= plan.state.NextHorizon
+	lagCutoff := plan.nowMS - cfg.MaxCompactionLag.Milliseconds()
+	for i, sps := range plan.sps {
+		fd := max(plan.state.firstDirty(int32(i)), plan.first[i])
+		var dirty, total int64
+		for _, sp := range sps {
+			all, err := s.bytesFrom(sp, plan.first[i])
+			if err != nil {
+				return false, err
+			}
+			total += all
+			if sp.last < fd {
+				continue
+			}
+			d, firstApp, err := s.dirtyOf(sp, fd)
+			if err != nil {
+				return false, err
+			}
+			dirty += d
+			if cfg.MaxCompactionLag > 0 && firstApp <= lagCutoff {
+				due = true
+			}
+		}
+		if dirty > 0 && float64(dirty)/float64(total) > cfg.MinCleanableDirtyRatio {
+			due = true
+		}
+		if due {
+			return true, nil
+		}
+	}
+	return due, nil
 }
 
-// writeCleaned writes plan's partitions, cleaned, to a new .cleaned file
-// and fdatasyncs it. It reads the range's sealed segments, which only a
-// swap, retention or DeleteStream removes: a batch that cannot be read
-// abandons the pass.
+// bytesFrom returns the batch bytes of a sealed segPart's batches that end
+// at or after off.
+func (s *Store) bytesFrom(sp *segPart, off int64) (int64, error) {
+	if sp.first >= off {
+		return sp.bytes, nil
+	}
+	below, ok, err := s.bytesBelow(&partView{segs: []*segPart{sp}}, off)
+	if err == nil && !ok {
+		err = fmt.Errorf("segment %s: removed during the pass", sp.seg.path)
+	}
+	return sp.bytes - below, err
+}
+
+// dirtyOf returns the batch bytes of a sealed segPart's batches that end at
+// or after fd, and the append time of the first of them (the oldest of
+// the segment's when they are all dirty).
+func (s *Store) dirtyOf(sp *segPart, fd int64) (int64, int64, error) {
+	if sp.first >= fd {
+		return sp.bytes, sp.minAppend, nil
+	}
+	d, err := s.bytesFrom(sp, fd)
+	if err != nil {
+		return 0, 0, err
+	}
+	firstApp := int64(math.MaxInt64)
+	err = s.eachBatch([]*segPart{sp}, fd, 0, func(f *frameInfo, raw []byte) (bool, error) {
+		firstApp = f.appendMS
+		return false, nil
+	})
+	return d, firstApp, err
+}
+
+// eachBatch calls fn with each batch of sps (sealed segParts of one
+// partition, in order) that ends at or after from, in offset order, until
+// fn returns false or an error. Adjacent chunks are read together, up to
+// readBytes at once (0: a chunk at a time).
+func (s *Store) eachBatch(sps []*segPart, from int64, readBytes int64, fn func(f *frameInfo, raw []byte) (bool, error)) error {
+	var ferr error
+	stop := false
+	wrapped := func(f *frameInfo, raw []byte) bool {
+		if f.last < from {
+			return true
+		}
+		more, err := fn(f, raw)
+		if err != nil || !more {
+			ferr, stop = err, true
+			return false
+		}
+		return true
+	}
+	for _, sp := range sps {
+		if sp.last < from {
+			continue
+		}
+		if s.closed.Load() {
+			return fmt.Errorf("localstore: clean: %w", disbackend.ErrClosed)
+		}
+		sv := sealedView(sp)
+		k, ok, err := sv.search(func(c *chunk) bool { return c.last >= from })
+		for err == nil && ok && k < sv.n && !stop {
+			var cs []chunk
+			cs, ok, err = sv.entries(k, readPage)
+			for j := 0; err == nil && ok && j < len(cs) && !stop; {
+				r := j + 1
+				for r < len(cs) && cs[r].pos == cs[r-1].end() && cs[r].end()-cs[j].pos <= readBytes {
+					r++
+				}
+				ok, err = s.readChunks(sp, cs[j:r], nil, wrapped)
+				j = r
+			}
+			k += int64(len(cs))
+		}
+		if err == nil && !ok {
+			err = fmt.Errorf("segment %s: removed during the pass", sp.seg.path)
+		}
+		if err != nil {
+			return err
+		}
+		if ferr != nil || stop {
+			return ferr
+		}
+	}
+	return nil
+}
+
+// cleaned is a pass's new segment, written but not yet swapped in.
+type cleaned struct {
+	path, ixPath string // of the .cleaned file and its index
+	parts        map[int32]*segPart
+	cur          *segPart // the partition being written
+	size         int64
+	state        cleanerState // the stream's, once swapped
+	more         bool         // some dirty records were past the key map
+	read         int
+	written      int
+	bytesRead    int64
+	removed      int
+}
+
+// remove removes an uncommitted pass's files, the index first (Open
+// renames an index whose .cleaned is gone into place).
+func (out *cleaned) remove(fs vfs.FS) {
+	_ = fs.Remove(out.ixPath)
+	_ = fs.Remove(out.path)
+}
+
+// writeCleaned writes plan's partitions, cleaned, one after the other, to
+// a new .cleaned file and their index to its .cleaned-index, and syncs
+// both. It reads the range's sealed segments, which only a swap,
+// retention or DeleteStream removes: a batch that cannot be read abandons
+// the pass.
 func (s *Store) writeCleaned(plan *cleanPlan) (*cleaned, error) {
 	st := plan.st
-	out := &cleaned{path: s.fs.PathJoin(s.segDir, segmentName(st.sid, plan.segs[0].n)+"."+cleanedExt)}
+	base := s.fs.PathJoin(s.segDir, segmentName(st.sid, plan.segs[0].n))
+	out := &cleaned{path: base + "." + cleanedExt, ixPath: base + "." + cleanedIndexExt, parts: make(map[int32]*segPart)}
 	out.state.FirstDirty = make([]int64, len(st.parts))
 	copy(out.state.FirstDirty, plan.state.FirstDirty)
 	f, err := s.fs.Create(out.path, vfs.WriteCategoryUnspecified)
 	if err != nil {
 		return nil, fmt.Errorf("segment %s: create: %w", out.path, err)
 	}
+	ixw, err := newIndexWriter(s.fs, out.ixPath)
+	if err != nil {
+		_ = f.Close()
+		return out, fmt.Errorf("segment %s: create: %w", out.ixPath, err)
+	}
+	fail := func(err error) (*cleaned, error) {
+		_ = f.Close()
+		ixw.abort(s.fs)
+		return out, err
+	}
 	w := bufio.NewWriterSize(f, 1<<20)
 	m := newOffsetMap(s.cleanerBuffer)
-	for i, locs := range plan.locs {
-		if len(locs) == 0 {
+	for i, sps := range plan.sps {
+		if len(sps) == 0 {
 			continue
 		}
 		part := int32(i)
 		mapEnd, err := s.mapDirty(plan, part, m)
 		if err != nil {
-			_ = f.Close()
-			return out, err
+			return fail(err)
 		}
-		if mapEnd <= locs[len(locs)-1].last {
+		if mapEnd <= plan.partLast(part) {
 			out.more = true
 		}
 		if mapEnd > out.state.FirstDirty[part] {
 			out.state.FirstDirty[part] = mapEnd
 		}
 		if err := s.cleanPartition(plan, part, m, mapEnd, w, out); err != nil {
-			_ = f.Close()
-			return out, err
+			return fail(err)
+		}
+		if sp := out.cur; sp != nil {
+			sp.ixStart, sp.ixCount = ixw.addPart(sp), int64(len(sp.chunks))
+			sp.chunks, sp.sealed, out.cur = nil, true, nil
+			if ixw.err != nil {
+				return fail(fmt.Errorf("segment %s: write: %w", out.ixPath, ixw.err))
+			}
 		}
 	}
 	err = w.Flush()
@@ -340,28 +499,14 @@ func (s *Store) writeCleaned(plan *cleanPlan) (*cleaned, error) {
 		err = cerr
 	}
 	if err != nil {
+		ixw.abort(s.fs)
 		return out, fmt.Errorf("segment %s: write: %w", out.path, err)
+	}
+	if err := ixw.finish(out.size, plan.segs[len(plan.segs)-1].covers); err != nil {
+		return out, err
 	}
 	s.hook("cleaned written")
 	return out, nil
-}
-
-// readLoc reads one batch of the range. The segments of a plan are sealed
-// and only removed under wmu by a swap, retention or DeleteStream; a read
-// of a removed one fails the pass.
-func (s *Store) readLoc(l batchLoc) ([]byte, error) {
-	if s.closed.Load() {
-		return nil, fmt.Errorf("localstore: clean: %w", disbackend.ErrClosed)
-	}
-	buf := make([]byte, l.size)
-	ok, err := l.seg.readAt(buf, l.pos)
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		return nil, fmt.Errorf("segment %s: removed during the pass", l.seg.path)
-	}
-	return buf, nil
 }
 
 // mapDirty fills m with the latest offset of every key of part's dirty
@@ -373,77 +518,58 @@ func (s *Store) mapDirty(plan *cleanPlan, part int32, m *offsetMap) (int64, erro
 	m.reset()
 	fd := plan.state.firstDirty(part)
 	end := fd
-	for _, l := range plan.locs[part] {
-		if l.last < fd {
-			continue
-		}
-		raw, err := s.readLoc(l)
-		if err != nil {
-			return 0, err
-		}
+	err := s.eachBatch(plan.sps[part], max(fd, plan.first[part]), cleanerReadBytes, func(f *frameInfo, raw []byte) (bool, error) {
 		recs, err := batch.DecodeRecords(raw)
 		if err != nil {
-			return 0, fmt.Errorf("segment %s: batch at %d: %w", l.seg.path, l.base, err)
+			return false, fmt.Errorf("segment stream %d: batch at %d: %w", plan.st.sid, f.base, err)
 		}
 		if !m.fits(len(recs)) {
 			if m.len() > 0 {
-				break
+				return false, nil
 			}
 			m.grow(len(recs))
 		}
 		for i := range recs {
 			if recs[i].Key != nil {
-				m.put(recs[i].Key, recs[i].Offset(l.base))
+				m.put(recs[i].Key, recs[i].Offset(f.base))
 			}
 		}
-		end = l.last + 1
-	}
-	return end, nil
+		end = f.last + 1
+		return true, nil
+	})
+	return end, err
 }
 
 // cleanPartition writes part's batches of the range to w as frames: those
 // before mapEnd (the clean section and what m covers) filtered by m, the
 // rest as they are.
 func (s *Store) cleanPartition(plan *cleanPlan, part int32, m *offsetMap, mapEnd int64, w *bufio.Writer, out *cleaned) error {
-	locs := plan.locs[part]
-	for li, l := range locs {
-		raw, err := s.readLoc(l)
-		if err != nil {
-			return err
-		}
+	partLast := plan.partLast(part)
+	return s.eachBatch(plan.sps[part], plan.first[part], cleanerReadBytes, func(f *frameInfo, raw []byte) (bool, error) {
 		out.read++
-		out.bytesRead += int64(l.size)
-		if l.base >= mapEnd {
-			if err := s.writeFrame(plan, part, l, raw, w, out); err != nil {
-				return err
-			}
-			continue
+		out.bytesRead += int64(f.size)
+		if f.base >= mapEnd {
+			return true, s.writeFrame(plan, part, f, raw, w, out)
 		}
-		raw, err = s.filterBatch(plan, part, m, l, raw, li == len(locs)-1, out)
-		if err != nil {
-			return err
+		raw, err := s.filterBatch(plan, part, m, f, raw, f.last == partLast, out)
+		if err != nil || raw == nil {
+			return err == nil, err // nil: nothing of it stays
 		}
-		if raw == nil {
-			continue // nothing of it stays
-		}
-		if err := s.writeFrame(plan, part, l, raw, w, out); err != nil {
-			return err
-		}
-	}
-	return nil
+		return true, s.writeFrame(plan, part, f, raw, w, out)
+	})
 }
 
 // filterBatch is what a pass keeps of one batch before the map's end (nil:
 // nothing, not even its header). last is the partition's last batch of the
 // range.
-func (s *Store) filterBatch(plan *cleanPlan, part int32, m *offsetMap, l batchLoc, raw []byte, last bool, out *cleaned) ([]byte, error) {
+func (s *Store) filterBatch(plan *cleanPlan, part int32, m *offsetMap, f *frameInfo, raw []byte, last bool, out *cleaned) ([]byte, error) {
 	h, err := batch.ParseHeader(raw)
 	if err != nil {
-		return nil, fmt.Errorf("segment %s: batch at %d: %w", l.seg.path, l.base, err)
+		return nil, fmt.Errorf("stream %d partition %d: batch at %d: %w", plan.st.sid, part, f.base, err)
 	}
 	recs, err := batch.DecodeRecords(raw)
 	if err != nil {
-		return nil, fmt.Errorf("segment %s: batch at %d: %w", l.seg.path, l.base, err)
+		return nil, fmt.Errorf("stream %d partition %d: batch at %d: %w", plan.st.sid, part, f.base, err)
 	}
 	horizon, hasHorizon := h.DeleteHorizon()
 	keep := recs[:0:0]
@@ -452,7 +578,7 @@ func (s *Store) filterBatch(plan *cleanPlan, part int32, m *offsetMap, l batchLo
 		switch {
 		case r.Key == nil:
 			continue // a compacted topic has no use for it (Kafka drops it too)
-		case m.get(r.Key) > r.Offset(l.base):
+		case m.get(r.Key) > r.Offset(f.base):
 			continue // superseded
 		case r.Value == nil && hasHorizon && plan.nowMS >= horizon:
 			continue // a tombstone whose delete horizon passed
@@ -474,21 +600,21 @@ func (s *Store) filterBatch(plan *cleanPlan, part int32, m *offsetMap, l batchLo
 	switch {
 	case len(keep) == len(recs) && (!tombstones || hasHorizon):
 		return raw, nil // unchanged: copied as it is
-	case len(keep) == 0 && !plan.lastOfProducer[part][l.last] && !last:
+	case len(keep) == 0 && !plan.lastOfProducer[part][f.last] && !last:
 		return nil, nil // nothing left, and no reason to keep the header
 	}
 	rewritten, err := batch.Rewrite(h, keep, newHorizon)
 	if err != nil {
-		return nil, fmt.Errorf("segment %s: rewrite batch at %d: %w", l.seg.path, l.base, err)
+		return nil, fmt.Errorf("stream %d partition %d: rewrite batch at %d: %w", plan.st.sid, part, f.base, err)
 	}
 	return rewritten, nil
 }
 
-// writeFrame appends raw, the batch of l as the pass keeps it, to w as a
-// frame of the cleaned segment.
-func (s *Store) writeFrame(plan *cleanPlan, part int32, l batchLoc, raw []byte, w *bufio.Writer, out *cleaned) error {
+// writeFrame appends raw, the batch of f as the pass keeps it, to w as a
+// frame of the cleaned segment, and adds it to the partition's chunks.
+func (s *Store) writeFrame(plan *cleanPlan, part int32, f *frameInfo, raw []byte, w *bufio.Writer, out *cleaned) error {
 	fi := frameInfo{part: part, size: int32(len(raw)), pos: out.size + frameHeaderLen,
-		base: l.base, last: l.last, appendMS: l.appendMS, maxTS: l.maxTS}
+		base: f.base, last: f.last, appendMS: f.appendMS, maxTS: f.maxTS}
 	if h, err := batch.ParseHeader(raw); err == nil {
 		fi.maxTS = h.MaxTimestamp
 		fi.pid, fi.epoch, fi.seq = h.ProducerID, h.ProducerEpoch, h.BaseSequence
@@ -503,220 +629,13 @@ func (s *Store) writeFrame(plan *cleanPlan, part int32, l batchLoc, raw []byte, 
 		return err
 	}
 	out.size += frameHeaderLen + int64(len(raw))
-	out.frames = append(out.frames, fi)
+	out.written++
+	if out.cur == nil {
+		out.cur = newSegPart(nil, part, fi.base)
+		out.parts[part] = out.cur
+	}
+	out.cur.add(&fi)
 	return nil
-}
-
-// swapCleaned puts the cleaned segment in place of the range, under wmu:
-// the commit (rename to .swap, directory synced), the partitions' indexes
-// pointed at it, the replaced segments removed, the rename to .log and its
-// index. It reports false, changing nothing, when the range changed
-// meanwhile (retention or DeleteStream removed some of it).
-func (s *Store) swapCleaned(plan *cleanPlan, out *cleaned) (bool, error) {
-	if err := s.enter("clean"); err != nil {
-		return false, err
-	}
-	defer s.dbMu.RUnlock()
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	st := plan.st
-	segs := s.segs[st.sid]
-	if s.streams[st.meta.Name] != st || s.storageFailure() != nil || len(segs) < len(plan.segs) {
-		return false, nil
-	}
-	for i, sg := range plan.segs {
-		if segs[i] != sg {
-			return false, nil
-		}
-	}
-	first, last := plan.segs[0], plan.segs[len(plan.segs)-1]
-	final := s.fs.PathJoin(s.segDir, segmentName(st.sid, first.n))
-	swap := s.fs.PathJoin(s.segDir, fmt.Sprintf("%016x-%016x-%016x.%s", st.sid, first.n, last.n, swapExt))
-	if err := s.fs.Rename(out.path, swap); err != nil {
-		return false, fmt.Errorf("segment %s: rename: %w", out.path, err)
-	}
-	if err := syncDir(s.fs, s.segDir); err != nil {
-		return false, s.failSwap(fmt.Errorf("segment %s: sync directory: %w", swap, err))
-	}
-	s.hook("swap committed")
-	f, err := s.fs.Open(swap)
-	if err != nil {
-		return false, s.failSwap(fmt.Errorf("segment %s: open: %w", swap, err))
-	}
-	ns := newSegment(st.sid, first.n, final, f)
-	ns.sealed = true
-	idx := make([]byte, 0, len(out.frames)*idxRecordLen)
-	newLocs := make([][]batchLoc, len(st.parts))
-	for i := range out.frames {
-		fi := &out.frames[i]
-		ns.note(fi)
-		idx = appendIdxRecord(idx, fi)
-		newLocs[fi.part] = append(newLocs[fi.part], batchLoc{seg: ns, pos: fi.pos, base: fi.base, last: fi.last,
-			maxTS: fi.maxTS, appendMS: fi.appendMS, size: fi.size})
-	}
-	ns.size = out.size
-	inRange := make(map[*segment]bool, len(plan.segs))
-	for _, sg := range plan.segs {
-		inRange[sg] = true
-	}
-	for i, p := range st.parts {
-		if i >= len(newLocs) {
-			break
-		}
-		p.mu.Lock()
-		k := 0
-		for k < len(p.index) && inRange[p.index[k].seg] {
-			k++
-		}
-		kept := newLocs[i][:0]
-		for _, l := range newLocs[i] {
-			if l.last >= p.first {
-				kept = append(kept, l)
-			}
-		}
-		p.index = append(kept, p.index[k:]...)
-		p.indexGen++
-		var bytes, n int64
-		if len(plan.locs[i]) > 0 {
-			bytes, n = p.dropCacheBelow(plan.locs[i][len(plan.locs[i])-1].last + 1)
-		}
-		p.mu.Unlock()
-		s.cache.release(bytes, n)
-	}
-	s.segs[st.sid] = append([]*segment{ns}, segs[len(plan.segs):]...)
-	for _, sg := range plan.segs {
-		if err := s.removeSegment(sg); err != nil {
-			return true, s.failSwap(err)
-		}
-	}
-	if err := syncDir(s.fs, s.segDir); err != nil {
-		return true, s.failSwap(fmt.Errorf("segment %s: sync directory: %w", swap, err))
-	}
-	s.hook("replaced removed")
-	if err := s.fs.Rename(swap, final+".log"); err != nil {
-		return true, s.failSwap(fmt.Errorf("segment %s: rename: %w", swap, err))
-	}
-	if err := syncDir(s.fs, s.segDir); err != nil {
-		return true, s.failSwap(fmt.Errorf("segment %s: sync directory: %w", final, err))
-	}
-	s.hook("swap renamed")
-	if err := writeIdx(s.fs, final, idx); err != nil {
-		s.log.Warn("writing a cleaned segment's index failed; the next Open scans it", zap.String("segment", final), zap.Error(err))
-	}
-	s.hook("index written")
-	return true, nil
-}
-
-// failSwap stops the store after a failure past the swap's commit: the
-// files are in a state only Open finishes.
-func (s *Store) failSwap(err error) error {
-	s.fail(err)
-	return err
-}
-
-// saveCleanerState persists a stream's cleaner state (synced).
-func (s *Store) saveCleanerState(st *stream, cs cleanerState) error {
-	if err := s.enter("clean"); err != nil {
-		return err
-	}
-	defer s.dbMu.RUnlock()
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	if s.streams[st.meta.Name] != st {
-		return nil
-	}
-	if err := s.db.Set(cleanerKey(st.sid), mustJSON(cs), pebble.Sync); err != nil {
-		return fmt.Errorf("localstore: clean stream %q: save state: %w", st.meta.Name, err)
-	}
-	return nil
-}
-
-func cleanerKey(sid uint64) []byte {
-	k := make([]byte, 9)
-	k[0] = prefixCleaner
-	for i := 0; i < 8; i++ {
-		k[1+i] = byte(sid >> (56 - 8*i))
-	}
-	return k
-}
-
-// loadCleanerState reads a stream's cleaner state; none is the zero state.
-func (s *Store) loadCleanerState(sid uint64) (cleanerState, error) {
-	var cs cleanerState
-	v, closer, err := s.db.Get(cleanerKey(sid))
-	if err == pebble.ErrNotFound {
-		return cs, nil
-	}
-	if err != nil {
-		return cs, err
-	}
-	defer closer.Close()
-	if err := json.Unmarshal(v, &cs); err != nil {
-		return cs, fmt.Errorf("cleaner state of stream %d: %w: %v", sid, errCorrupt, err)
-	}
-	return cs, nil
-}
-
-// finishSwaps is Open's part of the swap: a .cleaned file is removed (its
-// pass never committed); a .swap file replaces what is left of the
-// segments it names, then takes the first one's name.
-func finishSwaps(fs vfs.FS, dir string) error {
-	names, err := fs.List(dir)
-	if err != nil {
-		return err
-	}
-	changed := false
-	for _, name := range names {
-		switch {
-		case strings.HasSuffix(name, "."+cleanedExt):
-			if err := fs.Remove(fs.PathJoin(dir, name)); err != nil {
-				return err
-			}
-			changed = true
-		case strings.HasSuffix(name, "."+swapExt):
-			sid, from, to, ok := parseSwapName(name)
-			if !ok {
-				continue
-			}
-			for _, other := range names {
-				osid, n, _, ok := parseSegmentName(other)
-				if ok && osid == sid && n >= from && n <= to {
-					if err := fs.Remove(fs.PathJoin(dir, other)); err != nil {
-						return err
-					}
-				}
-			}
-			if err := syncDir(fs, dir); err != nil {
-				return err
-			}
-			if err := fs.Rename(fs.PathJoin(dir, name), fs.PathJoin(dir, segmentName(sid, from)+".log")); err != nil {
-				return err
-			}
-			changed = true
-		}
-	}
-	if changed {
-		return syncDir(fs, dir)
-	}
-	return nil
-}
-
-// parseSwapName parses "<sid>-<from>-<to>.swap".
-func parseSwapName(name string) (sid, from, to uint64, ok bool) {
-	base, _ := strings.CutSuffix(name, "."+swapExt)
-	parts := strings.Split(base, "-")
-	if len(parts) != 3 {
-		return 0, 0, 0, false
-	}
-	var v [3]uint64
-	for i, p := range parts {
-		n, err := strconv.ParseUint(p, 16, 64)
-		if err != nil || len(p) != 16 {
-			return 0, 0, 0, false
-		}
-		v[i] = n
-	}
-	return v[0], v[1], v[2], v[1] <= v[2]
 }
 
 // hook calls Options' test hook at a step of a cleaning pass.

@@ -109,15 +109,20 @@ func TestProducerExpiry(t *testing.T) {
 	}
 	wantStates(s, "after a retention pass", 0)
 
-	// Never expiring (< 0) keeps and loads every state.
+	// Never expiring (< 0) keeps and loads every state, however long idle.
+	// The states dropped above are gone for good: the snapshot Close
+	// writes holds the live states only, as Kafka's.
+	appendTo(s, batch(1, 2), 16, false)
+	appendTo(s, batch(2, 4), 18, false)
+	appendTo(s, batch(3, 4), 20, false)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
+	clock.Advance(100 * expiry)
 	never := opts
 	never.ProducerStateExpiry = -1
 	s = openT(t, "db", never)
 	wantStates(s, "restarted without expiry", 3)
-	clock.Advance(100 * expiry)
-	appendTo(s, batch(3, 2), 10, true)
+	appendTo(s, batch(3, 4), 20, true)
 	wantStates(s, "without expiry", 3)
 }

@@ -81,11 +81,11 @@ func (s *Store) PartitionBytes(stream string, partition int32) (int64, error) {
 	}
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	var n int64
-	for i := range p.index {
-		if l := &p.index[i]; l.last >= p.first {
-			n += int64(l.size)
+	n := -p.belowFirst
+	for _, sp := range p.segs {
+		if sp.last >= p.first {
+			n += sp.bytes
 		}
 	}
-	return n, nil
+	return max(n, 0), nil
 }

@@ -21,23 +21,36 @@ type producerKey struct {
 
 // The producer states (Store.producers, guarded by Store.wmu) follow
 // Kafka's ProducerStateManager rules through disbackend.ProducerStates.
-// They are not persisted on their own: Open rebuilds them from the headers
-// of the stored batches (rebuildProducer), which hold the producer id,
-// epoch and base sequence, so they are exactly what the synced log
-// implies, less the states that expired (ProducerStateExpiry): a batch
-// appended longer ago than that rebuilds nothing, so expired states are
-// never loaded and the memory they take at start is that of the
-// producers that wrote within the expiry.
+// Open loads them from the stream's producer snapshot and replays the
+// batches stored after it (snapshot.go): their headers hold the producer
+// id, epoch and base sequence, so the states are exactly what the synced
+// log implies, less the states that expired (ProducerStateExpiry): a
+// batch appended longer ago than that rebuilds nothing, and Open drops
+// the loaded states idle that long, so the memory they take at start is
+// that of the producers that wrote within the expiry.
 
 // rebuildProducer replays one stored batch into the producer states, as
 // checkProducer accepted it, unless it was appended at or before
 // loadCutoffMS (its producer's state from it has expired). Frames come in
-// offset order per partition.
+// offset order per partition; a batch the state already holds (at or
+// below its last batch's offsets: a snapshot taken after it) is skipped,
+// so that replaying a segment twice changes nothing.
 func (s *Store) rebuildProducer(p *partition, f *frameInfo) {
 	if f.pid < 0 || f.appendMS <= s.loadCutoffMS {
 		return
 	}
-	s.producers.Rebuild(producerKey{sid: p.sid, part: p.id, pid: f.pid}, f.epoch, f.seq, f.base, f.last, f.maxTS, f.appendMS)
+	k := producerKey{sid: p.sid, part: p.id, pid: f.pid}
+	if s.holdsBatch(k, f.base) {
+		return
+	}
+	s.producers.Rebuild(k, f.epoch, f.seq, f.base, f.last, f.maxTS, f.appendMS)
+}
+
+// holdsBatch reports whether k's state already holds the batch at base:
+// its last batch ends at or after it. Requires wmu (or Open).
+func (s *Store) holdsBatch(k producerKey, base int64) bool {
+	ps := s.producers.Get(k)
+	return ps != nil && len(ps.Batches) > 0 && base <= ps.Batches[len(ps.Batches)-1].LastOffset
 }
 
 // maybeExpireProducers is expireProducers when the last look for idle

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"go.uber.org/zap"
 )
 
@@ -118,22 +119,123 @@ func (d deleted) streamNames() []string {
 }
 
 // expiredUpTo returns the offset after the last expired batch of the
-// partition's synced front (first when none expired).
+// partition's synced front (first when none expired): whole segments
+// whose latest append time is before cutoffMS, then, in the next one, the
+// chunks whose running latest append time is before it (index.go) and the
+// batches of the chunk where it is reached.
 func (s *Store) expiredUpTo(p *partition, cutoffMS int64) (int64, error) {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	to := p.first
-	for i := range p.index {
-		l := &p.index[i]
-		if l.last < p.first {
+	for {
+		p.mu.RLock()
+		first := p.first
+		v := p.view(first)
+		p.mu.RUnlock()
+		to, ok, err := s.expiredIn(&v, first, cutoffMS)
+		if err != nil || ok {
+			return to, err
+		}
+		p.mu.RLock()
+		replaced := p.segsGen != v.gen
+		p.mu.RUnlock()
+		if !replaced {
+			return first, nil
+		}
+	}
+}
+
+func (s *Store) expiredIn(v *partView, first, cutoffMS int64) (int64, bool, error) {
+	to := first
+	for i := 0; i < v.len(); i++ {
+		sv := v.at(i)
+		if sv.maxApp < cutoffMS {
+			to = max(to, sv.last+1)
 			continue
 		}
-		if l.appendMS >= cutoffMS {
-			break
+		k1, ok, err := sv.search(func(c *chunk) bool { return c.last >= first })
+		if err != nil || !ok {
+			return 0, ok, err
 		}
-		to = l.last + 1
+		k2, ok, err := sv.search(func(c *chunk) bool { return c.runMaxApp >= cutoffMS })
+		if err != nil || !ok {
+			return 0, ok, err
+		}
+		if k2 > k1 { // chunks before k2 expired whole
+			cs, ok, err := sv.entries(k2-1, 1)
+			if err != nil || !ok {
+				return 0, ok, err
+			}
+			to = max(to, cs[0].last+1)
+		}
+		reached := false
+		ok, err = s.eachFrame(&sv, max(k1, k2), sv.n, func(f *frameInfo, raw []byte) bool {
+			if f.last < first {
+				return true
+			}
+			if f.appendMS >= cutoffMS {
+				reached = true
+				return false
+			}
+			to = max(to, f.last+1)
+			return true
+		})
+		if err != nil || !ok || reached {
+			return to, ok, err
+		}
+		// Only batches below first were as recent: every later one of the
+		// segment expired.
 	}
-	return to, nil
+	return to, true, nil
+}
+
+// bytesBelow returns the batch bytes of v's batches wholly below off in
+// its first segPart (the one holding off): what PartitionBytes leaves out
+// of it.
+func (s *Store) bytesBelow(v *partView, off int64) (int64, bool, error) {
+	if v.len() == 0 || v.segs[0].first >= off {
+		return 0, true, nil
+	}
+	sv := v.at(0)
+	k, ok, err := sv.search(func(c *chunk) bool { return c.last >= off })
+	if err != nil || !ok {
+		return 0, ok, err
+	}
+	var below int64
+	if k > 0 {
+		cs, ok, err := sv.entries(k-1, 1)
+		if err != nil || !ok {
+			return 0, ok, err
+		}
+		below = cs[0].bytesThru
+	}
+	cs, ok, err := sv.entries(k, 1)
+	if err != nil || !ok {
+		return 0, ok, err
+	}
+	ok, err = s.readChunks(sv.sp, cs, nil, func(f *frameInfo, raw []byte) bool {
+		if f.last < off {
+			below += int64(f.size)
+		}
+		return f.last < off
+	})
+	return below, ok, err
+}
+
+// setFirst moves p's first up to off (never down) and recomputes what
+// PartitionBytes leaves out below it. Requires wmu (no segment leaves p
+// meanwhile).
+func (s *Store) setFirst(p *partition, off int64) error {
+	p.mu.RLock()
+	v := p.view(off)
+	p.mu.RUnlock()
+	below, _, err := s.bytesBelow(&v, off)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	if off >= p.first {
+		p.first, p.belowFirst = off, below
+	}
+	p.mu.Unlock()
+	return nil
 }
 
 // applyExpiry persists the partitions' new first sequence numbers in one
@@ -171,14 +273,16 @@ func (s *Store) expire(plan []expiry, nowMS int64) (d deleted, err error) {
 	s.expireProducers(nowMS)
 	d.streams = make(map[string]bool)
 	for _, e := range kept {
-		e.p.mu.Lock()
-		if e.to > e.p.first {
+		if first, _ := e.p.span(); e.to > first {
 			d.streams[e.name] = true
 			d.partitions++
-			d.records += e.to - e.p.first
+			d.records += e.to - first
 		}
-		e.p.first = max(e.p.first, e.to)
-		e.p.trimIndexBelow(e.p.first)
+		if err := s.setFirst(e.p, e.to); err != nil {
+			s.log.Warn("retention: reading the index failed; the partition's size is off until the next pass",
+				zap.String("stream", e.name), zap.Int32("partition", e.p.id), zap.Error(err))
+		}
+		e.p.mu.Lock()
 		bytes, n := e.p.dropCacheBelow(e.to)
 		e.p.mu.Unlock()
 		s.cache.release(bytes, n)
@@ -209,6 +313,15 @@ func (s *Store) removeExpiredSegments(d *deleted) error {
 			s.quiesce()
 			removed = true
 		}
+		gone := make(map[*segment]bool, i)
+		for _, sg := range segs[:i] {
+			gone[sg] = true
+		}
+		for _, p := range st.parts {
+			p.mu.Lock()
+			p.dropSegs(gone)
+			p.mu.Unlock()
+		}
 		for _, sg := range segs[:i] {
 			if err := s.removeSegment(sg); err != nil {
 				return fmt.Errorf("localstore: retention: %w", err)
@@ -229,11 +342,11 @@ func (s *Store) removeExpiredSegments(d *deleted) error {
 }
 
 func (s *Store) segmentExpired(st *stream, sg *segment) bool {
-	for part, last := range sg.partLast {
+	for part, sp := range sg.parts {
 		if int(part) >= len(st.parts) {
 			return false
 		}
-		if first, _ := st.parts[part].span(); last >= first {
+		if first, _ := st.parts[part].span(); sp.last >= first {
 			return false
 		}
 	}
@@ -241,16 +354,21 @@ func (s *Store) segmentExpired(st *stream, sg *segment) bool {
 }
 
 // removeSegment closes a segment (waiting for its readers) and removes its
-// files.
+// files. The caller has taken its segParts off the partitions.
 func (s *Store) removeSegment(sg *segment) error {
 	if err := sg.close(); err != nil {
 		return fmt.Errorf("segment %s: close: %w", sg.path, err)
 	}
-	if err := s.fs.Remove(sg.path + ".log"); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("segment %s: remove: %w", sg.path, err)
-	}
-	if err := s.fs.Remove(sg.path + ".idx"); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("segment %s: remove index: %w", sg.path, err)
+	return removeSegmentFiles(s.fs, sg.path)
+}
+
+// removeSegmentFiles removes the files of the segment at path (without
+// extension), the .log last.
+func removeSegmentFiles(fs vfs.FS, path string) error {
+	for _, ext := range []string{extIndex, extJournal, extOldIdx, extLog} {
+		if err := fs.Remove(path + "." + ext); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("segment %s: remove .%s: %w", path, ext, err)
+		}
 	}
 	return nil
 }

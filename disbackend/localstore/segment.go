@@ -6,13 +6,16 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/disgw/disgw/disbackend"
 	"github.com/disgw/disgw/kafkawire/batch"
 )
 
@@ -20,13 +23,19 @@ import (
 // dir/segments, one active segment per stream: a group commit writes each
 // stream's new batches with one Write and syncs each stream's file once
 // (fdatasync, in parallel across streams), and retention and DeleteStream
-// drop whole files. A segment is sealed when it reaches Options.SegmentBytes
-// (then its index is written beside it as <name>.idx), at Close, and when it
-// is recovered at Open; appends always go to a segment created by this
-// process.
+// drop whole files. A segment is sealed when it reaches the stream's
+// segment.bytes or segment.ms, when the active segments' index in memory
+// reaches maxActiveChunks, at Close, and when it is recovered at Open;
+// appends always go to a segment created by this process.
 //
-// Names are <sid>-<n>.log and <sid>-<n>.idx, both numbers 16 hex digits; n
-// grows across all streams, so a name is never reused.
+// Files, each number 16 hex digits; n grows across all streams, so a name
+// is never reused:
+//
+//	<sid>-<n>.log       the frames
+//	<sid>-<n>.index     a sealed segment's index (index.go)
+//	<sid>-<n>.journal   the active segment's index blocks, for a restart after a crash (journal.go)
+//	<sid>-<n>.snapshot  the stream's idempotent producers after segment n (snapshot.go)
+//	<sid>-<n>.idx       the dense index of the first format, replaced at the first Open (recover.go)
 //
 // Each stored batch is one frame: a 56-byte header followed by the raw
 // Kafka batch. The header, big-endian:
@@ -41,15 +50,17 @@ import (
 //	40  appendMS  int64   append time, ms (retention clock)
 //	48  maxTS     int64   the batch's max timestamp, ms
 //
-// Recovery trusts a segment's .idx file when its CRC matches (it is written
-// only after every frame it lists was synced) and otherwise scans the .log,
-// stopping at the first torn or corrupt frame: nothing after it was
-// acknowledged, because an Append completes only after its segment's
-// fdatasync, which covers every earlier write to the file.
+// Recovery trusts a segment's .index when its trailer and directory check
+// (it is written only after every frame it lists was synced, and renamed
+// into place whole); an active segment's frames are found from its journal
+// and by scanning the .log from the end the journal covers, stopping at
+// the first torn or corrupt frame: nothing after it was acknowledged,
+// because an Append completes only after its segment's fdatasync, which
+// covers every earlier write to the file.
 const (
 	frameMagic          = 0x44474631 // "DGF1"
 	frameHeaderLen      = 56
-	idxMagic            = 0x44474931 // "DGI1"
+	idxMagic            = 0x44474931 // "DGI1": the first format's dense index
 	idxRecordLen        = 64
 	idxHeaderLen        = 8 // magic, record count
 	defaultSegmentBytes = 256 << 20
@@ -116,24 +127,9 @@ func frameCRC(hdr, raw []byte) uint32 {
 	return crc32.Update(crc32.Update(0, batch.CRCTable, hdr[8:frameHeaderLen]), batch.CRCTable, raw)
 }
 
-// appendIdxRecord appends f's 64-byte index record:
+// decodeIdxRecord decodes a record of the first format's .idx file:
 // pos, size, part, base, last, appendMS, maxTS, pid (8 bytes each but size
 // and part 4), seq 4, epoch 2, 2 zero.
-func appendIdxRecord(dst []byte, f *frameInfo) []byte {
-	be := binary.BigEndian
-	dst = be.AppendUint64(dst, uint64(f.pos))
-	dst = be.AppendUint32(dst, uint32(f.size))
-	dst = be.AppendUint32(dst, uint32(f.part))
-	dst = be.AppendUint64(dst, uint64(f.base))
-	dst = be.AppendUint64(dst, uint64(f.last))
-	dst = be.AppendUint64(dst, uint64(f.appendMS))
-	dst = be.AppendUint64(dst, uint64(f.maxTS))
-	dst = be.AppendUint64(dst, uint64(f.pid))
-	dst = be.AppendUint32(dst, uint32(f.seq))
-	dst = be.AppendUint16(dst, uint16(f.epoch))
-	return append(dst, 0, 0)
-}
-
 func decodeIdxRecord(r []byte) frameInfo {
 	be := binary.BigEndian
 	return frameInfo{
@@ -153,13 +149,19 @@ func decodeIdxRecord(r []byte) frameInfo {
 // segment is one segment file.
 type segment struct {
 	sid  uint64
-	n    uint64 // number in the file name
-	path string // without extension
+	n    uint64  // number in the file name
+	path string  // without extension
+	st   *stream // its stream
+	// covers is the highest segment number whose batches it holds: n, or,
+	// for a log cleaner's segment, the last one it replaced.
+	covers uint64
 
-	// mu is read-held around every use of f by readers and the syncer, and
-	// write-held to close it; f is nil once closed (retention, deletion).
-	mu sync.RWMutex
-	f  vfs.File
+	// mu is read-held around every use of f and ixf by readers and the
+	// syncer, and write-held to close them; f is nil once closed
+	// (retention, deletion, a cleaner's swap).
+	mu  sync.RWMutex
+	f   vfs.File
+	ixf vfs.File // the .index of a sealed segment
 
 	// The fields below are owned by whoever holds Store.wmu (the writer
 	// while it assembles a group, retention, DeleteStream, Close).
@@ -167,20 +169,47 @@ type segment struct {
 	sealed        bool
 	firstAppendMS int64 // of its first frame, ms (segment.ms rolls it)
 	maxAppendMS   int64
-	partLast      map[int32]int64 // last offset stored here, per partition
-	idx           []byte          // index records of an unsealed segment
+	parts         map[int32]*segPart // what it holds of each partition
+
+	// chunks counts its parts' chunks while it is active (added by the
+	// syncer, read by the writer to pick a segment to roll).
+	chunks atomic.Int64
+
+	// The syncer's, while the segment is active (journal.go); the writer
+	// takes them over at seal, after quiesce.
+	published int64    // end of the frames published
+	journaled int64    // end of the frames the journal covers
+	jf        vfs.File // the journal, once written
+	jfailed   bool     // a journal write failed: no more blocks
+	jparts    []*segPart
+	delta     disbackend.ProducerStates[producerKey] // idempotent batches published since the last block
 }
 
 func newSegment(sid, n uint64, path string, f vfs.File) *segment {
-	return &segment{sid: sid, n: n, path: path, f: f, partLast: make(map[int32]int64), maxAppendMS: -1 << 63}
+	return &segment{sid: sid, n: n, covers: n, path: path, f: f, parts: make(map[int32]*segPart), maxAppendMS: -1 << 63}
 }
 
 func segmentName(sid, n uint64) string { return fmt.Sprintf("%016x-%016x", sid, n) }
 
-// parseSegmentName parses "<sid>-<n>.log" or ".idx".
+// Extensions of the files of a segment (and of a stream's snapshots).
+const (
+	extLog      = "log"
+	extIndex    = "index"
+	extJournal  = "journal"
+	extSnapshot = "snapshot"
+	extOldIdx   = "idx"
+	extTmp      = ".tmp" // appended to a file being written, renamed when whole
+)
+
+// parseSegmentName parses "<sid>-<n>.<ext>" for the extensions above.
 func parseSegmentName(name string) (sid, n uint64, ext string, ok bool) {
 	base, ext, found := strings.Cut(name, ".")
-	if !found || (ext != "log" && ext != "idx") || len(base) != 33 || base[16] != '-' {
+	switch ext {
+	case extLog, extIndex, extJournal, extSnapshot, extOldIdx:
+	default:
+		return 0, 0, "", false
+	}
+	if !found || len(base) != 33 || base[16] != '-' {
 		return 0, 0, "", false
 	}
 	sid, err1 := strconv.ParseUint(base[:16], 16, 64)
@@ -188,16 +217,23 @@ func parseSegmentName(name string) (sid, n uint64, ext string, ok bool) {
 	return sid, n, ext, err1 == nil && err2 == nil
 }
 
-// note records a frame written to the segment. Requires Store.wmu.
-func (sg *segment) note(f *frameInfo) {
-	if len(sg.partLast) == 0 {
+// note records a frame written to the segment and returns the segPart of
+// its partition, made (and added to p.segs) at its first frame. Requires
+// Store.wmu.
+func (sg *segment) note(p *partition, f *frameInfo) *segPart {
+	if len(sg.parts) == 0 {
 		sg.firstAppendMS = f.appendMS
 	}
-	sg.partLast[f.part] = f.last
 	sg.maxAppendMS = max(sg.maxAppendMS, f.appendMS)
-	if !sg.sealed {
-		sg.idx = appendIdxRecord(sg.idx, f)
+	sp := sg.parts[f.part]
+	if sp == nil {
+		sp = newSegPart(sg, f.part, f.base)
+		sg.parts[f.part] = sp
+		p.mu.Lock()
+		p.segs = append(p.segs, sp)
+		p.mu.Unlock()
 	}
+	return sp
 }
 
 // readAt reads len(p) bytes at off. ok is false when the segment was closed
@@ -232,10 +268,18 @@ func (sg *segment) syncData() error {
 	return nil
 }
 
-// close closes the file once no reader uses it.
+// close closes the files once no reader uses them.
 func (sg *segment) close() error {
 	sg.mu.Lock()
 	defer sg.mu.Unlock()
+	if sg.ixf != nil {
+		_ = sg.ixf.Close()
+		sg.ixf = nil
+	}
+	if sg.jf != nil {
+		_ = sg.jf.Close()
+		sg.jf = nil
+	}
 	if sg.f == nil {
 		return nil
 	}
@@ -244,115 +288,152 @@ func (sg *segment) close() error {
 	return err
 }
 
-// writeIdx writes the segment's index file: magic, record count, the
-// records, and a CRC-32C of everything before it, then syncs it. The caller
-// must have synced every frame the records list. The directory entry is not
-// synced: a lost index only means the segment is scanned at the next Open.
-func writeIdx(fs vfs.FS, path string, records []byte) error {
-	buf := make([]byte, 0, idxHeaderLen+len(records)+4)
-	buf = binary.BigEndian.AppendUint32(buf, idxMagic)
-	buf = binary.BigEndian.AppendUint32(buf, uint32(len(records)/idxRecordLen))
-	buf = append(buf, records...)
-	buf = binary.BigEndian.AppendUint32(buf, batch.Checksum(buf))
-	f, err := fs.Create(path+".idx", vfs.WriteCategoryUnspecified)
-	if err != nil {
-		return err
+// setIndex makes f, open for reading, the segment's index file (closing
+// the one it replaces).
+func (sg *segment) setIndex(f vfs.File) {
+	sg.mu.Lock()
+	old := sg.ixf
+	sg.ixf = f
+	sg.mu.Unlock()
+	if old != nil {
+		_ = old.Close()
 	}
-	if _, err := f.Write(buf); err != nil {
-		_ = f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		_ = f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 var errBadIdx = errors.New("index file incomplete or corrupt")
 
-// readIdx loads a segment's index file.
-func readIdx(fs vfs.FS, path string) ([]frameInfo, error) {
-	f, err := fs.Open(path + ".idx")
+// readOldIdx reads a .idx file of the first format, calling fn with each
+// record in order, and checks its CRC at the end: errBadIdx when it does
+// not match (fn may have been called; the caller discards what it built).
+func readOldIdx(fs vfs.FS, path string, fn func(f *frameInfo)) error {
+	f, err := fs.Open(path + "." + extOldIdx)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer f.Close()
-	buf, err := io.ReadAll(f)
-	if err != nil {
-		return nil, err
-	}
-	be := binary.BigEndian
-	if len(buf) < idxHeaderLen+4 || be.Uint32(buf) != idxMagic {
-		return nil, errBadIdx
-	}
-	n := int(be.Uint32(buf[4:]))
-	body := buf[:len(buf)-4]
-	if len(body) != idxHeaderLen+n*idxRecordLen || be.Uint32(buf[len(buf)-4:]) != batch.Checksum(body) {
-		return nil, errBadIdx
-	}
-	out := make([]frameInfo, n)
-	for i := range out {
-		out[i] = decodeIdxRecord(body[idxHeaderLen+i*idxRecordLen:])
-	}
-	return out, nil
-}
-
-// scanSegment reads frames from the start of f, checking each CRC, and
-// stops at the first torn or corrupt one. It returns the valid frames and
-// the end of the last one.
-func scanSegment(f vfs.File, sid uint64) ([]frameInfo, int64, error) {
 	st, err := f.Stat()
 	if err != nil {
-		return nil, 0, err
+		return err
 	}
 	size := st.Size()
-	var out []frameInfo
-	var hdr [frameHeaderLen]byte
-	var data []byte
-	pos := int64(0)
-	for pos+frameHeaderLen <= size {
-		if _, err := f.ReadAt(hdr[:], pos); err != nil {
-			return nil, 0, err
+	var hdr [idxHeaderLen]byte
+	if size < idxHeaderLen+4 {
+		return errBadIdx
+	}
+	if _, err := f.ReadAt(hdr[:], 0); err != nil {
+		return err
+	}
+	be := binary.BigEndian
+	n := int64(be.Uint32(hdr[4:]))
+	if be.Uint32(hdr[:]) != idxMagic || size != idxHeaderLen+n*idxRecordLen+4 {
+		return errBadIdx
+	}
+	crc := crc32.Update(0, batch.CRCTable, hdr[:])
+	buf := make([]byte, 0, 1<<20)
+	fi := new(frameInfo) // one for every record: fn must not keep it
+	for off := int64(idxHeaderLen); off < size-4; {
+		k := min(int64(cap(buf)/idxRecordLen)*idxRecordLen, size-4-off)
+		buf = buf[:k]
+		if _, err := f.ReadAt(buf, off); err != nil {
+			return err
 		}
-		fi, fsid, crc, ok := decodeHeader(hdr[:])
+		crc = crc32.Update(crc, batch.CRCTable, buf)
+		for r := 0; r < len(buf); r += idxRecordLen {
+			*fi = decodeIdxRecord(buf[r:])
+			fn(fi)
+		}
+		off += k
+	}
+	var tail [4]byte
+	if _, err := f.ReadAt(tail[:], size-4); err != nil {
+		return err
+	}
+	if be.Uint32(tail[:]) != crc {
+		return errBadIdx
+	}
+	return nil
+}
+
+// scanSegment reads frames of f from position from, checking each CRC,
+// calls fn with each valid one, and stops at the first torn or corrupt
+// one. It returns the end of the last valid frame.
+func scanSegment(f vfs.File, sid uint64, from int64, fn func(f *frameInfo, raw []byte)) (int64, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	size := st.Size()
+	// Frames are read in windows of at least 1 MiB: one read for many small
+	// frames.
+	const window = 1 << 20
+	var buf []byte
+	bufAt := int64(0)
+	get := func(pos, n int64) ([]byte, error) {
+		if pos < bufAt || pos+n > bufAt+int64(len(buf)) {
+			k := min(max(n, window), size-pos)
+			if int64(cap(buf)) < k {
+				buf = make([]byte, k)
+			}
+			buf = buf[:k]
+			if _, err := f.ReadAt(buf, pos); err != nil {
+				return nil, err
+			}
+			bufAt = pos
+		}
+		return buf[pos-bufAt : pos-bufAt+n], nil
+	}
+	fi := new(frameInfo) // one for every frame: fn must not keep it
+	pos := from
+	for pos+frameHeaderLen <= size {
+		hdr, err := get(pos, frameHeaderLen)
+		if err != nil {
+			return 0, err
+		}
+		var fsid uint64
+		var crc uint32
+		var ok bool
+		*fi, fsid, crc, ok = decodeHeader(hdr)
 		if !ok || fsid != sid || fi.size < batch.HeaderLen || int64(fi.size) > size-pos-frameHeaderLen || fi.last < fi.base {
 			break
 		}
-		if cap(data) < int(fi.size) {
-			data = make([]byte, fi.size)
+		frame, err := get(pos, frameHeaderLen+int64(fi.size))
+		if err != nil {
+			return 0, err
 		}
-		data = data[:fi.size]
-		if _, err := f.ReadAt(data, pos+frameHeaderLen); err != nil {
-			return nil, 0, err
-		}
-		if frameCRC(hdr[:], data) != crc {
+		data := frame[frameHeaderLen:]
+		if frameCRC(frame, data) != crc {
 			break
 		}
 		fi.pos = pos + frameHeaderLen
 		fi.setProducer(data)
-		out = append(out, fi)
+		fn(fi, data)
 		pos += frameHeaderLen + int64(fi.size)
 	}
-	return out, pos, nil
+	return pos, nil
 }
 
-// segFiles lists what the segment directory holds for one stream.
+// segFiles lists what the segment directory holds of one segment.
 type segFiles struct {
-	n              uint64
-	hasLog, hasIdx bool
+	n                                       uint64
+	hasLog, hasIndex, hasJournal, hasOldIdx bool
 }
 
-// listSegments returns the segment files by stream, each stream's in order.
-func listSegments(fs vfs.FS, dir string) (map[uint64][]segFiles, error) {
+// listSegments returns the segment files by stream, each stream's in
+// order, and the numbers of each stream's snapshots, in order.
+func listSegments(fs vfs.FS, dir string) (map[uint64][]segFiles, map[uint64][]uint64, error) {
 	names, err := fs.List(dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	bySid := make(map[uint64]map[uint64]*segFiles)
+	snaps := make(map[uint64][]uint64)
 	for _, name := range names {
 		sid, n, ext, ok := parseSegmentName(name)
 		if !ok {
+			continue
+		}
+		if ext == extSnapshot {
+			snaps[sid] = append(snaps[sid], n)
 			continue
 		}
 		if bySid[sid] == nil {
@@ -363,10 +444,15 @@ func listSegments(fs vfs.FS, dir string) (map[uint64][]segFiles, error) {
 			sf = &segFiles{n: n}
 			bySid[sid][n] = sf
 		}
-		if ext == "log" {
+		switch ext {
+		case extLog:
 			sf.hasLog = true
-		} else {
-			sf.hasIdx = true
+		case extIndex:
+			sf.hasIndex = true
+		case extJournal:
+			sf.hasJournal = true
+		case extOldIdx:
+			sf.hasOldIdx = true
 		}
 	}
 	out := make(map[uint64][]segFiles, len(bySid))
@@ -376,7 +462,38 @@ func listSegments(fs vfs.FS, dir string) (map[uint64][]segFiles, error) {
 		}
 		sort.Slice(out[sid], func(i, j int) bool { return out[sid][i].n < out[sid][j].n })
 	}
-	return out, nil
+	for _, l := range snaps {
+		slices.Sort(l)
+	}
+	return out, snaps, nil
+}
+
+// writeFileAtomic writes data to path through path+".tmp": written,
+// synced, renamed, and the directory synced, so that a crash leaves either
+// the old file (or none) or the whole new one. hook names the steps for
+// tests (what + ": tmp written", ": renamed").
+func writeFileAtomic(fs vfs.FS, dir, path string, data []byte, hook func(string), what string) error {
+	f, err := fs.Create(path+extTmp, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = fs.Remove(path + extTmp)
+		return err
+	}
+	hook(what + ": tmp written")
+	if err := fs.Rename(path+extTmp, path); err != nil {
+		return err
+	}
+	hook(what + ": renamed")
+	return syncDir(fs, dir)
 }
 
 // syncDir syncs a directory so that file creations and removals in it are

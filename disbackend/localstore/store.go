@@ -15,9 +15,14 @@
 // before (group commit); nothing is visible to readers, and no Append
 // completes, before that sync. Recently synced batches stay in a bounded
 // in-memory tail cache, so consumers that follow the producers are served
-// without reading the files.
+// without reading the files. Batches are found through a sparse index on
+// disk (index.go), so memory does not grow with what is stored; producer
+// states are snapshotted when a segment is sealed (snapshot.go), and a
+// journal of the active segments' index bounds what a restart after a
+// crash scans (journal.go).
 //
-// On disk, dir/meta holds Pebble and dir/segments the segment files.
+// On disk, dir/meta holds Pebble and dir/segments the segment files, their
+// indexes and journals, and the producer snapshots.
 //
 // It owns no Kafka wire types (no kmsg) and knows nothing of groups or
 // connections; the gateway drives it through disbackend.Backend.
@@ -92,9 +97,16 @@ type Options struct {
 	// key; Kafka log.cleaner.dedupe.buffer.size); a partition with more
 	// keys than it holds is cleaned in several passes. 0 means 128 MiB.
 	CleanerBufferBytes int64
+	// MaxUnindexedBytes bounds the bytes of the active segments, summed
+	// over every stream, that no index on disk covers: past it the syncer
+	// writes the active segments' journals (journal.go). A restart after a
+	// crash scans at most this much (plus the batches written but not yet
+	// synced at the crash). 0 means 64 MiB.
+	MaxUnindexedBytes int64
 
 	// cleanerHook, when set (tests), is called at each step of a cleaning
-	// pass, on the cleaner's goroutine.
+	// pass, of sealing a segment, of writing a journal block or a producer
+	// snapshot, and of a read, on the goroutine taking it.
 	cleanerHook func(step string)
 }
 
@@ -111,6 +123,12 @@ const (
 	maxSyncGroups         = 16 // groups synced together, at most
 	producerIDBlock       = 1000
 	memTableSize          = 4 << 20 // Pebble holds metadata only
+	defaultMaxUnindexed   = 64 << 20
+	// maxActiveChunks bounds the index entries the active segments keep in
+	// memory, all streams together (64 bytes each, 8 MiB): past it
+	// the active segment with the most is sealed, its entries written to
+	// its index file.
+	maxActiveChunks = 1 << 17
 )
 
 // Store is the Pebble-backed disbackend.Backend. Safe for concurrent use.
@@ -156,6 +174,17 @@ type Store struct {
 	wbuf      []byte                // the writer's group buffer
 	hbuf      []byte                // the writer's frame headers (writev path)
 	iovs      [][]byte              // the writer's iovecs (writev path)
+	rollNeed  map[*stream]int64     // rollBefore's
+
+	// activeChunks counts the index entries the active segments hold in
+	// memory; unindexed the bytes published that no index or journal
+	// block covers (both added by the syncer, taken off at seal).
+	activeChunks atomic.Int64
+	unindexed    atomic.Int64
+	maxUnindexed int64 // Options.MaxUnindexedBytes
+	// jsegs are the active segments with bytes no journal block covers
+	// (the syncer's; seal, after quiesce, takes a segment off).
+	jsegs map[*segment]struct{}
 
 	// producersCheckedMS (guarded by wmu) is when idle producer states
 	// were last looked for (ms; expireProducers).
@@ -189,6 +218,9 @@ type Store struct {
 	// be trusted).
 	failure atomic.Pointer[error]
 
+	// stats is what Open's recovery did (recover.go).
+	stats openStats
+
 	changedMu sync.Mutex
 	changed   chan struct{}
 
@@ -205,13 +237,19 @@ type stream struct {
 	// clean is the log cleaner's state of a compacted stream; only the
 	// cleaner goroutine uses it after Open.
 	clean cleanerState
+	// snapshots are the numbers of its producer snapshot files, oldest
+	// first (snapshot.go). Guarded by wmu.
+	snapshots []uint64
 }
 
 // Open opens (creating if needed) the store in dir and recovers every stream,
-// partition range and producer state from it: sealed segments from their
-// index files, the others by scanning their frames up to the first torn one.
-// Errors are Pebble's, the filesystem's or a corrupt key, wrapped with the
-// directory.
+// partition range and producer state from it (recover.go): sealed segments
+// from their index files, producer states from their snapshots, the
+// segments active at a crash from their journals and a scan of the frames
+// after them (at most Options.MaxUnindexedBytes, plus the writes in flight
+// at the crash) up to the first torn one; a store of the first format is
+// migrated. Errors are Pebble's, the filesystem's or a corrupt key,
+// wrapped with the directory.
 func Open(dir string, opts Options) (*Store, error) {
 	if opts.FS == nil || opts.FS == vfs.Default {
 		opts.FS = privateFS{vfs.Default}
@@ -243,7 +281,11 @@ func Open(dir string, opts Options) (*Store, error) {
 	if opts.CleanerBufferBytes <= 0 {
 		opts.CleanerBufferBytes = defaultCleanerBufferBytes
 	}
+	if opts.MaxUnindexedBytes <= 0 {
+		opts.MaxUnindexedBytes = defaultMaxUnindexed
+	}
 	log := opts.Logger.Named("localstore")
+	start := time.Now()
 
 	// Pebble holds only metadata now; its defaults are ample.
 	popts := &pebble.Options{
@@ -286,6 +328,8 @@ func Open(dir string, opts Options) (*Store, error) {
 		now:            opts.Now,
 		producerExpiry: opts.ProducerStateExpiry,
 		cache:          newTailCache(opts.CacheBytesPerPartition, opts.CacheBytes),
+		maxUnindexed:   opts.MaxUnindexedBytes,
+		jsegs:          make(map[*segment]struct{}),
 		streams:        make(map[string]*stream),
 		reqs:           make(chan *appendReq, appendQueueLen),
 		syncq:          make(chan *group, pendingSyncGroups),
@@ -313,15 +357,15 @@ func Open(dir string, opts Options) (*Store, error) {
 		s.bg.Add(1)
 		go s.cleanerLoop(opts.CleanerInterval)
 	}
-	log.Info("opened", zap.String("dir", dir), zap.Int("streams", len(s.streams)),
-		zap.Int("producer_states", s.producers.Len()))
+	s.logOpened(dir, time.Since(start))
 	return s, nil
 }
 
 // Close completes every queued append (syncing it), stops the background
-// loop, seals the active segments (so the next Open reads their index
-// instead of scanning them) and closes the files and Pebble. Later calls return ErrClosed; later appends,
-// reads and metadata operations fail with ErrClosed.
+// loop, seals the active segments and writes the producer snapshots (so
+// the next Open reads indexes and snapshots and scans nothing) and closes
+// the files and Pebble. Later calls return ErrClosed; later appends, reads
+// and metadata operations fail with ErrClosed.
 func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return fmt.Errorf("localstore: close: %w", disbackend.ErrClosed)
@@ -340,10 +384,11 @@ func (s *Store) Close() error {
 	s.wmu.Lock()
 	if s.storageFailure() == nil {
 		for _, seg := range s.active {
-			if serr := s.seal(seg); serr != nil && err == nil {
+			if serr := s.seal(seg, true); serr != nil && err == nil {
 				err = serr
 			}
 		}
+		s.snapshotAll()
 	}
 	s.wmu.Unlock()
 	s.closeSegments()
@@ -360,6 +405,26 @@ func (s *Store) Close() error {
 	}
 	s.log.Info("closed")
 	return nil
+}
+
+// snapshotAll writes a producer snapshot for every stream whose newest
+// one is older than its last segment (a segment sealed without one), so
+// that the next Open replays no segment. Requires wmu, no segment active.
+func (s *Store) snapshotAll() {
+	for _, st := range s.streams {
+		segs := s.segs[st.sid]
+		if len(segs) == 0 {
+			continue
+		}
+		last := segs[len(segs)-1].n
+		if n := len(st.snapshots); n > 0 && st.snapshots[n-1] >= last {
+			continue
+		}
+		if err := s.writeSnapshot(st, last); err != nil {
+			s.log.Warn("writing a producer snapshot failed; the next start replays the stream's segments",
+				zap.String("stream", st.meta.Name), zap.Error(err))
+		}
+	}
 }
 
 // closeSegments closes every segment file.

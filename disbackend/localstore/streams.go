@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
 	"sort"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -143,9 +145,20 @@ func (s *Store) DeleteStream(ctx context.Context, name string) error {
 	// left behind by a failure here is removed at the next Open, as it
 	// belongs to no stream.
 	s.quiesce()
+	if seg := s.active[st.sid]; seg != nil {
+		s.activeChunks.Add(-seg.chunks.Load())
+		seg.chunks.Store(0)
+		s.dropJournal(seg)
+	}
 	for _, sg := range s.segs[st.sid] {
 		if err := s.removeSegment(sg); err != nil {
 			s.log.Warn("removing segment of deleted stream failed", zap.String("segment", sg.path), zap.Error(err))
+		}
+	}
+	for _, n := range st.snapshots {
+		path := s.fs.PathJoin(s.segDir, segmentName(st.sid, n)+"."+extSnapshot)
+		if err := s.fs.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			s.log.Warn("removing a producer snapshot of deleted stream failed", zap.String("snapshot", path), zap.Error(err))
 		}
 	}
 	delete(s.segs, st.sid)
@@ -343,189 +356,4 @@ func mustJSON(v any) []byte {
 		panic(fmt.Sprintf("localstore: marshal %T: %v", v, err))
 	}
 	return b
-}
-
-// recover loads streams, partition ranges, segments, producer states and
-// allocators. A partition's next is the end of its last stored batch, or its
-// persisted first floor when retention removed every batch; first is its
-// first stored batch's base, or the floor.
-func (s *Store) recover() error {
-	if v, ok, err := s.getInt64([]byte{keyAllocator}); err != nil {
-		return err
-	} else if ok {
-		s.pidNext, s.pidLimit = v, v
-	}
-	if v, ok, err := s.getInt64([]byte{keySidCounter}); err != nil {
-		return err
-	} else if ok {
-		s.nextSid = uint64(v)
-	}
-	mit, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixMeta}, UpperBound: []byte{prefixMeta + 1}})
-	if err != nil {
-		return err
-	}
-	defer mit.Close()
-	sids := make(map[uint64]*stream)
-	for mit.First(); mit.Valid(); mit.Next() {
-		var m streamMeta
-		if err := json.Unmarshal(mit.Value(), &m); err != nil {
-			return fmt.Errorf("stream %q: %w: %v", mit.Key()[1:], errCorrupt, err)
-		}
-		m.Stream.Config = m.Stream.Config.WithDefaults()
-		st := &stream{meta: m.Stream, sid: m.Sid}
-		st.parts = newPartitions(st, 0, m.Stream.PartitionCount)
-		if st.meta.Config.Compacted() {
-			if st.clean, err = s.loadCleanerState(m.Sid); err != nil {
-				return fmt.Errorf("stream %q: %w", m.Stream.Name, err)
-			}
-		}
-		for _, p := range st.parts {
-			floor, _, err := s.getInt64(partKey(prefixFloor, p.sid, p.id))
-			if err != nil {
-				return fmt.Errorf("stream %q partition %d: %w", m.Stream.Name, p.id, err)
-			}
-			p.first, p.next = floor, floor
-		}
-		s.streams[m.Stream.Name] = st
-		sids[m.Sid] = st
-		if m.Sid >= s.nextSid {
-			s.nextSid = m.Sid + 1
-		}
-	}
-	if err := mit.Error(); err != nil {
-		return err
-	}
-	if err := finishSwaps(s.fs, s.segDir); err != nil {
-		return fmt.Errorf("finish a log cleaner swap: %w", err)
-	}
-	files, err := listSegments(s.fs, s.segDir)
-	if err != nil {
-		return fmt.Errorf("list segments: %w", err)
-	}
-	// Expired producer states are not rebuilt (rebuildProducer).
-	nowMS := s.now().UnixMilli()
-	s.loadCutoffMS = disbackend.ProducerExpiryCutoff(nowMS, s.producerExpiry)
-	for sid, list := range files {
-		for _, sf := range list {
-			s.nextSeg = max(s.nextSeg, sf.n+1)
-		}
-		st := sids[sid]
-		if st == nil {
-			// Left behind by a DeleteStream interrupted by a crash.
-			for _, sf := range list {
-				path := s.fs.PathJoin(s.segDir, segmentName(sid, sf.n))
-				_ = s.fs.Remove(path + ".log")
-				_ = s.fs.Remove(path + ".idx")
-			}
-			continue
-		}
-		for _, sf := range list {
-			if err := s.recoverSegment(st, sf); err != nil {
-				return err
-			}
-		}
-	}
-	for _, st := range s.streams {
-		for _, p := range st.parts {
-			// first stays the persisted floor: the log cleaner may have
-			// removed the partition's first batches, and Kafka's log start
-			// offset does not move for compaction.
-			if n := len(p.index); n > 0 {
-				p.next = max(p.next, p.index[n-1].last+1)
-			}
-			p.assigned = p.next
-		}
-	}
-	s.producersCheckedMS = nowMS
-	return syncDir(s.fs, s.segDir)
-}
-
-// recoverSegment loads one segment of st: from its index file when that is
-// whole, else by scanning its frames (then it syncs the valid ones and
-// writes the index, sealing it). It indexes the batches at or above each
-// partition's floor and replays every batch into the producer states.
-func (s *Store) recoverSegment(st *stream, sf segFiles) error {
-	path := s.fs.PathJoin(s.segDir, segmentName(st.sid, sf.n))
-	if !sf.hasLog {
-		_ = s.fs.Remove(path + ".idx")
-		return nil
-	}
-	f, err := s.fs.Open(path + ".log")
-	if err != nil {
-		return fmt.Errorf("segment %s: open: %w", path, err)
-	}
-	var frames []frameInfo
-	if sf.hasIdx {
-		frames, err = readIdx(s.fs, path)
-		if err != nil {
-			s.log.Warn("segment index unreadable; scanning the segment", zap.String("segment", path), zap.Error(err))
-		}
-	}
-	if !sf.hasIdx || err != nil {
-		var end int64
-		frames, end, err = scanSegment(f, st.sid)
-		if err == nil && len(frames) > 0 {
-			// Frames that survived a crash unsynced are about to become
-			// readable: make them durable first.
-			if err = f.Sync(); err == nil {
-				idx := make([]byte, 0, len(frames)*idxRecordLen)
-				for i := range frames {
-					idx = appendIdxRecord(idx, &frames[i])
-				}
-				err = writeIdx(s.fs, path, idx)
-			}
-		}
-		if err != nil {
-			_ = f.Close()
-			return fmt.Errorf("segment %s: recover: %w", path, err)
-		}
-		s.log.Info("segment recovered by scanning", zap.String("segment", path), zap.Int("batches", len(frames)),
-			zap.Int64("bytes", end))
-	}
-	if len(frames) == 0 {
-		_ = f.Close()
-		_ = s.fs.Remove(path + ".log")
-		_ = s.fs.Remove(path + ".idx")
-		return nil
-	}
-	sg := newSegment(st.sid, sf.n, path, f)
-	sg.sealed = true
-	for i := range frames {
-		fi := &frames[i]
-		sg.note(fi)
-		sg.size = fi.pos + int64(fi.size)
-		if fi.part < 0 || int(fi.part) >= len(st.parts) {
-			continue
-		}
-		p := st.parts[fi.part]
-		s.rebuildProducer(p, fi)
-		if fi.last < p.first {
-			continue // below the floor retention persisted
-		}
-		// Batches follow each other, with gaps where the log cleaner
-		// removed whole batches.
-		if n := len(p.index); n > 0 && fi.base <= p.index[n-1].last {
-			return fmt.Errorf("segment %s: stream %q partition %d: batch at %d does not follow %d: %w",
-				path, st.meta.Name, fi.part, fi.base, p.index[n-1].last, errCorrupt)
-		}
-		p.index = append(p.index, batchLoc{seg: sg, pos: fi.pos, base: fi.base, last: fi.last,
-			maxTS: fi.maxTS, appendMS: fi.appendMS, size: fi.size})
-	}
-	s.segs[st.sid] = append(s.segs[st.sid], sg)
-	return nil
-}
-func (s *Store) getInt64(key []byte) (int64, bool, error) {
-	v, closer, err := s.db.Get(key)
-	if err == pebble.ErrNotFound {
-		return 0, false, nil
-	}
-	if err != nil {
-		return 0, false, err
-	}
-	defer closer.Close()
-	n, ok := getInt64(v)
-	if !ok {
-		return 0, false, fmt.Errorf("key %x: %w", key, errCorrupt)
-	}
-	return n, true, nil
 }

@@ -1,8 +1,11 @@
 package localstore
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"os"
+	"slices"
 	"sort"
 	"sync"
 
@@ -40,7 +43,8 @@ type groupItem struct {
 	maxTS     int64  // ms, for the index
 	logAppend int64  // ms, the LogAppendTime stamped, or -1
 	duplicate bool
-	loc       batchLoc // where it was written
+	sp        *segPart  // where it was written
+	fi        frameInfo // its frame
 	// the batch's idempotent producer fields, for its frame
 	pid   int64
 	epoch int16
@@ -121,6 +125,14 @@ func (s *Store) assemble(reqs []*appendReq) *group {
 	g := &group{items: make([]groupItem, 0, len(reqs))}
 	nowMS := s.now().UnixMilli()
 	s.maybeExpireProducers(nowMS) // before the checks: a retry of an expired producer is a new batch
+	if err := s.rollBefore(reqs, nowMS); err != nil {
+		s.fail(err)
+		for _, r := range reqs {
+			r.p.Complete(disbackend.AppendResult{}, fmt.Errorf("localstore: append stream %q partition %d: %w: %v",
+				r.stream, r.part, disbackend.ErrUnavailable, err))
+		}
+		return nil
+	}
 	for _, r := range reqs {
 		item, err := s.accept(r, nowMS)
 		if err != nil {
@@ -196,8 +208,7 @@ func (s *Store) writeGroup(g *group, nowMS int64) error {
 				buf = append(buf, it.raw...)
 			}
 			off += frameHeaderLen + int64(len(it.raw))
-			seg.note(&fi)
-			it.loc = batchLoc{seg: seg, pos: fi.pos, base: it.base, last: it.last, maxTS: it.maxTS, appendMS: nowMS, size: fi.size}
+			it.sp, it.fi = seg.note(it.p, &fi), fi
 		}
 		if direct {
 			iovs := s.iovs[:0]
@@ -234,12 +245,11 @@ func (s *Store) writeGroup(g *group, nowMS int64) error {
 func (s *Store) activeSegment(st *stream, n, nowMS int64) (*segment, error) {
 	sid := st.sid
 	seg := s.active[sid]
-	segBytes := st.meta.Config.SegmentBytes
-	if segBytes <= 0 {
-		segBytes = s.segBytes
-	}
-	if seg != nil && seg.size > 0 && (seg.size+n > segBytes || nowMS-seg.firstAppendMS >= rollAge(&st.meta.Config).Milliseconds()) {
-		if err := s.seal(seg); err != nil {
+	if seg != nil && s.mustRoll(st, seg, n, nowMS) {
+		// rollBefore rolls it before the group is accepted, so that its
+		// producer snapshot holds no batch of the group; here (not
+		// expected) the snapshot is left out.
+		if err := s.seal(seg, false); err != nil {
 			return nil, err
 		}
 		seg = nil
@@ -261,25 +271,166 @@ func (s *Store) activeSegment(st *stream, n, nowMS int64) (*segment, error) {
 	}
 	s.nextSeg++
 	seg = newSegment(sid, s.nextSeg-1, path, f)
+	seg.st = st
 	s.active[sid] = seg
 	s.segs[sid] = append(s.segs[sid], seg)
 	return seg, nil
 }
 
-// seal syncs a segment, writes its index file and stops appending to it.
-// Requires wmu.
-func (s *Store) seal(seg *segment) error {
+// mustRoll reports whether st's active segment seg must be sealed before
+// n more bytes are written to it: it would grow past the stream's
+// segment.bytes (Options.SegmentBytes when the stream sets none) or it is
+// older than its segment.ms. Requires wmu.
+func (s *Store) mustRoll(st *stream, seg *segment, n, nowMS int64) bool {
+	segBytes := st.meta.Config.SegmentBytes
+	if segBytes <= 0 {
+		segBytes = s.segBytes
+	}
+	return seg.size > 0 && (seg.size+n > segBytes || nowMS-seg.firstAppendMS >= rollAge(&st.meta.Config).Milliseconds())
+}
+
+// rollBefore seals, before a group is accepted, the active segments the
+// group's appends would take past their size or age, and, while the
+// active segments' chunks in memory pass maxActiveChunks, the one with the
+// most: each with a producer snapshot, which holds exactly the batches of
+// the sealed segment and those before it, since none of the group is
+// accepted yet. Requires wmu.
+func (s *Store) rollBefore(reqs []*appendReq, nowMS int64) error {
+	if s.rollNeed == nil {
+		s.rollNeed = make(map[*stream]int64)
+	}
+	need := s.rollNeed
+	defer clear(need)
+	for _, r := range reqs {
+		if st := s.streams[r.stream]; st != nil {
+			need[st] += frameHeaderLen + int64(len(r.b.Raw))
+		}
+	}
+	for st, n := range need {
+		if seg := s.active[st.sid]; seg != nil && s.mustRoll(st, seg, n, nowMS) {
+			if err := s.seal(seg, true); err != nil {
+				return err
+			}
+		}
+	}
+	for s.activeChunks.Load() > maxActiveChunks {
+		var big *segment
+		for _, seg := range s.active {
+			if big == nil || seg.chunks.Load() > big.chunks.Load() {
+				big = seg
+			}
+		}
+		if big == nil {
+			break
+		}
+		if err := s.seal(big, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// seal stops appending to a segment: once every group written to it is
+// published (quiesce), it syncs it, writes its index file from its
+// segParts' chunks (tmp, synced, renamed, directory synced), hands the
+// chunks over to the file (freeing them), removes its journal, and, with
+// snapshot, writes the stream's producer snapshot after it (a failure of
+// the snapshot is logged: Open then replays the segment). Requires wmu.
+func (s *Store) seal(seg *segment, snapshot bool) error {
+	s.quiesce()
 	if err := seg.syncData(); err != nil {
 		return err
 	}
-	if err := writeIdx(s.fs, seg.path, seg.idx); err != nil {
+	parts := make([]*segPart, 0, len(seg.parts))
+	for _, sp := range seg.parts {
+		parts = append(parts, sp)
+	}
+	slices.SortFunc(parts, func(a, b *segPart) int { return cmp.Compare(a.part, b.part) })
+	if err := s.writeIndex(seg, parts); err != nil {
 		return fmt.Errorf("segment %s: write index: %w", seg.path, err)
 	}
-	seg.sealed, seg.idx = true, nil
+	for _, sp := range parts {
+		p := seg.st.parts[sp.part]
+		p.mu.Lock()
+		sp.chunks, sp.sealed = nil, true
+		p.mu.Unlock()
+	}
+	s.activeChunks.Add(-seg.chunks.Load())
+	seg.chunks.Store(0)
+	seg.sealed = true
 	if s.active[seg.sid] == seg {
 		delete(s.active, seg.sid)
 	}
+	s.dropJournal(seg)
+	if snapshot && s.streams[seg.st.meta.Name] == seg.st {
+		if err := s.writeSnapshot(seg.st, seg.n); err != nil {
+			s.log.Warn("writing a producer snapshot failed; the next start replays the segment",
+				zap.String("segment", seg.path), zap.Error(err))
+		}
+	}
 	return nil
+}
+
+// writeIndex writes the sealed index of seg from parts (sorted by
+// partition), puts it in place and opens it for reads, and points the
+// parts at their entries. Requires wmu, seg quiesced.
+func (s *Store) writeIndex(seg *segment, parts []*segPart) error {
+	path := seg.path + "." + extIndex
+	w, err := newIndexWriter(s.fs, path+extTmp)
+	if err != nil {
+		return err
+	}
+	starts := make([]int64, len(parts))
+	for i, sp := range parts {
+		starts[i] = w.addPart(sp)
+	}
+	if err := w.finish(seg.size, seg.covers); err != nil {
+		_ = s.fs.Remove(path + extTmp)
+		return err
+	}
+	s.hook("index: tmp written")
+	if err := s.fs.Rename(path+extTmp, path); err != nil {
+		return err
+	}
+	s.hook("index: renamed")
+	if err := syncDir(s.fs, s.segDir); err != nil {
+		return err
+	}
+	s.hook("index: directory synced")
+	f, err := s.fs.Open(path)
+	if err != nil {
+		return err
+	}
+	seg.setIndex(f)
+	for i, sp := range parts {
+		p := seg.st.parts[sp.part]
+		p.mu.Lock()
+		sp.ixStart, sp.ixCount = starts[i], int64(len(sp.chunks))
+		p.mu.Unlock()
+	}
+	return nil
+}
+
+// dropJournal removes a sealed segment's journal (its index covers
+// everything now) and takes the segment off the syncer's list. Requires
+// wmu, seg quiesced.
+func (s *Store) dropJournal(seg *segment) {
+	delete(s.jsegs, seg)
+	if !seg.jfailed {
+		s.unindexed.Add(-seg.unjournaled())
+	}
+	seg.journaled, seg.jparts, seg.delta = seg.published, nil, disbackend.ProducerStates[producerKey]{}
+	seg.mu.Lock()
+	jf := seg.jf
+	seg.jf = nil
+	seg.mu.Unlock()
+	if jf != nil {
+		_ = jf.Close()
+		if err := s.fs.Remove(seg.path + "." + extJournal); err != nil && !errors.Is(err, os.ErrNotExist) {
+			s.log.Warn("removing a sealed segment's journal failed", zap.String("segment", seg.path), zap.Error(err))
+		}
+		s.hook("journal: removed")
+	}
 }
 
 // accept checks one append against its partition and producer state and, if
@@ -412,14 +563,26 @@ func (s *Store) publish(g *group, syncErr error) {
 		if it.duplicate {
 			continue
 		}
+		sg := it.sp.seg
 		it.p.mu.Lock()
 		it.p.next = it.last + 1
-		it.p.index = append(it.p.index, it.loc)
+		if it.sp.add(&it.fi) {
+			s.activeChunks.Add(1)
+			sg.chunks.Add(1)
+		}
 		if s.cache.enabled() {
 			s.cache.add(it.p, it.base, it.last, it.raw)
 		}
 		it.p.mu.Unlock()
+		sg.noteJournal(it.sp, &it.fi, it.fi.pos+int64(it.fi.size))
+		if !sg.jfailed {
+			s.unindexed.Add(frameHeaderLen + int64(it.fi.size))
+			s.jsegs[sg] = struct{}{}
+		}
 		advanced = true
+	}
+	if s.unindexed.Load() > s.maxUnindexed {
+		s.flushJournals()
 	}
 	if s.cache.enabled() {
 		s.cache.balance()
@@ -434,6 +597,25 @@ func (s *Store) publish(g *group, syncErr error) {
 	if ce := s.log.Check(zap.DebugLevel, "group synced"); ce != nil {
 		ce.Write(zap.Int("appends", len(g.items)))
 	}
+}
+
+// flushJournals writes a journal block for every active segment with
+// published bytes no block covers yet, in parallel. On the syncer.
+func (s *Store) flushJournals() {
+	var wg sync.WaitGroup
+	for sg := range s.jsegs {
+		if len(s.jsegs) == 1 {
+			s.writeJournalBlock(sg)
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.writeJournalBlock(sg)
+		}()
+	}
+	wg.Wait()
+	clear(s.jsegs)
 }
 
 // markSynced records that every group up to seq is published.
