@@ -514,6 +514,19 @@ func (m *membership) takeover(ctx context.Context, key string) error {
 	}
 }
 
+// takeoverWait returns how long takeover would wait for key now (fence):
+// 0 when it would return at once.
+func (m *membership) takeoverWait(key string) time.Duration {
+	if m.mayWrite(key) != nil {
+		return 0
+	}
+	st := m.cur.Load()
+	if p := st.prev; p != nil && p.Ready && p.Epoch == st.view.Epoch-1 && ownerIn(p, key) == p.Self {
+		return 0
+	}
+	return max(0, st.handover-m.mono())
+}
+
 // member returns the node's DIS client id and generation for a fenced
 // commit of nodesApp (fence). ok is always true in cluster mode: before
 // the first SyncGroup the generation is -1, which DIS refuses, as it

@@ -331,7 +331,13 @@ func TestClusterCloseLeaves(t *testing.T) {
 	waitFor(t, 5*time.Second, "node 1's lease", func() bool { return m1.mayWrite(kept) == nil })
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
+	if w := m1.takeoverWait(kept); w != 0 {
+		t.Errorf("takeover wait of %s (node 1's before) = %v, want 0", kept, w)
+	}
 	if m1.mono() < m1.cur.Load().handover {
+		if w := m1.takeoverWait(moved); w <= 0 {
+			t.Errorf("takeover wait of %s (node 3's) before the handover = %v, want > 0", moved, w)
+		}
 		if err := m1.takeover(ctx, moved); !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("takeover of %s (node 3's) before the handover = %v, want the context's deadline", moved, err)
 		}
@@ -349,6 +355,9 @@ func TestClusterCloseLeaves(t *testing.T) {
 	m1.mu.Unlock()
 	if m1.mono() < st.handover || st.handover < joined+testLease+time.Second {
 		t.Errorf("takeover of %s returned at %v, handover %v (joined %v, lease %v, request timeout 1s)", moved, m1.mono(), st.handover, joined, testLease)
+	}
+	if w := m1.takeoverWait(moved); w != 0 {
+		t.Errorf("takeover wait of %s after the handover = %v, want 0", moved, w)
 	}
 	if err := stores[1].cluster.takeover(ctxT(t), moved); !errors.Is(err, disbackend.ErrNotLeader) {
 		t.Errorf("takeover of %s by node 2, not its owner: %v, want ErrNotLeader", moved, err)

@@ -1,6 +1,9 @@
 package disrest
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // fence is what the write paths ask before they write to DIS on behalf of
 // something this node owns (docs/cluster.md §4): in cluster mode the
@@ -29,6 +32,10 @@ type fence interface {
 	// caller then resolves the previous owner's intent before writing.
 	// ctx's error, or mayWrite's, when it cannot.
 	takeover(ctx context.Context, key string) error
+	// takeoverWait returns how long takeover would wait for key now: 0
+	// when it would return at once (the key owned in the previous view
+	// too, the wait over, or the key not this node's: takeover's error).
+	takeoverWait(key string) time.Duration
 	// member returns the DIS client id and generation to send with a
 	// fenced CommitCheckpoint of the membership app, and ok
 	// false when there is no membership (a single node: commit as before).
@@ -40,6 +47,7 @@ type soloFence struct{}
 
 func (soloFence) mayWrite(string) error                         { return nil }
 func (soloFence) takeover(context.Context, string) error        { return nil }
+func (soloFence) takeoverWait(string) time.Duration             { return 0 }
 func (soloFence) member() (clientID string, gen int64, ok bool) { return "", 0, false }
 
 var _ fence = soloFence{}

@@ -79,6 +79,15 @@ func (f *fakeFence) takeover(ctx context.Context, key string) error {
 	return f.mayWrite(key)
 }
 
+func (f *fakeFence) takeoverWait(key string) time.Duration {
+	if f.mayWrite(key) != nil {
+		return 0
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.delay
+}
+
 func (f *fakeFence) member() (string, int64, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -241,6 +250,57 @@ func TestFenceRefusedBetweenRetries(t *testing.T) {
 	}
 	if r, err := s.describeRange(ctxT(t), stream, 0); err != nil || r.Next != 0 {
 		t.Fatalf("range %+v, %v; want nothing written", r, err)
+	}
+}
+
+// TestFenceTakeoverPastDeadline: a batch whose producer would give up
+// (its Deadline) before the takeover wait ends is refused at once with
+// ErrNotLeader and not written, and neither are the batches queued with
+// it; one that can wait, or has no deadline, waits and is written.
+func TestFenceTakeoverPastDeadline(t *testing.T) {
+	t.Parallel()
+	_, url := startDIS(t, dislocal.Options{})
+	f := &fakeFence{gen: 1, delay: 2 * time.Second}
+	s := newFencedStore(t, url, f, func(o *Options) { o.Linger = -1; o.idemSettle = -1 })
+	stream := mkStream(t, s, "deadline", 1)
+
+	short := pidBatch(1, 0, 0, 2)
+	short.Deadline = time.Now().Add(300 * time.Millisecond)
+	start := time.Now()
+	_, err := s.Append(stream, 0, short).Wait(ctxT(t))
+	if !errors.Is(err, disbackend.ErrNotLeader) {
+		t.Fatalf("a batch that cannot wait for the takeover: %v, want ErrNotLeader", err)
+	}
+	if d := time.Since(start); d >= f.delay {
+		t.Errorf("refused after %v, want at once (the takeover waits %v)", d, f.delay)
+	}
+	if n := f.takeoverCount(); n != 0 {
+		t.Errorf("takeovers after the refusal: %d, want none begun", n)
+	}
+
+	// Its retry with a deadline past the wait waits and is written first.
+	retry := pidBatch(1, 0, 0, 2)
+	retry.Deadline = time.Now().Add(30 * time.Second)
+	start = time.Now()
+	if res := appendOK(t, s, stream, 0, retry); res.BaseOffset != 0 || res.Duplicate {
+		t.Fatalf("the retry: %+v, want written at 0", res)
+	}
+	if d := time.Since(start); d < f.delay {
+		t.Errorf("the retry written after %v, want the takeover's %v first", d, f.delay)
+	}
+	// Taken over: a short deadline no longer matters in this generation.
+	next := pidBatch(1, 0, 2, 1)
+	next.Deadline = time.Now().Add(300 * time.Millisecond)
+	if res := appendOK(t, s, stream, 0, next); res.BaseOffset != 2 {
+		t.Fatalf("after the takeover: %+v, want 2", res)
+	}
+	// A new generation: a batch without a deadline (acks=0) waits.
+	f.set(func(f *fakeFence) { f.gen, f.delay = 2, 300*time.Millisecond })
+	if res := appendOK(t, s, stream, 0, pidBatch(2, 0, 0, 1)); res.BaseOffset != 3 {
+		t.Fatalf("without a deadline: %+v, want 3", res)
+	}
+	if n := f.takeoverCount(); n != 2 {
+		t.Errorf("takeovers: %d, want one a generation", n)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -136,9 +137,14 @@ func (s *Store) dropPartition(k partKey) {
 // offset from DIS, replacing what this node held in memory unless the
 // partition's end offset is still the one this node knew (it led the
 // partition all along). ps remembers the generation it was done for.
-// Errors: takeover's (ErrNotLeader; ctx's, as ErrUnavailable) and
-// resolveIdem's.
-func (s *Store) takeOver(ctx context.Context, k partKey, sid string, ps *putState) error {
+// A takeover that would still wait past deadline (the earliest Deadline
+// of the producers' batches about to be written; zero: none) does not
+// wait: ErrNotLeader at once, so that a producer that would give up on
+// its batch (REQUEST_TIMED_OUT) retries it instead, and the batch is not
+// written behind the retry (a duplicate without idempotence); logged once
+// a generation. Errors: that, takeover's (ErrNotLeader; ctx's, as
+// ErrUnavailable) and resolveIdem's.
+func (s *Store) takeOver(ctx context.Context, k partKey, sid string, ps *putState, deadline time.Time) error {
 	if !s.clustered() || sharedStream(k.stream) {
 		return nil
 	}
@@ -146,7 +152,20 @@ func (s *Store) takeOver(ctx context.Context, k partKey, sid string, ps *putStat
 	if ps.taken && ps.gen == gen {
 		return nil
 	}
-	if err := s.fence.takeover(ctx, disbackend.PartitionKey(k.stream, k.part)); err != nil {
+	key := disbackend.PartitionKey(k.stream, k.part)
+	if !deadline.IsZero() {
+		if wait := s.fence.takeoverWait(key); wait > 0 && time.Now().Add(wait).After(deadline) {
+			if ps.refusedGen != gen {
+				ps.refusedGen = gen
+				s.log.Info("partition taken over: produces refused with NOT_LEADER_OR_FOLLOWER until the previous leader's writes can no longer land",
+					zap.String("stream", k.stream), zap.Int32("partition", k.part), zap.Int64("generation", gen),
+					zap.Duration("wait", wait.Round(time.Millisecond)))
+			}
+			return fmt.Errorf("disrest: %s/%d: taking the partition over, first write in %v, after the request's timeout: %w",
+				k.stream, k.part, wait.Round(time.Millisecond), disbackend.ErrNotLeader)
+		}
+	}
+	if err := s.fence.takeover(ctx, key); err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("%w: take over %s/%d: %v", disbackend.ErrUnavailable, k.stream, k.part, err)
 		}

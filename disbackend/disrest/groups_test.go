@@ -216,6 +216,7 @@ func (f *clusterFence) mayWrite(key string) error {
 	return nil
 }
 func (f *clusterFence) takeover(context.Context, string) error { return nil }
+func (f *clusterFence) takeoverWait(string) time.Duration      { return 0 }
 func (f *clusterFence) member() (string, int64, bool)          { return "node", 1, true }
 
 // TestGroupStateTail: in cluster mode a Store tails GroupStream, so its

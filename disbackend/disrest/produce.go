@@ -66,7 +66,7 @@ func (s *Store) sendGroup(k partKey, group []job, ps *putState) []job {
 		return nil
 	}
 	defer func() { ps.lastWrite = time.Now() }()
-	if err := s.takeOver(ctx, k, si.id, ps); err != nil {
+	if err := s.takeOver(ctx, k, si.id, ps, earliestDeadline(group)); err != nil {
 		s.failJobs(group, fmt.Errorf("disrest: append to %s/%d: %w", k.stream, k.part, err))
 		return nil
 	}
@@ -692,4 +692,16 @@ func (s *Store) toDISRecords(b *disbackend.Batch, logAppend bool, format string)
 		return nil, re
 	}
 	return out, nil
+}
+
+// earliestDeadline returns the earliest Deadline of group's producers'
+// batches (the compactor's copies have none), zero when none has one.
+func earliestDeadline(group []job) time.Time {
+	var d time.Time
+	for i := range group {
+		if t := group[i].b.Deadline; !t.IsZero() && group[i].src == nil && (d.IsZero() || t.Before(d)) {
+			d = t
+		}
+	}
+	return d
 }

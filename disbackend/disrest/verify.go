@@ -36,6 +36,9 @@ type putState struct {
 	// generation gen of the membership.
 	taken bool
 	gen   int64
+	// refusedGen is the generation whose takeover last refused batches
+	// that could not wait for it (takeOver), logged once.
+	refusedGen int64
 	// dropped: the partition was given up (viewChanged) while its writer
 	// still runs; set from another goroutine.
 	dropped atomic.Bool
