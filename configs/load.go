@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -183,6 +184,38 @@ func (c *Config) ApplyLookupEnv(lookup func(string) (string, bool)) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// otherEnv are the prefixes of DISGW_ variables that are no setting of
+// disgw serve but are read elsewhere: disgw dislocal's, and the tests',
+// benchmarks' and compatibility matrix's.
+var otherEnv = []string{"DISGW_DISLOCAL_", "DISGW_TEST_", "DISGW_BENCH", "DISGW_COMPAT_", "DISGW_FAILPOINT_",
+	"DISGW_HOSTILE_", "DISGW_DIFF_"}
+
+// UnknownEnv returns a problem for each variable of environ (os.Environ's
+// "NAME=value" form) named DISGW_ that is no setting's (EnvVar) nor one of
+// the other variables disgw's commands and tests read: with the nearest
+// setting's variable when it is close enough to be a typo, as unknown
+// YAML keys get. disgw serve logs them as warnings: an environment can
+// hold variables for other tools, so they do not fail the start.
+func UnknownEnv(environ []string) []string {
+	var out []string
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, EnvPrefix) || slices.ContainsFunc(otherEnv, func(p string) bool { return strings.HasPrefix(name, p) }) {
+			continue
+		}
+		key := strings.ToLower(strings.TrimPrefix(name, EnvPrefix))
+		if _, ok := byKey[key]; ok {
+			continue
+		}
+		if k := suggestKey(key); k != "" {
+			out = append(out, fmt.Sprintf("environment variable %s is no setting (did you mean %s?)", name, EnvVar(k)))
+		} else {
+			out = append(out, fmt.Sprintf("environment variable %s is no setting (docs/configuration.md lists every DISGW_ variable)", name))
+		}
+	}
+	return out
 }
 
 // unknownKey is the problem of an unknown key name: with the nearest key

@@ -1,6 +1,7 @@
 package configs
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -109,5 +110,20 @@ func TestApplyLookupEnvEmpty(t *testing.T) {
 	c = Default()
 	if err := c.ApplyLookupEnv(func(string) (string, bool) { return "", false }); err != nil || c != def {
 		t.Errorf("ApplyLookupEnv with nothing set changed the defaults: %v", err)
+	}
+}
+
+// TestUnknownEnv: a DISGW_ variable that is no setting is named, with the
+// nearest setting's variable when it looks like a typo; settings' own
+// variables, other programs' and the tests' DISGW_ variables are not.
+func TestUnknownEnv(t *testing.T) {
+	got := UnknownEnv([]string{"DISGW_LISEN=127.0.0.1:1", "DISGW_LISTEN=x", "DISGW_DIS_AK=ak", "PATH=/bin",
+		"DISGW_DISLOCAL_SK=sk", "DISGW_TEST_IDEM_KILL9=1", "DISGW_NOTHING_LIKE_IT_AT_ALL=1", "DISGW_ADMIN_LISTEN="})
+	want := []string{
+		"environment variable DISGW_LISEN is no setting (did you mean DISGW_LISTEN?)",
+		"environment variable DISGW_NOTHING_LIKE_IT_AT_ALL is no setting (docs/configuration.md lists every DISGW_ variable)",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("UnknownEnv = %q, want %q", got, want)
 	}
 }

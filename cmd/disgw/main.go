@@ -264,6 +264,9 @@ func serve(args []string, lookupEnv func(string) (string, bool), stderr io.Write
 	// The console's recent errors: every warning and error logged.
 	ring := admin.NewErrorRing(recentErrors)
 	log = log.WithOptions(zap.WrapCore(ring.Core))
+	for _, problem := range configs.UnknownEnv(os.Environ()) {
+		log.Warn(problem)
+	}
 
 	if err := runGateway(cfg, *readyFile, log, ring); err != nil {
 		log.Error("failed", zap.Error(err))
