@@ -154,7 +154,8 @@ type Config struct {
 	// Data is the directory of the embedded store (created if missing,
 	// mode 0700; every file in it is created 0600, and an older directory
 	// keeps its modes). It must be missing, empty or a disgw store: a
-	// directory holding other files is refused at start.
+	// directory holding other files (hidden ones and `lost+found` aside) is refused
+	// at start.
 	Data string `yaml:"data" default:"./data" flag:"data" check:"directory"`
 	// Backend selects the backend: `local`, the embedded Pebble store, or
 	// `dis`, Huawei Cloud DIS through its REST API, set up by the `dis_*`
