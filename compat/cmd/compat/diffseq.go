@@ -145,7 +145,11 @@ func seqTopics(t *diffTarget, p string) {
 	cp.ValidateOnly = true
 	cp.Topics = []kmsg.CreatePartitionsRequestTopic{{Topic: t1, Count: 2}}
 	t.do("CreatePartitions t1 to 2, validate only", cp)
-	seqAssignments(t, p, t1)
+	// A topic of their own: t1 was just scaled, and DIS allows one scaling
+	// of a stream an hour (the dis backend answers INVALID_CONFIG to a
+	// second one, a deliberate difference).
+	createTopic(t, "", p+"as-grow", 4, nil)
+	seqAssignments(t, p, p+"as-grow")
 
 	dt := kmsg.NewPtrDeleteTopicsRequest()
 	dt.TimeoutMillis = 30000
@@ -161,7 +165,7 @@ func seqTopics(t *diffTarget, p string) {
 }
 
 // seqAssignments: manual replica assignments, bad and good, in
-// CreatePartitions (t1 has 4 partitions) and CreateTopics, as Kafka's
+// CreatePartitions (t1, a topic of 4 partitions never scaled) and CreateTopics, as Kafka's
 // controller checks them (a broker that does not exist, a broker twice, an
 // empty replica list, an assignment count other than the new partitions',
 // a partition assigned twice or missing). The one broker of each server
