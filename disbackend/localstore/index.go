@@ -503,6 +503,14 @@ func (sv *spView) searchFrom(pred func(*chunk) bool, want int64) (int64, []chunk
 			lo = mid + 1
 		}
 	}
+	return sv.scanRange(pred, lo, hi, want)
+}
+
+// scanRange reads entries [lo, hi) and want more, and returns the first
+// of them for which pred holds (hi when none does) with up to want entries
+// from it: the last step of searchFrom and seekOffset, once the range is
+// small.
+func (sv *spView) scanRange(pred func(*chunk) bool, lo, hi, want int64) (int64, []chunk, bool, error) {
 	cs, ok, err := sv.entries(lo, hi-lo+want)
 	if err != nil || !ok {
 		return 0, nil, ok, err
@@ -558,19 +566,7 @@ func (sv *spView) seekOffset(offset, want int64) (int64, []chunk, bool, error) {
 			return start + int64(i), cs[:min(int64(len(cs)), want)], true, nil
 		}
 	}
-	cs, ok, err := sv.entries(lo, hi-lo+want)
-	if err != nil || !ok {
-		return 0, nil, ok, err
-	}
-	k := hi
-	for i := range cs[:min(int64(len(cs)), hi-lo)] {
-		if pred(&cs[i]) {
-			k = lo + int64(i)
-			break
-		}
-	}
-	cs = cs[k-lo:]
-	return k, cs[:min(int64(len(cs)), want)], true, nil
+	return sv.scanRange(pred, lo, hi, want)
 }
 
 // seekWindow is how many index entries seekOffset reads around where it
