@@ -266,6 +266,16 @@ type Config struct {
 	// controller starts a new generation because topics, partitions or
 	// groups created since the view load one node above 1.1 times the mean.
 	ClusterRebalanceInterval time.Duration `yaml:"cluster_rebalance_interval" default:"10m" range:"> 0"`
+	// ClusterControlledShutdown makes a cluster-mode node, on SIGTERM or
+	// SIGINT, leave the nodes' group first and serve on, owning nothing,
+	// until the others' view without it is written (at most
+	// `cluster_join_window` + `cluster_settle` + 2 `cluster_heartbeat` + 1s,
+	// and half of `shutdown_grace`), as Kafka's
+	// `controlled.shutdown.enable`: consumer groups it coordinated go on in
+	// their generation at their next coordinator. The price: a restart
+	// makes two rebalances of the nodes, its leave and its join, even when
+	// it is quick enough for one (docs/cluster.md §8).
+	ClusterControlledShutdown bool `yaml:"cluster_controlled_shutdown" default:"true" gateway:"-"`
 	// LogLevel is the least level logged (to stderr).
 	LogLevel string `yaml:"log_level" default:"info" flag:"log-level" values:"debug,info,warn,error"`
 

@@ -349,6 +349,11 @@ func (c *conn) dispatch(req *kafkawire.Request) (r reply, ok bool) {
 	if !c.saslGate(req.Key) {
 		return r, false
 	}
+	if (req.Key == apiKeyProduce || req.Key == apiKeyFetch) && c.s.resigning.Load() {
+		c.log.Debug("node resigning: closing a produce or fetch connection, its client moves to the node taking over",
+			zap.Int16("api_key", req.Key))
+		return r, false
+	}
 	if api == nil {
 		c.log.Info("unsupported API key, closing connection", zap.Int16("api_key", req.Key), zap.Int16("api_version", req.Version))
 		return r, false

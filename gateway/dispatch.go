@@ -8,6 +8,7 @@ import (
 
 const (
 	apiKeyProduce     = 0
+	apiKeyFetch       = 1
 	apiKeyApiVersions = 18
 )
 

@@ -306,6 +306,9 @@ type Server struct {
 	listeners []*listener   // bound by Listen; the first is Addr's
 	closing   chan struct{} // closed when Shutdown starts
 	closeOnce sync.Once
+	// resigning is set by Resigning: the node left its cluster and owns
+	// nothing while the others take over (dispatch).
+	resigning atomic.Bool
 
 	budget   *requestBudget
 	limitLog *limitLog
@@ -619,6 +622,15 @@ func (s *Server) RefusedConnections() int64 { return s.refusedConns.Load() }
 // requests finish and their responses be written (up to ctx or
 // cfg.ShutdownGrace), then closes every connection. It does not close the
 // backend.
+// Resigning tells the server that its node left the cluster ahead of
+// Shutdown (cmd/disgw's clean shutdown in cluster mode): from now on a
+// Produce or Fetch closes its connection unanswered, so that its client
+// asks another node for the partition's leader at once (as when a node
+// stops), rather than retrying this node, which owns nothing, with a
+// growing backoff; group requests are still answered (NOT_COORDINATOR:
+// members find their new coordinator without losing their session).
+func (s *Server) Resigning() { s.resigning.Store(true) }
+
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.closeOnce.Do(func() { close(s.closing) })
 	s.closeListeners()

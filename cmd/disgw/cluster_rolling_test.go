@@ -443,6 +443,33 @@ type rcGroup struct {
 	commits      int
 	firstRefusal time.Time
 	refusals     []string
+	// logs are the members' own client logs (info and above), the last
+	// lines of each, shown when the group rebalanced unexpectedly.
+	logs []*clientLog
+}
+
+// clientLog keeps the last clientLogLines lines a kgo client logs.
+type clientLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+const clientLogLines = 300
+
+func (l *clientLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, strings.TrimRight(string(p), "\n"))
+	if len(l.lines) > clientLogLines {
+		l.lines = slices.Delete(l.lines, 0, len(l.lines)-clientLogLines)
+	}
+	return len(p), nil
+}
+
+func (l *clientLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines, "\n")
 }
 
 // rcGroupEvent is one rebalance callback of a member.
@@ -473,7 +500,10 @@ func startRollGroup(t *testing.T, group, topic string, seeds [][]string) *rcGrou
 				g.mu.Unlock()
 			}
 		}
+		logs := &clientLog{}
+		g.logs = append(g.logs, logs)
 		cl, err := kgo.NewClient(kgo.SeedBrokers(s...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+			kgo.WithLogger(kgo.BasicLogger(logs, kgo.LogLevelInfo, func() string { return time.Now().Format("15:04:05.000 ") })),
 			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.AutoCommitInterval(500*time.Millisecond),
 			kgo.FetchMaxWait(500*time.Millisecond), kgo.ClientID(fmt.Sprintf("%s-%d", group, i)),
 			kgo.OnPartitionsAssigned(event("assigned")), kgo.OnPartitionsRevoked(event("revoked")),
@@ -836,6 +866,9 @@ func testRollingRestart(t *testing.T, disArgs []string) {
 		// __disgw_groups (docs/cluster.md §6): its members go on in
 		// their generation, as in Kafka when a coordinator moves.
 		t.Errorf("the group rebalanced during the rolling restart (generations %v), it was Stable in %d", gens, gen)
+		for i, l := range g.logs {
+			t.Logf("member %d's client log (last %d lines):\n%s", i, clientLogLines, l)
+		}
 	}
 	n := checkRollTopic(t, all[0], topic, want)
 	t.Logf("topic %s: %d records stored, %d acknowledged", topic, n, len(want))

@@ -140,12 +140,13 @@ func TestFlagsMatchSettings(t *testing.T) {
 func TestConfigEverySettingReachesAnOption(t *testing.T) {
 	t.Parallel()
 	readByMain := map[string]string{
-		"log_level":            "newLogger",
-		"data":                 "openBackend: the embedded store's directory",
-		"backend":              "openBackend: which backend",
-		"sasl_users_file":      "saslUsers reads it",
-		"dis_credentials_file": "disCredentials reads it (configs.Config.DISCredentials)",
-		"cluster_secret":       "clusterForwarding derives gateway.Config.ClusterKey from it (TestClusterForwardingKey)",
+		"log_level":                   "newLogger",
+		"data":                        "openBackend: the embedded store's directory",
+		"backend":                     "openBackend: which backend",
+		"sasl_users_file":             "saslUsers reads it",
+		"dis_credentials_file":        "disCredentials reads it (configs.Config.DISCredentials)",
+		"cluster_secret":              "clusterForwarding derives gateway.Config.ClusterKey from it (TestClusterForwardingKey)",
+		"cluster_controlled_shutdown": "runGateway resigns from the cluster before it stops (TestClusterRollingRestart)",
 	}
 	// Values a setting is changed to where appending to a string would
 	// make it invalid (and so map to nothing).

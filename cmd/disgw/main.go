@@ -376,6 +376,17 @@ func runGateway(cfg configs.Config, readyFile string, log *zap.Logger, ring *adm
 	if adm != nil {
 		adm.SetShuttingDown()
 	}
+	// In cluster mode the node first leaves the nodes' group and serves
+	// on, owning nothing, while the others take its partitions and groups
+	// over (docs/cluster.md §8), so that clients move instead of failing
+	// to connect.
+	if r, ok := store.(resigner); ok && cfg.Cluster && cfg.ClusterControlledShutdown && clusterErr == nil {
+		most := min(cfg.ClusterJoinWindow+cfg.ClusterSettle+2*cfg.ClusterHeartbeat+time.Second, cfg.ShutdownGrace/2)
+		srv.Resigning()
+		waited := r.Resign(most)
+		log.Info("left the nodes' group; served the others' takeover before stopping", zap.Duration("waited", waited),
+			zap.Duration("at_most", most))
+	}
 	// Shutdown waits up to the shutdown grace for in-flight requests, then
 	// closes the connections; it does not close the store.
 	shutdownErr := srv.Shutdown(context.Background())
@@ -553,6 +564,12 @@ func startCluster(ctx context.Context, cfg configs.Config, srv *gateway.Server, 
 type clusterBackend struct {
 	*disrest.Store
 	clusterMember
+}
+
+// resigner is a backend whose cluster membership can be left ahead of its
+// Close (disrest.Store.Resign).
+type resigner interface {
+	Resign(most time.Duration) time.Duration
 }
 
 // clusterMember is what disrest's membership gives (Store.Cluster).

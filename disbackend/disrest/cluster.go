@@ -364,6 +364,52 @@ func (m *membership) close() {
 	}
 }
 
+// Resign begins a clean shutdown of a cluster-mode node, as Kafka's
+// controlled shutdown moves a broker's leaderships away before it stops:
+// it leaves the nodes' group at once (the membership stops, as Close does),
+// then keeps the node serving while the others rebalance without it,
+// until the view pointer names a newer generation than this node's and one
+// cluster_heartbeat more has passed (the others read the pointer every
+// heartbeat), at most max. Meanwhile the node owns nothing: produces get
+// NOT_LEADER_OR_FOLLOWER and group requests NOT_COORDINATOR, which
+// clients retry, asking again where partitions and groups went, instead
+// of failing to connect to a node that stopped (a franz-go group member
+// whose heartbeats cannot reach its coordinator gives its partitions up).
+// It returns how long it waited; 0 when cluster mode is off or the
+// membership never started. Errors reading the pointer are retried until
+// max.
+func (s *Store) Resign(max time.Duration) time.Duration {
+	m := s.cluster
+	if m == nil || !m.running.Load() || m.closed.Load() {
+		return 0
+	}
+	start := time.Now()
+	gen := m.generation()
+	m.close()
+	deadline := start.Add(max)
+	wait := func() bool {
+		d := min(m.heartbeat, time.Until(deadline))
+		if d <= 0 {
+			return false
+		}
+		time.Sleep(d)
+		return true
+	}
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		_, meta, err := m.pointer(ctx)
+		cancel()
+		if p, ok := parsePointer(meta); err == nil && ok && p.gen > gen {
+			wait()
+			break
+		}
+		if !wait() {
+			break
+		}
+	}
+	return time.Since(start)
+}
+
 // View returns the current view, never nil: before the first one, a view
 // that is not Ready, with Self (and this node's listeners once started),
 // no controller (-1) and no owners (disbackend.Cluster).
