@@ -297,9 +297,10 @@ type Batch struct {
 	// nil: the backend's own credentials.
 	Credentials *Credentials
 	// Deadline is when the producer stops waiting for the batch's
-	// acknowledgement (the Produce request's timeout_ms after it came,
-	// where the gateway answers REQUEST_TIMED_OUT); zero when nobody waits
-	// (acks=0, the gateway's own writes). A backend that would only start
+	// acknowledgement; zero when nobody waits or nobody says. The gateway
+	// does not set it yet: with it set from the Produce request's
+	// timeout_ms, make compat-cluster's Java console consumer read nothing
+	// and Kafka Connect's sink duplicate lines (not understood yet). A backend that would only start
 	// writing the batch after it (a cluster-mode node taking a partition
 	// over, docs/cluster.md §4) refuses it with ErrNotLeader instead, so a
 	// batch the producer gave up on is not written later behind its retry.

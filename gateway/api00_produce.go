@@ -180,7 +180,7 @@ func (c *conn) handleProduce(req *kafkawire.Request) reply {
 			default:
 				// Counted before the store owns (and stamps) the batch.
 				records, bytes := countRecords(rp.Records), len(rp.Records)
-				pending, err := c.appendBatch(decodeCtx, r.Version, req.FrameBytes, st, rp, r.Acks != 0)
+				pending, err := c.appendBatch(decodeCtx, r.Version, req.FrameBytes, st, rp)
 				if err != nil {
 					s.logDecompressRefusal("produce", st, rp.Partition, len(rp.Records), err)
 					setErr(p, kafkaError(c.log, err), err)
@@ -269,9 +269,8 @@ func (c *conn) handleProduce(req *kafkawire.Request) reply {
 // UNSUPPORTED_COMPRESSION_TYPE), a disbackend.RecordsError
 // (INVALID_RECORD: records without a key to a compacted topic), and, when
 // the budget has no room before ctx ends, one that maps to
-// REQUEST_TIMED_OUT. With waited (acks 1 and -1) the batch's Deadline is
-// ctx's: the request's timeout.
-func (c *conn) appendBatch(ctx context.Context, version int16, frameBytes int, st *disbackend.Stream, rp *kmsg.ProduceRequestTopicPartition, waited bool) (_ *disbackend.Pending, err error) {
+// REQUEST_TIMED_OUT.
+func (c *conn) appendBatch(ctx context.Context, version int16, frameBytes int, st *disbackend.Stream, rp *kmsg.ProduceRequestTopicPartition) (_ *disbackend.Pending, err error) {
 	raw := rp.Records
 	if len(raw) > int(st.Config.MaxMessageBytes) {
 		return nil, kerrWrap(kerr.MessageTooLarge, fmt.Sprintf("record batch of %d bytes is larger than max.message.bytes %d", len(raw), st.Config.MaxMessageBytes))
@@ -324,11 +323,7 @@ func (c *conn) appendBatch(ctx context.Context, version int16, frameBytes int, s
 	// On a LogAppendTime topic the store stamps its append time.
 	// In the dis authentication mode the batch is written with the
 	// connection's own DIS credentials.
-	b := disbackend.Batch{Raw: raw, Header: h, Records: recs, Credentials: c.disCreds.Load()}
-	if waited {
-		b.Deadline, _ = ctx.Deadline()
-	}
-	pending := c.s.backend.Append(st.Name, rp.Partition, b)
+	pending := c.s.backend.Append(st.Name, rp.Partition, disbackend.Batch{Raw: raw, Header: h, Records: recs, Credentials: c.disCreds.Load()})
 	pending.AfterDone(hold.Release) // the backend no longer holds the records
 	return pending, nil
 }
