@@ -106,6 +106,9 @@ func (s *Store) cleanerLoop(interval time.Duration) { s.every(interval, s.cleanA
 // stream while its passes leave dirty records (a key map too small for
 // its dirty section).
 func (s *Store) cleanAll() {
+	if s.space.full.Load() {
+		return // a pass writes a copy first: it waits for space
+	}
 	s.mu.RLock()
 	var streams []*stream
 	for _, st := range s.streams {
