@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -129,6 +130,32 @@ func (w *spaceWatch) beforeOpen() {
 	}
 	released := w.releaseBallast()
 	w.enter(fmt.Sprintf("%d bytes free at start, below storage_min_free_bytes %d", free, w.minFree), nil, released)
+}
+
+// openMargin is the free space, in bytes, that opening the metadata for
+// writing needs beyond its logs' size: a new log, a manifest and an
+// options file.
+const openMargin = 8 << 20
+
+// roomToOpen reports whether the free space lets Pebble open metaDir for
+// writing: its Open flushes the logs it replays (an sstable about their
+// size) and waits for the flush, which it retries forever when it finds
+// no room. Unknown free space is taken as room.
+func (w *spaceWatch) roomToOpen(metaDir string) bool {
+	free := w.read()
+	if free < 0 {
+		return true
+	}
+	var logs int64
+	names, _ := w.fs.List(metaDir)
+	for _, name := range names {
+		if strings.HasSuffix(name, ".log") {
+			if st, err := w.fs.Stat(w.fs.PathJoin(metaDir, name)); err == nil {
+				logs += st.Size()
+			}
+		}
+	}
+	return free >= logs+openMargin
 }
 
 // afterOpen reserves the ballast when it is missing and there is room

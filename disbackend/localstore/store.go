@@ -156,8 +156,12 @@ const (
 
 // Store is the Pebble-backed disbackend.Backend. Safe for concurrent use.
 type Store struct {
-	db             *pebble.DB
-	fs             vfs.FS
+	db *pebble.DB
+	fs vfs.FS // the filesystem, wrapped by vfs.OnDiskFull (diskfull.go)
+	// segFS is fs unwrapped, for the segment files: a segment write that
+	// finds no room is taken back and refused, not made again in the
+	// ballast's room (which is for metadata, index files and a clean stop).
+	segFS          vfs.FS
 	segDir         string
 	dir            string // the data directory as Open was given it (LogDir)
 	segBytes       int64
@@ -351,14 +355,23 @@ func Open(dir string, opts Options) (*Store, error) {
 		FormatMajorVersion:          pebble.FormatNewest,
 	}
 	popts.EnsureDefaults()
-	db, err := pebble.Open(opts.FS.PathJoin(dir, metaDirName), popts)
-	if err != nil && (isENOSPC(err) || space.full.Load()) {
+	metaDir := opts.FS.PathJoin(dir, metaDirName)
+	if !space.roomToOpen(metaDir) {
+		// Pebble's Open flushes the log it replays and waits for that
+		// flush, which it retries forever on a full disk: open it
+		// read-only instead, so that reads are served.
+		log.Warn("too little free space to open the metadata for writing; opening it read-only: reads are served, writes refused until a restart")
+		popts.ReadOnly = true
+		space.setReadOnly()
+	}
+	db, err := pebble.Open(metaDir, popts)
+	if err != nil && !popts.ReadOnly && (isENOSPC(err) || space.full.Load()) {
 		// No room even for the metadata's log: open it read-only, so
 		// that reads are served; writes wait for a restart.
 		log.Warn("opening the metadata failed on a full disk; opening it read-only: reads are served, writes refused until a restart",
 			zap.Error(err))
 		popts.ReadOnly = true
-		db, err = pebble.Open(opts.FS.PathJoin(dir, metaDirName), popts)
+		db, err = pebble.Open(metaDir, popts)
 		if err == nil {
 			space.setReadOnly()
 		}
@@ -381,6 +394,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	s := &Store{
 		db:             db,
 		fs:             fsys,
+		segFS:          opts.FS,
 		space:          space,
 		segDir:         segDir,
 		dir:            dir,

@@ -424,7 +424,7 @@ func (s *Store) activeSegment(st *stream, n, nowMS int64) (*segment, error) {
 	}
 	name := segmentName(sid, s.nextSeg)
 	path := s.fs.PathJoin(s.segDir, name)
-	f, err := s.fs.Create(path+".log", vfs.WriteCategoryUnspecified)
+	f, err := s.segFS.Create(path+".log", vfs.WriteCategoryUnspecified)
 	if err != nil {
 		return nil, fmt.Errorf("segment %s: create: %w", path, err)
 	}
