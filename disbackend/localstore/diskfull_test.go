@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -30,10 +31,17 @@ type quotaFS struct {
 	vfs.FS
 	avail  atomic.Int64
 	denied atomic.Int64 // writes refused
+	// failing, when set, refuses with ENOSPC every write to a file whose
+	// name contains it, whatever the free space.
+	failing atomic.Pointer[string]
 }
 
 func newQuotaFS(avail int64) *quotaFS {
-	q := &quotaFS{FS: vfs.NewMem()}
+	return newQuotaFSOn(vfs.NewMem(), avail)
+}
+
+func newQuotaFSOn(inner vfs.FS, avail int64) *quotaFS {
+	q := &quotaFS{FS: inner}
 	q.avail.Store(avail)
 	return q
 }
@@ -51,26 +59,29 @@ func (q *quotaFS) take(n int) bool {
 	}
 }
 
-func (q *quotaFS) wrap(f vfs.File, err error) (vfs.File, error) {
+func (q *quotaFS) wrap(name string, f vfs.File, err error) (vfs.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &quotaFile{File: f, q: q}, nil
+	return &quotaFile{File: f, q: q, name: name}, nil
 }
 
 func (q *quotaFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
 	if st, err := q.FS.Stat(name); err == nil {
 		q.avail.Add(st.Size())
 	}
-	return q.wrap(q.FS.Create(name, c))
+	f, err := q.FS.Create(name, c)
+	return q.wrap(name, f, err)
 }
 
 func (q *quotaFS) OpenReadWrite(name string, c vfs.DiskWriteCategory, opts ...vfs.OpenOption) (vfs.File, error) {
-	return q.wrap(q.FS.OpenReadWrite(name, c, opts...))
+	f, err := q.FS.OpenReadWrite(name, c, opts...)
+	return q.wrap(name, f, err)
 }
 
 func (q *quotaFS) ReuseForWrite(oldname, newname string, c vfs.DiskWriteCategory) (vfs.File, error) {
-	return q.wrap(q.FS.ReuseForWrite(oldname, newname, c))
+	f, err := q.FS.ReuseForWrite(oldname, newname, c)
+	return q.wrap(newname, f, err)
 }
 
 func (q *quotaFS) Remove(name string) error {
@@ -98,20 +109,29 @@ func (q *quotaFS) GetDiskUsage(string) (vfs.DiskUsage, error) {
 
 type quotaFile struct {
 	vfs.File
-	q *quotaFS
+	q    *quotaFS
+	name string
+}
+
+func (f *quotaFile) take(n int) bool {
+	if p := f.q.failing.Load(); p != nil && strings.Contains(f.name, *p) {
+		f.q.denied.Add(1)
+		return false
+	}
+	return f.q.take(n)
 }
 
 func enospc(op string) error { return &os.PathError{Op: op, Path: "quota", Err: syscall.ENOSPC} }
 
 func (f *quotaFile) Write(p []byte) (int, error) {
-	if !f.q.take(len(p)) {
+	if !f.take(len(p)) {
 		return 0, enospc("write")
 	}
 	return f.File.Write(p)
 }
 
 func (f *quotaFile) WriteAt(p []byte, off int64) (int, error) {
-	if !f.q.take(len(p)) {
+	if !f.take(len(p)) {
 		return 0, enospc("writeat")
 	}
 	return f.File.WriteAt(p, off)
@@ -317,6 +337,10 @@ func TestDiskFullENOSPC(t *testing.T) {
 	if _, err := q.FS.Stat("db/" + ballastName); err == nil {
 		t.Fatal("the ballast is still there after ENOSPC")
 	}
+	// The ballast's room is not for produces: the state refuses them.
+	if _, err := s.Append("t", 0, idem(seq)).Wait(ctx); !errors.Is(err, disbackend.ErrStorageFull) {
+		t.Fatalf("append with the ballast's room free: %v, want ErrStorageFull", err)
+	}
 	if r, _ := s.Range("t", 0); r.Next != 10 {
 		t.Fatalf("range %+v after the refused appends, want next 10", r)
 	}
@@ -397,5 +421,76 @@ func TestDiskFullStopAndStart(t *testing.T) {
 	}
 	if n := logs.Len(); n > 200 {
 		t.Fatalf("%d log lines, want a bounded number:\n%s", n, buf.String())
+	}
+}
+
+// TestDiskFullTakeBackAcrossStreams: a group that wrote one stream's
+// segment and found no room for the next stream's is taken back on both:
+// after a crash (only what was synced survives) each partition holds
+// exactly its acknowledged batches, the first stream's next batch where
+// the taken-back one was, nothing of it left between.
+func TestDiskFullTakeBackAcrossStreams(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	mem := vfs.NewCrashableMem()
+	q := newQuotaFSOn(mem, 1<<30)
+	opts := Options{FS: q, MinFreeBytes: -1, BallastBytes: -1, spaceCheck: 5 * time.Millisecond, CacheBytesPerPartition: -1}
+	s := openT(t, "db", opts)
+	for _, name := range []string{"a", "b"} {
+		if _, err := s.CreateStream(ctx, disbackend.StreamSpec{Name: name, TopicName: name, PartitionCount: 1,
+			Config: disbackend.StreamConfig{Retention: time.Hour}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk := func(seed uint64) disbackend.Batch {
+		return backendtest.MakeBatch(backendtest.BatchOptions{NumRecords: 1, RecordBytes: 200, Seed: seed})
+	}
+	if _, err := s.Append("a", 0, mk(1)).Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append("b", 0, mk(2)).Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s.mu.RLock()
+	sidB := s.streams["b"].sid
+	s.mu.RUnlock()
+	failB := fmt.Sprintf("%016x-", sidB)
+	q.failing.Store(&failB)
+	// One group for both: the writer waits for wmu while both are queued.
+	s.wmu.Lock()
+	pa := s.Append("a", 0, mk(3))
+	pb := s.Append("b", 0, mk(4))
+	time.Sleep(20 * time.Millisecond)
+	s.wmu.Unlock()
+	for name, p := range map[string]*disbackend.Pending{"a": pa, "b": pb} {
+		if _, err := p.Wait(ctx); !errors.Is(err, disbackend.ErrStorageFull) {
+			t.Fatalf("append to %s in the group that found no room: %v, want ErrStorageFull", name, err)
+		}
+	}
+	q.failing.Store(nil)
+	waitState(t, s, false)
+	if res, err := s.Append("a", 0, mk(5)).Wait(ctx); err != nil || res.BaseOffset != 1 {
+		t.Fatalf("append to a once space is back: %+v, %v; want offset 1", res, err)
+	}
+	crashed := newQuotaFSOn(mem.CrashClone(vfs.CrashCloneCfg{}), 1<<30)
+	_ = s.Close()
+	opts.FS = crashed
+	s = openT(t, "db", opts)
+	defer func() { _ = s.Close() }()
+	for name, want := range map[string][]uint64{"a": {1, 5}, "b": {2}} {
+		res, err := s.Read(ctx, name, 0, 0, 1<<20)
+		if err != nil {
+			t.Fatalf("read %s after the crash: %v", name, err)
+		}
+		if len(res.Batches) != len(want) {
+			t.Fatalf("%s holds %d batches after the crash, want %d", name, len(res.Batches), len(want))
+		}
+		for i, b := range res.Batches {
+			w := mk(want[i])
+			batch.SetBaseOffset(w.Raw, int64(i))
+			if !bytes.Equal(b, w.Raw) {
+				t.Fatalf("%s batch %d after the crash is not the acknowledged one (seed %d)", name, i, want[i])
+			}
+		}
 	}
 }
