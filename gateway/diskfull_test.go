@@ -52,9 +52,16 @@ func TestDiskFullIdempotentProducer(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	start := time.Now()
-	pctx, cancel := context.WithTimeout(ctx, 4*delivery)
-	err := cl.ProduceSync(pctx, &kgo.Record{Value: []byte("refused")}).FirstErr()
-	cancel()
+	res := make(chan error, 1)
+	cl.Produce(ctx, &kgo.Record{Value: []byte("refused")}, func(_ *kgo.Record, err error) { res <- err })
+	var err error
+	select {
+	case err = <-res:
+	case <-time.After(4 * delivery):
+		// An idempotent producer told "maybe written" (REQUEST_TIMED_OUT)
+		// never fails the batch: the hang.
+		t.Fatalf("produce on a full disk: no answer after %v, its delivery timeout is %v", 4*delivery, delivery)
+	}
 	took := time.Since(start)
 	if !errors.Is(err, kgo.ErrRecordTimeout) && !errors.Is(err, kerr.KafkaStorageError) {
 		t.Fatalf("produce on a full disk after %v: %v, want the record timed out (its retries answered KAFKA_STORAGE_ERROR)", took, err)
