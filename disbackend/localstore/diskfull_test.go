@@ -19,6 +19,7 @@ import (
 
 	"github.com/disgw/disgw/disbackend"
 	"github.com/disgw/disgw/disbackend/backendtest"
+	"github.com/disgw/disgw/internal/metrics"
 	"github.com/disgw/disgw/kafkawire/batch"
 )
 
@@ -143,7 +144,7 @@ func (f *quotaFile) WriteAt(p []byte, off int64) (int, error) {
 func diskFullStore(t *testing.T, q *quotaFS, minFree, ballast int64, log *zap.Logger) (*Store, Options) {
 	t.Helper()
 	opts := Options{FS: q, MinFreeBytes: minFree, BallastBytes: ballast, spaceCheck: 5 * time.Millisecond,
-		CacheBytesPerPartition: -1, Logger: log}
+		CacheBytesPerPartition: -1, Logger: log, Metrics: metrics.New(metrics.Options{})}
 	s := openT(t, "db", opts)
 	if _, err := s.CreateStream(context.Background(), disbackend.StreamSpec{Name: "t", TopicName: "t", PartitionCount: 2, Config: disbackend.StreamConfig{Retention: time.Hour}}); err != nil {
 		t.Fatal(err)
@@ -211,6 +212,21 @@ func checkIdemAcked(t *testing.T, s *Store, n int) {
 	}
 }
 
+// gauge returns the value of the gauge name in m, -1 when it is not there.
+func gauge(t *testing.T, m *metrics.Metrics, name string) float64 {
+	t.Helper()
+	mfs, err := m.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	return -1
+}
+
 // TestDiskFullMark: below storage_min_free_bytes produces are refused at
 // once with ErrStorageFull (KAFKA_STORAGE_ERROR), reads go on, /readyz
 // says why; with the space back produces resume by themselves; every
@@ -220,11 +236,22 @@ func TestDiskFullMark(t *testing.T) {
 	ctx := context.Background()
 	core, logs := observer.New(zapcore.InfoLevel)
 	q := newQuotaFS(1 << 30)
-	s, _ := diskFullStore(t, q, 8<<20, 1<<20, zap.New(core))
+	s, opts := diskFullStore(t, q, 8<<20, 1<<20, zap.New(core))
 	defer func() { _ = s.Close() }()
 	if _, err := q.FS.Stat("db/" + ballastName); err != nil {
 		t.Fatalf("no ballast after the first start: %v", err)
 	}
+	waitGauge := func(name string, want float64) {
+		t.Helper()
+		deadline := time.Now().Add(2 * time.Second)
+		for gauge(t, opts.Metrics, name) != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s = %v, want %v", name, gauge(t, opts.Metrics, name), want)
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+	waitGauge("disgw_storage_full", 0)
 	seq := int32(0)
 	for ; seq < 10; seq++ {
 		if _, err := s.Append("t", 0, idem(seq)).Wait(ctx); err != nil {
@@ -247,6 +274,8 @@ func TestDiskFullMark(t *testing.T) {
 	if why := s.StorageNotReady(); !strings.Contains(why, "disk full") || !strings.Contains(why, "storage_min_free_bytes") {
 		t.Fatalf("StorageNotReady %q", why)
 	}
+	waitGauge("disgw_storage_full", 1)
+	waitGauge("disgw_storage_free_bytes", 4<<20)
 	checkIdemAcked(t, s, 10)
 	if _, err := q.FS.Stat("db/" + ballastName); err != nil {
 		t.Fatalf("the mark alone deleted the ballast: %v", err)
@@ -254,6 +283,7 @@ func TestDiskFullMark(t *testing.T) {
 
 	q.avail.Store(1 << 30)
 	waitState(t, s, false)
+	waitGauge("disgw_storage_full", 0)
 	if _, err := s.Append("t", 0, idem(seq)).Wait(ctx); err != nil {
 		t.Fatalf("append once the space is back: %v", err)
 	}
