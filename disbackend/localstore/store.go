@@ -173,6 +173,9 @@ type Store struct {
 	producerExpiry time.Duration
 	cache          *tailCache
 	space          *spaceWatch // the disk-full state (diskfull.go)
+	// warnLimit limits the warn lines a full disk could repeat (a write
+	// taken back, a producer snapshot not written) to one a minute each.
+	warnLimit limitedLog
 
 	aclMu sync.Mutex // serialises UpdateACLs
 
@@ -396,6 +399,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		fs:             fsys,
 		segFS:          opts.FS,
 		space:          space,
+		warnLimit:      limitedLog{interval: spaceLogEvery},
 		segDir:         segDir,
 		dir:            dir,
 		segBytes:       opts.SegmentBytes,

@@ -309,7 +309,10 @@ func (s *Store) takeBack(g *group) bool {
 		}
 		s.producers.Restore(u.k, &disbackend.ProducerState{Epoch: u.epoch, LastAppendMS: u.lastMS, Batches: u.batches[:u.n]})
 	}
-	s.log.Warn("a write found no space: its batches were taken back and refused", zap.Int("appends", len(g.items)))
+	if ok, left := s.warnLimit.allow("taken back"); ok {
+		s.log.Warn("a write found no space: its batches were taken back and refused", zap.Int("appends", len(g.items)),
+			zap.Int("lines_left_out", left))
+	}
 	return true
 }
 
@@ -529,8 +532,10 @@ func (s *Store) seal(seg *segment, snapshot bool) error {
 	s.dropJournal(seg)
 	if snapshot && s.streams[seg.st.meta.Name] == seg.st {
 		if err := s.writeSnapshot(seg.st, seg.n); err != nil {
-			s.log.Warn("writing a producer snapshot failed; the next start replays the segment",
-				zap.String("segment", seg.path), zap.Error(err))
+			if ok, left := s.warnLimit.allow("snapshot"); ok {
+				s.log.Warn("writing a producer snapshot failed; the next start replays the segment",
+					zap.String("segment", seg.path), zap.Error(err), zap.Int("lines_left_out", left))
+			}
 		}
 	}
 	return nil

@@ -1,7 +1,7 @@
 // Package metrics defines disgw's Prometheus metrics (client_golang) on a
 // registry of their own, so several servers can run in one process (tests)
 // without colliding on the global registry. It is a leaf package: gateway,
-// groupcoord, disbackend/disrest and admin import it; it imports none of
+// groupcoord, disbackend/disrest, disbackend/localstore and admin import it; it imports none of
 // them.
 //
 // Every method is safe on a nil *Metrics (it does nothing), so code paths
