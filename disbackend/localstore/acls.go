@@ -59,7 +59,7 @@ func (s *Store) UpdateACLs(ctx context.Context, update func([]disbackend.ACL) ([
 		return fmt.Errorf("localstore: acls: %w", err)
 	}
 	if err := s.db.Set([]byte{keyACLs}, v, pebble.Sync); err != nil {
-		return fmt.Errorf("localstore: acls: %w", err)
+		return fmt.Errorf("localstore: acls: %w", metaErr(err))
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -71,10 +72,13 @@ type spaceWatch struct {
 	mu          sync.Mutex
 	reason      string    // why it is full
 	since       time.Time // when it became full
-	readOnly    bool      // the metadata is open read-only: full until a restart
+	readOnly    bool      // the metadata is open read-only: full until reopened for writing
 	ballastHeld bool
-	lastLog     time.Time
-	suppressed  int // state changes not logged since lastLog
+	// reopen opens the metadata for writing again (Store.reopenMeta),
+	// once there is room, after a start that opened it read-only.
+	reopen     func() bool
+	lastLog    time.Time
+	suppressed int // state changes not logged since lastLog
 }
 
 // newSpaceWatch makes the watch of dir on fsys: with a mark and a ballast
@@ -319,7 +323,14 @@ func (w *spaceWatch) check() {
 	w.mu.Lock()
 	readOnly, since := w.readOnly, w.since
 	w.mu.Unlock()
-	if readOnly || free < max(w.minFree+w.minFree/8, minLeaveFree) {
+	leaveAt := max(w.minFree+w.minFree/8, minLeaveFree)
+	if readOnly && free >= leaveAt+w.ballastBytes+openMargin && w.reopen != nil && w.reopen() {
+		w.mu.Lock()
+		w.readOnly = false
+		w.mu.Unlock()
+		readOnly = false
+	}
+	if readOnly || free < leaveAt {
 		w.mu.Lock()
 		w.logLocked(zap.WarnLevel, "disk full: refusing produces", zap.String("reason", w.reason),
 			zap.Int64("free_bytes", free), zap.Int64("min_free_bytes", w.minFree), zap.Duration("for", time.Since(since).Round(time.Second)),
@@ -380,18 +391,56 @@ func (w *spaceWatch) notReady() string {
 		why += fmt.Sprintf("; %d bytes free, storage_min_free_bytes %d", free, w.minFree)
 	}
 	if w.readOnly {
-		why += "; metadata opened read-only: restart once space is freed"
+		why += "; metadata opened read-only until there is room"
 	}
 	return why
 }
 
 // setReadOnly records that the metadata is open read-only: the state
-// lasts until a restart.
+// lasts until check finds room to open it for writing (reopen).
 func (w *spaceWatch) setReadOnly() {
 	w.onENOSPC(nil)
 	w.mu.Lock()
 	w.readOnly = true
 	w.mu.Unlock()
+}
+
+// metaErr is err of a metadata write, with pebble.ErrReadOnly (the
+// metadata opened read-only on a full disk) made ErrStorageFull.
+func metaErr(err error) error {
+	if errors.Is(err, pebble.ErrReadOnly) {
+		return fmt.Errorf("%w: the metadata is read-only on a full disk: %v", disbackend.ErrStorageFull, err)
+	}
+	return err
+}
+
+// reopenMeta opens the metadata for writing again, after a start that
+// opened it read-only on a full disk, now that check found room. It
+// reports whether it did; if the metadata cannot even be opened
+// read-only again, the store is closed (a restart is needed).
+func (s *Store) reopenMeta() bool {
+	s.dbMu.Lock()
+	defer s.dbMu.Unlock()
+	if s.closed.Load() {
+		return false
+	}
+	if err := s.db.Close(); err != nil {
+		s.log.Warn("closing the read-only metadata failed", zap.Error(err))
+	}
+	db, err := pebble.Open(s.metaDir, s.pebbleOpts(false))
+	if err == nil {
+		s.db = db
+		s.log.Info("metadata opened for writing again")
+		return true
+	}
+	s.log.Warn("opening the metadata for writing failed; it stays read-only", zap.Error(err))
+	if db, err = pebble.Open(s.metaDir, s.pebbleOpts(true)); err == nil {
+		s.db = db
+		return false
+	}
+	s.fail(fmt.Errorf("the metadata cannot be opened again: %w", err))
+	s.closed.Store(true)
+	return false
 }
 
 // StorageNotReady says why the store refuses appends (a full disk), ""

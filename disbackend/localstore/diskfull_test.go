@@ -406,7 +406,9 @@ func TestDiskFullENOSPC(t *testing.T) {
 
 // TestDiskFullStopAndStart: a Close with the disk full (the ballast gone,
 // a commit in Pebble's memtable) returns at once, and a start with the
-// disk still full comes up in the state, serving reads.
+// disk still full comes up in the state, serving reads (its metadata
+// read-only: a commit is refused with ErrStorageFull); once space is back
+// the metadata takes writes again and produces resume, without a restart.
 func TestDiskFullStopAndStart(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -444,6 +446,24 @@ func TestDiskFullStopAndStart(t *testing.T) {
 	}
 	if _, err := s.Append("t", 0, idem(10)).Wait(ctx); !errors.Is(err, disbackend.ErrStorageFull) {
 		t.Fatalf("append after a start on a full disk: %v, want ErrStorageFull", err)
+	}
+	if err := s.CommitCheckpoints(ctx, "g", []disbackend.Checkpoint{{Stream: "t", Partition: 0, SequenceNumber: 8}}); !errors.Is(err, disbackend.ErrStorageFull) {
+		t.Fatalf("commit with the metadata read-only: %v, want ErrStorageFull", err)
+	}
+
+	// Space back: the metadata is opened for writing again, without a
+	// restart, and everything takes writes.
+	q.avail.Store(1 << 30)
+	waitState(t, s, false)
+	if err := s.CommitCheckpoints(ctx, "g", []disbackend.Checkpoint{{Stream: "t", Partition: 0, SequenceNumber: 9}}); err != nil {
+		t.Fatalf("commit once space is back: %v", err)
+	}
+	if res, err := s.Append("t", 0, idem(10)).Wait(ctx); err != nil || res.BaseOffset != 10 {
+		t.Fatalf("append once space is back: %+v, %v", res, err)
+	}
+	checkIdemAcked(t, s, 11)
+	if cps, err := s.Checkpoints(ctx, "g", "t"); err != nil || len(cps) != 1 || cps[0].SequenceNumber != 9 {
+		t.Fatalf("checkpoints once space is back: %+v, %v", cps, err)
 	}
 	var buf bytes.Buffer
 	for _, e := range logs.All() {

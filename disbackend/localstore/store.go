@@ -173,6 +173,10 @@ type Store struct {
 	producerExpiry time.Duration
 	cache          *tailCache
 	space          *spaceWatch // the disk-full state (diskfull.go)
+	metaDir        string
+	// pebbleOpts makes Pebble's options (read-only or not), for Open and
+	// reopenMeta.
+	pebbleOpts func(readOnly bool) *pebble.Options
 	// warnLimit limits the warn lines a full disk could repeat (a write
 	// taken back, a producer snapshot not written) to one a minute each.
 	warnLimit limitedLog
@@ -336,44 +340,49 @@ func Open(dir string, opts Options) (*Store, error) {
 	fsys := vfs.OnDiskFull(opts.FS, func() { space.onENOSPC(nil) })
 	plog := log.Named("pebble")
 	plimit := &limitedLog{interval: pebbleLogEvery}
-	// Pebble holds only metadata now; its defaults are ample.
-	popts := &pebble.Options{
-		FS:     fsys,
-		Logger: pebbleLogger{l: plog.Sugar(), limit: plimit},
-		// Pebble retries a flush or compaction that failed at once and
-		// forever, an error line each time: slow it and limit the lines.
-		EventListener: &pebble.EventListener{BackgroundError: func(err error) {
-			if isENOSPC(err) {
-				space.onENOSPC(err)
-				time.Sleep(pebbleErrorBackoff)
-			}
-			if ok, left := plimit.allow("background error"); ok {
-				plog.Error("background error", zap.Error(err), zap.Int("lines_left_out", left))
-			}
-		}},
-		MemTableSize:                memTableSize,
-		MemTableStopWritesThreshold: 4,
-		L0CompactionThreshold:       4,
-		L0StopWritesThreshold:       24,
-		FormatMajorVersion:          pebble.FormatNewest,
+	pebbleOpts := func(readOnly bool) *pebble.Options {
+		// Pebble holds only metadata now; its defaults are ample.
+		o := &pebble.Options{
+			FS:     fsys,
+			Logger: pebbleLogger{l: plog.Sugar(), limit: plimit},
+			// Pebble retries a flush or compaction that failed at once and
+			// forever, an error line each time: slow it and limit the lines.
+			EventListener: &pebble.EventListener{BackgroundError: func(err error) {
+				if isENOSPC(err) {
+					space.onENOSPC(err)
+					time.Sleep(pebbleErrorBackoff)
+				}
+				if ok, left := plimit.allow("background error"); ok {
+					plog.Error("background error", zap.Error(err), zap.Int("lines_left_out", left))
+				}
+			}},
+			MemTableSize:                memTableSize,
+			MemTableStopWritesThreshold: 4,
+			L0CompactionThreshold:       4,
+			L0StopWritesThreshold:       24,
+			FormatMajorVersion:          pebble.FormatNewest,
+			ReadOnly:                    readOnly,
+		}
+		o.EnsureDefaults()
+		return o
 	}
-	popts.EnsureDefaults()
+	popts := pebbleOpts(false)
 	metaDir := opts.FS.PathJoin(dir, metaDirName)
 	if !space.roomToOpen(metaDir) {
 		// Pebble's Open flushes the log it replays and waits for that
 		// flush, which it retries forever on a full disk: open it
 		// read-only instead, so that reads are served.
-		log.Warn("too little free space to open the metadata for writing; opening it read-only: reads are served, writes refused until a restart")
-		popts.ReadOnly = true
+		log.Warn("too little free space to open the metadata for writing; opening it read-only: reads are served, writes refused until there is room")
+		popts = pebbleOpts(true)
 		space.setReadOnly()
 	}
 	db, err := pebble.Open(metaDir, popts)
 	if err != nil && !popts.ReadOnly && (isENOSPC(err) || space.full.Load()) {
 		// No room even for the metadata's log: open it read-only, so
 		// that reads are served; writes wait for a restart.
-		log.Warn("opening the metadata failed on a full disk; opening it read-only: reads are served, writes refused until a restart",
+		log.Warn("opening the metadata failed on a full disk; opening it read-only: reads are served, writes refused until there is room",
 			zap.Error(err))
-		popts.ReadOnly = true
+		popts = pebbleOpts(true)
 		db, err = pebble.Open(metaDir, popts)
 		if err == nil {
 			space.setReadOnly()
@@ -398,6 +407,8 @@ func Open(dir string, opts Options) (*Store, error) {
 		db:             db,
 		fs:             fsys,
 		segFS:          opts.FS,
+		metaDir:        metaDir,
+		pebbleOpts:     pebbleOpts,
 		space:          space,
 		warnLimit:      limitedLog{interval: spaceLogEvery},
 		segDir:         segDir,
@@ -420,6 +431,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		stop:           make(chan struct{}),
 	}
 	s.syncedCond = sync.NewCond(&s.syncedMu)
+	space.reopen = s.reopenMeta
 	if err := s.loadClusterID(); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("localstore: open %s: cluster id: %w", dir, err)
