@@ -544,3 +544,59 @@ func TestDiskFullTakeBackAcrossStreams(t *testing.T) {
 		}
 	}
 }
+
+// TestDiskFullPebbleFlush: a metadata flush that finds the disk full
+// (no ballast left to delete) enters the state; Pebble retries it without
+// end, but slowly and with its error line limited; Close returns at once
+// (no flush: the log is synced), and a start with space replays the
+// commits from the log.
+func TestDiskFullPebbleFlush(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	core, logs := observer.New(zapcore.InfoLevel)
+	q := newQuotaFS(1 << 30)
+	s, opts := diskFullStore(t, q, -1, -1, zap.New(core))
+	if _, err := s.CreateApp(ctx, disbackend.App{Name: "g", GroupID: "g"}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		if err := s.CommitCheckpoints(ctx, "g", []disbackend.Checkpoint{{Stream: "t", Partition: 0, SequenceNumber: int64(i)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The memtable's sstable finds no room; the log's small writes fit
+	// (a log write that does not is fatal to Pebble: the ballast is
+	// there for it).
+	sst := ".sst"
+	q.failing.Store(&sst)
+	q.avail.Store(1 << 20)
+	if _, err := s.db.AsyncFlush(); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, s, true)
+	time.Sleep(time.Second) // Pebble retries meanwhile
+	if n := logs.FilterMessage("background error").Len(); n < 1 || n > 2 {
+		t.Fatalf("%d lines of Pebble's failed flush in a second, want 1 (its retries limited to ten a second, its lines to one in 10 s)", n)
+	}
+	if n := q.denied.Load(); n > 40 {
+		t.Fatalf("%d writes refused in a second: Pebble's retries are not slowed", n)
+	}
+	closed := make(chan error, 1)
+	start := time.Now()
+	go func() { closed <- s.Close() }()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close with a failing flush has not returned after 5 s")
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("Close with a failing flush took %v", d)
+	}
+	q.failing.Store(nil)
+	q.avail.Store(1 << 30)
+	s = openT(t, "db", opts)
+	defer func() { _ = s.Close() }()
+	if cps, err := s.Checkpoints(ctx, "g", "t"); err != nil || len(cps) != 1 || cps[0].SequenceNumber != 9 {
+		t.Fatalf("checkpoints after the restart: %+v, %v", cps, err)
+	}
+}
