@@ -24,7 +24,9 @@ import (
 func TestDiskFullIdempotentProducer(t *testing.T) {
 	t.Parallel()
 	mem := vfs.NewMem()
-	setFree := func(n uint64) { mem.TestingSetDiskUsage(vfs.DiskUsage{AvailBytes: n, TotalBytes: 2 << 30, UsedBytes: 2<<30 - n}) }
+	setFree := func(n uint64) {
+		mem.TestingSetDiskUsage(vfs.DiskUsage{AvailBytes: n, TotalBytes: 2 << 30, UsedBytes: 2<<30 - n})
+	}
 	setFree(1 << 30)
 	g := startGatewayStore(t, "data", localstore.Options{FS: mem, MinFreeBytes: 64 << 20, BallastBytes: 1 << 20}, nil)
 	ctx := context.Background()
