@@ -79,13 +79,17 @@ type spaceWatch struct {
 	reopen     func() bool
 	lastLog    time.Time
 	suppressed int // state changes not logged since lastLog
+	// warnLimit limits the ballast's warn lines (a reservation or a
+	// deletion that fails) to one a minute each.
+	warnLimit limitedLog
 }
 
 // newSpaceWatch makes the watch of dir on fsys: with a mark and a ballast
 // only when fsys reports its free space (vfs.FS.GetDiskUsage; an in-memory
 // filesystem does not, unless a test sets it).
 func newSpaceWatch(fsys vfs.FS, dir string, opts *Options, log *zap.Logger) *spaceWatch {
-	w := &spaceWatch{fs: fsys, dir: dir, ballast: fsys.PathJoin(dir, ballastName), log: log, metrics: opts.Metrics}
+	w := &spaceWatch{fs: fsys, dir: dir, ballast: fsys.PathJoin(dir, ballastName), log: log, metrics: opts.Metrics,
+		warnLimit: limitedLog{interval: spaceLogEvery}}
 	w.free.Store(-1)
 	if opts.MinFreeBytes > 0 {
 		w.minFree = opts.MinFreeBytes
@@ -203,7 +207,9 @@ func (w *spaceWatch) reserveBallast(free int64) bool {
 	}
 	if err != nil {
 		_ = w.fs.Remove(tmp)
-		w.log.Warn("reserving the disk ballast failed", zap.String("path", w.ballast), zap.Error(err))
+		if ok, left := w.warnLimit.allow("reserve"); ok {
+			w.log.Warn("reserving the disk ballast failed", zap.String("path", w.ballast), zap.Error(err), zap.Int("lines_left_out", left))
+		}
 		return false
 	}
 	w.mu.Lock()
@@ -245,7 +251,9 @@ func (w *spaceWatch) releaseBallast() bool {
 	defer w.mu.Unlock()
 	err := w.fs.Remove(w.ballast)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, os.ErrNotExist) {
-		w.log.Warn("deleting the disk ballast failed", zap.String("path", w.ballast), zap.Error(err))
+		if ok, left := w.warnLimit.allow("delete"); ok {
+			w.log.Warn("deleting the disk ballast failed", zap.String("path", w.ballast), zap.Error(err), zap.Int("lines_left_out", left))
+		}
 		return false
 	}
 	held := err == nil
