@@ -284,8 +284,11 @@ type stream struct {
 // segments active at a crash from their journals and a scan of the frames
 // after them (at most Options.MaxUnindexedBytes, plus the writes in flight
 // at the crash) up to the first torn one; a store of the first format is
-// migrated. Errors are Pebble's, the filesystem's or a corrupt key,
-// wrapped with the directory.
+// migrated. With less free space than Options.MinFreeBytes it deletes the
+// ballast first and comes up refusing appends (diskfull.go); with too
+// little for Pebble to flush the log it replays, the metadata is opened
+// read-only until there is room. Errors are Pebble's, the filesystem's or
+// a corrupt key, wrapped with the directory.
 func Open(dir string, opts Options) (*Store, error) {
 	if opts.FS == nil || opts.FS == vfs.Default {
 		opts.FS = privateFS{vfs.Default}
@@ -464,7 +467,8 @@ func Open(dir string, opts Options) (*Store, error) {
 // Close completes every queued append (syncing it), stops the background
 // loop, seals the active segments and writes the producer snapshots (so
 // the next Open reads indexes and snapshots and scans nothing) and closes
-// the files and Pebble. Later calls return ErrClosed; later appends, reads
+// the files and Pebble (flushing its memtable, within 3 s, unless the disk
+// is full: its log is synced, the next Open replays it). Later calls return ErrClosed; later appends, reads
 // and metadata operations fail with ErrClosed.
 func (s *Store) Close() error {
 	if s.closed.Swap(true) {

@@ -70,8 +70,10 @@ type groupItem struct {
 // rewrites its base offset (and, on a LogAppendTime stream, its attributes,
 // max timestamp and CRC). Errors (in the Pending): ErrStreamNotFound,
 // ErrPartitionNotFound, ErrOutOfOrderSequence, ErrInvalidProducerEpoch,
-// ErrClosed, ErrUnavailable (an earlier storage failure), or a storage
-// error.
+// ErrClosed, ErrStorageFull (the disk is full: below
+// Options.MinFreeBytes or a write found no room; nothing of the batch is
+// stored; Kafka KAFKA_STORAGE_ERROR), ErrUnavailable (an earlier storage
+// failure), or a storage error.
 func (s *Store) Append(stream string, partition int32, b disbackend.Batch) *disbackend.Pending {
 	pend := disbackend.NewPending()
 	req := &appendReq{stream: stream, part: partition, b: b, p: pend}
