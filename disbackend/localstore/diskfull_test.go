@@ -600,3 +600,43 @@ func TestDiskFullPebbleFlush(t *testing.T) {
 		t.Fatalf("checkpoints after the restart: %+v, %v", cps, err)
 	}
 }
+
+// TestCutBack: on a file with a descriptor (a segment on the OS
+// filesystem, written with writev) cutBack truncates it and moves its
+// write offset back, so the next writev goes where the taken-back one
+// began and nothing of it is left.
+func TestCutBack(t *testing.T) {
+	if !canWritev {
+		t.Skip("no writev here")
+	}
+	path := t.TempDir() + "/seg.log"
+	f, err := vfs.Default.Create(path, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := writevAll(int(f.Fd()), [][]byte{[]byte("kept"), []byte("taken-back")}); err != nil {
+		t.Fatal(err)
+	}
+	ok, err := cutBack(f, 4)
+	if !ok || err != nil {
+		t.Fatalf("cutBack: %v %v", ok, err)
+	}
+	if _, err := writevAll(int(f.Fd()), [][]byte{[]byte("+next")}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != "kept+next" {
+		t.Fatalf("file %q after cutBack and a write, want %q", got, "kept+next")
+	}
+	if ok, _ := cutBack(vfsNoFd{f}, 0); ok {
+		t.Fatal("cutBack of a file without a descriptor reported it cut")
+	}
+}
+
+type vfsNoFd struct{ vfs.File }
+
+func (vfsNoFd) Fd() uintptr { return vfs.InvalidFd }
