@@ -42,8 +42,11 @@ type segCut struct {
 	seg  *segment
 	size int64
 	// positional: the group wrote it with WriteAt (no descriptor), so
-	// what it left past size is overwritten by the next write.
+	// the file cannot be cut back: takeBack overwrites the written bytes
+	// with zeros instead (a recovery scan ends at a zero frame header),
+	// and the next write goes at size again.
 	positional bool
+	written    int64 // bytes the positional write put past size
 }
 
 // groupItem is an accepted append (new data or a duplicate) in a group.
@@ -158,6 +161,12 @@ func (s *Store) assemble(reqs []*appendReq) *group {
 			r.p.Complete(disbackend.AppendResult{}, fmt.Errorf("localstore: append stream %q partition %d: %w: %v",
 				r.stream, r.part, disbackend.ErrUnavailable, err))
 		}
+		return nil
+	}
+	// A seal whose write found no room but was made in the ballast's
+	// room entered the disk-full state: the roll stays, the group is
+	// refused like any other while the disk is full.
+	if s.refuseFull(reqs) {
 		return nil
 	}
 	// The low-water mark, counted down by what the group writes between
@@ -283,6 +292,14 @@ func (s *Store) takeBack(g *group) bool {
 		if err != nil || !ok && !c.positional {
 			return false
 		}
+		if !ok && c.written > 0 {
+			// Left in place, a refused frame would be read as written by
+			// the recovery scan after a crash once the next write, of
+			// other lengths, leaves its header past that write's end.
+			if _, err := c.seg.f.WriteAt(make([]byte, c.written), c.size); err != nil {
+				return false
+			}
+		}
 		c.seg.size = c.size
 	}
 	for i := len(g.made) - 1; i >= 0; i-- {
@@ -395,7 +412,9 @@ func (s *Store) writeGroup(g *group, nowMS int64) error {
 			}
 			// At the segment's size, not the file's offset: after a
 			// write taken back (takeBack) the next one goes there again.
-			if _, err := seg.f.WriteAt(buf, seg.size); err != nil {
+			n, err := seg.f.WriteAt(buf, seg.size)
+			g.cuts[len(g.cuts)-1].written = int64(n)
+			if err != nil {
 				return fmt.Errorf("segment %s: write: %w", seg.path, err)
 			}
 		}

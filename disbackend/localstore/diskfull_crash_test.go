@@ -1,6 +1,9 @@
 package localstore
 
-// Review tests for the diskfull branch (adversarial). Not part of the branch.
+// Disk-full tests written to break the disk-full state: groups over
+// several streams, seals and journal writes that find no room, crashes after
+// a write taken back, metadata reopened under readers, and (with
+// DISGW_TEST_SMALLFS naming a small tmpfs) a real ENOSPC.
 
 import (
 	"bytes"
@@ -22,27 +25,27 @@ import (
 	"github.com/disgw/disgw/kafkawire/batch"
 )
 
-// zzBatch is batch seq of idempotent producer pid (one record, size bytes).
-func zzBatch(pid int64, seq int32, size int) disbackend.Batch {
+// dfBatch is batch seq of idempotent producer pid (one record, size bytes).
+func dfBatch(pid int64, seq int32, size int) disbackend.Batch {
 	return backendtest.MakeBatch(backendtest.BatchOptions{NumRecords: 1, RecordBytes: size, Idempotent: true,
 		ProducerID: pid, BaseSequence: seq, Seed: uint64(pid)<<32 | uint64(uint32(seq))})
 }
 
-type zzStored struct {
+type dfStored struct {
 	base int64
 	pid  int64
 	seq  int32
 	raw  []byte
 }
 
-// zzRead reads a whole partition.
-func zzRead(t *testing.T, s *Store, stream string, part int32) []zzStored {
+// dfRead reads a whole partition.
+func dfRead(t *testing.T, s *Store, stream string, part int32) []dfStored {
 	t.Helper()
 	r, err := s.Range(stream, part)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []zzStored
+	var out []dfStored
 	for off := r.First; off < r.Next; {
 		res, err := s.Read(context.Background(), stream, part, off, 1<<20)
 		if err != nil || len(res.Batches) == 0 {
@@ -53,41 +56,41 @@ func zzRead(t *testing.T, s *Store, stream string, part int32) []zzStored {
 			if err != nil {
 				t.Fatalf("%s/%d: stored batch at %d: %v", stream, part, off, err)
 			}
-			out = append(out, zzStored{base: h.BaseOffset, pid: h.ProducerID, seq: h.BaseSequence, raw: append([]byte(nil), b...)})
+			out = append(out, dfStored{base: h.BaseOffset, pid: h.ProducerID, seq: h.BaseSequence, raw: append([]byte(nil), b...)})
 			off = h.BaseOffset + int64(h.LastOffsetDelta) + 1
 		}
 	}
 	return out
 }
 
-// zzAcked is what a test expects in a partition: the acknowledged batches
+// dfAcked is what a test expects in a partition: the acknowledged batches
 // in offset order.
-type zzAcked struct {
+type dfAcked struct {
 	mu sync.Mutex
-	m  map[string][]zzStored // "stream/part"
+	m  map[string][]dfStored // "stream/part"
 }
 
-func (a *zzAcked) add(stream string, part int32, base int64, b disbackend.Batch) {
+func (a *dfAcked) add(stream string, part int32, base int64, b disbackend.Batch) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.m == nil {
-		a.m = map[string][]zzStored{}
+		a.m = map[string][]dfStored{}
 	}
 	k := fmt.Sprintf("%s/%d", stream, part)
 	raw := append([]byte(nil), b.Raw...)
 	batch.SetBaseOffset(raw, base)
-	a.m[k] = append(a.m[k], zzStored{base: base, pid: b.ProducerID, seq: b.BaseSequence, raw: raw})
+	a.m[k] = append(a.m[k], dfStored{base: base, pid: b.ProducerID, seq: b.BaseSequence, raw: raw})
 }
 
 // check: every partition holds exactly its acknowledged batches, at
 // offsets 0..n-1 with no gap, byte for byte.
-func (a *zzAcked) check(t *testing.T, s *Store, parts map[string]int32, when string) {
+func (a *dfAcked) check(t *testing.T, s *Store, parts map[string]int32, when string) {
 	t.Helper()
 	for stream, n := range parts {
 		for p := range n {
 			k := fmt.Sprintf("%s/%d", stream, p)
 			want := a.m[k]
-			got := zzRead(t, s, stream, p)
+			got := dfRead(t, s, stream, p)
 			if len(got) != len(want) {
 				var gs []string
 				for _, g := range got {
@@ -108,7 +111,7 @@ func (a *zzAcked) check(t *testing.T, s *Store, parts map[string]int32, when str
 	}
 }
 
-func zzCreate(t *testing.T, s *Store, name string, parts int32, cfg disbackend.StreamConfig) {
+func dfCreate(t *testing.T, s *Store, name string, parts int32, cfg disbackend.StreamConfig) {
 	t.Helper()
 	cfg.Retention = time.Hour
 	if _, err := s.CreateStream(context.Background(), disbackend.StreamSpec{Name: name, TopicName: name, PartitionCount: parts, Config: cfg}); err != nil {
@@ -116,22 +119,22 @@ func zzCreate(t *testing.T, s *Store, name string, parts int32, cfg disbackend.S
 	}
 }
 
-func zzSid(s *Store, name string) uint64 {
+func dfSid(s *Store, name string) uint64 {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return uint64(s.streams[name].sid)
 }
 
-type zzReq struct {
+type dfReq struct {
 	stream string
 	part   int32
 	b      disbackend.Batch
 	p      *disbackend.Pending
 }
 
-// zzGroup enqueues reqs while the writer is held, so that they form one
+// dfGroup enqueues reqs while the writer is held, so that they form one
 // group, and returns them with their Pendings.
-func zzGroup(s *Store, reqs []zzReq) []zzReq {
+func dfGroup(s *Store, reqs []dfReq) []dfReq {
 	s.wmu.Lock()
 	for i := range reqs {
 		r := &reqs[i]
@@ -145,26 +148,26 @@ func zzGroup(s *Store, reqs []zzReq) []zzReq {
 	return reqs
 }
 
-// TestZZTakeBackMultiStreamIdem: a group over two streams, five
+// TestDiskFullTakeBackMultiStreamIdem: a group over two streams, five
 // partitions, two idempotent producers and a duplicate of an acknowledged
 // batch finds no room on the second stream; all refused; retries after
 // space is back are new batches at the next offsets (the duplicate still
 // a duplicate); after a crash every acknowledged batch is there once and
 // the producer states dedupe the last batches.
-func TestZZTakeBackMultiStreamIdem(t *testing.T) {
+func TestDiskFullTakeBackMultiStreamIdem(t *testing.T) {
 	ctx := context.Background()
 	mem := vfs.NewCrashableMem()
 	q := newQuotaFSOn(mem, 1<<30)
 	opts := Options{FS: q, MinFreeBytes: -1, BallastBytes: -1, spaceCheck: 5 * time.Millisecond, CacheBytesPerPartition: -1}
 	s := openT(t, "db", opts)
-	zzCreate(t, s, "a", 3, disbackend.StreamConfig{})
-	zzCreate(t, s, "b", 2, disbackend.StreamConfig{})
+	dfCreate(t, s, "a", 3, disbackend.StreamConfig{})
+	dfCreate(t, s, "b", 2, disbackend.StreamConfig{})
 	parts := map[string]int32{"a": 3, "b": 2}
-	var acked zzAcked
+	var acked dfAcked
 	seqs := map[string]int32{}
 	next := func(stream string, part int32, pid int64) disbackend.Batch {
 		k := fmt.Sprintf("%s/%d/%d", stream, part, pid)
-		b := zzBatch(pid, seqs[k], 100+int(seqs[k])*7+int(part))
+		b := dfBatch(pid, seqs[k], 100+int(seqs[k])*7+int(part))
 		seqs[k]++
 		return b
 	}
@@ -183,21 +186,21 @@ func TestZZTakeBackMultiStreamIdem(t *testing.T) {
 			}
 		}
 	}
-	lastAcked := zzBatch(7, seqs["a/1/7"]-1, 100+int(seqs["a/1/7"]-1)*7+1)
+	lastAcked := dfBatch(7, seqs["a/1/7"]-1, 100+int(seqs["a/1/7"]-1)*7+1)
 
 	// The group that finds no room on b.
-	var reqs []zzReq
+	var reqs []dfReq
 	for _, stream := range []string{"a", "b"} {
 		for p := range parts[stream] {
 			for _, pid := range []int64{7, 8, 7} {
-				reqs = append(reqs, zzReq{stream: stream, part: p, b: next(stream, p, pid)})
+				reqs = append(reqs, dfReq{stream: stream, part: p, b: next(stream, p, pid)})
 			}
 		}
 	}
-	reqs = append(reqs, zzReq{stream: "a", part: 1, b: lastAcked})
-	failB := fmt.Sprintf("%016x-", zzSid(s, "b"))
+	reqs = append(reqs, dfReq{stream: "a", part: 1, b: lastAcked})
+	failB := fmt.Sprintf("%016x-", dfSid(s, "b"))
 	q.failing.Store(&failB)
-	reqs = zzGroup(s, reqs)
+	reqs = dfGroup(s, reqs)
 	for i, r := range reqs {
 		if _, err := r.p.Wait(ctx); !errors.Is(err, disbackend.ErrStorageFull) {
 			t.Fatalf("req %d (%s/%d pid %d seq %d) in the taken-back group: %v, want ErrStorageFull", i, r.stream, r.part, r.b.ProducerID, r.b.BaseSequence, err)
@@ -208,7 +211,7 @@ func TestZZTakeBackMultiStreamIdem(t *testing.T) {
 	waitState(t, s, false)
 
 	// Retries, in one group again, in the same order.
-	reqs = zzGroup(s, reqs)
+	reqs = dfGroup(s, reqs)
 	for i, r := range reqs {
 		res, err := r.p.Wait(ctx)
 		if err != nil {
@@ -240,7 +243,7 @@ func TestZZTakeBackMultiStreamIdem(t *testing.T) {
 		for p := range n {
 			for _, pid := range []int64{7, 8} {
 				k := fmt.Sprintf("%s/%d/%d", stream, p, pid)
-				last := zzBatch(pid, seqs[k]-1, 100+int(seqs[k]-1)*7+int(p))
+				last := dfBatch(pid, seqs[k]-1, 100+int(seqs[k]-1)*7+int(p))
 				res, err := s.Append(stream, p, last).Wait(ctx)
 				if err != nil || !res.Duplicate {
 					t.Fatalf("%s retry of last seq %d after the crash: %+v, %v; want a duplicate", k, seqs[k]-1, res, err)
@@ -257,34 +260,34 @@ func TestZZTakeBackMultiStreamIdem(t *testing.T) {
 	acked.check(t, s, parts, "after the crash and more appends")
 }
 
-// TestZZTakeBackLeftoverFrameAfterCrash: on a file without a descriptor
+// TestDiskFullTakeBackLeftoverFrameAfterCrash: on a file without a descriptor
 // the taken-back bytes are not cut (positional); a shorter write after
 // them leaves a whole taken-back frame behind, which is synced with it:
 // after a crash that refused batch is in the partition.
-func TestZZTakeBackLeftoverFrameAfterCrash(t *testing.T) {
+func TestDiskFullTakeBackLeftoverFrameAfterCrash(t *testing.T) {
 	ctx := context.Background()
 	mem := vfs.NewCrashableMem()
 	q := newQuotaFSOn(mem, 1<<30)
 	opts := Options{FS: q, MinFreeBytes: -1, BallastBytes: -1, spaceCheck: 5 * time.Millisecond, CacheBytesPerPartition: -1}
 	s := openT(t, "db", opts)
-	zzCreate(t, s, "a", 1, disbackend.StreamConfig{})
-	zzCreate(t, s, "b", 1, disbackend.StreamConfig{})
+	dfCreate(t, s, "a", 1, disbackend.StreamConfig{})
+	dfCreate(t, s, "b", 1, disbackend.StreamConfig{})
 	parts := map[string]int32{"a": 1, "b": 1}
-	var acked zzAcked
+	var acked dfAcked
 	for _, st := range []string{"a", "b"} {
-		b := zzBatch(7, 0, 200)
+		b := dfBatch(7, 0, 200)
 		res, err := s.Append(st, 0, b).Wait(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		acked.add(st, 0, res.BaseOffset, b)
 	}
-	failB := fmt.Sprintf("%016x-", zzSid(s, "b"))
+	failB := fmt.Sprintf("%016x-", dfSid(s, "b"))
 	q.failing.Store(&failB)
-	reqs := zzGroup(s, []zzReq{
-		{stream: "a", part: 0, b: zzBatch(7, 1, 200)},
-		{stream: "a", part: 0, b: zzBatch(7, 2, 200)},
-		{stream: "b", part: 0, b: zzBatch(7, 1, 200)},
+	reqs := dfGroup(s, []dfReq{
+		{stream: "a", part: 0, b: dfBatch(7, 1, 200)},
+		{stream: "a", part: 0, b: dfBatch(7, 2, 200)},
+		{stream: "b", part: 0, b: dfBatch(7, 1, 200)},
 	})
 	for _, r := range reqs {
 		if _, err := r.p.Wait(ctx); !errors.Is(err, disbackend.ErrStorageFull) {
@@ -295,7 +298,7 @@ func TestZZTakeBackLeftoverFrameAfterCrash(t *testing.T) {
 	waitState(t, s, false)
 	// The producer gives up seq 2 (it is refused); it sends seq 1 again,
 	// same size: it is written over the first taken-back frame.
-	b := zzBatch(7, 1, 200)
+	b := dfBatch(7, 1, 200)
 	res, err := s.Append("a", 0, b).Wait(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -310,19 +313,19 @@ func TestZZTakeBackLeftoverFrameAfterCrash(t *testing.T) {
 	acked.check(t, s, parts, "after the crash")
 }
 
-// TestZZSealENOSPC: a roll whose index file finds no room refuses the
+// TestDiskFullSealENOSPC: a roll whose index file finds no room refuses the
 // group and changes nothing; once there is room the roll is made; after
 // a crash every acknowledged batch is there and nothing else.
-func TestZZSealENOSPC(t *testing.T) {
+func TestDiskFullSealENOSPC(t *testing.T) {
 	ctx := context.Background()
 	mem := vfs.NewCrashableMem()
 	q := newQuotaFSOn(mem, 1<<30)
 	opts := Options{FS: q, MinFreeBytes: -1, BallastBytes: -1, spaceCheck: 5 * time.Millisecond, CacheBytesPerPartition: -1,
 		SegmentBytes: 4 << 10}
 	s := openT(t, "db", opts)
-	zzCreate(t, s, "a", 2, disbackend.StreamConfig{})
+	dfCreate(t, s, "a", 2, disbackend.StreamConfig{})
 	parts := map[string]int32{"a": 2}
-	var acked zzAcked
+	var acked dfAcked
 	seq := [2]int32{}
 	refused := 0
 	ix := "." + extIndex
@@ -335,7 +338,7 @@ func TestZZSealENOSPC(t *testing.T) {
 			q.failing.Store(nil)
 			waitState(t, s, false)
 		}
-		b := zzBatch(7, seq[p], 300)
+		b := dfBatch(7, seq[p], 300)
 		res, err := s.Append("a", p, b).Wait(ctx)
 		switch {
 		case errors.Is(err, disbackend.ErrStorageFull):
@@ -363,21 +366,21 @@ func TestZZSealENOSPC(t *testing.T) {
 	acked.check(t, s, parts, "after the crash")
 }
 
-// TestZZSealENOSPCReserveRoom: an index write that finds no room deletes
+// TestDiskFullSealENOSPCReserveRoom: an index write that finds no room deletes
 // the ballast and is made again in its room; the store is then full, so
 // the group whose roll it was should not write its batches into the
 // ballast's room either.
-func TestZZSealENOSPCReserveRoom(t *testing.T) {
+func TestDiskFullSealENOSPCReserveRoom(t *testing.T) {
 	ctx := context.Background()
 	q := newQuotaFS(1 << 30)
 	opts := Options{FS: q, MinFreeBytes: -1, BallastBytes: 1 << 20, spaceCheck: time.Hour, CacheBytesPerPartition: -1,
 		SegmentBytes: 4 << 10}
 	s := openT(t, "db", opts)
 	defer func() { _ = s.Close() }()
-	zzCreate(t, s, "a", 1, disbackend.StreamConfig{})
+	dfCreate(t, s, "a", 1, disbackend.StreamConfig{})
 	i := int32(0)
 	for ; ; i++ {
-		if _, err := s.Append("a", 0, zzBatch(7, i, 300)).Wait(ctx); err != nil {
+		if _, err := s.Append("a", 0, dfBatch(7, i, 300)).Wait(ctx); err != nil {
 			t.Fatal(err)
 		}
 		s.wmu.Lock()
@@ -391,7 +394,7 @@ func TestZZSealENOSPCReserveRoom(t *testing.T) {
 	// The next append rolls; the disk has room for the index only once
 	// the ballast is gone.
 	q.avail.Store(100)
-	_, err := s.Append("a", 0, zzBatch(7, i, 300)).Wait(ctx)
+	_, err := s.Append("a", 0, dfBatch(7, i, 300)).Wait(ctx)
 	full := s.StorageNotReady()
 	t.Logf("append: %v; state %q", err, full)
 	if full != "" && err == nil {
@@ -399,18 +402,18 @@ func TestZZSealENOSPCReserveRoom(t *testing.T) {
 	}
 }
 
-// TestZZJournalENOSPC: journal writes that find no room stop journaling
+// TestDiskFullJournalENOSPC: journal writes that find no room stop journaling
 // the segment; acknowledged batches survive a crash (scan).
-func TestZZJournalENOSPC(t *testing.T) {
+func TestDiskFullJournalENOSPC(t *testing.T) {
 	ctx := context.Background()
 	mem := vfs.NewCrashableMem()
 	q := newQuotaFSOn(mem, 1<<30)
 	opts := Options{FS: q, MinFreeBytes: -1, BallastBytes: -1, spaceCheck: 5 * time.Millisecond, CacheBytesPerPartition: -1,
 		MaxUnindexedBytes: 1}
 	s := openT(t, "db", opts)
-	zzCreate(t, s, "a", 2, disbackend.StreamConfig{})
+	dfCreate(t, s, "a", 2, disbackend.StreamConfig{})
 	parts := map[string]int32{"a": 2}
-	var acked zzAcked
+	var acked dfAcked
 	seq := [2]int32{}
 	jn := "." + extJournal
 	for i := 0; i < 60; i++ {
@@ -421,7 +424,7 @@ func TestZZJournalENOSPC(t *testing.T) {
 		if i == 40 {
 			q.failing.Store(nil)
 		}
-		b := zzBatch(7, seq[p], 200)
+		b := dfBatch(7, seq[p], 200)
 		res, err := s.Append("a", p, b).Wait(ctx)
 		if errors.Is(err, disbackend.ErrStorageFull) {
 			waitState(t, s, false)
@@ -442,10 +445,10 @@ func TestZZJournalENOSPC(t *testing.T) {
 	acked.check(t, s, parts, "after the crash")
 }
 
-// TestZZACLsDuringReopen: the metadata opened read-only on a full disk is
+// TestDiskFullACLsDuringReopen: the metadata opened read-only on a full disk is
 // closed and opened again for writing once there is room (reopenMeta,
 // under dbMu); ACLs (and UpdateACLs) use s.db without dbMu.
-func TestZZACLsDuringReopen(t *testing.T) {
+func TestDiskFullACLsDuringReopen(t *testing.T) {
 	ctx := context.Background()
 	q := newQuotaFS(1 << 30)
 	s, opts := diskFullStore(t, q, 8<<20, 1<<20, nil)
@@ -493,17 +496,19 @@ func TestZZACLsDuringReopen(t *testing.T) {
 	}
 }
 
-// TestZZRealENOSPC: on a real small filesystem (ZZ_SMALLFS, e.g. a
-// 32 MiB tmpfs) the writev path's ENOSPC is taken back (ftruncate +
-// lseek); concurrent idempotent producers on two streams; every
+// TestDiskFullRealENOSPC: on a real small filesystem (DISGW_TEST_SMALLFS, e.g. a
+// 64 MiB tmpfs: `mount -t tmpfs -o size=64m tmpfs DIR`; on 32 MiB the
+// metadata, opened read-only, never finds the 26 MiB it needs to be
+// opened for writing again) the writev path's ENOSPC is taken back
+// (ftruncate + lseek); concurrent idempotent producers on two streams; every
 // acknowledged batch is readable, offsets dense, after a restart too.
-func TestZZRealENOSPC(t *testing.T) {
-	root := os.Getenv("ZZ_SMALLFS")
+func TestDiskFullRealENOSPC(t *testing.T) {
+	root := os.Getenv("DISGW_TEST_SMALLFS")
 	if root == "" {
-		t.Skip("ZZ_SMALLFS not set")
+		t.Skip("DISGW_TEST_SMALLFS not set")
 	}
 	ctx := context.Background()
-	dir, err := os.MkdirTemp(root, "zz")
+	dir, err := os.MkdirTemp(root, "smallfs")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -512,10 +517,10 @@ func TestZZRealENOSPC(t *testing.T) {
 		CacheBytesPerPartition: -1}
 	opts.Logger = nil
 	s := openT(t, filepath.Join(dir, "db"), opts)
-	zzCreate(t, s, "a", 3, disbackend.StreamConfig{})
-	zzCreate(t, s, "b", 2, disbackend.StreamConfig{})
+	dfCreate(t, s, "a", 3, disbackend.StreamConfig{})
+	dfCreate(t, s, "b", 2, disbackend.StreamConfig{})
 	parts := map[string]int32{"a": 3, "b": 2}
-	var acked zzAcked
+	var acked dfAcked
 	var refusedN atomic.Int64
 	seqs := map[string]int32{}
 	var seqMu sync.Mutex
@@ -556,7 +561,7 @@ func TestZZRealENOSPC(t *testing.T) {
 						var bs []disbackend.Batch
 						var ps []*disbackend.Pending
 						for i := range int32(4) {
-							b := zzBatch(pid, seq+i, 3000+int((seq+i)%5)*700)
+							b := dfBatch(pid, seq+i, 3000+int((seq+i)%5)*700)
 							c := b
 							c.Raw = append([]byte(nil), b.Raw...)
 							bs = append(bs, b)
@@ -620,7 +625,7 @@ func TestZZRealENOSPC(t *testing.T) {
 	acked.check(t, s, parts, "space back")
 	for stream, n := range parts {
 		for p := range n {
-			b := zzBatch(999, p, 500)
+			b := dfBatch(999, p, 500)
 			res, err := s.Append(stream, p, b).Wait(ctx)
 			if err != nil {
 				t.Fatal(err)
