@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -227,5 +228,40 @@ func TestErrorRingBounded(t *testing.T) {
 	e := ring.Entries()
 	if len(e) != 3 || e[0].Message != "w4" || e[2].Message != "w2" || !strings.Contains(e[0].Fields, `"i":4`) {
 		t.Fatalf("entries %+v", e)
+	}
+}
+
+// storageState is a store whose StorageNotReady the test sets.
+type storageState struct {
+	*localstore.Store
+	why atomic.Pointer[string]
+}
+
+func (s *storageState) StorageNotReady() string {
+	if p := s.why.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// TestReadyzStorage: /readyz answers 503 with the backend's reason while
+// its storage refuses writes (the embedded store's full disk), 200 again
+// once it takes them.
+func TestReadyzStorage(t *testing.T) {
+	var st *storageState
+	s, _ := startAdminOn(t, func(ls *localstore.Store) disbackend.Backend { st = &storageState{Store: ls}; return st }, nil)
+	c := &http.Client{Timeout: 5 * time.Second}
+	url := "http://" + s.Addr().String() + "/readyz"
+	if code, body := get(t, c, url); code != http.StatusOK {
+		t.Fatalf("/readyz: %d %q", code, body)
+	}
+	why := "disk full: 1048576 bytes free, below storage_min_free_bytes 268435456"
+	st.why.Store(&why)
+	if code, body := get(t, c, url); code != http.StatusServiceUnavailable || !strings.Contains(body, "not ready: storage: "+why) {
+		t.Fatalf("/readyz with the disk full: %d %q", code, body)
+	}
+	st.why.Store(nil)
+	if code, body := get(t, c, url); code != http.StatusOK {
+		t.Fatalf("/readyz with space back: %d %q", code, body)
 	}
 }

@@ -229,9 +229,10 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 // readyz answers 200 "ready" while the Kafka listener is open, the gateway
 // is not shutting down, in cluster mode the node holds a usable view
 // (disbackend.ClusterStatus.NotReady: not before its first view, nor with
-// its lease refused or lapsed; between views it stays ready) and the
-// backend answered a probe (a ListStreams, reused for readyProbeTTL); else
-// 503 with the reason.
+// its lease refused or lapsed; between views it stays ready), the backend's
+// storage takes writes (disbackend.StorageReporter: not the embedded
+// store's full disk) and the backend answered a probe (a ListStreams,
+// reused for readyProbeTTL); else 503 with the reason.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
@@ -252,6 +253,11 @@ func (s *Server) ready(ctx context.Context) error {
 	}
 	if err := s.clusterReady(); err != nil {
 		return err
+	}
+	if sr, ok := s.opts.Backend.(disbackend.StorageReporter); ok {
+		if why := sr.StorageNotReady(); why != "" {
+			return fmt.Errorf("storage: %s", why)
+		}
 	}
 	s.probeMu.Lock()
 	defer s.probeMu.Unlock()

@@ -419,6 +419,22 @@ type Config struct {
 	// plus the batches being written at the crash; a clean restart scans
 	// nothing.
 	MaxUnindexedBytes int64 `yaml:"max_unindexed_bytes" default:"67108864" range:"at least 1048576 (1 MiB)" unit:"bytes"`
+	// StorageMinFreeBytes is the embedded store's low-water mark: below
+	// this much free space on the data directory's filesystem it refuses
+	// produces with KAFKA_STORAGE_ERROR (clients retry until their
+	// delivery timeout) and `/readyz` answers 503, until the free space
+	// is back above it; reads, offset commits and retention go on (as
+	// Redpanda's `storage_min_free_bytes`; docs/operations.md, a full
+	// disk). `0` sets no mark: only a write that finds the disk full
+	// stops produces.
+	StorageMinFreeBytes int64 `yaml:"storage_min_free_bytes" default:"268435456" range:">= 0 (0: no mark)" unit:"bytes"`
+	// StorageBallastBytes is the size of the embedded store's ballast: a
+	// file, `ballast` in the data directory, reserved at start and
+	// deleted when a write finds the disk full (or a start finds less
+	// free space than `storage_min_free_bytes`), so that metadata, offset
+	// commits and a clean stop still have room; reserved again once the
+	// space is back. `0` reserves none.
+	StorageBallastBytes int64 `yaml:"storage_ballast_bytes" default:"67108864" range:">= 0 (0: no ballast)" unit:"bytes"`
 	// GroupInitialRebalanceDelay is how long a new consumer group waits for
 	// more members before its first rebalance (Kafka
 	// `group.initial.rebalance.delay.ms`); `-1` means no delay.

@@ -56,7 +56,22 @@ var (
 	// ErrUnavailable: the store cannot serve now; retriable. Kafka
 	// NOT_LEADER_OR_FOLLOWER is wrong here, so it maps to REQUEST_TIMED_OUT (7).
 	ErrUnavailable = errors.New("backend unavailable")
+	// ErrStorageFull: the backend's disk is full (the embedded store below
+	// storage_min_free_bytes, or a write failed with ENOSPC): the write was
+	// not made, nothing of it is stored; retriable once space is freed.
+	// Kafka KAFKA_STORAGE_ERROR (56), which clients retry until their
+	// delivery timeout (docs/operations.md, a full disk).
+	ErrStorageFull = errors.New("storage full")
 )
+
+// StorageReporter is implemented by backends whose storage can refuse
+// writes while they still serve reads (the embedded store's full disk).
+type StorageReporter interface {
+	// StorageNotReady returns why the backend refuses writes now, for
+	// /readyz (e.g. "disk full: 12 MiB free, below storage_min_free_bytes
+	// 256 MiB"), "" while it accepts them.
+	StorageNotReady() string
+}
 
 // RecordError is one record of a batch refused for itself (Kafka's
 // ProduceResponse record_errors entry, KIP-467).

@@ -254,6 +254,33 @@ func (s *ProducerStates[K]) Get(k K) *ProducerState {
 	return nil
 }
 
+// Restore puts back under k a state saved before changes that are undone
+// (a store taking back a write that failed): ps is a copy of what Get
+// returned then (its Batches not shared with the state), nil when there
+// was none, which drops the state k has now.
+func (s *ProducerStates[K]) Restore(k K, ps *ProducerState) {
+	n := s.m[k]
+	if ps == nil {
+		if n != nil {
+			s.remove(n)
+		}
+		return
+	}
+	if n == nil {
+		if s.m == nil {
+			s.m = make(map[K]*producerNode[K])
+		}
+		n = &producerNode[K]{key: k}
+		s.m[k] = n
+		s.peak = max(s.peak, len(s.m))
+	} else {
+		s.unlink(n)
+	}
+	n.Epoch, n.LastAppendMS = ps.Epoch, ps.LastAppendMS
+	n.Batches = append(n.Batches[:0], ps.Batches...)
+	s.link(n)
+}
+
 // Each calls f with every state, in no order. f must not change s.
 func (s *ProducerStates[K]) Each(f func(k K, ps *ProducerState)) {
 	for k, n := range s.m {

@@ -273,3 +273,32 @@ func TestProducerStatesExpireOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestProducerStatesRestore: a state saved before a batch is remembered,
+// restored, answers as before the batch (it is no duplicate, the next
+// sequence is the saved one's); restoring "none" drops a new state.
+func TestProducerStatesRestore(t *testing.T) {
+	var s ProducerStates[int]
+	s.Remember(1, idemBatch(0, 0, 2), 0, 1, 10, 100)
+	saved := *s.Get(1)
+	saved.Batches = append([]ProducerBatch(nil), saved.Batches...)
+	s.Remember(1, idemBatch(0, 2, 3), 2, 4, 20, 200)
+	s.Remember(2, idemBatch(0, 0, 1), 5, 5, 30, 300)
+	s.Restore(1, &saved)
+	s.Restore(2, nil)
+	if s.Len() != 1 || s.Get(2) != nil {
+		t.Fatalf("states %d, state 2 %v: want only 1", s.Len(), s.Get(2))
+	}
+	if dup, err := s.Check(1, idemBatch(0, 2, 3)); dup != nil || err != nil {
+		t.Fatalf("the undone batch: dup %v err %v, want a new batch", dup, err)
+	}
+	if dup, err := s.Check(1, idemBatch(0, 0, 2)); dup == nil || err != nil || dup.BaseOffset != 0 {
+		t.Fatalf("the kept batch: dup %v err %v, want the duplicate at 0", dup, err)
+	}
+	if ps := s.Get(1); ps.LastAppendMS != 100 || len(ps.Batches) != 1 {
+		t.Fatalf("restored state %+v", ps)
+	}
+	if n := s.Expire(100); n != 1 || s.Len() != 0 {
+		t.Fatalf("expire after restore dropped %d, %d left: the list is broken", n, s.Len())
+	}
+}

@@ -54,8 +54,18 @@ func startGatewayWrapped(t testing.TB, dir string, wrap func(*localstore.Store) 
 // tests that measure memory as the default configuration uses it).
 func startGatewayLogging(t testing.TB, dir string, level zapcore.Level, wrap func(*localstore.Store) disbackend.Backend, mutate ...func(*gateway.Config)) *testGateway {
 	t.Helper()
-	log := zaptest.NewLogger(t, zaptest.Level(level))
-	store, err := localstore.Open(dir, localstore.Options{Logger: log})
+	return startGatewayStore(t, dir, localstore.Options{Logger: zaptest.NewLogger(t, zaptest.Level(level))}, wrap, mutate...)
+}
+
+// startGatewayStore is startGatewayLogging with the store's options
+// (their Logger is the gateway's too; nil: a test logger at debug).
+func startGatewayStore(t testing.TB, dir string, opts localstore.Options, wrap func(*localstore.Store) disbackend.Backend, mutate ...func(*gateway.Config)) *testGateway {
+	t.Helper()
+	if opts.Logger == nil {
+		opts.Logger = zaptest.NewLogger(t)
+	}
+	log := opts.Logger
+	store, err := localstore.Open(dir, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -411,6 +411,9 @@ var groupRows = []errmap.Row{
 	// answers when its offsets log cannot be written (the client retries),
 	// not the gateway's REQUEST_TIMED_OUT.
 	{Err: disbackend.ErrUnavailable, Code: kerr.CoordinatorNotAvailable},
+	// A commit the store could not write for lack of space (its metadata
+	// opened read-only on a full disk): retriable as well.
+	{Err: disbackend.ErrStorageFull, Code: kerr.CoordinatorNotAvailable},
 	{Err: context.DeadlineExceeded, Code: kerr.CoordinatorNotAvailable},
 	{Err: context.Canceled, Code: kerr.CoordinatorNotAvailable},
 	{Err: errNoApps, Code: kerr.CoordinatorNotAvailable},

@@ -170,6 +170,7 @@ var saveRows = []errmap.Row{
 	{Err: disbackend.ErrClosed, Code: kerr.NotCoordinator},
 	{Err: errClosed, Code: kerr.NotCoordinator},
 	{Err: disbackend.ErrUnavailable, Code: kerr.CoordinatorNotAvailable},
+	{Err: disbackend.ErrStorageFull, Code: kerr.CoordinatorNotAvailable},
 	{Err: context.DeadlineExceeded, Code: kerr.CoordinatorNotAvailable},
 	{Err: context.Canceled, Code: kerr.CoordinatorNotAvailable},
 	{Err: disbackend.ErrStreamNotFound, Code: kerr.CoordinatorNotAvailable},

@@ -172,7 +172,7 @@ func TestConfigEverySettingReachesAnOption(t *testing.T) {
 	options := func(c configs.Config) string {
 		creds, _ := c.DISCredentials()
 		return fmt.Sprintf("%+v\n%+v\n%+v\n%+v\n%+v", gatewayConfig(c), disrestOptions(c, creds, nil, nil),
-			localstoreOptions(c, nil), metricsOptions(c), adminSettings(c))
+			localstoreOptions(c, nil, nil), metricsOptions(c), adminSettings(c))
 	}
 	for _, s := range configs.Settings() {
 		if readByMain[s.Key] != "" {
@@ -226,7 +226,7 @@ func TestProducerIDExpirationReachesBothBackends(t *testing.T) {
 	}
 	c.ProducerIDExpiration = 90 * time.Minute
 	creds, _ := c.DISCredentials()
-	if l, d, g := localstoreOptions(c, nil).ProducerStateExpiry, disrestOptions(c, creds, nil, nil).ProducerStateExpiry,
+	if l, d, g := localstoreOptions(c, nil, nil).ProducerStateExpiry, disrestOptions(c, creds, nil, nil).ProducerStateExpiry,
 		gatewayConfig(c).ProducerIDExpiration; l != c.ProducerIDExpiration || d != c.ProducerIDExpiration || g != c.ProducerIDExpiration {
 		t.Fatalf("localstore %v, disrest %v, gateway %v; want %v", l, d, g, c.ProducerIDExpiration)
 	}

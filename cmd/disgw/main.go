@@ -532,7 +532,7 @@ func openBackend(cfg configs.Config, creds configs.DISCredentials, log *zap.Logg
 	if err := os.MkdirAll(cfg.Data, 0o700); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
-	return localstore.Open(cfg.Data, localstoreOptions(cfg, log))
+	return localstore.Open(cfg.Data, localstoreOptions(cfg, log, m))
 }
 
 // startCluster starts cluster mode (docs/cluster.md) once the gateway
@@ -652,8 +652,11 @@ func disrestOptions(cfg configs.Config, creds configs.DISCredentials, log *zap.L
 }
 
 // localstoreOptions maps cfg onto the embedded store's options.
-func localstoreOptions(cfg configs.Config, log *zap.Logger) localstore.Options {
+func localstoreOptions(cfg configs.Config, log *zap.Logger, m *metrics.Metrics) localstore.Options {
 	return localstore.Options{
+		MinFreeBytes:           offIfZero(cfg.StorageMinFreeBytes),
+		BallastBytes:           offIfZero(cfg.StorageBallastBytes),
+		Metrics:                m,
 		Logger:                 log,
 		RetentionCheckInterval: cfg.RetentionCheckInterval,
 		CleanerInterval:        cfg.CleanerCheckInterval,
@@ -661,6 +664,15 @@ func localstoreOptions(cfg configs.Config, log *zap.Logger) localstore.Options {
 		ProducerStateExpiry:    cfg.ProducerIDExpiration,
 		MaxUnindexedBytes:      cfg.MaxUnindexedBytes,
 	}
+}
+
+// offIfZero maps a setting's 0 (off) onto the store's option for off, -1
+// (its 0 means the default).
+func offIfZero(n int64) int64 {
+	if n == 0 {
+		return -1
+	}
+	return n
 }
 
 // recentErrors is how many warnings and errors the console keeps.

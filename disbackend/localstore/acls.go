@@ -15,12 +15,14 @@ var _ disbackend.ACLStore = (*Store)(nil)
 // ACLs returns the ACL bindings kept under keyACLs. Errors: ErrClosed, a
 // Pebble error, or an unreadable value.
 func (s *Store) ACLs(ctx context.Context) ([]disbackend.ACL, error) {
-	if s.closed.Load() {
-		return nil, fmt.Errorf("localstore: acls: %w", disbackend.ErrClosed)
+	if err := s.enter("acls"); err != nil {
+		return nil, err
 	}
+	defer s.dbMu.RUnlock()
 	return s.readACLs()
 }
 
+// readACLs reads the bindings. Requires dbMu.
 func (s *Store) readACLs() ([]disbackend.ACL, error) {
 	v, closer, err := s.db.Get([]byte{keyACLs})
 	if err == pebble.ErrNotFound {
@@ -43,9 +45,10 @@ func (s *Store) readACLs() ([]disbackend.ACL, error) {
 func (s *Store) UpdateACLs(ctx context.Context, update func([]disbackend.ACL) ([]disbackend.ACL, error)) error {
 	s.aclMu.Lock()
 	defer s.aclMu.Unlock()
-	if s.closed.Load() {
-		return fmt.Errorf("localstore: acls: %w", disbackend.ErrClosed)
+	if err := s.enter("acls"); err != nil {
+		return err
 	}
+	defer s.dbMu.RUnlock()
 	cur, err := s.readACLs()
 	if err != nil {
 		return err
@@ -59,7 +62,7 @@ func (s *Store) UpdateACLs(ctx context.Context, update func([]disbackend.ACL) ([
 		return fmt.Errorf("localstore: acls: %w", err)
 	}
 	if err := s.db.Set([]byte{keyACLs}, v, pebble.Sync); err != nil {
-		return fmt.Errorf("localstore: acls: %w", err)
+		return fmt.Errorf("localstore: acls: %w", metaErr(err))
 	}
 	return nil
 }

@@ -140,7 +140,7 @@ func (s *Store) CreateApp(ctx context.Context, app disbackend.App) (disbackend.A
 	}
 	app.CreatedAt = s.now().UTC().Truncate(0)
 	if err := s.db.Set(appKey(app.Name), mustJSON(app), pebble.Sync); err != nil {
-		return disbackend.App{}, fmt.Errorf("localstore: %s: %w", op, err)
+		return disbackend.App{}, fmt.Errorf("localstore: %s: %w", op, metaErr(err))
 	}
 	s.log.Info("app created", zap.String("app", app.Name), zap.String("group", app.GroupID))
 	return app, nil
@@ -169,7 +169,7 @@ func (s *Store) DeleteApp(ctx context.Context, name string) error {
 	start := checkpointPrefix(name, "")
 	_ = b.DeleteRange(start, prefixEnd(start), nil)
 	if err := b.Commit(pebble.Sync); err != nil {
-		return fmt.Errorf("localstore: %s: %w", op, err)
+		return fmt.Errorf("localstore: %s: %w", op, metaErr(err))
 	}
 	s.log.Info("app deleted", zap.String("app", name))
 	return nil
@@ -267,7 +267,7 @@ func (s *Store) CommitCheckpoints(ctx context.Context, app string, cps []disback
 		_ = b.Set(checkpointKey(app, cp.Stream, cp.Partition), encodeCheckpoint(cp), nil)
 	}
 	if err := b.Commit(pebble.Sync); err != nil {
-		return fmt.Errorf("localstore: %s: %w", op, err)
+		return fmt.Errorf("localstore: %s: %w", op, metaErr(err))
 	}
 	return nil
 }
@@ -349,7 +349,7 @@ func (s *Store) DeleteCheckpoints(ctx context.Context, app, stream string, parti
 		return nil
 	}
 	if err := b.Commit(pebble.Sync); err != nil {
-		return fmt.Errorf("localstore: %s: %w", op, err)
+		return fmt.Errorf("localstore: %s: %w", op, metaErr(err))
 	}
 	return nil
 }
@@ -422,7 +422,7 @@ func (s *Store) SaveGroupState(ctx context.Context, group string, state []byte) 
 		err = s.db.Set(key, state, pebble.Sync)
 	}
 	if err != nil {
-		return fmt.Errorf("localstore: save group %q: %w", group, err)
+		return fmt.Errorf("localstore: save group %q: %w", group, metaErr(err))
 	}
 	return nil
 }

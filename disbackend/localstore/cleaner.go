@@ -106,6 +106,9 @@ func (s *Store) cleanerLoop(interval time.Duration) { s.every(interval, s.cleanA
 // stream while its passes leave dirty records (a key map too small for
 // its dirty section).
 func (s *Store) cleanAll() {
+	if s.space.full.Load() {
+		return // a pass writes a copy first: it waits for space
+	}
 	s.mu.RLock()
 	var streams []*stream
 	for _, st := range s.streams {
@@ -122,7 +125,11 @@ func (s *Store) cleanAll() {
 				s.mu.RLock()
 				gone := s.streams[st.meta.Name] != st // deleted during the pass
 				s.mu.RUnlock()
-				if !gone && !errors.Is(err, disbackend.ErrClosed) {
+				switch {
+				case isENOSPC(err):
+					s.space.onENOSPC(err) // the state's line says it; the cleaner waits
+					return
+				case !gone && !errors.Is(err, disbackend.ErrClosed):
 					s.log.Error("log cleaner pass failed", zap.String("stream", st.meta.Name), zap.Error(err))
 				}
 				break
@@ -449,7 +456,9 @@ func (s *Store) writeCleaned(plan *cleanPlan) (*cleaned, error) {
 	out := &cleaned{path: base + "." + cleanedExt, ixPath: base + "." + cleanedIndexExt, parts: make(map[int32]*segPart)}
 	out.state.FirstDirty = make([]int64, len(st.parts))
 	copy(out.state.FirstDirty, plan.state.FirstDirty)
-	f, err := s.fs.Create(out.path, vfs.WriteCategoryUnspecified)
+	// The copy is data, like a segment: it does not take the ballast's
+	// room (segFS), a pass that finds no room is abandoned.
+	f, err := s.segFS.Create(out.path, vfs.WriteCategoryUnspecified)
 	if err != nil {
 		return nil, fmt.Errorf("segment %s: create: %w", out.path, err)
 	}

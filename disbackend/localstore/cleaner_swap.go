@@ -149,7 +149,7 @@ func (s *Store) saveCleanerState(st *stream, cs cleanerState) error {
 		return nil
 	}
 	if err := s.db.Set(cleanerKey(st.sid), mustJSON(cs), pebble.Sync); err != nil {
-		return fmt.Errorf("localstore: clean stream %q: save state: %w", st.meta.Name, err)
+		return fmt.Errorf("localstore: clean stream %q: save state: %w", st.meta.Name, metaErr(err))
 	}
 	return nil
 }

@@ -116,7 +116,7 @@ func (s *Store) updateScram(ctx context.Context, user string, f func([]disbacken
 		err = s.db.Set(scramKey(user), mustJSON(creds), pebble.Sync)
 	}
 	if err != nil {
-		return fmt.Errorf("localstore: write scram credentials: %w", err)
+		return fmt.Errorf("localstore: write scram credentials: %w", metaErr(err))
 	}
 	return nil
 }

@@ -112,7 +112,7 @@ func (s *Store) InitProducerID(ctx context.Context) (int64, int16, error) {
 		err := s.db.Set([]byte{keyAllocator}, putInt64(limit), pebble.Sync)
 		s.dbMu.RUnlock()
 		if err != nil {
-			return 0, 0, fmt.Errorf("localstore: init producer id: reserve block: %w", err)
+			return 0, 0, fmt.Errorf("localstore: init producer id: reserve block: %w", metaErr(err))
 		}
 		s.pidLimit = limit
 	}

@@ -267,7 +267,7 @@ func (s *Store) expire(plan []expiry, nowMS int64) (d deleted, err error) {
 	}
 	if !b.Empty() {
 		if err := b.Commit(pebble.Sync); err != nil {
-			return d, fmt.Errorf("localstore: retention: %w", err)
+			return d, fmt.Errorf("localstore: retention: %w", metaErr(err))
 		}
 	}
 	s.expireProducers(nowMS)

@@ -44,6 +44,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/internal/metrics"
 )
 
 var (
@@ -103,7 +104,29 @@ type Options struct {
 	// crash scans at most this much (plus the batches written but not yet
 	// synced at the crash). 0 means 64 MiB.
 	MaxUnindexedBytes int64
+	// MinFreeBytes is the free space, in bytes, on the data directory's
+	// filesystem below which the store refuses appends with
+	// disbackend.ErrStorageFull (Kafka KAFKA_STORAGE_ERROR) until it is
+	// back (storage_min_free_bytes, diskfull.go); 0 means 256 MiB, < 0
+	// sets no mark (a write failing with ENOSPC still enters the state).
+	// Only where the filesystem reports its free space (statfs; not an
+	// in-memory one).
+	MinFreeBytes int64
+	// BallastBytes is the size of the ballast file reserved in the data
+	// directory and deleted at the first write that fails with ENOSPC, so
+	// that metadata, offset commits and a clean stop have room; 0 means
+	// 64 MiB, < 0 none. Reserved again once there is room for it above
+	// MinFreeBytes.
+	BallastBytes int64
+	// Metrics receives the disk gauges (disgw_storage_full,
+	// disgw_storage_free_bytes); nil means none.
+	Metrics *metrics.Metrics
 
+	// freeBytes, when set (tests), replaces the filesystem's free space
+	// (statfs) for the mark; spaceCheck, when > 0, how often it is read
+	// (1 s otherwise).
+	freeBytes  func() (int64, error)
+	spaceCheck time.Duration
 	// cleanerHook, when set (tests), is called at each step of a cleaning
 	// pass, of sealing a segment, of writing a journal block or a producer
 	// snapshot, and of a read, on the goroutine taking it.
@@ -133,8 +156,12 @@ const (
 
 // Store is the Pebble-backed disbackend.Backend. Safe for concurrent use.
 type Store struct {
-	db             *pebble.DB
-	fs             vfs.FS
+	db *pebble.DB
+	fs vfs.FS // the filesystem, wrapped by vfs.OnDiskFull (diskfull.go)
+	// segFS is fs unwrapped, for the segment files: a segment write that
+	// finds no room is taken back and refused, not made again in the
+	// ballast's room (which is for metadata, index files and a clean stop).
+	segFS          vfs.FS
 	segDir         string
 	dir            string // the data directory as Open was given it (LogDir)
 	segBytes       int64
@@ -145,6 +172,14 @@ type Store struct {
 	cleanerHook    func(step string)
 	producerExpiry time.Duration
 	cache          *tailCache
+	space          *spaceWatch // the disk-full state (diskfull.go)
+	metaDir        string
+	// pebbleOpts makes Pebble's options (read-only or not), for Open and
+	// reopenMeta.
+	pebbleOpts func(readOnly bool) *pebble.Options
+	// warnLimit limits the warn lines a full disk could repeat (a write
+	// taken back, a producer snapshot not written) to one a minute each.
+	warnLimit limitedLog
 
 	aclMu sync.Mutex // serialises UpdateACLs
 
@@ -175,6 +210,7 @@ type Store struct {
 	hbuf      []byte                // the writer's frame headers (writev path)
 	iovs      [][]byte              // the writer's iovecs (writev path)
 	rollNeed  map[*stream]int64     // rollBefore's
+	undo      groupUndo             // the producer states before the group being assembled
 
 	// activeChunks counts the index entries the active segments hold in
 	// memory; unindexed the bytes published that no index or journal
@@ -248,8 +284,11 @@ type stream struct {
 // segments active at a crash from their journals and a scan of the frames
 // after them (at most Options.MaxUnindexedBytes, plus the writes in flight
 // at the crash) up to the first torn one; a store of the first format is
-// migrated. Errors are Pebble's, the filesystem's or a corrupt key,
-// wrapped with the directory.
+// migrated. With less free space than Options.MinFreeBytes it deletes the
+// ballast first and comes up refusing appends (diskfull.go); with too
+// little for Pebble to flush the log it replays, the metadata is opened
+// read-only until there is room. Errors are Pebble's, the filesystem's or
+// a corrupt key, wrapped with the directory.
 func Open(dir string, opts Options) (*Store, error) {
 	if opts.FS == nil || opts.FS == vfs.Default {
 		opts.FS = privateFS{vfs.Default}
@@ -284,21 +323,74 @@ func Open(dir string, opts Options) (*Store, error) {
 	if opts.MaxUnindexedBytes <= 0 {
 		opts.MaxUnindexedBytes = defaultMaxUnindexed
 	}
+	if opts.MinFreeBytes == 0 {
+		opts.MinFreeBytes = defaultMinFreeBytes
+	}
+	if opts.BallastBytes == 0 {
+		opts.BallastBytes = defaultBallastBytes
+	}
+	if opts.spaceCheck <= 0 {
+		opts.spaceCheck = defaultSpaceCheck
+	}
 	log := opts.Logger.Named("localstore")
 	start := time.Now()
 
-	// Pebble holds only metadata now; its defaults are ample.
-	popts := &pebble.Options{
-		FS:                          opts.FS,
-		Logger:                      pebbleLogger{log.Named("pebble").Sugar()},
-		MemTableSize:                memTableSize,
-		MemTableStopWritesThreshold: 4,
-		L0CompactionThreshold:       4,
-		L0StopWritesThreshold:       24,
-		FormatMajorVersion:          pebble.FormatNewest,
+	// The disk-full state: a start below the mark deletes the ballast
+	// before Pebble replays its log; every write through fsys that fails
+	// with ENOSPC deletes it too and is made again once (vfs.OnDiskFull).
+	space := newSpaceWatch(opts.FS, dir, &opts, log)
+	space.beforeOpen()
+	fsys := vfs.OnDiskFull(opts.FS, func() { space.onENOSPC(nil) })
+	plog := log.Named("pebble")
+	plimit := &limitedLog{interval: pebbleLogEvery}
+	pebbleOpts := func(readOnly bool) *pebble.Options {
+		// Pebble holds only metadata now; its defaults are ample.
+		o := &pebble.Options{
+			FS:     fsys,
+			Logger: pebbleLogger{l: plog.Sugar(), limit: plimit},
+			// Pebble retries a flush or compaction that failed at once and
+			// forever, an error line each time: slow it and limit the lines.
+			EventListener: &pebble.EventListener{BackgroundError: func(err error) {
+				if isENOSPC(err) {
+					space.onENOSPC(err)
+					time.Sleep(pebbleErrorBackoff)
+				}
+				if ok, left := plimit.allow("background error"); ok {
+					plog.Error("background error", zap.Error(err), zap.Int("lines_left_out", left))
+				}
+			}},
+			MemTableSize:                memTableSize,
+			MemTableStopWritesThreshold: 4,
+			L0CompactionThreshold:       4,
+			L0StopWritesThreshold:       24,
+			FormatMajorVersion:          pebble.FormatNewest,
+			ReadOnly:                    readOnly,
+		}
+		o.EnsureDefaults()
+		return o
 	}
-	popts.EnsureDefaults()
-	db, err := pebble.Open(opts.FS.PathJoin(dir, metaDirName), popts)
+	popts := pebbleOpts(false)
+	metaDir := opts.FS.PathJoin(dir, metaDirName)
+	if !space.roomToOpen(metaDir) {
+		// Pebble's Open flushes the log it replays and waits for that
+		// flush, which it retries forever on a full disk: open it
+		// read-only instead, so that reads are served.
+		log.Warn("too little free space to open the metadata for writing; opening it read-only: reads are served, writes refused until there is room")
+		popts = pebbleOpts(true)
+		space.setReadOnly()
+	}
+	db, err := pebble.Open(metaDir, popts)
+	if err != nil && !popts.ReadOnly && (isENOSPC(err) || space.full.Load()) {
+		// No room even for the metadata's log: open it read-only, so
+		// that reads are served; writes wait for a restart.
+		log.Warn("opening the metadata failed on a full disk; opening it read-only: reads are served, writes refused until there is room",
+			zap.Error(err))
+		popts = pebbleOpts(true)
+		db, err = pebble.Open(metaDir, popts)
+		if err == nil {
+			space.setReadOnly()
+		}
+	}
 	if err != nil {
 		if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EWOULDBLOCK) {
 			return nil, fmt.Errorf("localstore: open %s: the data directory is in use by another process (its lock is held): %w", dir, err)
@@ -316,7 +408,12 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	s := &Store{
 		db:             db,
-		fs:             opts.FS,
+		fs:             fsys,
+		segFS:          opts.FS,
+		metaDir:        metaDir,
+		pebbleOpts:     pebbleOpts,
+		space:          space,
+		warnLimit:      limitedLog{interval: spaceLogEvery},
 		segDir:         segDir,
 		dir:            dir,
 		segBytes:       opts.SegmentBytes,
@@ -337,6 +434,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		stop:           make(chan struct{}),
 	}
 	s.syncedCond = sync.NewCond(&s.syncedMu)
+	space.reopen = s.reopenMeta
 	if err := s.loadClusterID(); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("localstore: open %s: cluster id: %w", dir, err)
@@ -346,6 +444,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("localstore: open %s: recover: %w", dir, err)
 	}
+	space.afterOpen()
 	s.writers.Add(2)
 	go s.writeLoop()
 	go s.syncLoop()
@@ -357,6 +456,10 @@ func Open(dir string, opts Options) (*Store, error) {
 		s.bg.Add(1)
 		go s.cleanerLoop(opts.CleanerInterval)
 	}
+	if space.freeFn != nil {
+		s.bg.Add(1)
+		go s.spaceLoop(opts.spaceCheck)
+	}
 	s.logOpened(dir, time.Since(start))
 	return s, nil
 }
@@ -364,7 +467,8 @@ func Open(dir string, opts Options) (*Store, error) {
 // Close completes every queued append (syncing it), stops the background
 // loop, seals the active segments and writes the producer snapshots (so
 // the next Open reads indexes and snapshots and scans nothing) and closes
-// the files and Pebble. Later calls return ErrClosed; later appends, reads
+// the files and Pebble (flushing its memtable, within 3 s, unless the disk
+// is full: its log is synced, the next Open replays it). Later calls return ErrClosed; later appends, reads
 // and metadata operations fail with ErrClosed.
 func (s *Store) Close() error {
 	if s.closed.Swap(true) {
@@ -392,11 +496,7 @@ func (s *Store) Close() error {
 	}
 	s.wmu.Unlock()
 	s.closeSegments()
-	// A flush makes the next Open replay less of Pebble's WAL.
-	if ferr := s.db.Flush(); err == nil {
-		err = ferr
-	}
-	if cerr := s.db.Close(); err == nil {
+	if cerr := s.closeDB(); err == nil {
 		err = cerr
 	}
 	s.notifyChanged()
@@ -405,6 +505,47 @@ func (s *Store) Close() error {
 	}
 	s.log.Info("closed")
 	return nil
+}
+
+// closeFlushWait bounds Close's flush of the metadata's memtable.
+const closeFlushWait = 3 * time.Second
+
+// closeDB flushes Pebble's memtable, so that the next Open replays less of
+// its log, and closes it. With the disk full it does not flush (a flush
+// that finds no room is retried by Pebble forever; the log is synced, so
+// nothing is lost), and a flush that has not finished within
+// closeFlushWait is left: then Pebble is not closed either (its Close
+// would wait for it), which the process's exit does.
+func (s *Store) closeDB() error {
+	if s.space.full.Load() {
+		s.log.Warn("disk full: closing the metadata without flushing it; the next start replays its log")
+		return s.db.Close()
+	}
+	asked := make(chan struct{})
+	flushed := make(chan struct{})
+	go func() {
+		ch, err := s.db.AsyncFlush()
+		close(asked)
+		if err == nil {
+			<-ch
+		}
+		close(flushed)
+	}()
+	t := time.NewTimer(closeFlushWait)
+	defer t.Stop()
+	select {
+	case <-flushed:
+	case <-t.C:
+		select {
+		case <-asked:
+		default:
+			// Still in Pebble's commit pipeline: its Close would block.
+			return fmt.Errorf("the metadata's flush did not start within %v; left open", closeFlushWait)
+		}
+		s.log.Warn("the metadata's flush did not finish; closing without it, the next start replays its log",
+			zap.Duration("waited", closeFlushWait))
+	}
+	return s.db.Close()
 }
 
 // snapshotAll writes a producer snapshot for every stream whose newest
@@ -504,10 +645,37 @@ var errCorrupt = errors.New("corrupt key or value")
 // replay at open, "Found 2 WALs", cancelled compactions) go to debug, where
 // they do not read like trouble at every start; errors (background errors)
 // stay errors, and Fatalf stays fatal (Pebble expects it not to return).
-type pebbleLogger struct{ l *zap.SugaredLogger }
+// Both are limited to one line per format every pebbleLogEvery, with the
+// count of those left out, as Pebble repeats them without limit while the
+// disk is full.
+type pebbleLogger struct {
+	l     *zap.SugaredLogger
+	limit *limitedLog
+}
 
-func (p pebbleLogger) Infof(format string, args ...any)  { p.l.Debugf(format, args...) }
-func (p pebbleLogger) Errorf(format string, args ...any) { p.l.Errorf(format, args...) }
+// pebbleLogEvery is how often, at most, one of Pebble's lines is logged.
+const pebbleLogEvery = 10 * time.Second
+
+func (p pebbleLogger) Infof(format string, args ...any) {
+	if ok, left := p.limit.allow(format); ok {
+		p.l.Debugw(fmt.Sprintf(format, args...), leftOut(left)...)
+	}
+}
+
+func (p pebbleLogger) Errorf(format string, args ...any) {
+	if ok, left := p.limit.allow(format); ok {
+		p.l.Errorw(fmt.Sprintf(format, args...), leftOut(left)...)
+	}
+}
+
+// leftOut is the field counting the lines a limit left out, if any.
+func leftOut(n int) []any {
+	if n == 0 {
+		return nil
+	}
+	return []any{"lines_left_out", n}
+}
+
 func (p pebbleLogger) Fatalf(format string, args ...any) { p.l.Fatalf(format, args...) }
 
 // loadClusterID reads the cluster id, or makes and syncs one at the first

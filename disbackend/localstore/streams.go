@@ -79,7 +79,7 @@ func (s *Store) CreateStream(ctx context.Context, spec disbackend.StreamSpec) (d
 	_ = b.Set(metaKey(spec.Name), mustJSON(meta), nil)
 	_ = b.Set([]byte{keySidCounter}, putInt64(int64(s.nextSid+1)), nil)
 	if err := b.Commit(pebble.Sync); err != nil {
-		return disbackend.Stream{}, fmt.Errorf("localstore: %s: %w", op, err)
+		return disbackend.Stream{}, fmt.Errorf("localstore: %s: %w", op, metaErr(err))
 	}
 	s.nextSid++
 	st := &stream{meta: meta.Stream, sid: meta.Sid}
@@ -126,7 +126,7 @@ func (s *Store) DeleteStream(ctx context.Context, name string) error {
 	}
 	s.appsMu.Unlock()
 	if err != nil {
-		return fmt.Errorf("localstore: %s: %w", op, err)
+		return fmt.Errorf("localstore: %s: %w", op, metaErr(err))
 	}
 	s.mu.Lock()
 	delete(s.streams, name)
@@ -258,7 +258,7 @@ func (s *Store) updateMeta(ctx context.Context, op, name string, change func(*di
 		return fmt.Errorf("localstore: %s: %w", op, err)
 	}
 	if err := s.db.Set(metaKey(name), mustJSON(streamMeta{Stream: meta, Sid: st.sid}), pebble.Sync); err != nil {
-		return fmt.Errorf("localstore: %s: %w", op, err)
+		return fmt.Errorf("localstore: %s: %w", op, metaErr(err))
 	}
 	s.mu.Lock()
 	if n := meta.PartitionCount; int(n) > len(st.parts) {

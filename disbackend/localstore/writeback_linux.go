@@ -21,8 +21,9 @@ func startWriteback(f vfs.File, off, n int64) {
 const canWritev = true
 
 // writevAll writes every byte of iovs at fd's current offset, with as few
-// writev calls as IOV_MAX allows, continuing after short writes.
-func writevAll(fd int, iovs [][]byte) error {
+// writev calls as IOV_MAX allows, continuing after short writes. It
+// returns the bytes written (all of them, or those before the error).
+func writevAll(fd int, iovs [][]byte) (written int64, err error) {
 	const iovMax = 1024
 	for len(iovs) > 0 {
 		chunk := iovs[:min(len(iovs), iovMax)]
@@ -31,8 +32,9 @@ func writevAll(fd int, iovs [][]byte) error {
 			if err == unix.EINTR {
 				continue
 			}
-			return err
+			return written, err
 		}
+		written += int64(n)
 		// Drop what was written; keep the rest of a partly written slice.
 		for n > 0 && len(iovs) > 0 {
 			if n >= len(iovs[0]) {
@@ -47,5 +49,28 @@ func writevAll(fd int, iovs [][]byte) error {
 			iovs = iovs[1:]
 		}
 	}
-	return nil
+	return written, nil
+}
+
+// fallocate allocates n bytes to f, an empty file, where it has a
+// descriptor (the ballast: its blocks are taken, not a sparse file), and
+// reports whether it did.
+func fallocate(f vfs.File, n int64) bool {
+	fd := f.Fd()
+	return fd != vfs.InvalidFd && unix.Fallocate(int(fd), 0, 0, n) == nil
+}
+
+// cutBack truncates f to size and puts its write offset there (a segment
+// whose write failed for lack of space, taken back). ok is false when f
+// has no descriptor (then nothing was done).
+func cutBack(f vfs.File, size int64) (ok bool, err error) {
+	fd := f.Fd()
+	if fd == vfs.InvalidFd {
+		return false, nil
+	}
+	if err := unix.Ftruncate(int(fd), size); err != nil {
+		return true, err
+	}
+	_, err = unix.Seek(int(fd), size, 0)
+	return true, err
 }

@@ -31,6 +31,22 @@ type group struct {
 	segs  []*segment // segments written, to sync
 	seq   uint64     // assembly number (Store.assembled)
 	err   error      // write error: the whole group failed
+	// For takeBack: each segment's size before the group wrote to it,
+	// and the segParts the group made.
+	cuts []segCut
+	made []*segPart
+}
+
+// segCut is a segment's size before a group wrote to it.
+type segCut struct {
+	seg  *segment
+	size int64
+	// positional: the group wrote it with WriteAt (no descriptor), so
+	// the file cannot be cut back: takeBack overwrites the written bytes
+	// with zeros instead (a recovery scan ends at a zero frame header),
+	// and the next write goes at size again.
+	positional bool
+	written    int64 // bytes the positional write put past size
 }
 
 // groupItem is an accepted append (new data or a duplicate) in a group.
@@ -57,8 +73,10 @@ type groupItem struct {
 // rewrites its base offset (and, on a LogAppendTime stream, its attributes,
 // max timestamp and CRC). Errors (in the Pending): ErrStreamNotFound,
 // ErrPartitionNotFound, ErrOutOfOrderSequence, ErrInvalidProducerEpoch,
-// ErrClosed, ErrUnavailable (an earlier storage failure), or a storage
-// error.
+// ErrClosed, ErrStorageFull (the disk is full: below
+// Options.MinFreeBytes or a write found no room; nothing of the batch is
+// stored; Kafka KAFKA_STORAGE_ERROR), ErrUnavailable (an earlier storage
+// failure), or a storage error.
 func (s *Store) Append(stream string, partition int32, b disbackend.Batch) *disbackend.Pending {
 	pend := disbackend.NewPending()
 	req := &appendReq{stream: stream, part: partition, b: b, p: pend}
@@ -122,10 +140,22 @@ func (s *Store) assemble(reqs []*appendReq) *group {
 		}
 		return nil
 	}
+	// A full disk refuses every append at once, before it changes
+	// anything (diskfull.go).
+	if s.refuseFull(reqs) {
+		return nil
+	}
 	g := &group{items: make([]groupItem, 0, len(reqs))}
 	nowMS := s.now().UnixMilli()
 	s.maybeExpireProducers(nowMS) // before the checks: a retry of an expired producer is a new batch
 	if err := s.rollBefore(reqs, nowMS); err != nil {
+		if isENOSPC(err) {
+			// A seal that found no room changed nothing: it is made
+			// again at the next group, once there is space.
+			s.space.onENOSPC(err)
+			s.refuseFull(reqs)
+			return nil
+		}
 		s.fail(err)
 		for _, r := range reqs {
 			r.p.Complete(disbackend.AppendResult{}, fmt.Errorf("localstore: append stream %q partition %d: %w: %v",
@@ -133,7 +163,27 @@ func (s *Store) assemble(reqs []*appendReq) *group {
 		}
 		return nil
 	}
+	// A seal whose write found no room but was made in the ballast's
+	// room entered the disk-full state: the roll stays, the group is
+	// refused like any other while the disk is full.
+	if s.refuseFull(reqs) {
+		return nil
+	}
+	// The low-water mark, counted down by what the group writes between
+	// two reads of the free space.
+	var need int64
 	for _, r := range reqs {
+		need += frameHeaderLen + int64(len(r.b.Raw))
+	}
+	if s.space.take(need) {
+		s.refuseFull(reqs)
+		return nil
+	}
+	s.undo.reset()
+	for _, r := range reqs {
+		if r.b.ProducerID >= 0 {
+			s.saveProducer(r)
+		}
 		item, err := s.accept(r, nowMS)
 		if err != nil {
 			r.p.Complete(disbackend.AppendResult{}, err)
@@ -145,6 +195,20 @@ func (s *Store) assemble(reqs []*appendReq) *group {
 		return nil
 	}
 	if err := s.writeGroup(g, nowMS); err != nil {
+		// A write that found no room is taken back whole: files cut back,
+		// offsets and producer states restored, nothing acknowledged.
+		if isENOSPC(err) && s.takeBack(g) {
+			s.space.onENOSPC(err)
+			ferr := s.space.fullErr()
+			if ferr == nil {
+				ferr = fmt.Errorf("%w: %v", disbackend.ErrStorageFull, err)
+			}
+			for _, it := range g.items {
+				it.pend.Complete(disbackend.AppendResult{}, fmt.Errorf("localstore: append stream %q partition %d: %w",
+					it.p.st.meta.Name, it.p.id, ferr))
+			}
+			return nil
+		}
 		// The in-memory offsets already moved past this group; a segment
 		// that failed a write cannot be trusted, so stop accepting appends.
 		g.err = err
@@ -153,6 +217,122 @@ func (s *Store) assemble(reqs []*appendReq) *group {
 	s.assembled++
 	g.seq = s.assembled
 	return g
+}
+
+// refuseFull completes every request with ErrStorageFull and reports true
+// when the disk is full; else it does nothing and reports false.
+func (s *Store) refuseFull(reqs []*appendReq) bool {
+	err := s.space.fullErr()
+	if err == nil {
+		return false
+	}
+	for _, r := range reqs {
+		r.p.Complete(disbackend.AppendResult{}, fmt.Errorf("localstore: append stream %q partition %d: %w", r.stream, r.part, err))
+	}
+	return true
+}
+
+// producerUndo is an idempotent producer's state before a group, kept
+// until the group is written (takeBack restores it).
+type producerUndo struct {
+	k       producerKey
+	had     bool
+	epoch   int16
+	lastMS  int64
+	n       int
+	batches [disbackend.MaxProducerBatches]disbackend.ProducerBatch
+}
+
+// groupUndo is what takeBack needs to undo a group's producer states:
+// each key's state before its first batch in the group. Reused.
+type groupUndo struct {
+	states []producerUndo
+	seen   map[producerKey]struct{}
+}
+
+func (u *groupUndo) reset() {
+	u.states = u.states[:0]
+	if len(u.seen) > 0 {
+		clear(u.seen)
+	}
+}
+
+// saveProducer keeps the state r's producer has on its partition before
+// the group changes it, once per key and group. Requires wmu.
+func (s *Store) saveProducer(r *appendReq) {
+	st := s.streams[r.stream]
+	if st == nil || r.part < 0 || int(r.part) >= len(st.parts) {
+		return
+	}
+	k := producerKey{sid: st.sid, part: r.part, pid: r.b.ProducerID}
+	if s.undo.seen == nil {
+		s.undo.seen = make(map[producerKey]struct{})
+	}
+	if _, ok := s.undo.seen[k]; ok {
+		return
+	}
+	s.undo.seen[k] = struct{}{}
+	u := producerUndo{k: k}
+	if ps := s.producers.Get(k); ps != nil {
+		u.had, u.epoch, u.lastMS = true, ps.Epoch, ps.LastAppendMS
+		u.n = copy(u.batches[:], ps.Batches)
+	}
+	s.undo.states = append(s.undo.states, u)
+}
+
+// takeBack undoes a group whose write failed: it cuts the segment files
+// it wrote back to their sizes before it, forgets the segParts it made,
+// moves its partitions' next offsets back and restores its producers'
+// states. It reports false when a file cannot be cut back (then the store
+// must fail). Requires wmu.
+func (s *Store) takeBack(g *group) bool {
+	for i := len(g.cuts) - 1; i >= 0; i-- {
+		c := g.cuts[i]
+		ok, err := cutBack(c.seg.f, c.size)
+		if err != nil || !ok && !c.positional {
+			return false
+		}
+		if !ok && c.written > 0 {
+			// Left in place, a refused frame would be read as written by
+			// the recovery scan after a crash once the next write, of
+			// other lengths, leaves its header past that write's end.
+			if _, err := c.seg.f.WriteAt(make([]byte, c.written), c.size); err != nil {
+				return false
+			}
+		}
+		c.seg.size = c.size
+	}
+	for i := len(g.made) - 1; i >= 0; i-- {
+		sp := g.made[i]
+		delete(sp.seg.parts, sp.part)
+		p := sp.seg.st.parts[sp.part]
+		p.mu.Lock()
+		if n := len(p.segs); n > 0 && p.segs[n-1] == sp {
+			// A reader may hold the slice: a new one, not one changed
+			// in place.
+			p.segs = slices.Clone(p.segs[:n-1])
+			p.segsGen++
+		}
+		p.mu.Unlock()
+	}
+	for i := len(g.items) - 1; i >= 0; i-- {
+		if it := &g.items[i]; !it.duplicate {
+			it.p.assigned = it.base
+		}
+	}
+	for i := range s.undo.states {
+		u := &s.undo.states[i]
+		if !u.had {
+			s.producers.Restore(u.k, nil)
+			continue
+		}
+		s.producers.Restore(u.k, &disbackend.ProducerState{Epoch: u.epoch, LastAppendMS: u.lastMS, Batches: u.batches[:u.n]})
+	}
+	if ok, left := s.warnLimit.allow("taken back"); ok {
+		s.log.Warn("a write found no space: its batches were taken back and refused", zap.Int("appends", len(g.items)),
+			zap.Int("lines_left_out", left))
+	}
+	return true
 }
 
 // writeGroup writes the group's new batches, each stream's with one Write to
@@ -188,6 +368,7 @@ func (s *Store) writeGroup(g *group, nowMS int64) error {
 		// copy.
 		fd := seg.f.Fd()
 		direct := fd != vfs.InvalidFd && canWritev
+		g.cuts = append(g.cuts, segCut{seg: seg, size: seg.size, positional: !direct})
 		hdrs := s.hbuf[:0]
 		buf := s.wbuf[:0]
 		if !direct && int64(cap(buf)) < total {
@@ -208,14 +389,18 @@ func (s *Store) writeGroup(g *group, nowMS int64) error {
 				buf = append(buf, it.raw...)
 			}
 			off += frameHeaderLen + int64(len(it.raw))
+			made := seg.parts[it.p.id] == nil
 			it.sp, it.fi = seg.note(it.p, &fi), fi
+			if made {
+				g.made = append(g.made, it.sp)
+			}
 		}
 		if direct {
 			iovs := s.iovs[:0]
 			for k, i := range order[:n] {
 				iovs = append(iovs, hdrs[k*frameHeaderLen:(k+1)*frameHeaderLen], g.items[i].raw)
 			}
-			err := writevAll(int(fd), iovs)
+			_, err := writevAll(int(fd), iovs)
 			clear(iovs)
 			s.iovs, s.hbuf = iovs[:0], hdrs[:0]
 			if err != nil {
@@ -225,7 +410,11 @@ func (s *Store) writeGroup(g *group, nowMS int64) error {
 			if int64(cap(buf)) <= 2*maxGroupBytes {
 				s.wbuf = buf[:0]
 			}
-			if _, err := seg.f.Write(buf); err != nil {
+			// At the segment's size, not the file's offset: after a
+			// write taken back (takeBack) the next one goes there again.
+			n, err := seg.f.WriteAt(buf, seg.size)
+			g.cuts[len(g.cuts)-1].written = int64(n)
+			if err != nil {
 				return fmt.Errorf("segment %s: write: %w", seg.path, err)
 			}
 		}
@@ -259,7 +448,7 @@ func (s *Store) activeSegment(st *stream, n, nowMS int64) (*segment, error) {
 	}
 	name := segmentName(sid, s.nextSeg)
 	path := s.fs.PathJoin(s.segDir, name)
-	f, err := s.fs.Create(path+".log", vfs.WriteCategoryUnspecified)
+	f, err := s.segFS.Create(path+".log", vfs.WriteCategoryUnspecified)
 	if err != nil {
 		return nil, fmt.Errorf("segment %s: create: %w", path, err)
 	}
@@ -364,8 +553,10 @@ func (s *Store) seal(seg *segment, snapshot bool) error {
 	s.dropJournal(seg)
 	if snapshot && s.streams[seg.st.meta.Name] == seg.st {
 		if err := s.writeSnapshot(seg.st, seg.n); err != nil {
-			s.log.Warn("writing a producer snapshot failed; the next start replays the segment",
-				zap.String("segment", seg.path), zap.Error(err))
+			if ok, left := s.warnLimit.allow("snapshot"); ok {
+				s.log.Warn("writing a producer snapshot failed; the next start replays the segment",
+					zap.String("segment", seg.path), zap.Error(err), zap.Int("lines_left_out", left))
+			}
 		}
 	}
 	return nil

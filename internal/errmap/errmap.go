@@ -50,6 +50,11 @@ var Rows = []Row{
 	{disbackend.ErrNotLeader, kerr.NotLeaderForPartition},
 	{disbackend.ErrNotCoordinator, kerr.NotCoordinator},
 	{disbackend.ErrNotController, kerr.NotController},
+	// Not written for lack of space: KAFKA_STORAGE_ERROR, retriable, so
+	// producers retry and fail at their delivery timeout; not
+	// REQUEST_TIMED_OUT ("maybe written"), on which an idempotent producer
+	// may never fail a batch.
+	{disbackend.ErrStorageFull, kerr.KafkaStorageError},
 	{disbackend.ErrUnavailable, kerr.RequestTimedOut},
 	{disbackend.ErrClosed, kerr.UnknownServerError},
 	{batch.ErrCorruptMessage, kerr.CorruptMessage},

@@ -1,7 +1,7 @@
 // Package metrics defines disgw's Prometheus metrics (client_golang) on a
 // registry of their own, so several servers can run in one process (tests)
 // without colliding on the global registry. It is a leaf package: gateway,
-// groupcoord, disbackend/disrest and admin import it; it imports none of
+// groupcoord, disbackend/disrest, disbackend/localstore and admin import it; it imports none of
 // them.
 //
 // Every method is safe on a nil *Metrics (it does nothing), so code paths
@@ -53,6 +53,9 @@ type Metrics struct {
 	putRecords      prometheus.Histogram
 	throttle        prometheus.Counter
 	lateWrites      prometheus.Counter
+	storageFull     prometheus.Gauge
+	storageFree     prometheus.Gauge
+	storageOnce     sync.Once // registers storageFull and storageFree at their first use
 	cluster         clusterMetrics
 
 	topics *Capper
@@ -105,6 +108,10 @@ func New(o Options) *Metrics {
 			Help: "Seconds spent waiting because DIS flow control (DIS.4303) or the partition pacer throttled a call."}),
 		lateWrites: prometheus.NewCounter(prometheus.CounterOpts{Name: "disgw_cluster_late_writes_total",
 			Help: "Batches DIS wrote that the gateway refused to acknowledge (NOT_LEADER_OR_FOLLOWER): their records are not where one base offset says (a late write of a former leader, docs/cluster.md)."}),
+		storageFull: prometheus.NewGauge(prometheus.GaugeOpts{Name: "disgw_storage_full",
+			Help: "1 while the embedded store refuses produces for lack of disk space (free space below storage_min_free_bytes, or a write failed with ENOSPC), else 0."}),
+		storageFree: prometheus.NewGauge(prometheus.GaugeOpts{Name: "disgw_storage_free_bytes",
+			Help: "Free bytes on the embedded store's data directory's filesystem, as last read (statfs, every second)."}),
 		cluster: newClusterMetrics(),
 		topics:  NewCapper(o.MaxTopics),
 		groups:  NewCapper(o.MaxGroups),
@@ -274,6 +281,25 @@ func (m *Metrics) Throttled(d time.Duration) {
 func (m *Metrics) LateWrite() {
 	if m != nil {
 		m.lateWrites.Inc()
+	}
+}
+
+// SetStorage sets the embedded store's disk gauges: full (it refuses
+// produces for lack of space) and free, the free bytes of its filesystem
+// (negative: unknown, left as it was). The gauges are registered at the
+// first call, so they exist only with the embedded store.
+func (m *Metrics) SetStorage(full bool, free int64) {
+	if m == nil {
+		return
+	}
+	m.storageOnce.Do(func() { m.Registry.MustRegister(m.storageFull, m.storageFree) })
+	v := 0.0
+	if full {
+		v = 1
+	}
+	m.storageFull.Set(v)
+	if free >= 0 {
+		m.storageFree.Set(float64(free))
 	}
 }
 
