@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -155,6 +156,10 @@ func runConnect(bin, backend string, nodes int, tools, topic string) {
 }
 
 func runConnectFlow(c *connectRun, steps []string, fail func(int, string, string)) {
+	if err := c.createDataTopic(); err != nil {
+		fail(1, scen.StepProduce, err.Error())
+		return
+	}
 	if err := c.appendLines(0, connectLines); err != nil {
 		fail(1, scen.StepProduce, err.Error())
 		return
@@ -466,6 +471,36 @@ func (c *connectRun) expireInternalTopics() (string, error) {
 	}
 	defer cl.Close()
 	return waitExpired(adm, 168*connectRetentionUnit+2*time.Minute, connectInternalTopics...)
+}
+
+// createDataTopic creates the topic the source writes and the sink reads,
+// one partition, on backend dis with retention.ms 168 hours, DIS's
+// longest: 84 s at dislocal's --retention-unit 500ms. Auto-created, it
+// would keep DIS's default 24 hours, 12 s here, and a sink task restarted
+// a few times (a compactor's copy in connect-configs is a config update
+// to the worker) found its first records expired (make compat-cluster
+// failed so in CI: the sink began at offset 1243 of 5000).
+func (c *connectRun) createDataTopic() error {
+	adm, cl, err := c.admin()
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	var configs map[string]*string
+	if c.backend == "dis" {
+		ms := strconv.FormatInt((168 * time.Hour).Milliseconds(), 10)
+		configs = map[string]*string{"retention.ms": &ms}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := adm.CreateTopic(ctx, 1, -1, configs, c.topic)
+	if err == nil {
+		err = res.Err
+	}
+	if err != nil {
+		return fmt.Errorf("creating %s: %w", c.topic, err)
+	}
+	return nil
 }
 
 func (c *connectRun) admin() (*kadm.Client, *kgo.Client, error) {

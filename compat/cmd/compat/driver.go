@@ -368,6 +368,9 @@ func driverMain(args []string) int {
 	}
 
 	pass, fail, unexpected, na, fixed := 0, 0, 0, 0, []string{}
+	// CI keeps only the tail of the output: the unexpected failures'
+	// details are printed again there, after the long page.
+	var why []string
 	for _, r := range results {
 		for _, s := range r.stepNames() {
 			sr := r.steps[s]
@@ -383,6 +386,8 @@ func driverMain(args []string) int {
 				fail++
 				if sr.Known == "" {
 					unexpected++
+					why = append(why, fmt.Sprintf("unexpected: %s %s: %s: %s (log %s)", r.spec.name, s, sr.Status,
+						clip(sr.Detail, 1500), r.log))
 				}
 			}
 		}
@@ -396,6 +401,9 @@ func driverMain(args []string) int {
 			fmt.Printf("now passes, remove from compat/%s: %s\n", kgoKnownFile, t)
 		}
 		bad = bad || len(suite.Unexpected) > 0 || suite.HarnessErr != ""
+	}
+	for _, w := range why {
+		fmt.Println(w)
 	}
 	fmt.Printf("compat matrix: pass %d, fail %d (unexpected %d), n/a %d; %s in all\n", pass, fail, unexpected, na, since(start))
 	if bad {
@@ -764,4 +772,12 @@ func loadKnown(path string) (map[string]string, error) {
 		m[strings.TrimSpace(f[0])+" "+strings.TrimSpace(f[1])] = strings.TrimSpace(f[2])
 	}
 	return m, nil
+}
+
+// clip is s cut to at most n bytes, with how much was cut said.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return fmt.Sprintf("%s ... (%d bytes more)", s[:n], len(s)-n)
 }
