@@ -327,6 +327,13 @@ func (c *connectRun) startWorker(rf string) error {
 		"listeners=http://" + c.rest,
 		"offset.flush.interval.ms=500",
 		"plugin.discovery=service_load",
+		// A task restarted mid-write (the compactor's copy of a task
+		// config in connect-configs reads as a config update on DIS) must
+		// drain its producer before it stops: 5,000 lines in one
+		// partition take 5 s at DIS's 1,000 records a second, the
+		// default graceful timeout; past it the task is cancelled without
+		// committing its offsets and the next one sends the lines again.
+		"task.shutdown.graceful.timeout.ms=30000",
 	}
 	if rf != "" {
 		for _, t := range []string{"config", "offset", "status"} {
