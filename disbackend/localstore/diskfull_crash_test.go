@@ -132,10 +132,15 @@ type dfReq struct {
 	p      *disbackend.Pending
 }
 
-// dfGroup enqueues reqs while the writer is held, so that they form one
-// group, and returns them with their Pendings.
+// dfGroup enqueues reqs while the writer is held after taking the first
+// (Store.groupHook), so that they form one group, and returns them with
+// their Pendings. (Holding wmu instead did not: the writer takes what is
+// queued before it locks wmu, and under -race took the first 7 of 16
+// appends as a group of their own.)
 func dfGroup(s *Store, reqs []dfReq) []dfReq {
-	s.wmu.Lock()
+	release := make(chan struct{})
+	hold := func() { <-release }
+	s.groupHook.Store(&hold)
 	for i := range reqs {
 		r := &reqs[i]
 		// Append takes ownership of Raw: hand it a copy.
@@ -143,8 +148,8 @@ func dfGroup(s *Store, reqs []dfReq) []dfReq {
 		b.Raw = append([]byte(nil), r.b.Raw...)
 		r.p = s.Append(r.stream, r.part, b)
 	}
-	time.Sleep(30 * time.Millisecond)
-	s.wmu.Unlock()
+	s.groupHook.Store(nil)
+	close(release)
 	return reqs
 }
 

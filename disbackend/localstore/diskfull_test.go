@@ -506,12 +506,15 @@ func TestDiskFullTakeBackAcrossStreams(t *testing.T) {
 	s.mu.RUnlock()
 	failB := fmt.Sprintf("%016x-", sidB)
 	q.failing.Store(&failB)
-	// One group for both: the writer waits for wmu while both are queued.
-	s.wmu.Lock()
+	// One group for both: the writer is held after taking the first
+	// until both are queued (Store.groupHook).
+	release := make(chan struct{})
+	hold := func() { <-release }
+	s.groupHook.Store(&hold)
 	pa := s.Append("a", 0, mk(3))
 	pb := s.Append("b", 0, mk(4))
-	time.Sleep(20 * time.Millisecond)
-	s.wmu.Unlock()
+	s.groupHook.Store(nil)
+	close(release)
 	for name, p := range map[string]*disbackend.Pending{"a": pa, "b": pb} {
 		if _, err := p.Wait(ctx); !errors.Is(err, disbackend.ErrStorageFull) {
 			t.Fatalf("append to %s in the group that found no room: %v, want ErrStorageFull", name, err)

@@ -180,6 +180,10 @@ type Store struct {
 	// warnLimit limits the warn lines a full disk could repeat (a write
 	// taken back, a producer snapshot not written) to one a minute each.
 	warnLimit limitedLog
+	// groupHook, when set (tests only), is called by the writer after it
+	// took a group's first append and before it takes the others queued,
+	// so a test can make several appends one group (diskfull_crash_test.go).
+	groupHook atomic.Pointer[func()]
 
 	aclMu sync.Mutex // serialises UpdateACLs
 

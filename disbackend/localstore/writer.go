@@ -107,6 +107,9 @@ func (s *Store) writeLoop() {
 		}
 		reqs = append(reqs[:0], req)
 		size := len(req.b.Raw)
+		if h := s.groupHook.Load(); h != nil {
+			(*h)()
+		}
 	drain:
 		for size < maxGroupBytes && len(reqs) < maxGroupItems {
 			select {
