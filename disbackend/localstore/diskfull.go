@@ -457,21 +457,6 @@ func (s *Store) StorageNotReady() string { return s.space.notReady() }
 
 var _ disbackend.StorageReporter = (*Store)(nil)
 
-// spaceLoop reads the free space every interval until Close.
-func (s *Store) spaceLoop(interval time.Duration) {
-	defer s.bg.Done()
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-t.C:
-			s.space.check()
-		}
-	}
-}
-
 // limitedLog lets one line per key through every interval and counts
 // the others, for log lines that could otherwise repeat without bound
 // (Pebble's background errors while the disk is full).

@@ -462,7 +462,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	if space.freeFn != nil {
 		s.bg.Add(1)
-		go s.spaceLoop(opts.spaceCheck)
+		go s.every(opts.spaceCheck, s.space.check) // reads the free space
 	}
 	s.logOpened(dir, time.Since(start))
 	return s, nil
