@@ -450,6 +450,17 @@ type Config struct {
 	// group that has stayed empty this long (Kafka
 	// `offsets.retention.minutes`); `-1` keeps them forever.
 	OffsetsRetention time.Duration `yaml:"offsets_retention" default:"168h" range:"> 0, or -1 to keep offsets forever"`
+	// TransactionMaxTimeout is the largest `transaction.timeout.ms` a
+	// transactional producer may ask for (Kafka
+	// `transaction.max.timeout.ms`, 15 minutes); a larger one gets
+	// INVALID_TRANSACTION_TIMEOUT. A transaction left open past its
+	// producer's timeout is aborted.
+	TransactionMaxTimeout time.Duration `yaml:"transaction_max_timeout" default:"15m" range:"> 0"`
+	// TransactionalIDExpiration is how long a transactional id with no
+	// transaction open is kept after its last use (Kafka
+	// `transactional.id.expiration.ms`, 7 days); then it is forgotten and
+	// its next InitProducerId gets a new producer id.
+	TransactionalIDExpiration time.Duration `yaml:"transactional_id_expiration" default:"168h" range:"> 0"`
 
 	// AdminListen is the address of the admin HTTP listener, HOST:PORT:
 	// `/healthz`, `/readyz`, Prometheus `/metrics` and the read-only web

@@ -339,6 +339,21 @@ type GroupStateStore interface {
 	GroupStates(ctx context.Context) (map[string][]byte, error)
 }
 
+// TxnStateStore is implemented by backends that keep the transaction
+// coordinator's state (Kafka's __transaction_state): transactional ids,
+// their producer ids, epochs, states and partitions, and the aborted
+// transactions of each partition. The records are the coordinator's,
+// opaque to the backend. Without it, transactional producers are refused.
+// The embedded store implements it.
+type TxnStateStore interface {
+	// SaveTxnRecord stores value under key, synced before it returns; nil
+	// deletes it. Errors: ErrClosed, ErrStorageFull, or a storage error.
+	SaveTxnRecord(ctx context.Context, key string, value []byte) error
+	// TxnRecords returns every stored record by key. Errors: ErrClosed,
+	// or a storage error.
+	TxnRecords(ctx context.Context) (map[string][]byte, error)
+}
+
 // GroupStateReader is implemented by a GroupStateStore that reads one
 // group's latest state: both backends do. With several gateway nodes
 // (docs/cluster.md §6) the node a group moves to loads it with GroupState

@@ -166,8 +166,8 @@ func (c *conn) handleProduce(req *kafkawire.Request) reply {
 			switch {
 			case !acksOK:
 				setErr(p, kerr.InvalidRequiredAcks.Code, nil)
-			case r.TransactionID != nil:
-				setErr(p, kerr.TransactionalIDAuthorizationFailed.Code, errors.New("transactions are not supported"))
+			case r.TransactionID != nil && s.txn == nil:
+				setErr(p, kerr.TransactionalIDAuthorizationFailed.Code, errNoTransactions)
 			case topicErr != nil:
 				setErr(p, topicErr.Code, nil)
 			case rp.Partition < 0 || rp.Partition >= st.PartitionCount:
@@ -180,7 +180,7 @@ func (c *conn) handleProduce(req *kafkawire.Request) reply {
 			default:
 				// Counted before the store owns (and stamps) the batch.
 				records, bytes := countRecords(rp.Records), len(rp.Records)
-				pending, err := c.appendBatch(decodeCtx, r.Version, req.FrameBytes, st, rp)
+				pending, err := c.appendBatch(decodeCtx, r.Version, req.FrameBytes, st, rp, r.TransactionID)
 				if err != nil {
 					s.logDecompressRefusal("produce", st, rp.Partition, len(rp.Records), err)
 					setErr(p, kafkaError(c.log, err), err)
@@ -270,7 +270,7 @@ func (c *conn) handleProduce(req *kafkawire.Request) reply {
 // (INVALID_RECORD: records without a key to a compacted topic), and, when
 // the budget has no room before ctx ends, one that maps to
 // REQUEST_TIMED_OUT.
-func (c *conn) appendBatch(ctx context.Context, version int16, frameBytes int, st *disbackend.Stream, rp *kmsg.ProduceRequestTopicPartition) (_ *disbackend.Pending, err error) {
+func (c *conn) appendBatch(ctx context.Context, version int16, frameBytes int, st *disbackend.Stream, rp *kmsg.ProduceRequestTopicPartition, txnID *string) (_ *disbackend.Pending, err error) {
 	raw := rp.Records
 	if len(raw) > int(st.Config.MaxMessageBytes) {
 		return nil, kerrWrap(kerr.MessageTooLarge, fmt.Sprintf("record batch of %d bytes is larger than max.message.bytes %d", len(raw), st.Config.MaxMessageBytes))
@@ -287,6 +287,17 @@ func (c *conn) appendBatch(ctx context.Context, version int16, frameBytes int, s
 	}
 	if h.Codec() == batch.CodecZstd && version < 7 {
 		return nil, fmt.Errorf("%w: zstd needs Produce v7 or newer", batch.ErrUnsupportedCompression)
+	}
+	release, err := c.verifyTxn(txnID, st, rp.Partition, &h)
+	if err != nil {
+		return nil, err
+	}
+	if release != nil {
+		defer func() {
+			if err != nil {
+				release()
+			}
+		}()
 	}
 	var recs []disbackend.Record
 	var checked batch.Checked
@@ -325,6 +336,9 @@ func (c *conn) appendBatch(ctx context.Context, version int16, frameBytes int, s
 	// connection's own DIS credentials.
 	pending := c.s.backend.Append(st.Name, rp.Partition, disbackend.Batch{Raw: raw, Header: h, Records: recs, Credentials: c.disCreds.Load()})
 	pending.AfterDone(hold.Release) // the backend no longer holds the records
+	if release != nil {
+		pending.AfterDone(release) // the transaction's markers may follow it now
+	}
 	return pending, nil
 }
 

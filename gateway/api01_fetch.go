@@ -121,6 +121,10 @@ func (c *conn) fetch(r *kmsg.FetchRequest) *kmsg.FetchResponse {
 	maxBytes := min(max(int(r.MaxBytes), 0), int(c.s.cfg.FetchMaxBytes))
 	for {
 		changed := c.s.backend.Changed()
+		var lsoChanged <-chan struct{} // nil: never
+		if r.IsolationLevel == 1 && c.s.txn != nil {
+			lsoChanged = c.s.txn.Changed()
+		}
 		n, done := c.fillFetch(r, resp, c.takeFetchBudget(maxBytes))
 		c.keepFetchBudget(n)
 		if done || n >= int(r.MinBytes) || !time.Now().Before(deadline) {
@@ -132,6 +136,7 @@ func (c *conn) fetch(r *kmsg.FetchRequest) *kmsg.FetchResponse {
 		}
 		select {
 		case <-changed:
+		case <-lsoChanged:
 		case <-timer.C:
 		case <-c.ctx.Done():
 			return resp
@@ -259,9 +264,13 @@ func (c *conn) fillFetch(r *kmsg.FetchRequest, resp *kmsg.FetchResponse, maxByte
 				p.ErrorCode, done = kafkaError(c.log, err), true
 				continue
 			}
-			p.HighWatermark, p.LastStableOffset, p.LogStartOffset = res.Range.Next, res.Range.Next, res.Range.First
+			lso := s.lastStable(st, rp.Partition, res.Range.Next)
+			p.HighWatermark, p.LastStableOffset, p.LogStartOffset = res.Range.Next, lso, res.Range.First
 			if r.IsolationLevel == 1 {
-				p.AbortedTransactions = noAborted // none (no transactions), as Kafka: [] when read_committed
+				// read_committed: nothing at or past the last stable
+				// offset, and the aborted transactions of what is sent.
+				res.Batches = belowOffset(res.Batches, lso)
+				p.AbortedTransactions = c.abortedIn(st, rp.Partition, rp.FetchOffset, res.Batches)
 			}
 			// Take the batches that fit; check codecs before copying.
 			keep, n := 0, 0
@@ -294,6 +303,41 @@ func (c *conn) fillFetch(r *kmsg.FetchRequest, resp *kmsg.FetchResponse, maxByte
 		resp.Topics = append(resp.Topics, t)
 	}
 	return total, done
+}
+
+// belowOffset returns the leading batches of bs whose base offset is below
+// lso (Kafka's read_committed fetch stops at the last stable offset; a
+// batch never straddles it: it is a batch boundary).
+func belowOffset(bs [][]byte, lso int64) [][]byte {
+	for i, b := range bs {
+		if h, err := batch.ParseHeader(b); err != nil || h.BaseOffset >= lso {
+			return bs[:i]
+		}
+	}
+	return bs
+}
+
+// abortedIn is a read_committed Fetch's aborted_transactions for the
+// batches bs read from offset from: those whose range meets what is sent
+// ([] when none, not null, as Kafka).
+func (c *conn) abortedIn(st *disbackend.Stream, part int32, from int64, bs [][]byte) []kmsg.FetchResponseTopicPartitionAbortedTransaction {
+	if c.s.txn == nil || len(bs) == 0 {
+		return noAborted
+	}
+	h, err := batch.ParseHeader(bs[len(bs)-1])
+	if err != nil {
+		return noAborted
+	}
+	l := c.s.txn.AbortedIn(st.TopicID, part, from, h.BaseOffset+int64(h.LastOffsetDelta))
+	if len(l) == 0 {
+		return noAborted
+	}
+	out := make([]kmsg.FetchResponseTopicPartitionAbortedTransaction, len(l))
+	for i, a := range l {
+		out[i] = kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+		out[i].ProducerID, out[i].FirstOffset = a.ProducerID, a.FirstOffset
+	}
+	return out
 }
 
 // fencedFetch completes partition p's FENCED_LEADER_EPOCH answer with

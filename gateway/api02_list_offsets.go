@@ -117,6 +117,9 @@ func (s *Server) listOffsets(ctx context.Context, r *kmsg.ListOffsetsRequest) (*
 				p.ErrorCode = kerr.UnknownLeaderEpoch.Code
 			default:
 				off, ts, err := s.offsetFor(ctx, r.Version, st, rp.Partition, rp.Timestamp)
+				if err == nil && rp.Timestamp == -1 && r.IsolationLevel == 1 {
+					off = s.lastStable(st, rp.Partition, off) // read_committed: the last stable offset, as Kafka
+				}
 				if err != nil {
 					p.ErrorCode = kafkaError(s.log, err)
 					break

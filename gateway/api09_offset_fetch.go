@@ -10,7 +10,9 @@ package gateway
 //   - v3: ThrottleMillis. v5: LeaderEpoch, the committed one (OffsetCommit
 //     v6+), -1 when the commit had none (or a DIS client moved the
 //     checkpoint since).
-//   - v6: flexible. v7: RequireStable (no transactions, so always stable).
+//   - v6: flexible. v7: RequireStable: a partition with an offset of a
+//     transaction not yet committed gets UNSTABLE_OFFSET_COMMIT and no
+//     offset (KIP-447; the client retries).
 //   - v8: several groups in one request, each with its own error.
 //   - v9: MemberID, MemberEpoch (KIP-848; ignored for classic groups).
 //   - v10: topics by id (KIP-848 / KAFKA-19186); an unknown id gets
@@ -160,6 +162,9 @@ func (c *conn) handleOffsetFetch(req *kafkawire.Request) reply {
 				for _, p := range t.Partitions {
 					rp := kmsg.NewOffsetFetchResponseTopicPartition()
 					rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata, rp.ErrorCode = p.Partition, p.Offset, p.LeaderEpoch, p.Metadata, p.ErrorCode
+					if c.unstable(r.RequireStable, r.Group, t.Topic, p.Partition) {
+						rp.Offset, rp.LeaderEpoch, rp.Metadata, rp.ErrorCode = -1, -1, nil, kerr.UnstableOffsetCommit.Code
+					}
 					rt.Partitions = append(rt.Partitions, rp)
 				}
 				resp.Topics = append(resp.Topics, rt)
@@ -248,6 +253,14 @@ func (c *conn) handleOffsetFetch(req *kafkawire.Request) reply {
 				rg.Topics = known
 			}
 			sg := c.s.groups.FetchOffsets(ctx, rg)
+			for i := range sg.Topics {
+				t := &sg.Topics[i]
+				for j := range t.Partitions {
+					if p := &t.Partitions[j]; c.unstable(r.RequireStable, rg.Group, t.Topic, p.Partition) {
+						p.Offset, p.LeaderEpoch, p.Metadata, p.ErrorCode = -1, -1, nil, kerr.UnstableOffsetCommit.Code
+					}
+				}
+			}
 			if check := c.disOffsetsCheck(ctx); check != nil {
 				sg.Topics = filterOffsets(c, sg.Topics, rg.Topics == nil, check,
 					func(t *kmsg.OffsetFetchResponseGroupTopic) string { return c.topicName(t.Topic, t.TopicID) },
@@ -264,6 +277,13 @@ func (c *conn) handleOffsetFetch(req *kafkawire.Request) reply {
 		}
 		return resp, nil
 	}}
+}
+
+// unstable reports whether an OffsetFetch that asked for stable offsets
+// (require_stable, v7+) must refuse a partition: a transaction not yet
+// committed holds an offset of the group for it.
+func (c *conn) unstable(requireStable bool, group, topic string, part int32) bool {
+	return requireStable && c.s.txn != nil && c.s.txn.PendingOffsets(group, topic, part)
 }
 
 // capPartitions applies the request limits to a topic and its partitions:

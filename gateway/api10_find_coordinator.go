@@ -93,9 +93,11 @@ func (c *conn) handleFindCoordinator(req *kafkawire.Request) reply {
 			}
 		case r.CoordinatorType == 0:
 			fc.NodeID, fc.Host, fc.Port = c.s.cfg.NodeID, c.lst.advHost, c.lst.advPort
+		case r.CoordinatorType == 1 && c.s.txn != nil:
+			fc.NodeID, fc.Host, fc.Port = c.s.cfg.NodeID, c.lst.advHost, c.lst.advPort
 		case r.CoordinatorType == 1:
 			fc.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
-			msg := "transactions are not supported"
+			msg := errNoTransactions.Error()
 			fc.ErrorMessage = &msg
 		default:
 			fc.ErrorCode = kerr.InvalidRequest.Code

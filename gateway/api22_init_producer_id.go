@@ -7,8 +7,9 @@ package gateway
 // id, which clients accept); v4 and v5 no change that matters here.
 //
 // Producer ids come from the backend's persisted allocator, so an id is
-// never handed out twice, across restarts too. Transactions are not
-// offered: a transactional id gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
+// never handed out twice, across restarts too. A transactional id goes to
+// the transaction coordinator (txncoord.Coordinator.InitProducerID); where
+// none runs (txn.go) it gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -48,12 +49,14 @@ func refuseInitProducerID(r *kmsg.InitProducerIDRequest, code int16) kmsg.Respon
 func (c *conn) handleInitProducerID(req *kafkawire.Request) reply {
 	r := req.Body.(*kmsg.InitProducerIDRequest)
 	resp := r.ResponseKind().(*kmsg.InitProducerIDResponse)
-	if r.TransactionalID != nil {
-		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
-		return ready(req, resp)
-	}
 	ctx, cancel := c.requestContext(0)
 	defer cancel()
+	if r.TransactionalID != nil {
+		if c.s.txn == nil {
+			return ready(req, refuseInitProducerID(r, kerr.TransactionalIDAuthorizationFailed.Code))
+		}
+		return ready(req, c.s.txn.InitProducerID(ctx, r))
+	}
 	id, epoch, err := c.s.backend.InitProducerID(ctx)
 	if err != nil {
 		resp.ErrorCode = kafkaError(c.log, err)

@@ -5,9 +5,12 @@ package gateway
 // Each listed partition gets the idempotent producer states its backend
 // keeps (disbackend.ProducerDescriber): producer id, epoch, the last
 // sequence of its last batch and the time of its last append (ms; Kafka
-// gives the batch's max timestamp), by producer id. There are no
-// transactions: CoordinatorEpoch and CurrentTxnStartOffset are -1, as
-// Kafka gives for an idempotent producer. The embedded store's states
+// gives the batch's max timestamp), by producer id. A producer with a
+// transaction open on the partition (txncoord) has CoordinatorEpoch 0 and
+// CurrentTxnStartOffset the transaction's first offset there (its lower
+// bound: the high watermark when the partition was added), and is listed
+// even before its first batch; others have -1 for both, as Kafka gives
+// for an idempotent producer. The embedded store's states
 // are those its log implies (rebuilt at start); the DIS backend's are this
 // process's (see docs/dis-backend.md, "Idempotent producers").
 //
@@ -20,12 +23,15 @@ package gateway
 // Limits.MaxPartitions get INVALID_REQUEST.
 
 import (
+	"slices"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/disgw/disgw/disbackend"
 	"github.com/disgw/disgw/internal/acl"
 	"github.com/disgw/disgw/kafkawire"
+	"github.com/disgw/disgw/txncoord"
 )
 
 func init() {
@@ -87,11 +93,25 @@ func (c *conn) handleDescribeProducers(req *kafkawire.Request) reply {
 					p.ErrorCode, p.ErrorMessage = kafkaError(s.log, err), errMessage(err)
 					break
 				}
+				var open []txncoord.OpenProducer
+				if s.txn != nil {
+					open = s.txn.OpenOn(st.TopicID, part)
+				}
 				for _, a := range states {
 					ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
 					ap.ProducerID, ap.ProducerEpoch = a.ProducerID, int32(a.Epoch)
 					ap.LastSequence, ap.LastTimestamp = a.LastSequence, a.LastAppendMS
 					ap.CoordinatorEpoch, ap.CurrentTxnStartOffset = -1, -1
+					if k := slices.IndexFunc(open, func(o txncoord.OpenProducer) bool { return o.ProducerID == a.ProducerID }); k >= 0 {
+						ap.CoordinatorEpoch, ap.CurrentTxnStartOffset = 0, open[k].FirstOffset
+						open = slices.Delete(open, k, k+1)
+					}
+					p.ActiveProducers = append(p.ActiveProducers, ap)
+				}
+				for _, o := range open { // no batch yet
+					ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
+					ap.ProducerID, ap.ProducerEpoch, ap.LastSequence, ap.LastTimestamp = o.ProducerID, int32(o.Epoch), -1, o.StartMS
+					ap.CoordinatorEpoch, ap.CurrentTxnStartOffset = 0, o.FirstOffset
 					p.ActiveProducers = append(p.ActiveProducers, ap)
 				}
 			}

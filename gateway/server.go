@@ -24,6 +24,7 @@ import (
 	"github.com/disgw/disgw/groupcoord"
 	"github.com/disgw/disgw/internal/acl"
 	"github.com/disgw/disgw/internal/metrics"
+	"github.com/disgw/disgw/txncoord"
 	"github.com/disgw/disgw/kafkawire/batch"
 )
 
@@ -146,6 +147,15 @@ type Config struct {
 	// been empty this long (Kafka offsets.retention.minutes); negative keeps
 	// them forever. Default: setting offsets_retention.
 	OffsetsRetention time.Duration
+	// TransactionMaxTimeout is the largest transaction.timeout.ms a
+	// producer may ask for (Kafka transaction.max.timeout.ms).
+	TransactionMaxTimeout time.Duration
+	// TransactionalIDExpiration is how long an idle transactional id is
+	// kept (Kafka transactional.id.expiration.ms).
+	TransactionalIDExpiration time.Duration
+	// TransactionCheckInterval is how often transactions past their
+	// timeout are aborted; 0: 1 s. Tests shorten it.
+	TransactionCheckInterval time.Duration
 	// ProducerIDExpiration is how long the backends keep an idle
 	// idempotent producer's state (Kafka producer.id.expiration.ms); the
 	// gateway only shows it in DescribeConfigs of the broker. 0 means the
@@ -301,6 +311,7 @@ type Server struct {
 	log           *zap.Logger
 	topics        *topicCache
 	groups        *groupcoord.Coordinator // consumer groups and committed offsets
+	txn           *txncoord.Coordinator   // transactions; nil when not served (txn.go)
 	limits        *limiter                // per-request limits, auto-create bucket
 
 	listeners []*listener   // bound by Listen; the first is Addr's
@@ -410,6 +421,10 @@ func New(cfg Config, backend disbackend.Backend, log *zap.Logger) (*Server, erro
 		return nil, err
 	}
 	if err := s.initSASL(context.Background()); err != nil {
+		return nil, err
+	}
+	if s.txn, err = newTxnCoordinator(cfg, backend, s); err != nil {
+		s.groups.Close()
 		return nil, err
 	}
 	return s, nil
@@ -642,6 +657,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	// Answer parked JoinGroup/SyncGroup requests (NOT_COORDINATOR) so the
 	// writers waiting on them can finish.
 	s.groups.Close()
+	if s.txn != nil {
+		s.txn.Close()
+	}
 	if s.authz != nil {
 		s.authz.Close()
 	}

@@ -43,6 +43,8 @@ func settingDefaults(c *Config) {
 	c.GroupMinSessionTimeout = 6 * time.Second     // group_min_session_timeout
 	c.GroupMaxSessionTimeout = 30 * time.Minute    // group_max_session_timeout
 	c.OffsetsRetention = 168 * time.Hour           // offsets_retention
+	c.TransactionMaxTimeout = 15 * time.Minute     // transaction_max_timeout
+	c.TransactionalIDExpiration = 168 * time.Hour  // transactional_id_expiration
 	c.Authorizer = false                           // authorizer
 	c.AllowEveryoneIfNoACL = false                 // allow_everyone_if_no_acl_found
 	c.ACLRefreshInterval = 10 * time.Second        // acl_refresh_interval

@@ -60,6 +60,55 @@ type commitCandidate struct {
 // disbackend.MaxCheckpointMetadataLen characters OFFSET_METADATA_TOO_LARGE,
 // each on its own; an unchanged offset is not written again.
 func (c *Coordinator) CommitOffsets(ctx context.Context, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
+	return c.commitOffsets(ctx, req, true)
+}
+
+// CommitTxnOffsets stores the offsets a committed transaction's
+// TxnOffsetCommit requests gave (Kafka writes them when the COMMIT marker
+// reaches __consumer_offsets): as CommitOffsets, but without the member
+// and generation check, made when they were sent (ValidateTxnCommit).
+// req carries the group and the offsets; its generation and member id are
+// ignored.
+func (c *Coordinator) CommitTxnOffsets(ctx context.Context, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
+	return c.commitOffsets(ctx, req, false)
+}
+
+// ValidateTxnCommit checks a TxnOffsetCommit's member against the group
+// (Kafka ClassicGroup.validateTxnOffsetCommit, KIP-447): with a member id,
+// a group instance id or a generation >= 0, the member must be the
+// group's and the generation current; with none of them (TxnOffsetCommit
+// v0-2) nothing is checked. Returns 0 or the Kafka error code:
+// UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, ILLEGAL_GENERATION,
+// NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS.
+func (c *Coordinator) ValidateTxnCommit(groupID string, generation int32, memberID string, instanceID *string) int16 {
+	if generation < 0 && memberID == "" && instanceID == nil {
+		return 0
+	}
+	if code := c.notReadyFor(groupID); code != 0 {
+		return code
+	}
+	ch := make(chan int16, 1)
+	found, err := c.send(groupID, false, func(g *group) {
+		if code := g.validateMember(memberID, instanceID); code != 0 {
+			ch <- code
+			return
+		}
+		if generation != g.generation {
+			ch <- kerr.IllegalGeneration.Code
+			return
+		}
+		ch <- 0
+	}, func() { ch <- kerr.NotCoordinator.Code })
+	switch {
+	case err != nil:
+		return sendCode(err)
+	case !found:
+		return kerr.IllegalGeneration.Code // no such group: no member or generation can be current
+	}
+	return <-ch
+}
+
+func (c *Coordinator) commitOffsets(ctx context.Context, req *kmsg.OffsetCommitRequest, validate bool) *kmsg.OffsetCommitResponse {
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
 	for _, t := range req.Topics {
 		rt := kmsg.NewOffsetCommitResponseTopic()
@@ -122,7 +171,7 @@ func (c *Coordinator) CommitOffsets(ctx context.Context, req *kmsg.OffsetCommitR
 		}
 	}
 	ch := make(chan commitPlan, 1)
-	_, err := c.send(req.Group, true, func(g *group) { ch <- g.planCommit(req, cands) },
+	_, err := c.send(req.Group, true, func(g *group) { ch <- g.planCommit(req, cands, validate) },
 		func() { ch <- commitPlan{code: kerr.NotCoordinator.Code} })
 	if err != nil {
 		return setAll(sendCode(err))
@@ -156,11 +205,11 @@ func (c *Coordinator) CommitOffsets(ctx context.Context, req *kmsg.OffsetCommitR
 // planCommit validates a commit against the group (Kafka
 // ClassicGroup.validateOffsetCommit) and picks the partitions whose offset
 // or metadata changed.
-func (g *group) planCommit(req *kmsg.OffsetCommitRequest, cands []commitCandidate) commitPlan {
+func (g *group) planCommit(req *kmsg.OffsetCommitRequest, cands []commitCandidate, validate bool) commitPlan {
 	// v0 has no generation or member id: Kafka 3.x stored v0 commits in
 	// ZooKeeper without looking at the group (KafkaApis
 	// commitOffsetsToZookeeper), so they are not checked here either.
-	if req.Version > 0 {
+	if validate && req.Version > 0 {
 		if code := g.validateCommit(req.Generation, req.MemberID, req.InstanceID); code != 0 {
 			return commitPlan{code: code}
 		}

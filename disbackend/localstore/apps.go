@@ -407,36 +407,62 @@ var (
 // coordinator's opaque state) under its id, synced; nil deletes it.
 // Errors: ErrClosed, or a storage error.
 func (s *Store) SaveGroupState(ctx context.Context, group string, state []byte) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("localstore: save group %q: %w", group, err)
-	}
-	if err := s.enter("save group"); err != nil {
-		return err
-	}
-	defer s.dbMu.RUnlock()
-	key := append([]byte{prefixGroup}, group...)
-	var err error
-	if state == nil {
-		err = s.db.Delete(key, pebble.Sync)
-	} else {
-		err = s.db.Set(key, state, pebble.Sync)
-	}
-	if err != nil {
-		return fmt.Errorf("localstore: save group %q: %w", group, metaErr(err))
-	}
-	return nil
+	return s.saveKeyed(ctx, prefixGroup, "save group", group, state)
 }
 
 // GroupStates returns every consumer group's stored membership by group id.
 // Errors: ErrClosed, or a storage error.
 func (s *Store) GroupStates(ctx context.Context) (map[string][]byte, error) {
-	if err := s.enter("group states"); err != nil {
+	return s.keyedAll(prefixGroup, "group states")
+}
+
+var _ disbackend.TxnStateStore = (*Store)(nil)
+
+// SaveTxnRecord stores one record of the transaction coordinator's state
+// (its own encoding) under key, synced; nil deletes it. Errors:
+// ErrClosed, ErrStorageFull, or a storage error.
+func (s *Store) SaveTxnRecord(ctx context.Context, key string, value []byte) error {
+	return s.saveKeyed(ctx, prefixTxn, "save transaction record", key, value)
+}
+
+// TxnRecords returns every stored transaction record by key. Errors:
+// ErrClosed, or a storage error.
+func (s *Store) TxnRecords(ctx context.Context) (map[string][]byte, error) {
+	return s.keyedAll(prefixTxn, "transaction records")
+}
+
+// saveKeyed stores value under prefix|key, synced; nil deletes it. what
+// names the operation in errors.
+func (s *Store) saveKeyed(ctx context.Context, prefix byte, what, key string, value []byte) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("localstore: %s %q: %w", what, key, err)
+	}
+	if err := s.enter(what); err != nil {
+		return err
+	}
+	defer s.dbMu.RUnlock()
+	k := append([]byte{prefix}, key...)
+	var err error
+	if value == nil {
+		err = s.db.Delete(k, pebble.Sync)
+	} else {
+		err = s.db.Set(k, value, pebble.Sync)
+	}
+	if err != nil {
+		return fmt.Errorf("localstore: %s %q: %w", what, key, metaErr(err))
+	}
+	return nil
+}
+
+// keyedAll returns every value stored under prefix, by the rest of its key.
+func (s *Store) keyedAll(prefix byte, what string) (map[string][]byte, error) {
+	if err := s.enter(what); err != nil {
 		return nil, err
 	}
 	defer s.dbMu.RUnlock()
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixGroup}, UpperBound: []byte{prefixGroup + 1}})
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefix}, UpperBound: []byte{prefix + 1}})
 	if err != nil {
-		return nil, fmt.Errorf("localstore: group states: %w", err)
+		return nil, fmt.Errorf("localstore: %s: %w", what, err)
 	}
 	defer it.Close()
 	out := map[string][]byte{}
@@ -444,7 +470,7 @@ func (s *Store) GroupStates(ctx context.Context) (map[string][]byte, error) {
 		out[string(it.Key()[1:])] = append([]byte(nil), it.Value()...)
 	}
 	if err := it.Error(); err != nil {
-		return nil, fmt.Errorf("localstore: group states: %w", err)
+		return nil, fmt.Errorf("localstore: %s: %w", what, err)
 	}
 	return out, nil
 }

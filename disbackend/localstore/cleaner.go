@@ -528,6 +528,10 @@ func (s *Store) mapDirty(plan *cleanPlan, part int32, m *offsetMap) (int64, erro
 	fd := plan.state.firstDirty(part)
 	end := fd
 	err := s.eachBatch(plan.sps[part], max(fd, plan.first[part]), cleanerReadBytes, func(f *frameInfo, raw []byte) (bool, error) {
+		if isControl(raw) {
+			end = f.last + 1
+			return true, nil // a marker's key is its type: not a record key
+		}
 		recs, err := batch.DecodeRecords(raw)
 		if err != nil {
 			return false, fmt.Errorf("segment stream %d: batch at %d: %w", plan.st.sid, f.base, err)
@@ -575,6 +579,12 @@ func (s *Store) filterBatch(plan *cleanPlan, part int32, m *offsetMap, f *frameI
 	h, err := batch.ParseHeader(raw)
 	if err != nil {
 		return nil, fmt.Errorf("stream %d partition %d: batch at %d: %w", plan.st.sid, part, f.base, err)
+	}
+	if h.Attributes&batch.AttrControl != 0 {
+		// Transaction markers stay: a read_committed consumer needs each
+		// abort marker to end its aborted transaction (Kafka removes them
+		// only once the transaction's records are gone).
+		return raw, nil
 	}
 	recs, err := batch.DecodeRecords(raw)
 	if err != nil {
@@ -645,6 +655,12 @@ func (s *Store) writeFrame(plan *cleanPlan, part int32, f *frameInfo, raw []byte
 	}
 	out.cur.add(&fi)
 	return nil
+}
+
+// isControl reports whether raw is a control batch (a transaction marker).
+func isControl(raw []byte) bool {
+	h, err := batch.ParseHeader(raw)
+	return err == nil && h.Attributes&batch.AttrControl != 0
 }
 
 // hook calls Options' test hook at a step of a cleaning pass.

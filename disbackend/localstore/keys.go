@@ -20,6 +20,7 @@ import "encoding/binary"
 //	'K' app 0 stream 0 part           checkpoint (apps.go)
 //	'L'                               the ACL bindings (JSON []disbackend.ACL, acls.go)
 //	'S' user                          SCRAM credentials (JSON []disbackend.ScramCredential, credentials.go)
+//	'T' key                           a transaction coordinator record (disbackend.TxnStateStore)
 const (
 	prefixMeta       = 'm'
 	prefixFloor      = 'f'
@@ -32,6 +33,7 @@ const (
 	prefixCheckpoint = 'K'
 	keyACLs          = 'L'
 	prefixScram      = 'S'
+	prefixTxn        = 'T'
 )
 
 const partKeyLen = 1 + 8 + 4 // prefix, sid, partition

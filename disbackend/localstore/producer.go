@@ -36,7 +36,7 @@ type producerKey struct {
 // below its last batch's offsets: a snapshot taken after it) is skipped,
 // so that replaying a segment twice changes nothing.
 func (s *Store) rebuildProducer(p *partition, f *frameInfo) {
-	if f.pid < 0 || f.appendMS <= s.loadCutoffMS {
+	if f.pid < 0 || f.seq < 0 || f.appendMS <= s.loadCutoffMS { // seq < 0: a control batch (writer.accept)
 		return
 	}
 	k := producerKey{sid: p.sid, part: p.id, pid: f.pid}

@@ -650,7 +650,10 @@ func (s *Store) accept(r *appendReq, nowMS int64) (groupItem, error) {
 	if st.meta.Config.TimestampType == disbackend.LogAppendTime {
 		maxTS, logAppend = nowMS, nowMS
 	}
-	if r.b.ProducerID >= 0 {
+	// A control batch (a transaction marker, written by the transaction
+	// coordinator with sequence -1) changes no producer state: the
+	// producer's sequences go on across its transactions.
+	if r.b.ProducerID >= 0 && r.b.Attributes&batch.AttrControl == 0 {
 		dup, err := s.checkProducer(p, &r.b, base, last, maxTS, nowMS)
 		if err != nil {
 			return groupItem{}, fmt.Errorf("localstore: append stream %q partition %d producer %d epoch %d sequence %d: %w",

@@ -212,11 +212,13 @@ func ParseHeader(raw []byte) (Header, error) {
 // Parse checks that raw holds exactly one magic 2 record batch as a
 // producer sends it, with a length that matches, a valid CRC-32C, at least
 // one record, last offset delta = record count - 1, a codec Kafka defines,
-// and neither the transactional nor the control bit, and returns its
-// header. It does not look at the records (see Validate). Errors:
-// ErrCorruptMessage (truncated, length mismatch, bad CRC),
-// ErrInvalidRecord (magic, several batches, record counts, transactional
-// or control), ErrUnsupportedCompression.
+// and no control bit (markers are the transaction coordinator's, never a
+// producer's, as Kafka refuses them from clients), and returns its header.
+// The transactional bit is allowed: whether the producer may write it is
+// the transaction coordinator's to check. It does not look at the records
+// (see Validate). Errors: ErrCorruptMessage (truncated, length mismatch,
+// bad CRC), ErrInvalidRecord (magic, several batches, record counts,
+// control), ErrUnsupportedCompression.
 func Parse(raw []byte) (Header, error) {
 	h, err := ParseHeader(raw)
 	if err != nil {
@@ -237,8 +239,10 @@ func Parse(raw []byte) (Header, error) {
 		return h, fmt.Errorf("%w: batch has %d records", ErrInvalidRecord, h.NumRecords)
 	case h.LastOffsetDelta != h.NumRecords-1:
 		return h, fmt.Errorf("%w: last offset delta %d with %d records", ErrInvalidRecord, h.LastOffsetDelta, h.NumRecords)
-	case h.Attributes&(AttrTransactional|AttrControl) != 0:
-		return h, fmt.Errorf("%w: transactional and control batches are not supported", ErrInvalidRecord)
+	case h.Attributes&AttrControl != 0:
+		return h, fmt.Errorf("%w: a producer may not send a control batch", ErrInvalidRecord)
+	case h.Attributes&AttrTransactional != 0 && h.ProducerID < 0:
+		return h, fmt.Errorf("%w: a transactional batch without a producer id", ErrInvalidRecord)
 	case h.Codec() > CodecZstd:
 		return h, fmt.Errorf("%w: codec %d", ErrUnsupportedCompression, h.Codec())
 	}

@@ -139,7 +139,11 @@ func TestParseErrors(t *testing.T) {
 		{"magic1 short", mut(func(b []byte) []byte { b[16] = 1; return b[:20] }), ErrInvalidRecord},
 		{"two batches", append(append([]byte(nil), good...), good...), ErrInvalidRecord},
 		{"codec 5", resign(mut(func(b []byte) []byte { b[22] |= 5; return b })), ErrUnsupportedCompression},
-		{"transactional", resign(mut(func(b []byte) []byte { b[22] |= 0x10; return b })), ErrInvalidRecord},
+		{"transactional without producer id", resign(mut(func(b []byte) []byte {
+			b[22] |= 0x10
+			binary.BigEndian.PutUint64(b[43:], ^uint64(0))
+			return b
+		})), ErrInvalidRecord},
 		{"control", resign(mut(func(b []byte) []byte { b[22] |= 0x20; return b })), ErrInvalidRecord},
 		{"no records", resign(mut(func(b []byte) []byte { binary.BigEndian.PutUint32(b[57:], 0); return b })), ErrInvalidRecord},
 		{"last delta", resign(mut(func(b []byte) []byte { binary.BigEndian.PutUint32(b[23:], 5); return b })), ErrInvalidRecord},

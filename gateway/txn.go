@@ -1,0 +1,99 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"go.uber.org/zap"
+
+	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/kafkawire/batch"
+	"github.com/disgw/disgw/txncoord"
+)
+
+// Transactions (docs/transactions.md): the transaction coordinator
+// (txncoord) runs when the backend keeps its state
+// (disbackend.TxnStateStore: the embedded store) on one node. Without it
+// a transactional id is refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+// as before.
+
+// newTxnCoordinator starts the transaction coordinator, or returns nil when
+// the backend keeps no transaction state or the gateway runs as several
+// nodes (not built yet).
+func newTxnCoordinator(cfg Config, backend disbackend.Backend, s *Server) (*txncoord.Coordinator, error) {
+	ts, ok := backend.(disbackend.TxnStateStore)
+	if !ok || s.cluster != nil {
+		return nil, nil
+	}
+	be, ok := backend.(txncoord.Backend)
+	if !ok || ts == nil {
+		return nil, nil
+	}
+	tc, err := txncoord.New(context.Background(), txncoord.Config{
+		MaxTimeout:    cfg.TransactionMaxTimeout,
+		IDExpiration:  cfg.TransactionalIDExpiration,
+		CheckInterval: cfg.TransactionCheckInterval,
+		NodeID:        cfg.NodeID,
+		Logger:        s.log.Named("txn"),
+	}, be, txnTopics{s}, s.groups)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: transaction coordinator: %w", err)
+	}
+	return tc, nil
+}
+
+// txnTopics gives txncoord the topic cache's view of topics.
+type txnTopics struct{ s *Server }
+
+func (t txnTopics) Topic(ctx context.Context, name string) (txncoord.Topic, bool) {
+	info, ok := groupTopics(t).Topic(ctx, name)
+	if !ok {
+		return txncoord.Topic{}, false
+	}
+	return txncoord.Topic{Stream: info.Stream, ID: info.ID, Partitions: info.Partitions}, true
+}
+
+// errNoTransactions: a transactional request to a gateway without a
+// transaction coordinator.
+var errNoTransactions = errors.New("transactions need the embedded store on one node")
+
+// verifyTxn checks a produced batch against the transaction coordinator
+// before it is queued (Kafka's transaction verification, KIP-890 part 1):
+// a batch with the transactional bit needs a transactional id, a
+// transactional id needs the coordinator, and the coordinator must find the
+// producer's transaction open with the partition added. It returns the
+// release to call once the append has ended (nil when there is nothing to
+// release). Errors (kerr): TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+// INVALID_PRODUCER_ID_MAPPING, INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE,
+// INVALID_RECORD (a transactional id with a batch that is not transactional).
+func (c *conn) verifyTxn(txnID *string, st *disbackend.Stream, part int32, h *batch.Header) (func(), error) {
+	transactional := h.Attributes&batch.AttrTransactional != 0
+	switch {
+	case txnID == nil && !transactional:
+		return nil, nil
+	case txnID == nil:
+		return nil, kerrWrap(kerr.TransactionalIDAuthorizationFailed, "a transactional batch needs the request's transactional id")
+	case c.s.txn == nil:
+		return nil, kerrWrap(kerr.TransactionalIDAuthorizationFailed, errNoTransactions.Error())
+	case !transactional:
+		return nil, kerrWrap(kerr.InvalidRecord, "a request with a transactional id must carry transactional batches")
+	}
+	release, code := c.s.txn.VerifyProduce(*txnID, h.ProducerID, h.ProducerEpoch, st.TopicID, part)
+	if code != 0 {
+		c.log.Debug("transactional produce refused", zap.String("transactional_id", *txnID), zapTopic(st.TopicName),
+			zapPartition(part), zap.Int16("code", code))
+		return nil, kerr.ErrorForCode(code)
+	}
+	return release, nil
+}
+
+// lastStable is a partition's last stable offset for its high watermark
+// hw: hw when no transaction is open there (or none are served).
+func (s *Server) lastStable(st *disbackend.Stream, part int32, hw int64) int64 {
+	if s.txn == nil {
+		return hw
+	}
+	return s.txn.LastStableOffset(st.TopicID, part, hw)
+}

@@ -1,0 +1,325 @@
+package gateway_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/disgw/disgw/gateway"
+)
+
+// Transactions on the embedded store (txncoord, docs/transactions.md),
+// driven by franz-go's transactional producer and read_committed consumer.
+
+func txnTopic(t *testing.T, g *testGateway, name string, parts int32) {
+	t.Helper()
+	adm := kadm.NewClient(g.client(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := adm.CreateTopic(ctx, parts, 1, nil, name); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// produceTxn writes the values in one transaction of cl, spread over the
+// topic's partitions, and commits or aborts it.
+func produceTxn(t *testing.T, cl *kgo.Client, topic string, commit bool, values ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range values {
+		r := &kgo.Record{Topic: topic, Value: []byte(v), Partition: int32(i % 3)}
+		if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+			t.Fatalf("produce %s: %v", v, err)
+		}
+	}
+	if err := cl.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+		t.Fatalf("end transaction (commit %v): %v", commit, err)
+	}
+}
+
+// readAll reads topic from the start with the isolation level until it has
+// want records or 10 s pass, and returns the values sorted.
+func readAll(t *testing.T, g *testGateway, topic string, committed bool, want int) []string {
+	t.Helper()
+	iso := kgo.ReadUncommitted()
+	if committed {
+		iso = kgo.ReadCommitted()
+	}
+	cl := g.client(t, kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(iso), kgo.FetchMaxWait(200*time.Millisecond))
+	defer cl.Close()
+	var got []string
+	deadline := time.Now().Add(10 * time.Second)
+	for len(got) < want && time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		fs := cl.PollFetches(ctx)
+		cancel()
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	}
+	// A little longer: anything past want is a failure too.
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	cancel()
+	sort.Strings(got)
+	return got
+}
+
+func vals(prefix string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s-%02d", prefix, i)
+	}
+	return out
+}
+
+func TestTxnCommitAbortReadCommitted(t *testing.T) {
+	g := startGateway(t)
+	txnTopic(t, g, "tx", 3)
+	p := g.client(t, kgo.TransactionalID("tx-a"), kgo.DefaultProduceTopic("tx"))
+	produceTxn(t, p, "tx", true, vals("c1", 9)...)
+	produceTxn(t, p, "tx", false, vals("ab", 7)...)
+	produceTxn(t, p, "tx", true, vals("c2", 5)...)
+
+	want := append(vals("c1", 9), vals("c2", 5)...)
+	sort.Strings(want)
+	if got := readAll(t, g, "tx", true, len(want)); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("read_committed got %d records %v, want %v", len(got), got, want)
+	}
+	all := append(append([]string{}, want...), vals("ab", 7)...)
+	sort.Strings(all)
+	if got := readAll(t, g, "tx", false, len(all)); fmt.Sprint(got) != fmt.Sprint(all) {
+		t.Fatalf("read_uncommitted got %d records %v, want %v", len(got), got, all)
+	}
+}
+
+// TestTxnOpenHoldsLastStableOffset: records of an open transaction are not
+// read with read_committed, ListOffsets read_committed answers the last
+// stable offset, and both move once it commits.
+func TestTxnOpenHoldsLastStableOffset(t *testing.T) {
+	g := startGateway(t)
+	txnTopic(t, g, "tx", 3)
+	plain := g.client(t, kgo.DefaultProduceTopic("tx"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := plain.ProduceSync(ctx, &kgo.Record{Value: []byte("before"), Partition: 0}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	p := g.client(t, kgo.TransactionalID("tx-open"), kgo.DefaultProduceTopic("tx"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ProduceSync(ctx, &kgo.Record{Value: []byte("in-txn"), Partition: 0}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	// A plain record after the transaction's waits for it (the last stable
+	// offset is the transaction's first offset).
+	if err := plain.ProduceSync(ctx, &kgo.Record{Value: []byte("after"), Partition: 0}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	adm := kadm.NewClient(g.client(t))
+	committed := func() int64 {
+		lo, err := adm.ListCommittedOffsets(ctx, "tx")
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, _ := lo.Lookup("tx", 0)
+		return o.Offset
+	}
+	end, err := adm.ListEndOffsets(ctx, "tx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hw, _ := end.Lookup("tx", 0); hw.Offset != 3 {
+		t.Fatalf("high watermark %d, want 3", hw.Offset)
+	}
+	if lso := committed(); lso != 1 {
+		t.Fatalf("read_committed end offset %d, want 1 (the open transaction's first offset)", lso)
+	}
+	if got := readAll(t, g, "tx", true, 2); fmt.Sprint(got) != "[before]" {
+		t.Fatalf("read_committed during the transaction: %v, want [before]", got)
+	}
+	if err := p.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	if lso := committed(); lso != 4 {
+		t.Fatalf("read_committed end offset after commit %d, want 4 (after the marker)", lso)
+	}
+	if got := readAll(t, g, "tx", true, 3); fmt.Sprint(got) != "[after before in-txn]" {
+		t.Fatalf("read_committed after the commit: %v", got)
+	}
+}
+
+// TestTxnZombieFenced: a second producer with the same transactional id
+// fences the first, whose open transaction is aborted and whose later
+// writes and commit are refused.
+func TestTxnZombieFenced(t *testing.T) {
+	g := startGateway(t)
+	txnTopic(t, g, "tx", 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	opts := []kgo.Opt{kgo.TransactionalID("tx-z"), kgo.DefaultProduceTopic("tx"), kgo.RecordPartitioner(kgo.ManualPartitioner())}
+	old := g.client(t, opts...)
+	if err := old.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.ProduceSync(ctx, &kgo.Record{Value: []byte("zombie-1"), Partition: 1}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	fresh := g.client(t, opts...)
+	produceTxn(t, fresh, "tx", true, "fresh-0", "fresh-1", "fresh-2")
+
+	err := old.ProduceSync(ctx, &kgo.Record{Value: []byte("zombie-2"), Partition: 1}).FirstErr()
+	if err == nil {
+		err = old.EndTransaction(ctx, kgo.TryCommit)
+	}
+	if !errors.Is(err, kerr.InvalidProducerEpoch) && !errors.Is(err, kerr.ProducerFenced) {
+		t.Fatalf("zombie's write or commit: %v, want INVALID_PRODUCER_EPOCH or PRODUCER_FENCED", err)
+	}
+	if got := readAll(t, g, "tx", true, 3); fmt.Sprint(got) != "[fresh-0 fresh-1 fresh-2]" {
+		t.Fatalf("read_committed: %v", got)
+	}
+}
+
+// TestTxnTimeoutAborts: a producer that writes to three partitions and
+// stops is aborted at its transaction timeout; read_committed consumers
+// move past it and never see it, read_uncommitted ones see it.
+func TestTxnTimeoutAborts(t *testing.T) {
+	g := startGateway(t, func(c *gateway.Config) { c.TransactionCheckInterval = 50 * time.Millisecond })
+	txnTopic(t, g, "tx", 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	p := g.client(t, kgo.TransactionalID("tx-t"), kgo.DefaultProduceTopic("tx"),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionTimeout(time.Second))
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := p.ProduceSync(ctx, &kgo.Record{Value: []byte(fmt.Sprintf("dead-%d", i)), Partition: int32(i)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plain := g.client(t, kgo.DefaultProduceTopic("tx"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	for i := range 3 {
+		if err := plain.ProduceSync(ctx, &kgo.Record{Value: []byte(fmt.Sprintf("live-%d", i)), Partition: int32(i)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// No EndTransaction: the coordinator aborts it after 1 s.
+	if got := readAll(t, g, "tx", true, 3); fmt.Sprint(got) != "[live-0 live-1 live-2]" {
+		t.Fatalf("read_committed: %v, want the three plain records", got)
+	}
+	if got := readAll(t, g, "tx", false, 6); len(got) != 6 {
+		t.Fatalf("read_uncommitted: %v, want all six", got)
+	}
+}
+
+// TestTxnSurvivesRestart: a transaction's state is in the store: after a
+// restart its producer id is known (the next InitProducerId bumps the
+// epoch), the committed records stay readable, and a transaction left
+// open at the stop is aborted at its timeout.
+func TestTxnSurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	short := func(c *gateway.Config) { c.TransactionCheckInterval = 50 * time.Millisecond }
+	g := startGatewayAt(t, dir, short)
+	txnTopic(t, g, "tx", 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p := g.client(t, kgo.TransactionalID("tx-r"), kgo.DefaultProduceTopic("tx"), kgo.TransactionTimeout(2*time.Second))
+	produceTxn(t, p, "tx", true, vals("kept", 6)...)
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range vals("open", 3) {
+		if err := p.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.Close()
+	g.stop(t)
+
+	g = startGatewayAt(t, dir, short)
+	want := vals("kept", 6)
+	if got := readAll(t, g, "tx", true, 6); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("read_committed after restart: %v, want %v", got, want)
+	}
+	p2 := g.client(t, kgo.TransactionalID("tx-r"), kgo.DefaultProduceTopic("tx"))
+	produceTxn(t, p2, "tx", true, vals("again", 3)...)
+	want = append(want, vals("again", 3)...)
+	sort.Strings(want)
+	if got := readAll(t, g, "tx", true, len(want)); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("read_committed: %v, want %v", got, want)
+	}
+}
+
+// TestTxnConsumeTransformProduce: franz-go's GroupTransactSession moves
+// records from one topic to another exactly once, its offsets committed
+// with its transactions.
+func TestTxnConsumeTransformProduce(t *testing.T) {
+	g := startGateway(t)
+	txnTopic(t, g, "in", 3)
+	txnTopic(t, g, "out", 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	src := g.client(t, kgo.DefaultProduceTopic("in"))
+	const n = 300
+	for i := range n {
+		src.Produce(ctx, &kgo.Record{Value: []byte(fmt.Sprintf("r-%03d", i))}, nil)
+	}
+	if err := src.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(g.addr), kgo.TransactionalID("etl"),
+		kgo.ConsumerGroup("etl-group"), kgo.ConsumeTopics("in"), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.DefaultProduceTopic("out"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	moved := 0
+	for moved < n && ctx.Err() == nil {
+		fs := sess.PollFetches(ctx)
+		if err := sess.Begin(); err != nil {
+			t.Fatal(err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			sess.Produce(ctx, &kgo.Record{Value: append([]byte("out-"), r.Value...)}, nil)
+			moved++
+		})
+		committed, err := sess.End(ctx, kgo.TryCommit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !committed {
+			t.Log("transaction aborted (rebalance), the records come again")
+		}
+	}
+	got := readAll(t, g, "out", true, n)
+	if len(got) != n {
+		t.Fatalf("out has %d records, want %d", len(got), n)
+	}
+	for i := 1; i < len(got); i++ {
+		if got[i] == got[i-1] {
+			t.Fatalf("%s twice in out", got[i])
+		}
+	}
+	adm := kadm.NewClient(g.client(t))
+	offs, err := adm.FetchOffsets(ctx, "etl-group")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum int64
+	offs.Each(func(o kadm.OffsetResponse) { sum += o.At })
+	if sum != n {
+		t.Fatalf("etl-group committed %d in all, want %d", sum, n)
+	}
+}

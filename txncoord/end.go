@@ -1,0 +1,212 @@
+package txncoord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap"
+
+	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/kafkawire/batch"
+)
+
+// Ending a transaction: Kafka's two phases. prepare saves PrepareCommit or
+// PrepareAbort (from then on the outcome is decided and survives a
+// restart); complete writes the markers, applies the offsets (commit) or
+// saves the aborted ranges (abort), then saves CompleteCommit or
+// CompleteAbort and lets the last stable offset move.
+
+// prepare moves t from Ongoing to PrepareCommit or PrepareAbort and saves
+// it; fence (a timeout, or a new producer's InitProducerId) bumps the
+// epoch first, as Kafka does, so the old producer is fenced and the
+// markers carry the new epoch. Requires t.mu.
+func (c *Coordinator) prepare(ctx context.Context, t *txn, commit, fence bool) error {
+	prev := t.rec
+	if fence && t.rec.Epoch < math.MaxInt16-1 {
+		c.update(t, func(r *record) { r.LastPID, r.LastEpoch, r.Epoch = r.PID, r.Epoch, r.Epoch+1 })
+	}
+	st := PrepareAbort
+	if commit {
+		st = PrepareCommit
+	}
+	c.update(t, func(r *record) { r.State, r.UpdateMS = st, c.nowMS() })
+	t.marked = nil
+	if err := c.save(ctx, t); err != nil {
+		c.update(t, func(r *record) { *r = prev })
+		return err
+	}
+	return nil
+}
+
+// errInflight: a verified produce of the transaction has not ended by the
+// deadline.
+var errInflight = errors.New("txncoord: a produce of the transaction is still in flight")
+
+// complete finishes t, in PrepareCommit or PrepareAbort: markers, offsets
+// or aborted ranges, then the Complete state. What it did before a failure
+// is not done again by a retry in the same process (marked); after a
+// restart the markers are written again. Requires t.mu.
+func (c *Coordinator) complete(ctx context.Context, t *txn) error {
+	commit := t.rec.State == PrepareCommit
+	if err := c.drain(ctx, t); err != nil {
+		return err
+	}
+	if t.marked == nil {
+		t.marked = map[partKey]int64{}
+	}
+	for i := range t.rec.Parts {
+		p := &t.rec.Parts[i]
+		pk := p.key()
+		if _, ok := t.marked[pk]; ok {
+			continue
+		}
+		off, err := c.writeMarker(ctx, p, t.rec.PID, t.rec.Epoch, commit)
+		if err != nil {
+			return err
+		}
+		t.marked[pk] = off
+	}
+	if commit {
+		for group, offs := range t.rec.Offsets {
+			if err := c.commitOffsets(ctx, group, offs); err != nil {
+				return err
+			}
+		}
+	} else {
+		for i := range t.rec.Parts {
+			p := &t.rec.Parts[i]
+			off, ok := t.marked[p.key()]
+			if !ok || off < 0 {
+				continue // the topic is gone
+			}
+			if err := c.saveAborted(ctx, p, t.rec.PID, off); err != nil {
+				return err
+			}
+		}
+	}
+	st := CompleteAbort
+	if commit {
+		st = CompleteCommit
+	}
+	next := t.rec
+	next.State, next.UpdateMS = st, c.nowMS()
+	next.Parts, next.Groups, next.Offsets = nil, nil, nil
+	if err := c.saveRec(ctx, &next); err != nil {
+		return err
+	}
+	parts := len(t.rec.Parts)
+	c.mu.Lock()
+	c.closeParts(t)
+	t.rec = next
+	c.mu.Unlock()
+	t.marked = nil
+	c.log.Debug("transaction ended", zap.String("transactional_id", t.rec.ID), zap.Bool("commit", commit),
+		zap.Int("partitions", parts))
+	return nil
+}
+
+// drain waits until no verified produce of t is in flight: a produce is
+// verified only while t is Ongoing, so none starts meanwhile.
+func (c *Coordinator) drain(ctx context.Context, t *txn) error {
+	for {
+		c.mu.Lock()
+		n := t.inflight
+		c.mu.Unlock()
+		if n == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %w", errInflight, ctx.Err())
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
+// writeMarker appends a COMMIT or ABORT control batch for producer pid at
+// epoch to p and returns its offset; -1 when the topic or partition is
+// gone (nothing to end there).
+func (c *Coordinator) writeMarker(ctx context.Context, p *txnPart, pid int64, epoch int16, commit bool) (int64, error) {
+	key := kmsg.NewControlRecordKey()
+	key.Type = kmsg.ControlRecordKeyTypeAbort
+	if commit {
+		key.Type = kmsg.ControlRecordKeyTypeCommit
+	}
+	val := kmsg.NewEndTxnMarker()
+	h := batch.NewHeader(0)
+	h.ProducerID, h.ProducerEpoch = pid, epoch
+	h.Attributes = batch.AttrTransactional | batch.AttrControl
+	raw := batch.Encode(h, []batch.Record{{Key: key.AppendTo(nil), Value: val.AppendTo(nil), Timestamp: c.nowMS()}})
+	hdr, err := batch.ParseHeader(raw)
+	if err != nil {
+		return 0, err
+	}
+	res, err := c.be.Append(p.Stream, p.Partition, disbackend.Batch{Raw: raw, Header: hdr}).Wait(ctx)
+	switch {
+	case errors.Is(err, disbackend.ErrStreamNotFound) || errors.Is(err, disbackend.ErrPartitionNotFound):
+		return -1, nil
+	case err != nil:
+		return 0, fmt.Errorf("txncoord: marker to %s/%d: %w", p.Topic, p.Partition, err)
+	}
+	return res.BaseOffset, nil
+}
+
+// saveAborted saves and indexes the aborted range of producer pid on p,
+// ended by its marker at last.
+func (c *Coordinator) saveAborted(ctx context.Context, p *txnPart, pid, last int64) error {
+	pk := p.key()
+	b := fmt.Appendf(nil, `{"stream":%q,"last":%d}`, p.Stream, last)
+	if err := c.be.SaveTxnRecord(ctx, abortedKey(pk, pid, p.FirstOffset), b); err != nil {
+		return fmt.Errorf("txncoord: save aborted range: %w", err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l := c.aborted[pk]
+	for _, a := range l {
+		if a.ProducerID == pid && a.FirstOffset == p.FirstOffset {
+			return nil
+		}
+	}
+	c.aborted[pk] = append(l, Aborted{ProducerID: pid, FirstOffset: p.FirstOffset, LastOffset: last})
+	sortAborted(c.aborted[pk])
+	c.streams[pk] = p.Stream
+	return nil
+}
+
+// commitOffsets applies a committed transaction's offsets of group.
+func (c *Coordinator) commitOffsets(ctx context.Context, group string, offs []txnOffset) error {
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Version = 8
+	req.Group, req.Generation = group, -1
+	byTopic := map[string]int{}
+	for _, o := range offs {
+		i, ok := byTopic[o.Topic]
+		if !ok {
+			i = len(req.Topics)
+			byTopic[o.Topic] = i
+			t := kmsg.NewOffsetCommitRequestTopic()
+			t.Topic = o.Topic
+			req.Topics = append(req.Topics, t)
+		}
+		p := kmsg.NewOffsetCommitRequestTopicPartition()
+		p.Partition, p.Offset, p.LeaderEpoch, p.Metadata = o.Partition, o.Offset, o.LeaderEpoch, o.Metadata
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, p)
+	}
+	resp := c.groups.CommitTxnOffsets(ctx, req)
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			switch p.ErrorCode {
+			case 0, kerr.UnknownTopicOrPartition.Code:
+				// A topic deleted meanwhile has no offset to keep.
+			default:
+				return fmt.Errorf("txncoord: commit offsets of group %q: %w", group, kerr.ErrorForCode(p.ErrorCode))
+			}
+		}
+	}
+	return nil
+}
