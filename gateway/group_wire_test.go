@@ -452,8 +452,8 @@ func TestGroupErrors(t *testing.T) {
 	if len(r.Coordinators) != 3 || r.Coordinators[2].Key != "c" || r.Coordinators[2].Port == 0 {
 		t.Fatalf("find v4: %+v", r)
 	}
-	fc.CoordinatorType = 1
-	if r := rc.roundTrip(6, fc).(*kmsg.FindCoordinatorResponse); r.Coordinators[0].ErrorCode == 0 {
+	fc.CoordinatorType = 1 // the embedded store serves transactions (docs/transactions.md)
+	if r := rc.roundTrip(6, fc).(*kmsg.FindCoordinatorResponse); r.Coordinators[0].ErrorCode != 0 || r.Coordinators[0].Port == 0 {
 		t.Fatalf("transaction coordinator: %+v", r)
 	}
 }

@@ -72,6 +72,11 @@ var rules = []rule{
 		func(dep string) bool {
 			return isBackend(dep) || under(mod+"/gateway", dep) || under(mod+"/configs", dep) || dep == mod+"/kafkawire"
 		}},
+	{mod + "/txncoord", "the transaction coordinator sits under the gateway, over disbackend and beside groupcoord (an interface)",
+		func(dep string) bool {
+			return isBackend(dep) || under(mod+"/gateway", dep) || under(mod+"/groupcoord", dep) || under(mod+"/configs", dep) ||
+				dep == mod+"/kafkawire"
+		}},
 }
 
 // TestImports lists every package of the module with its dependencies (go

@@ -19,7 +19,7 @@ import (
 // franz-go's own integration suite against disgw:
 //
 //	KGO_SEEDS=<disgw> KGO_TEST_RF=1 KGO_TEST_RECORDS=50000 \
-//	  go test -count=1 github.com/twmb/franz-go/pkg/kgo -skip 'TestTxnEtl|<known>'
+//	  go test -count=1 github.com/twmb/franz-go/pkg/kgo -skip '<known>'
 //
 // run inside the compat module, which requires franz-go v1.22.3. Tests listed
 // in compat/kgo-known-failures.txt are skipped (and reported) unless -kgo-all.
@@ -93,13 +93,13 @@ func runKgoSuite(compatDir, knownFile, bin, backend string, records int, all boo
 			res.HarnessErr = strings.TrimPrefix(res.HarnessErr+"; "+problem, "; ")
 		}
 	}()
-	skip := []string{"TestTxnEtl"}
+	var skip []string
 	if !all {
 		for t := range known {
 			skip = append(skip, t)
 		}
 	}
-	sort.Strings(skip[1:])
+	sort.Strings(skip)
 	skipRe := "^(" + strings.Join(skip, "|") + ")$"
 	args := []string{"test", "-count=1", "-json", "-timeout", kgoSuiteTimeout.String(), "github.com/twmb/franz-go/pkg/kgo", "-skip", skipRe}
 	res.Command = fmt.Sprintf("KGO_SEEDS=<disgw> KGO_TEST_RF=1 KGO_TEST_RECORDS=%d go test %s", records, strings.Join(args[1:], " "))
