@@ -181,6 +181,11 @@ func (c *conn) handleProduce(req *kafkawire.Request) reply {
 				// Counted before the store owns (and stamps) the batch.
 				records, bytes := countRecords(rp.Records), len(rp.Records)
 				pending, err := c.appendBatch(decodeCtx, r.Version, req.FrameBytes, st, rp, r.TransactionID)
+				var refused *txnRefusal
+				if errors.As(err, &refused) {
+					setErr(p, refused.code, nil)
+					continue
+				}
 				if err != nil {
 					s.logDecompressRefusal("produce", st, rp.Partition, len(rp.Records), err)
 					setErr(p, kafkaError(c.log, err), err)

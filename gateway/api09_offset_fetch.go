@@ -163,7 +163,7 @@ func (c *conn) handleOffsetFetch(req *kafkawire.Request) reply {
 					rp := kmsg.NewOffsetFetchResponseTopicPartition()
 					rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata, rp.ErrorCode = p.Partition, p.Offset, p.LeaderEpoch, p.Metadata, p.ErrorCode
 					if c.unstable(r.RequireStable, r.Group, t.Topic, p.Partition) {
-						rp.Offset, rp.LeaderEpoch, rp.Metadata, rp.ErrorCode = -1, -1, nil, kerr.UnstableOffsetCommit.Code
+						rp.Offset, rp.LeaderEpoch, rp.Metadata, rp.ErrorCode = -1, -1, &noMetadata, kerr.UnstableOffsetCommit.Code
 					}
 					rt.Partitions = append(rt.Partitions, rp)
 				}
@@ -257,7 +257,7 @@ func (c *conn) handleOffsetFetch(req *kafkawire.Request) reply {
 				t := &sg.Topics[i]
 				for j := range t.Partitions {
 					if p := &t.Partitions[j]; c.unstable(r.RequireStable, rg.Group, t.Topic, p.Partition) {
-						p.Offset, p.LeaderEpoch, p.Metadata, p.ErrorCode = -1, -1, nil, kerr.UnstableOffsetCommit.Code
+						p.Offset, p.LeaderEpoch, p.Metadata, p.ErrorCode = -1, -1, &noMetadata, kerr.UnstableOffsetCommit.Code
 					}
 				}
 			}
@@ -278,6 +278,10 @@ func (c *conn) handleOffsetFetch(req *kafkawire.Request) reply {
 		return resp, nil
 	}}
 }
+
+// noMetadata is the empty metadata Kafka answers with UNSTABLE_OFFSET_COMMIT
+// (encoding only reads it).
+var noMetadata = ""
 
 // unstable reports whether an OffsetFetch that asked for stable offsets
 // (require_stable, v7+) must refuse a partition: a transaction not yet

@@ -62,7 +62,10 @@ func answerAddPartitions(r *kmsg.AddPartitionsToTxnRequest, code int16, denied m
 
 func (c *conn) handleAddPartitionsToTxn(req *kafkawire.Request) reply {
 	r := req.Body.(*kmsg.AddPartitionsToTxnRequest)
-	if c.s.txn == nil {
+	switch {
+	case c.s.txn == nil && r.TransactionalID == "":
+		return ready(req, answerAddPartitions(r, kerr.InvalidRequest.Code, nil)) // as Kafka, first
+	case c.s.txn == nil:
 		return ready(req, answerAddPartitions(r, errTxnAuth, nil))
 	}
 	ctx, cancel := c.requestContext(0)

@@ -4,6 +4,7 @@ package gateway
 // v2 no change; v3 flexible; v4 no change.
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/disgw/disgw/internal/acl"
@@ -29,6 +30,9 @@ func (c *conn) handleAddOffsetsToTxn(req *kafkawire.Request) reply {
 	if c.s.txn == nil {
 		resp := r.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
 		resp.ErrorCode = errTxnAuth
+		if r.TransactionalID == "" {
+			resp.ErrorCode = kerr.InvalidRequest.Code // as Kafka, first
+		}
 		return ready(req, resp)
 	}
 	ctx, cancel := c.requestContext(0)

@@ -5,6 +5,7 @@ package gateway
 // end) is not served: transaction.version 2 is not advertised.
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/disgw/disgw/internal/acl"
@@ -26,7 +27,10 @@ func refuseEndTxn(r *kmsg.EndTxnRequest, code int16) kmsg.Response {
 
 func (c *conn) handleEndTxn(req *kafkawire.Request) reply {
 	r := req.Body.(*kmsg.EndTxnRequest)
-	if c.s.txn == nil {
+	switch {
+	case c.s.txn == nil && r.TransactionalID == "":
+		return ready(req, refuseEndTxn(r, kerr.InvalidRequest.Code)) // as Kafka, first
+	case c.s.txn == nil:
 		return ready(req, refuseEndTxn(r, errTxnAuth))
 	}
 	// The markers are appended and synced before the answer: a few

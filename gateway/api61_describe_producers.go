@@ -6,11 +6,11 @@ package gateway
 // keeps (disbackend.ProducerDescriber): producer id, epoch, the last
 // sequence of its last batch and the time of its last append (ms; Kafka
 // gives the batch's max timestamp), by producer id. A producer with a
-// transaction open on the partition (txncoord) has CoordinatorEpoch 0 and
-// CurrentTxnStartOffset the transaction's first offset there (its lower
+// transaction open on the partition (txncoord) has CurrentTxnStartOffset
+// the transaction's first offset there (its lower
 // bound: the high watermark when the partition was added), and is listed
-// even before its first batch; others have -1 for both, as Kafka gives
-// for an idempotent producer. The embedded store's states
+// even before its first batch; CoordinatorEpoch is -1, as Kafka 4.4 shows
+// it, and CurrentTxnStartOffset -1 for an idempotent producer. The embedded store's states
 // are those its log implies (rebuilt at start); the DIS backend's are this
 // process's (see docs/dis-backend.md, "Idempotent producers").
 //
@@ -103,7 +103,7 @@ func (c *conn) handleDescribeProducers(req *kafkawire.Request) reply {
 					ap.LastSequence, ap.LastTimestamp = a.LastSequence, a.LastAppendMS
 					ap.CoordinatorEpoch, ap.CurrentTxnStartOffset = -1, -1
 					if k := slices.IndexFunc(open, func(o txncoord.OpenProducer) bool { return o.ProducerID == a.ProducerID }); k >= 0 {
-						ap.CoordinatorEpoch, ap.CurrentTxnStartOffset = 0, open[k].FirstOffset
+						ap.CurrentTxnStartOffset = open[k].FirstOffset
 						open = slices.Delete(open, k, k+1)
 					}
 					p.ActiveProducers = append(p.ActiveProducers, ap)
@@ -111,7 +111,7 @@ func (c *conn) handleDescribeProducers(req *kafkawire.Request) reply {
 				for _, o := range open { // no batch yet
 					ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
 					ap.ProducerID, ap.ProducerEpoch, ap.LastSequence, ap.LastTimestamp = o.ProducerID, int32(o.Epoch), -1, o.StartMS
-					ap.CoordinatorEpoch, ap.CurrentTxnStartOffset = 0, o.FirstOffset
+					ap.CoordinatorEpoch, ap.CurrentTxnStartOffset = -1, o.FirstOffset
 					p.ActiveProducers = append(p.ActiveProducers, ap)
 				}
 			}

@@ -1,9 +1,10 @@
 package gateway
 
 // DescribeTransactions: v0 (KIP-664), flexible: each transactional id's
-// state, producer id and epoch, timeout, start time (-1 when no
-// transaction is open) and partitions, from the transaction coordinator.
-// An unknown id gets TRANSACTIONAL_ID_NOT_FOUND; without a coordinator
+// state, producer id and epoch, timeout, start time and partitions, from
+// the transaction coordinator.
+// The start time stays once a transaction has ended (-1 before the first),
+// as Kafka shows it. An unknown id gets TRANSACTIONAL_ID_NOT_FOUND; without a coordinator
 // (txn.go) every id gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
 
 import (
@@ -29,7 +30,7 @@ func init() {
 			},
 			func(id string, code int16) kmsg.DescribeTransactionsResponseTransactionState {
 				st := kmsg.NewDescribeTransactionsResponseTransactionState()
-				st.TransactionalID, st.ErrorCode, st.ProducerID, st.ProducerEpoch = id, code, -1, -1
+				st.TransactionalID, st.ErrorCode = id, code // producer id, epoch and start 0, as Kafka
 				return st
 			},
 			func(r *kmsg.DescribeTransactionsResponse) *[]kmsg.DescribeTransactionsResponseTransactionState {
@@ -42,7 +43,7 @@ func (c *conn) handleDescribeTransactions(req *kafkawire.Request) reply {
 	resp := r.ResponseKind().(*kmsg.DescribeTransactionsResponse)
 	for _, id := range r.TransactionalIDs {
 		st := kmsg.NewDescribeTransactionsResponseTransactionState()
-		st.TransactionalID, st.ProducerID, st.ProducerEpoch, st.StartTimestamp = id, -1, -1, -1
+		st.TransactionalID = id // producer id, epoch and start 0 on an error, as Kafka
 		if c.s.txn == nil {
 			st.ErrorCode = errTxnAuth
 			resp.TransactionStates = append(resp.TransactionStates, st)

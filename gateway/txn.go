@@ -36,6 +36,7 @@ func newTxnCoordinator(cfg Config, backend disbackend.Backend, s *Server) (*txnc
 		IDExpiration:  cfg.TransactionalIDExpiration,
 		CheckInterval: cfg.TransactionCheckInterval,
 		NodeID:        cfg.NodeID,
+		LeaderEpoch:   s.writeEpoch,
 		Logger:        s.log.Named("txn"),
 	}, be, txnTopics{s}, s.groups)
 	if err != nil {
@@ -84,10 +85,17 @@ func (c *conn) verifyTxn(txnID *string, st *disbackend.Stream, part int32, h *ba
 	if code != 0 {
 		c.log.Debug("transactional produce refused", zap.String("transactional_id", *txnID), zapTopic(st.TopicName),
 			zapPartition(part), zap.Int16("code", code))
-		return nil, kerr.ErrorForCode(code)
+		return nil, &txnRefusal{code}
 	}
 	return release, nil
 }
+
+// txnRefusal is a produce the transaction coordinator refused: answered
+// with its code and, as Kafka answers a failed verification, no message.
+type txnRefusal struct{ code int16 }
+
+func (e *txnRefusal) Error() string { return kerr.ErrorForCode(e.code).Error() }
+func (e *txnRefusal) Unwrap() error { return kerr.ErrorForCode(e.code) }
 
 // lastStable is a partition's last stable offset for its high watermark
 // hw: hw when no transaction is open there (or none are served).

@@ -114,6 +114,9 @@ type Config struct {
 	CheckInterval time.Duration
 	// NodeID is this node's id (DescribeTransactions' coordinator).
 	NodeID int32
+	// LeaderEpoch gives the partition leader epoch stamped on markers, as
+	// the produce path stamps batches; nil: -1.
+	LeaderEpoch func() int32
 	Logger *zap.Logger
 	// Now is the clock (tests replace it); nil: time.Now.
 	Now func() time.Time

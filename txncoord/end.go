@@ -140,6 +140,9 @@ func (c *Coordinator) writeMarker(ctx context.Context, p *txnPart, pid int64, ep
 	val := kmsg.NewEndTxnMarker()
 	h := batch.NewHeader(0)
 	h.ProducerID, h.ProducerEpoch = pid, epoch
+	if c.cfg.LeaderEpoch != nil {
+		h.PartitionLeaderEpoch = c.cfg.LeaderEpoch()
+	}
 	h.Attributes = batch.AttrTransactional | batch.AttrControl
 	raw := batch.Encode(h, []batch.Record{{Key: key.AppendTo(nil), Value: val.AppendTo(nil), Timestamp: c.nowMS()}})
 	hdr, err := batch.ParseHeader(raw)

@@ -40,17 +40,27 @@ func (c *Coordinator) lookup(id string) *txn {
 
 // checkProducer checks a request's producer id and epoch against t
 // (Kafka TransactionCoordinator): another producer id gets
-// INVALID_PRODUCER_ID_MAPPING, another epoch PRODUCER_FENCED (clients of
-// every version since Kafka 2.7 take it as fatal, as they take
-// INVALID_PRODUCER_EPOCH). Requires t.mu.
-func checkProducer(t *txn, pid int64, epoch int16) int16 {
+// INVALID_PRODUCER_ID_MAPPING, another epoch PRODUCER_FENCED, or
+// INVALID_PRODUCER_EPOCH for a request older than fencedSince, its first
+// version that knows PRODUCER_FENCED (KIP-588). Requires t.mu.
+func checkProducer(t *txn, pid int64, epoch int16, version, fencedSince int16) int16 {
 	switch {
 	case t == nil || t.rec.PID != pid:
 		return codeInvalidProducerIDMapping
 	case t.rec.Epoch != epoch:
-		return codeProducerFenced
+		return fencedCode(version, fencedSince)
 	}
 	return 0
+}
+
+// fencedCode is PRODUCER_FENCED, or INVALID_PRODUCER_EPOCH for a request
+// version below fencedSince (KIP-588: InitProducerId v4, AddPartitionsToTxn
+// v2, AddOffsetsToTxn v2, EndTxn v2, TxnOffsetCommit v3).
+func fencedCode(version, fencedSince int16) int16 {
+	if version < fencedSince {
+		return codeInvalidProducerEpoch
+	}
+	return codeProducerFenced
 }
 
 // InitProducerID serves InitProducerId with a transactional id (API key
@@ -123,7 +133,7 @@ func (c *Coordinator) InitProducerID(ctx context.Context, r *kmsg.InitProducerID
 			resp.ProducerID, resp.ProducerEpoch = t.rec.PID, t.rec.Epoch
 			return resp
 		case r.ProducerID != t.rec.PID || r.ProducerEpoch != t.rec.Epoch:
-			resp.ErrorCode = codeProducerFenced
+			resp.ErrorCode = fencedCode(r.Version, 4)
 			return resp
 		}
 	}
@@ -133,7 +143,10 @@ func (c *Coordinator) InitProducerID(ctx context.Context, r *kmsg.InitProducerID
 	}
 	prev := t.rec
 	if err := c.bumpEpoch(ctx, t); err == nil {
-		c.update(t, func(rec *record) { rec.TimeoutMS, rec.UpdateMS = r.TransactionTimeoutMillis, c.nowMS() })
+		c.update(t, func(rec *record) {
+			// As Kafka: the id is Empty again under its new epoch.
+			rec.TimeoutMS, rec.UpdateMS, rec.State = r.TransactionTimeoutMillis, c.nowMS(), Empty
+		})
 		if err = c.save(ctx, t); err != nil {
 			c.update(t, func(rec *record) { *rec = prev })
 			c.log.Warn("init transactional producer failed", zap.String("transactional_id", id), zap.Error(err))
@@ -186,7 +199,8 @@ func (c *Coordinator) begin(t *txn, next *record) int16 {
 // AddPartitions serves AddPartitionsToTxn v0-3 (API key 24, the client
 // form): it adds the partitions to the producer's transaction, starting
 // one if none is open, and saves it before answering. Errors, for every
-// partition: INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED,
+// partition: INVALID_REQUEST (an empty transactional id, as AddOffsets and
+// EndTxn), INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED,
 // CONCURRENT_TRANSACTIONS, COORDINATOR_NOT_AVAILABLE; an unknown topic or
 // partition gets UNKNOWN_TOPIC_OR_PARTITION and the others
 // OPERATION_NOT_ATTEMPTED, as Kafka answers.
@@ -221,6 +235,9 @@ func (c *Coordinator) AddPartitions(ctx context.Context, r *kmsg.AddPartitionsTo
 		}
 		return resp
 	}
+	if r.TransactionalID == "" {
+		return answer(kerr.InvalidRequest.Code) // as Kafka, before anything else
+	}
 	if unknown {
 		return answer(kerr.OperationNotAttempted.Code)
 	}
@@ -229,7 +246,7 @@ func (c *Coordinator) AddPartitions(ctx context.Context, r *kmsg.AddPartitionsTo
 		return answer(codeInvalidProducerIDMapping)
 	}
 	defer t.mu.Unlock()
-	if code := checkProducer(t, r.ProducerID, r.ProducerEpoch); code != 0 {
+	if code := checkProducer(t, r.ProducerID, r.ProducerEpoch, r.Version, 2); code != 0 {
 		return answer(code)
 	}
 	next := t.rec
@@ -288,13 +305,17 @@ func (c *Coordinator) AddPartitions(ctx context.Context, r *kmsg.AddPartitionsTo
 // COORDINATOR_NOT_AVAILABLE.
 func (c *Coordinator) AddOffsets(ctx context.Context, r *kmsg.AddOffsetsToTxnRequest) *kmsg.AddOffsetsToTxnResponse {
 	resp := r.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
+	if r.TransactionalID == "" {
+		resp.ErrorCode = kerr.InvalidRequest.Code
+		return resp
+	}
 	t := c.lookup(r.TransactionalID)
 	if t == nil {
 		resp.ErrorCode = codeInvalidProducerIDMapping
 		return resp
 	}
 	defer t.mu.Unlock()
-	if resp.ErrorCode = checkProducer(t, r.ProducerID, r.ProducerEpoch); resp.ErrorCode != 0 {
+	if resp.ErrorCode = checkProducer(t, r.ProducerID, r.ProducerEpoch, r.Version, 2); resp.ErrorCode != 0 {
 		return resp
 	}
 	next := t.rec
@@ -358,7 +379,7 @@ func (c *Coordinator) TxnOffsetCommit(ctx context.Context, r *kmsg.TxnOffsetComm
 		return answer(codeInvalidProducerIDMapping)
 	}
 	defer t.mu.Unlock()
-	if code := checkProducer(t, r.ProducerID, r.ProducerEpoch); code != 0 {
+	if code := checkProducer(t, r.ProducerID, r.ProducerEpoch, r.Version, 3); code != 0 {
 		return answer(code)
 	}
 	if t.rec.State != Ongoing || !slices.Contains(t.rec.Groups, r.Group) {
@@ -412,13 +433,17 @@ func (c *Coordinator) TxnOffsetCommit(ctx context.Context, r *kmsg.TxnOffsetComm
 func (c *Coordinator) EndTxn(ctx context.Context, r *kmsg.EndTxnRequest) *kmsg.EndTxnResponse {
 	resp := r.ResponseKind().(*kmsg.EndTxnResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
+	if r.TransactionalID == "" {
+		resp.ErrorCode = kerr.InvalidRequest.Code
+		return resp
+	}
 	t := c.lookup(r.TransactionalID)
 	if t == nil {
 		resp.ErrorCode = codeInvalidProducerIDMapping
 		return resp
 	}
 	defer t.mu.Unlock()
-	if resp.ErrorCode = checkProducer(t, r.ProducerID, r.ProducerEpoch); resp.ErrorCode != 0 {
+	if resp.ErrorCode = checkProducer(t, r.ProducerID, r.ProducerEpoch, r.Version, 2); resp.ErrorCode != 0 {
 		return resp
 	}
 	switch st := t.rec.State; {
@@ -455,7 +480,7 @@ type Described struct {
 	ProducerID int64
 	Epoch      int16
 	TimeoutMS  int32
-	StartMS    int64 // -1 when no transaction is open
+	StartMS    int64 // when the last transaction started, ms; -1 before the first
 	Partitions map[string][]int32
 }
 
@@ -471,11 +496,13 @@ func (c *Coordinator) Describe(id string) (Described, bool) {
 	return describe(t), true
 }
 
+func open(s State) bool { return s == Ongoing || s == PrepareCommit || s == PrepareAbort }
+
 func describe(t *txn) Described {
 	d := Described{ID: t.rec.ID, State: t.rec.State, ProducerID: t.rec.PID, Epoch: t.rec.Epoch,
 		TimeoutMS: t.rec.TimeoutMS, StartMS: -1, Partitions: map[string][]int32{}}
-	if t.rec.State == Ongoing || t.rec.State == PrepareCommit || t.rec.State == PrepareAbort {
-		d.StartMS = t.rec.StartMS
+	if t.rec.StartMS > 0 {
+		d.StartMS = t.rec.StartMS // as Kafka, kept once the transaction ended
 	}
 	for _, p := range t.rec.Parts {
 		d.Partitions[p.Topic] = append(d.Partitions[p.Topic], p.Partition)
@@ -502,7 +529,7 @@ func (c *Coordinator) List(states []string, pids []int64, minDurationMS int64, p
 			continue
 		case len(pids) > 0 && !slices.Contains(pids, d.ProducerID):
 			continue
-		case minDurationMS > 0 && (d.StartMS < 0 || now-d.StartMS < minDurationMS):
+		case minDurationMS > 0 && (!open(d.State) || now-d.StartMS < minDurationMS):
 			continue
 		case pattern != nil && !pattern.MatchString(d.ID):
 			continue

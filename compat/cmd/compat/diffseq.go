@@ -364,6 +364,11 @@ var diffTS = time.Now().Truncate(time.Second).UnixMilli()
 // recordBatch builds a v2 batch of n records with kmsg's RecordBatch and
 // Record (the CRC is computed over the encoded batch).
 func recordBatch(n int, pid int64, epoch int16, seq int32) []byte {
+	return recordBatchAttrs(n, pid, epoch, seq, 0)
+}
+
+// recordBatchAttrs is recordBatch with the batch attributes attrs.
+func recordBatchAttrs(n int, pid int64, epoch int16, seq int32, attrs int16) []byte {
 	var recs []byte
 	for i := 0; i < n; i++ {
 		r := kmsg.Record{OffsetDelta: int32(i), Key: []byte("key-" + itoa32(int32(i))), Value: []byte("value-" + itoa32(int32(i))),
@@ -372,7 +377,7 @@ func recordBatch(n int, pid int64, epoch int16, seq int32) []byte {
 		r.Length = int32(len(body) - 1)
 		recs = r.AppendTo(recs)
 	}
-	b := kmsg.RecordBatch{PartitionLeaderEpoch: -1, Magic: 2, LastOffsetDelta: int32(n - 1), FirstTimestamp: diffTS, MaxTimestamp: diffTS,
+	b := kmsg.RecordBatch{PartitionLeaderEpoch: -1, Magic: 2, Attributes: attrs, LastOffsetDelta: int32(n - 1), FirstTimestamp: diffTS, MaxTimestamp: diffTS,
 		ProducerID: pid, ProducerEpoch: epoch, FirstSequence: seq, NumRecords: int32(n), Records: recs}
 	raw := b.AppendTo(nil)
 	b.Length = int32(len(raw) - 12)

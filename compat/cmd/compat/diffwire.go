@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -129,7 +130,7 @@ type fieldDiff struct {
 // config resource of ListConfigResources is keyed by type and name: a
 // broker and a broker logger share the node's name.
 var keyFields = [][]string{
-	{"ApiKey"}, {"ResourceType", "ResourceName"}, {"Type", "Name"}, {"Topic"}, {"Name"}, {"Group"}, {"Partition"},
+	{"ApiKey"}, {"ResourceType", "ResourceName"}, {"Type", "Name"}, {"Topic"}, {"Name"}, {"Group"}, {"TransactionalID"}, {"Partition"},
 	{"Key"}, {"Feature"},
 }
 
@@ -315,9 +316,26 @@ func compareKeyed(path string, a, b reflect.Value, out *[]fieldDiff) {
 
 // compareResponses compares two decoded responses field by field.
 func compareResponses(a, b kmsg.Response) []fieldDiff {
+	sortTxnPartitions(a)
+	sortTxnPartitions(b)
 	var out []fieldDiff
 	compareValues("", reflect.ValueOf(a).Elem(), reflect.ValueOf(b).Elem(), &out)
 	return out
+}
+
+// sortTxnPartitions sorts DescribeTransactions' partitions of each topic:
+// Kafka keeps a transaction's partitions in a hash set, so their order
+// means nothing.
+func sortTxnPartitions(r kmsg.Response) {
+	dt, ok := r.(*kmsg.DescribeTransactionsResponse)
+	if !ok {
+		return
+	}
+	for i := range dt.TransactionStates {
+		for j := range dt.TransactionStates[i].Topics {
+			slices.Sort(dt.TransactionStates[i].Topics[j].Partitions)
+		}
+	}
 }
 
 // batchView is a fetched record batch decoded for comparison: its header
