@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -54,6 +55,8 @@ var streamsExtra []string
 
 type streamsRun struct {
 	broker, backend    string
+	guarantee          string // processing.guarantee; "" is at_least_once
+	commitMS           int    // commit.interval.ms with guarantee; 0 is 200
 	jars, classes, dir string
 	app, in, out       string
 	proc               *exec.Cmd
@@ -211,6 +214,9 @@ func (r *streamsRun) start() error {
 	cmd := exec.Command("java", "-Xshare:auto", "-XX:TieredStopAtLevel=1",
 		"-cp", filepath.Join(r.jars, "*")+string(os.PathListSeparator)+r.classes,
 		"WordCount", r.broker, r.app, filepath.Join(r.dir, "state"), r.in, r.out)
+	if r.guarantee != "" {
+		cmd.Args = append(cmd.Args, r.guarantee, strconv.Itoa(cmp.Or(r.commitMS, 200)))
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		logf.Close()

@@ -80,6 +80,8 @@ func scenarioMain(args []string) int {
 		runConnect(*disgwBin, *backend, *nodes, *tools, *topic)
 	case "kafka-streams":
 		runStreams(*broker, *backend, *topic, *tools)
+	case "kafka-streams-eos":
+		runStreamsEOS(*broker, *topic, *tools)
 	case "kafka-mirrormaker2":
 		runMirror(*disgwBin, *backend, *tools, *topic, *group, *mirrorTarget == "kafka")
 	case "kafka-diff":

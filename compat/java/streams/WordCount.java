@@ -1,11 +1,15 @@
-// A Kafka Streams 4.4 word count with a state store, at-least-once, for
-// compat's kafka-streams scenario: it reads lines from IN, counts their
+// A Kafka Streams 4.4 word count with a state store, at-least-once (or the
+// GUARANTEE given, exactly_once_v2 for compat's kafka-streams-eos scenario),
+// for compat's kafka-streams scenario: it reads lines from IN, counts their
 // words in the store "counts" (backed by the compacted changelog topic
 // APP-counts-changelog, through the repartition topic
 // APP-counts-repartition) and writes each new count to OUT as
 // word -> count. Every update goes to the changelog and to OUT (no cache).
 //
-//   java -cp 'KAFKA_JARS/*:CLASSES' WordCount BROKER APP STATE_DIR IN OUT
+//   java -cp 'KAFKA_JARS/*:CLASSES' WordCount BROKER APP STATE_DIR IN OUT [GUARANTEE [COMMIT_MS]]
+//
+// COMMIT_MS is commit.interval.ms (200 by default): under exactly_once_v2,
+// how long each transaction stays open.
 //
 // It prints "STATE <state>" at every state change and runs until killed
 // (SIGTERM closes it cleanly).
@@ -26,16 +30,16 @@ import org.apache.kafka.streams.state.KeyValueStore;
 
 public class WordCount {
     public static void main(String[] args) throws Exception {
-        if (args.length != 5) {
-            System.err.println("usage: WordCount BROKER APP STATE_DIR IN OUT");
+        if (args.length < 5 || args.length > 7) {
+            System.err.println("usage: WordCount BROKER APP STATE_DIR IN OUT [GUARANTEE [COMMIT_MS]]");
             System.exit(2);
         }
         Properties p = new Properties();
         p.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, args[0]);
         p.put(StreamsConfig.APPLICATION_ID_CONFIG, args[1]);
         p.put(StreamsConfig.STATE_DIR_CONFIG, args[2]);
-        p.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.AT_LEAST_ONCE);
-        p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 200);
+        p.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, args.length >= 6 ? args[5] : StreamsConfig.AT_LEAST_ONCE);
+        p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, args.length == 7 ? Integer.parseInt(args[6]) : 200);
         p.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
         p.put(StreamsConfig.consumerPrefix(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG), "earliest");
 

@@ -1,0 +1,231 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/disgw/disgw/compat/internal/scen"
+)
+
+// Apache Kafka Streams 4.4.0 with processing.guarantee=exactly_once_v2 (the
+// kafka-streams scenario's WordCount), on the embedded store (transactions,
+// docs/transactions.md). Its steps:
+//
+//   - create: the input and output topics (kadm), 2 partitions each.
+//   - produce: 500 lines of words before the application starts, then
+//     2,000 more at about 100 a second while it runs.
+//   - consume: the application is killed with SIGKILL three times while
+//     lines keep coming (mid-run, with transactions open: an at-least-once
+//     application repeats counts here), then started again on the same
+//     state directory (its transactional id is kept there, so the new
+//     instance fences the old one and aborts its transaction).
+//   - resume: the output read with read_committed: every word's counts are
+//     exactly 1, 2, ..., N in order, each once (at-least-once would repeat
+//     some after each kill), and N is the word's total.
+//   - describe: the application's group committed the input's end offsets.
+var streamsEOSExtra []string
+
+const (
+	streamsEOSFirst = 500  // lines before the application starts
+	streamsEOSLines = 2000 // lines while it runs, 20 at a time
+	streamsEOSKills = 3
+	// streamsEOSCommitMS is the application's commit.interval.ms: each
+	// transaction stays open 2 s, so a kill lands in one (an at-least-once
+	// application killed there repeats up to 2 s of counts: the check
+	// fails for it).
+	streamsEOSCommitMS = 2000
+)
+
+func runStreamsEOS(broker, topic, tools string) {
+	r := &streamsRun{broker: broker, backend: "local", guarantee: "exactly_once_v2", commitMS: streamsEOSCommitMS,
+		jars: filepath.Join(tools, "kafka-4.4.0"), classes: filepath.Join(tools, streamsAppDir),
+		app: topic + "-wordcount-eos", in: topic + "-lines", out: topic + "-counts", want: map[string]int{}}
+	steps := scen.CoreSteps
+	fail := func(from int, why string) {
+		scen.Report(steps[from], "fail", why)
+		for _, s := range steps[from+1:] {
+			scen.Report(s, "skip", "an earlier step failed")
+		}
+	}
+	if _, err := os.Stat(filepath.Join(r.classes, "WordCount.class")); err != nil {
+		for _, s := range steps {
+			scen.Report(s, "fail", fmt.Sprintf("%s/WordCount.class missing (run compat/setup)", r.classes))
+		}
+		return
+	}
+	scen.Info("version", "Apache Kafka Streams 4.4.0, exactly_once_v2, "+javaVersion(context.Background()))
+	var err error
+	if r.dir, err = os.MkdirTemp("", "disgw-compat-streams-eos-"); err != nil {
+		fail(0, err.Error())
+		return
+	}
+	fmt.Fprintln(os.Stderr, "logs:", r.dir)
+	defer r.stop(false)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(broker))
+	if err != nil {
+		fail(0, err.Error())
+		return
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), streamsTimeout-time.Minute)
+	defer cancel()
+	for _, t := range []string{r.in, r.out} {
+		if _, err := adm.CreateTopic(ctx, 2, 1, nil, t); err != nil {
+			fail(0, fmt.Sprintf("create %s: %v", t, err))
+			return
+		}
+	}
+	scen.Report(scen.StepCreate, "pass", fmt.Sprintf("topics %s and %s, 2 partitions", r.in, r.out))
+
+	if err := r.produceN(ctx, cl, 0, streamsEOSFirst); err != nil {
+		fail(1, err.Error())
+		return
+	}
+	if err := r.start(); err != nil {
+		fail(2, err.Error())
+		return
+	}
+	// The lines keep coming while the application is killed and started.
+	produced := make(chan error, 1)
+	go func() {
+		for i := streamsEOSFirst; i < streamsEOSFirst+streamsEOSLines; i += 20 {
+			if err := r.produceN(ctx, cl, i, 20); err != nil {
+				produced <- err
+				return
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		produced <- nil
+	}()
+	for k := 1; k <= streamsEOSKills; k++ {
+		time.Sleep(time.Duration(4+k) * time.Second)
+		select {
+		case err := <-r.procDone:
+			r.proc = nil
+			fail(2, fmt.Sprintf("the application exited before kill %d: %v; %s", k, err, r.logTail()))
+			return
+		default:
+		}
+		r.stop(true)
+		if err := r.start(); err != nil {
+			fail(2, err.Error())
+			return
+		}
+	}
+	if err := <-produced; err != nil {
+		fail(1, err.Error())
+		return
+	}
+	scen.Report(scen.StepProduce, "pass", fmt.Sprintf("%d lines, then %d while the application ran and was killed", streamsEOSFirst, streamsEOSLines))
+	if err := r.waitExactCounts(ctx); err != nil {
+		fail(2, err.Error())
+		return
+	}
+	scen.Report(scen.StepConsume, "pass", fmt.Sprintf("killed (SIGKILL) %d times mid-run and restarted; every word's last count is its total", streamsEOSKills))
+	scen.Report(scen.StepResume, "pass", fmt.Sprintf("read_committed, each of %d words' counts are exactly 1..N in order, none twice: exactly once across the kills", len(r.want)))
+	if err := r.waitCommitted(ctx, adm); err != nil {
+		fail(4, err.Error())
+		return
+	}
+	scen.Report(scen.StepDescribe, "pass", fmt.Sprintf("group %s committed the input's end offsets (transactional offset commits)", r.app))
+}
+
+// produceN writes n lines from line from on and adds their words to the
+// expected counts (r.want: read it once the producing goroutine is done).
+func (r *streamsRun) produceN(ctx context.Context, cl *kgo.Client, from, n int) error {
+	var rs []*kgo.Record
+	for i := from; i < from+n; i++ {
+		words := []string{fmt.Sprintf("w%02d", i%23), fmt.Sprintf("w%02d", i%7), "all"}
+		for _, w := range words {
+			r.want[w]++
+		}
+		rs = append(rs, &kgo.Record{Topic: r.in, Key: []byte(strconv.Itoa(i)), Value: []byte(fmt.Sprint(words[0], " ", words[1], " ", words[2]))})
+	}
+	return cl.ProduceSync(ctx, rs...).FirstErr()
+}
+
+// waitExactCounts reads the output with read_committed until every word's
+// last count is its total, then checks each word's counts are 1..N in
+// order, each once.
+func (r *streamsRun) waitExactCounts(ctx context.Context) error {
+	deadline := time.Now().Add(3 * time.Minute)
+	var bad string
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-r.procDone:
+			r.proc = nil
+			return fmt.Errorf("the application exited: %v; %s", err, r.logTail())
+		default:
+		}
+		seqs, err := readCommitted(ctx, r.broker, r.out)
+		if err != nil {
+			return err
+		}
+		bad = ""
+		for w, n := range r.want {
+			s := seqs[w]
+			if len(s) == 0 || s[len(s)-1] != strconv.Itoa(n) {
+				bad = fmt.Sprintf("word %s: %d counts, last %v, want %d", w, len(s), last(s), n)
+				break
+			}
+		}
+		if bad == "" {
+			for w, n := range r.want {
+				s := seqs[w]
+				if len(s) != n {
+					return fmt.Errorf("word %s: %d counts for a total of %d: some repeated or missing", w, len(s), n)
+				}
+				for i, v := range s {
+					if v != strconv.Itoa(i+1) {
+						return fmt.Errorf("word %s: count %d is %q, want %d (counts repeated or skipped: not exactly once)", w, i+1, v, i+1)
+					}
+				}
+			}
+			return nil
+		}
+		time.Sleep(2 * time.Second)
+	}
+	return fmt.Errorf("after 3 minutes, %s; %s", bad, r.logTail())
+}
+
+func last(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return s[len(s)-1]
+}
+
+// readCommitted reads topic from the start with read_committed until a
+// poll of 3 s brings nothing more, and returns each key's values in offset
+// order (the caller reads again until what it waits for is there).
+func readCommitted(ctx context.Context, broker, topic string) (map[string][]string, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(broker), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	out := map[string][]string{}
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
+		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		fs := cl.PollFetches(pctx)
+		cancel()
+		n := 0
+		fs.EachRecord(func(rec *kgo.Record) {
+			n++
+			out[string(rec.Key)] = append(out[string(rec.Key)], string(rec.Value))
+		})
+		if n == 0 {
+			break
+		}
+	}
+	return out, ctx.Err()
+}
