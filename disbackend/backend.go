@@ -354,6 +354,30 @@ type TxnStateStore interface {
 	TxnRecords(ctx context.Context) (map[string][]byte, error)
 }
 
+// AbortedRange is an aborted transaction's records in a partition: the
+// producer's transactional batches from FirstOffset up to its ABORT marker
+// at LastOffset (Kafka's AbortedTxn).
+type AbortedRange struct {
+	ProducerID  int64
+	FirstOffset int64
+	LastOffset  int64
+}
+
+// TxnView tells a store's log cleaner the transactions of a partition: its
+// aborted ranges (by first offset) and its last stable offset
+// (math.MaxInt64 when no transaction is open there).
+type TxnView func(stream string, partition int32) (aborted []AbortedRange, lastStable int64)
+
+// TxnCleaner is implemented by a backend whose log cleaner must know the
+// transactions, as Kafka's does (the embedded store): it cleans only below
+// the last stable offset, so that an undecided record supersedes nothing,
+// and drops aborted transactions' records first, so that they supersede
+// nothing either. The gateway sets the view once its transaction
+// coordinator runs; without one the cleaner sees no transactions.
+type TxnCleaner interface {
+	SetTxnView(TxnView)
+}
+
 // GroupStateReader is implemented by a GroupStateStore that reads one
 // group's latest state: both backends do. With several gateway nodes
 // (docs/cluster.md §6) the node a group moves to loads it with GroupState

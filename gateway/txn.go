@@ -42,6 +42,9 @@ func newTxnCoordinator(cfg Config, backend disbackend.Backend, s *Server) (*txnc
 	if err != nil {
 		return nil, fmt.Errorf("gateway: transaction coordinator: %w", err)
 	}
+	if tcl, ok := backend.(disbackend.TxnCleaner); ok {
+		tcl.SetTxnView(tc.CleanerView) // the log cleaner keeps to the last stable offset and drops aborted records
+	}
 	return tc, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/disgw/disgw/disbackend/localstore"
 	"github.com/disgw/disgw/gateway"
 )
 
@@ -323,3 +325,78 @@ func TestTxnConsumeTransformProduce(t *testing.T) {
 		t.Fatalf("etl-group committed %d in all, want %d", sum, n)
 	}
 }
+
+// TestTxnCompactedTopic: the log cleaner of a compacted topic keeps to
+// transactions as Kafka's does: an aborted record supersedes nothing (it is
+// dropped), and a record of a transaction still open supersedes nothing
+// either (the cleaner stops at the last stable offset). read_committed then
+// reads each key's last committed value.
+func TestTxnCompactedTopic(t *testing.T) {
+	g := startGatewayStore(t, t.TempDir(), localstore.Options{CleanerInterval: 50 * time.Millisecond}, nil)
+	adm := kadm.NewClient(g.client(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cfg := map[string]*string{"cleanup.policy": ptrTo("compact"), "segment.ms": ptrTo("100"),
+		"min.cleanable.dirty.ratio": ptrTo("0.01"), "min.compaction.lag.ms": ptrTo("0")}
+	if _, err := adm.CreateTopic(ctx, 1, 1, cfg, "ctx"); err != nil {
+		t.Fatal(err)
+	}
+	p := g.client(t, kgo.TransactionalID("tx-c"), kgo.DefaultProduceTopic("ctx"))
+	write := func(commit bool, kvs ...string) {
+		t.Helper()
+		if err := p.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < len(kvs); i += 2 {
+			if err := p.ProduceSync(ctx, &kgo.Record{Key: []byte(kvs[i]), Value: []byte(kvs[i+1])}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := p.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(true, "a", "a1", "b", "b1")
+	write(false, "a", "a2-aborted")
+	write(true, "b", "b2")
+	// An open transaction's record of a: not decided while the cleaner runs.
+	open := g.client(t, kgo.TransactionalID("tx-open"), kgo.DefaultProduceTopic("ctx"))
+	if err := open.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := open.ProduceSync(ctx, &kgo.Record{Key: []byte("a"), Value: []byte("a3-open")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	// A plain record after it, so that the segment holding everything above
+	// is sealed (segment.ms) and cleaned.
+	plain := g.client(t, kgo.DefaultProduceTopic("ctx"))
+	time.Sleep(300 * time.Millisecond)
+	if err := plain.ProduceSync(ctx, &kgo.Record{Key: []byte("c"), Value: []byte("c1")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	// Wait until a pass has cleaned: b1 gone from a read_uncommitted read.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got := readAll(t, g, "ctx", false, 100)
+		if !slices.Contains(got, "b1") {
+			if slices.Contains(got, "a2-aborted") {
+				t.Fatalf("the aborted record stayed through a cleaning pass: %v", got)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not cleaned after 30 s: %v", got)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if got := readAll(t, g, "ctx", true, 2); fmt.Sprint(got) != "[a1 b2]" {
+		t.Fatalf("read_committed after cleaning with a transaction open: %v, want [a1 b2]", got)
+	}
+	if err := open.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, g, "ctx", true, 3); fmt.Sprint(got) != "[a1 b2 c1]" {
+		t.Fatalf("read_committed after the abort: %v, want [a1 b2 c1]", got)
+	}
+}
+

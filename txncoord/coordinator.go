@@ -211,6 +211,7 @@ type Coordinator struct {
 	open    map[partKey]map[*txn]int64 // the open transactions of each partition, by first offset
 	aborted map[partKey][]Aborted      // by first offset
 	streams map[partKey]string         // the stream of each partition with aborted ranges
+	ids     map[string][16]byte        // the topic id of each stream seen (CleanerView)
 	changed chan struct{}              // closed when a last stable offset moves up
 	closed  bool
 
@@ -241,6 +242,7 @@ func New(ctx context.Context, cfg Config, be Backend, topics Topics, groups Grou
 		cfg: cfg, be: be, topics: topics, groups: groups, log: cfg.Logger,
 		txns: map[string]*txn{}, open: map[partKey]map[*txn]int64{},
 		aborted: map[partKey][]Aborted{}, streams: map[partKey]string{}, changed: make(chan struct{}),
+		ids: map[string][16]byte{},
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	recs, err := be.TxnRecords(ctx)
@@ -284,6 +286,7 @@ func (c *Coordinator) load(k string, v []byte) error {
 		a.LastOffset = ar.Last
 		c.aborted[pk] = append(c.aborted[pk], a)
 		c.streams[pk] = ar.Stream
+		c.ids[ar.Stream] = pk.id
 	default:
 		return errors.New("unknown key")
 	}
@@ -339,6 +342,7 @@ func (c *Coordinator) nowMS() int64 { return c.cfg.Now().UnixMilli() }
 // New).
 func (c *Coordinator) openPart(t *txn, p *txnPart) {
 	pk := p.key()
+	c.ids[p.Stream] = p.TopicID
 	m := c.open[pk]
 	if m == nil {
 		m = map[*txn]int64{}
@@ -409,6 +413,29 @@ func (c *Coordinator) LastStableOffset(topicID [16]byte, part int32, hw int64) i
 		lso = min(lso, first)
 	}
 	return lso
+}
+
+// CleanerView is the embedded store's disbackend.TxnView: a partition's
+// aborted ranges and last stable offset (math.MaxInt64 with no transaction
+// open), by its stream name.
+func (c *Coordinator) CleanerView(stream string, part int32) ([]disbackend.AbortedRange, int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	id, ok := c.ids[stream]
+	if !ok {
+		return nil, math.MaxInt64
+	}
+	pk := partKey{id, part}
+	lso := int64(math.MaxInt64)
+	for _, first := range c.open[pk] {
+		lso = min(lso, first)
+	}
+	l := c.aborted[pk]
+	out := make([]disbackend.AbortedRange, len(l))
+	for i, a := range l {
+		out[i] = disbackend.AbortedRange{ProducerID: a.ProducerID, FirstOffset: a.FirstOffset, LastOffset: a.LastOffset}
+	}
+	return out, lso
 }
 
 // AbortedIn returns the aborted transactions of a partition whose range

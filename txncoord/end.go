@@ -178,6 +178,7 @@ func (c *Coordinator) saveAborted(ctx context.Context, p *txnPart, pid, last int
 	c.aborted[pk] = append(l, Aborted{ProducerID: pid, FirstOffset: p.FirstOffset, LastOffset: last})
 	sortAborted(c.aborted[pk])
 	c.streams[pk] = p.Stream
+	c.ids[p.Stream] = pk.id
 	return nil
 }
 

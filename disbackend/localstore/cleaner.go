@@ -190,6 +190,37 @@ type cleanPlan struct {
 	// batches of producers with state: those batches stay.
 	lastOfProducer []map[int64]bool
 	nowMS          int64
+	// by partition: its aborted transactions and last stable offset
+	// (TxnView; none and math.MaxInt64 without one)
+	aborted    [][]disbackend.AbortedRange
+	lastStable []int64
+}
+
+var _ disbackend.TxnCleaner = (*Store)(nil)
+
+// SetTxnView gives the log cleaner the transactions (the gateway's
+// transaction coordinator): from the next pass on it maps no key at or
+// past a partition's last stable offset and drops the records of aborted
+// transactions (Kafka's cleaner: firstUncleanableOffset at most the last
+// stable offset, and MemoryRecords.filterTo's aborted batches).
+func (s *Store) SetTxnView(v disbackend.TxnView) { s.txnView.Store(&v) }
+
+// isAborted reports whether the batch raw at f is a transactional batch of
+// an aborted transaction in l.
+func isAborted(raw []byte, f *frameInfo, l []disbackend.AbortedRange) bool {
+	if len(l) == 0 || f.pid < 0 {
+		return false
+	}
+	h, err := batch.ParseHeader(raw)
+	if err != nil || h.Attributes&batch.AttrTransactional == 0 || h.Attributes&batch.AttrControl != 0 {
+		return false
+	}
+	for _, a := range l {
+		if a.ProducerID == h.ProducerID && a.FirstOffset <= f.base && f.base <= a.LastOffset {
+			return true
+		}
+	}
+	return false
 }
 
 // partLast is the last offset of part's batches in the range (-1: none).
@@ -267,6 +298,14 @@ func (s *Store) planClean(st *stream) (*cleanPlan, error) {
 		sps: make([][]*segPart, len(st.parts)), first: make([]int64, len(st.parts)),
 		lastOfProducer: make([]map[int64]bool, len(st.parts))}
 	plan.state.FirstDirty = slices.Clone(st.clean.FirstDirty)
+	plan.aborted, plan.lastStable = make([][]disbackend.AbortedRange, len(st.parts)), make([]int64, len(st.parts))
+	view := s.txnView.Load()
+	for i := range st.parts {
+		plan.lastStable[i] = math.MaxInt64
+		if view != nil {
+			plan.aborted[i], plan.lastStable[i] = (*view)(st.meta.Name, int32(i))
+		}
+	}
 	inRange := make(map[*segment]bool, n)
 	for _, sg := range plan.segs {
 		inRange[sg] = true
@@ -483,8 +522,8 @@ func (s *Store) writeCleaned(plan *cleanPlan) (*cleaned, error) {
 		if err != nil {
 			return fail(err)
 		}
-		if mapEnd <= plan.partLast(part) {
-			out.more = true
+		if mapEnd <= plan.partLast(part) && mapEnd < plan.lastStable[part] {
+			out.more = true // not when an open transaction stopped it: the next pass would stop there too
 		}
 		if mapEnd > out.state.FirstDirty[part] {
 			out.state.FirstDirty[part] = mapEnd
@@ -528,9 +567,12 @@ func (s *Store) mapDirty(plan *cleanPlan, part int32, m *offsetMap) (int64, erro
 	fd := plan.state.firstDirty(part)
 	end := fd
 	err := s.eachBatch(plan.sps[part], max(fd, plan.first[part]), cleanerReadBytes, func(f *frameInfo, raw []byte) (bool, error) {
-		if isControl(raw) {
+		if f.base >= plan.lastStable[part] {
+			return false, nil // an open transaction's records may yet be aborted: nothing from here on supersedes
+		}
+		if isControl(raw) || isAborted(raw, f, plan.aborted[part]) {
 			end = f.last + 1
-			return true, nil // a marker's key is its type: not a record key
+			return true, nil // a marker's key is its type, an aborted record supersedes nothing
 		}
 		recs, err := batch.DecodeRecords(raw)
 		if err != nil {
@@ -585,6 +627,15 @@ func (s *Store) filterBatch(plan *cleanPlan, part int32, m *offsetMap, f *frameI
 		// abort marker to end its aborted transaction (Kafka removes them
 		// only once the transaction's records are gone).
 		return raw, nil
+	}
+	if isAborted(raw, f, plan.aborted[part]) {
+		// An aborted transaction's records go (Kafka's cleaner); the
+		// header stays where a batch must (below).
+		out.removed += int(h.NumRecords)
+		if !plan.lastOfProducer[part][f.last] && !last {
+			return nil, nil
+		}
+		return batch.Rewrite(h, nil, -1)
 	}
 	recs, err := batch.DecodeRecords(raw)
 	if err != nil {

@@ -170,6 +170,9 @@ type Store struct {
 	clusterID      string // set by Open
 	cleanerBuffer  int64  // Options.CleanerBufferBytes
 	cleanerHook    func(step string)
+	// txnView is the transactions the log cleaner respects (SetTxnView);
+	// nil: none.
+	txnView atomic.Pointer[disbackend.TxnView]
 	producerExpiry time.Duration
 	cache          *tailCache
 	space          *spaceWatch // the disk-full state (diskfull.go)
