@@ -68,7 +68,14 @@ func (c *conn) handleDescribeProducers(req *kafkawire.Request) reply {
 		t.Topic = rt.Topic
 		served := q.topic()
 		st := s.topics.get(rt.Topic)
-		if st == nil && served && len(rt.Partitions) > 0 {
+		internal := rt.Topic == offsetsTopic
+		if internal {
+			// Metadata lists it, so kafka-transactions find-hanging asks for
+			// its partitions: no producers write there (offsets are apps'
+			// checkpoints), as an answer, not UNKNOWN_TOPIC_OR_PARTITION,
+			// which the admin client retries until it times out.
+			st = s.offsetsTopicStream()
+		} else if st == nil && served && len(rt.Partitions) > 0 {
 			st = s.lookupTopic(ctx, rt.Topic)
 		}
 		for _, part := range rt.Partitions {
@@ -87,6 +94,7 @@ func (c *conn) handleDescribeProducers(req *kafkawire.Request) reply {
 				// (ReplicaManager.activeProducerState's answer, no
 				// message).
 				p.ErrorCode = kerr.NotLeaderForPartition.Code
+			case internal:
 			case pd != nil:
 				states, err := pd.ActiveProducers(ctx, st.Name, part)
 				if err != nil {

@@ -11,6 +11,7 @@ import (
 // knows, with the reason. Empty: we serve every API at its newest version.
 var cappedBelowKmsg = map[int16]string{
 	24: "AddPartitionsToTxn v4-5 are the batched form brokers send each other (CLUSTER_ACTION); clients send v3 at most",
+	27: "WriteTxnMarkers v2 carries the transaction version (KIP-890 part 2), not built",
 	26: "EndTxn v5 is KIP-890 part 2 (transaction.version 2), not advertised (docs/transactions.md)",
 	28: "TxnOffsetCommit v5 is KIP-890 part 2 (transaction.version 2), v6 its next step; not advertised",
 }

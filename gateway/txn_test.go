@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/disgw/disgw/disbackend/localstore"
 	"github.com/disgw/disgw/gateway"
@@ -400,3 +401,55 @@ func TestTxnCompactedTopic(t *testing.T) {
 	}
 }
 
+
+// TestTxnWriteMarkersAbort: WriteTxnMarkers (what kafka-transactions.sh
+// abort sends) ends an open transaction on one partition by hand: its
+// records there stay hidden from read_committed readers, which move past
+// them at once.
+func TestTxnWriteMarkersAbort(t *testing.T) {
+	g := startGateway(t)
+	txnTopic(t, g, "tx", 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	p := g.client(t, kgo.TransactionalID("tx-hang"), kgo.DefaultProduceTopic("tx"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ProduceSync(ctx, &kgo.Record{Value: []byte("hanging"), Partition: 0}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	plain := g.client(t, kgo.DefaultProduceTopic("tx"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err := plain.ProduceSync(ctx, &kgo.Record{Value: []byte("after"), Partition: 0}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	adm := kadm.NewClient(g.client(t))
+	ps, err := adm.DescribeProducers(ctx, kadm.TopicsSet{"tx": {0: {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pid int64 = -1
+	var epoch int16
+	ps.EachProducer(func(s kadm.DescribedProducer) {
+		if s.CurrentTxnStartOffset == 0 {
+			pid, epoch = s.ProducerID, s.ProducerEpoch
+		}
+	})
+	if pid < 0 {
+		t.Fatalf("DescribeProducers shows no open transaction starting at 0: %+v", ps)
+	}
+	req := kmsg.NewPtrWriteTxnMarkersRequest()
+	m := kmsg.NewWriteTxnMarkersRequestMarker()
+	m.ProducerID, m.ProducerEpoch, m.CoordinatorEpoch, m.Committed = pid, epoch, -1, false
+	m.Topics = []kmsg.WriteTxnMarkersRequestMarkerTopic{{Topic: "tx", Partitions: []int32{0}}}
+	req.Markers = append(req.Markers, m)
+	resp, err := req.RequestWith(ctx, g.client(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := resp.Markers[0].Topics[0].Partitions[0].ErrorCode; code != 0 {
+		t.Fatalf("WriteTxnMarkers: %v", kerr.ErrorForCode(code))
+	}
+	if got := readAll(t, g, "tx", true, 1); fmt.Sprint(got) != "[after]" {
+		t.Fatalf("read_committed after the abort by hand: %v, want [after]", got)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -213,4 +214,77 @@ func (c *Coordinator) commitOffsets(ctx context.Context, group string, offs []tx
 		}
 	}
 	return nil
+}
+
+// WriteMarker serves one partition of WriteTxnMarkers (API key 27): a COMMIT
+// or ABORT marker for producer pid at epoch written to a partition by hand,
+// as `kafka-transactions.sh abort` asks a partition's leader to. When a
+// transaction of pid is open on the partition, its epoch must be the
+// transaction's or newer (else INVALID_PRODUCER_EPOCH); the marker ends it
+// there (an abort saves its aborted range) and the partition leaves the
+// transaction, whose other partitions are ended as usual. With none open
+// the marker is written and changes nothing for readers, as on Kafka.
+// Returns 0 or the Kafka error code: UNKNOWN_TOPIC_OR_PARTITION,
+// INVALID_PRODUCER_EPOCH, KAFKA_STORAGE_ERROR (the marker or the state could
+// not be written).
+func (c *Coordinator) WriteMarker(ctx context.Context, topic string, part int32, pid int64, epoch int16, commit bool) int16 {
+	tp, ok := c.topics.Topic(ctx, topic)
+	if !ok || part < 0 || part >= tp.Partitions {
+		return kerr.UnknownTopicOrPartition.Code
+	}
+	pk := partKey{tp.ID, part}
+	c.mu.Lock()
+	var t *txn
+	for o := range c.open[pk] {
+		if o.rec.PID == pid {
+			t = o
+		}
+	}
+	c.mu.Unlock()
+	p := txnPart{Topic: topic, Stream: tp.Stream, TopicID: tp.ID, Partition: part}
+	if t == nil {
+		if _, err := c.writeMarker(ctx, &p, pid, epoch, commit); err != nil {
+			c.log.Warn("write transaction marker failed", zap.String("topic", topic), zap.Int32("partition", part), zap.Error(err))
+			return kerr.KafkaStorageError.Code
+		}
+		return 0
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	i := slices.IndexFunc(t.rec.Parts, func(x txnPart) bool { return x.key() == pk })
+	switch {
+	case t.gone || t.rec.PID != pid || i < 0:
+		return c.WriteMarker(ctx, topic, part, pid, epoch, commit) // it ended meanwhile
+	case epoch < t.rec.Epoch:
+		return kerr.InvalidProducerEpoch.Code
+	}
+	p = t.rec.Parts[i]
+	if err := c.drain(ctx, t); err != nil {
+		return kerr.KafkaStorageError.Code
+	}
+	off, err := c.writeMarker(ctx, &p, pid, epoch, commit)
+	if err == nil && !commit && off >= 0 {
+		err = c.saveAborted(ctx, &p, pid, off)
+	}
+	next := t.rec
+	next.Parts = slices.Delete(slices.Clone(t.rec.Parts), i, i+1)
+	next.UpdateMS = c.nowMS()
+	if err == nil {
+		err = c.saveRec(ctx, &next)
+	}
+	if err != nil {
+		c.log.Warn("write transaction marker failed", zap.String("transactional_id", t.rec.ID), zap.String("topic", topic),
+			zap.Int32("partition", part), zap.Error(err))
+		return kerr.KafkaStorageError.Code
+	}
+	c.mu.Lock()
+	c.closeParts(t)
+	t.rec = next
+	for j := range t.rec.Parts {
+		c.openPart(t, &t.rec.Parts[j])
+	}
+	c.mu.Unlock()
+	c.log.Info("transaction ended on one partition by WriteTxnMarkers", zap.String("transactional_id", t.rec.ID),
+		zap.String("topic", topic), zap.Int32("partition", part), zap.Bool("commit", commit))
+	return 0
 }

@@ -112,6 +112,8 @@ var keptRules = []*keptRule{
 		Reason: "AddPartitionsToTxn v4-5 are the batched form Kafka's brokers send each other (KIP-890 part 1 verification, CLUSTER_ACTION); a gateway has no brokers to ask it, and clients send v3 at most (docs/transactions.md)"},
 	{Category: catDeliberate, API: "ApiVersions", Path: "ApiKeys[26].MaxVersion",
 		Reason: "EndTxn v5 is KIP-890 part 2 (transaction.version 2: the epoch bumped at each end), not built; clients use v4, as with a Kafka 3.x broker (docs/transactions.md)"},
+	{Category: catDeliberate, API: "ApiVersions", Path: "ApiKeys[27].MaxVersion",
+		Reason: "WriteTxnMarkers v2 carries the transaction version (KIP-890 part 2), not built; the transactions tool's abort sends v1 (docs/transactions.md)"},
 	{Category: catDeliberate, API: "ApiVersions", Path: "ApiKeys[28].MaxVersion",
 		Reason: "TxnOffsetCommit v5 is KIP-890 part 2 (no AddOffsetsToTxn first), not built; clients use v4 (docs/transactions.md)"},
 	{Category: catDeliberate, API: "ApiVersions", Path: "SupportedFeatures**",
