@@ -38,6 +38,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -209,6 +210,9 @@ type Coordinator struct {
 	mu      sync.Mutex
 	txns    map[string]*txn
 	open    map[partKey]map[*txn]int64 // the open transactions of each partition, by first offset
+	// nOpen is len(open), read without mu: the fetch path skips the lock
+	// when no transaction is open anywhere.
+	nOpen atomic.Int64
 	aborted map[partKey][]Aborted      // by first offset
 	streams map[partKey]string         // the stream of each partition with aborted ranges
 	ids     map[string][16]byte        // the topic id of each stream seen (CleanerView)
@@ -347,8 +351,20 @@ func (c *Coordinator) openPart(t *txn, p *txnPart) {
 	if m == nil {
 		m = map[*txn]int64{}
 		c.open[pk] = m
+		c.nOpen.Store(int64(len(c.open)))
 	}
 	m[t] = p.FirstOffset
+}
+
+// unopen takes t out of partition pk's open transactions. Requires c.mu.
+func (c *Coordinator) unopen(pk partKey, t *txn) {
+	if m := c.open[pk]; m != nil {
+		delete(m, t)
+		if len(m) == 0 {
+			delete(c.open, pk)
+			c.nOpen.Store(int64(len(c.open)))
+		}
+	}
 }
 
 // Changed returns a channel closed the next time a partition's last stable
@@ -368,13 +384,7 @@ func (c *Coordinator) closeParts(t *txn) {
 		c.changed = make(chan struct{})
 	}
 	for i := range t.rec.Parts {
-		pk := t.rec.Parts[i].key()
-		if m := c.open[pk]; m != nil {
-			delete(m, t)
-			if len(m) == 0 {
-				delete(c.open, pk)
-			}
-		}
+		c.unopen(t.rec.Parts[i].key(), t)
 	}
 }
 
@@ -406,6 +416,9 @@ func (c *Coordinator) update(t *txn, f func(r *record)) {
 // watermark is hw: the first offset of its earliest open transaction, else
 // hw (Kafka UnifiedLog.lastStableOffset).
 func (c *Coordinator) LastStableOffset(topicID [16]byte, part int32, hw int64) int64 {
+	if c.nOpen.Load() == 0 {
+		return hw
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	lso := hw

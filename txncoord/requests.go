@@ -284,12 +284,7 @@ func (c *Coordinator) AddPartitions(ctx context.Context, r *kmsg.AddPartitionsTo
 	if err := c.saveRec(ctx, &next); err != nil {
 		c.mu.Lock()
 		for i := range added {
-			if m := c.open[added[i].key()]; m != nil {
-				delete(m, t)
-				if len(m) == 0 {
-					delete(c.open, added[i].key())
-				}
-			}
+			c.unopen(added[i].key(), t)
 		}
 		c.mu.Unlock()
 		c.log.Warn("add partitions to transaction failed", zap.String("transactional_id", t.rec.ID), zap.Error(err))
