@@ -22,7 +22,9 @@ import (
 func init() {
 	registerAPI(24, 0, 3, (*conn).handleAddPartitionsToTxn,
 		txnIDOp(acl.OpWrite, func(r *kmsg.AddPartitionsToTxnRequest) *string { return &r.TransactionalID },
-			func(r *kmsg.AddPartitionsToTxnRequest, code int16) kmsg.Response { return answerAddPartitions(r, code, nil) }),
+			func(r *kmsg.AddPartitionsToTxnRequest, code int16) kmsg.Response {
+				return answerAddPartitions(r, code, nil)
+			}),
 		(*conn).authorizeAddPartitionsTopics)
 }
 

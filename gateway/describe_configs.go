@@ -164,6 +164,8 @@ func brokerValuesOf(cfg Config, adv, listen string) map[string]string {
 		"group.max.session.timeout.ms":                     strconv.FormatInt(cfg.GroupMaxSessionTimeout.Milliseconds(), 10),
 		"offsets.retention.minutes":                        strconv.FormatInt(int64(cfg.OffsetsRetention/time.Minute), 10),
 		"producer.id.expiration.ms":                        strconv.FormatInt(cfg.ProducerIDExpiration.Milliseconds(), 10),
+		"transaction.max.timeout.ms":                       strconv.FormatInt(cfg.TransactionMaxTimeout.Milliseconds(), 10),
+		"transactional.id.expiration.ms":                   strconv.FormatInt(cfg.TransactionalIDExpiration.Milliseconds(), 10),
 	}
 	if cfg.MaxConnections > 0 {
 		m["max.connections"] = strconv.Itoa(cfg.MaxConnections)

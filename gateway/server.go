@@ -24,8 +24,8 @@ import (
 	"github.com/disgw/disgw/groupcoord"
 	"github.com/disgw/disgw/internal/acl"
 	"github.com/disgw/disgw/internal/metrics"
-	"github.com/disgw/disgw/txncoord"
 	"github.com/disgw/disgw/kafkawire/batch"
+	"github.com/disgw/disgw/txncoord"
 )
 
 // Config is the gateway's own configuration. Zero values are replaced by

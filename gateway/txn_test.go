@@ -401,7 +401,6 @@ func TestTxnCompactedTopic(t *testing.T) {
 	}
 }
 
-
 // TestTxnWriteMarkersAbort: WriteTxnMarkers (what kafka-transactions.sh
 // abort sends) ends an open transaction on one partition by hand: its
 // records there stay hidden from read_committed readers, which move past

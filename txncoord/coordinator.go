@@ -118,7 +118,7 @@ type Config struct {
 	// LeaderEpoch gives the partition leader epoch stamped on markers, as
 	// the produce path stamps batches; nil: -1.
 	LeaderEpoch func() int32
-	Logger *zap.Logger
+	Logger      *zap.Logger
 	// Now is the clock (tests replace it); nil: time.Now.
 	Now func() time.Time
 }
@@ -207,16 +207,16 @@ type Coordinator struct {
 	groups Groups
 	log    *zap.Logger
 
-	mu      sync.Mutex
-	txns    map[string]*txn
-	open    map[partKey]map[*txn]int64 // the open transactions of each partition, by first offset
+	mu   sync.Mutex
+	txns map[string]*txn
+	open map[partKey]map[*txn]int64 // the open transactions of each partition, by first offset
 	// nOpen is len(open), read without mu: the fetch path skips the lock
 	// when no transaction is open anywhere.
-	nOpen atomic.Int64
-	aborted map[partKey][]Aborted      // by first offset
-	streams map[partKey]string         // the stream of each partition with aborted ranges
-	ids     map[string][16]byte        // the topic id of each stream seen (CleanerView)
-	changed chan struct{}              // closed when a last stable offset moves up
+	nOpen   atomic.Int64
+	aborted map[partKey][]Aborted // by first offset
+	streams map[partKey]string    // the stream of each partition with aborted ranges
+	ids     map[string][16]byte   // the topic id of each stream seen (CleanerView)
+	changed chan struct{}         // closed when a last stable offset moves up
 	closed  bool
 
 	stop chan struct{}
@@ -246,7 +246,7 @@ func New(ctx context.Context, cfg Config, be Backend, topics Topics, groups Grou
 		cfg: cfg, be: be, topics: topics, groups: groups, log: cfg.Logger,
 		txns: map[string]*txn{}, open: map[partKey]map[*txn]int64{},
 		aborted: map[partKey][]Aborted{}, streams: map[partKey]string{}, changed: make(chan struct{}),
-		ids: map[string][16]byte{},
+		ids:  map[string][16]byte{},
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	recs, err := be.TxnRecords(ctx)

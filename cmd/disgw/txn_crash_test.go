@@ -27,7 +27,7 @@ func TestTxnKill9(t *testing.T) {
 	}
 	dir := t.TempDir()
 	const topic, perTxn, rounds = "txn.crash", 10, 3
-	acked := map[string]bool{} // transaction name -> commit acknowledged
+	acked := map[string]bool{}  // transaction name -> commit acknowledged
 	ending := map[string]bool{} // EndTxn sent: only these may be read
 	started := map[string]bool{}
 	var mu sync.Mutex

@@ -161,18 +161,18 @@ type Store struct {
 	// segFS is fs unwrapped, for the segment files: a segment write that
 	// finds no room is taken back and refused, not made again in the
 	// ballast's room (which is for metadata, index files and a clean stop).
-	segFS          vfs.FS
-	segDir         string
-	dir            string // the data directory as Open was given it (LogDir)
-	segBytes       int64
-	log            *zap.Logger
-	now            func() time.Time
-	clusterID      string // set by Open
-	cleanerBuffer  int64  // Options.CleanerBufferBytes
-	cleanerHook    func(step string)
+	segFS         vfs.FS
+	segDir        string
+	dir           string // the data directory as Open was given it (LogDir)
+	segBytes      int64
+	log           *zap.Logger
+	now           func() time.Time
+	clusterID     string // set by Open
+	cleanerBuffer int64  // Options.CleanerBufferBytes
+	cleanerHook   func(step string)
 	// txnView is the transactions the log cleaner respects (SetTxnView);
 	// nil: none.
-	txnView atomic.Pointer[disbackend.TxnView]
+	txnView        atomic.Pointer[disbackend.TxnView]
 	producerExpiry time.Duration
 	cache          *tailCache
 	space          *spaceWatch // the disk-full state (diskfull.go)
