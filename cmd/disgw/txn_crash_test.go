@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -162,4 +163,128 @@ func verifyTxns(t *testing.T, addr, topic string, perTxn int, acked, ending map[
 	if t.Failed() {
 		t.FailNow()
 	}
+}
+
+// TestTxnETLKill9 runs franz-go's GroupTransactSession from one topic to
+// another (consume, transform, produce and commit the offsets in one
+// transaction) while the gateway is killed with SIGKILL and restarted on the
+// same address and data directory: the output read with read_committed must
+// be the input exactly once, nothing missing, nothing twice.
+func TestTxnETLKill9(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long: a kill -9 under a consume-transform-produce session")
+	}
+	addr := freeAddr(t)
+	dir := filepath.Join(t.TempDir(), "data")
+	g := startGateway(t, gatewayOpts{data: dir, listen: addr, args: []string{"--log-level", "warn"}})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	src, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic("etl.in"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	adm := kadm.NewClient(src)
+	for _, tp := range []string{"etl.in", "etl.out"} {
+		if _, err := adm.CreateTopic(ctx, 3, 1, nil, tp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const n = 3000
+	for i := range n {
+		src.Produce(ctx, &kgo.Record{Key: []byte(strconv.Itoa(i % 17)), Value: []byte(fmt.Sprintf("r%04d", i))}, nil)
+	}
+	if err := src.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(addr), kgo.TransactionalID("etl-kill"),
+		kgo.ConsumerGroup("etl-kill"), kgo.ConsumeTopics("etl.in"), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.DefaultProduceTopic("etl.out"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.TransactionTimeout(5*time.Second), kgo.RequestRetries(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
+			fs := sess.PollRecords(pctx, 100) // 30 transactions or more: the kill lands mid-run
+			pcancel()
+			if err := sess.Begin(); err != nil {
+				t.Errorf("begin: %v", err)
+				return
+			}
+			fs.EachRecord(func(r *kgo.Record) {
+				sess.Produce(ctx, &kgo.Record{Key: r.Key, Value: append([]byte("out-"), r.Value...)}, nil)
+			})
+			ectx, ecancel := context.WithTimeout(ctx, 15*time.Second)
+			_, _ = sess.End(ectx, kgo.TryCommit) // an error aborts: the records come again
+			ecancel()
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	time.Sleep(300 * time.Millisecond)
+	g.stop(t, syscall.SIGKILL)
+	g = g.restart(t)
+
+	// Wait until the output holds n records read_committed, then a little
+	// longer: anything more is a duplicate.
+	var got map[string]int
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		got = readCommittedValues(t, addr, "etl.out")
+		total := 0
+		for _, c := range got {
+			total += c
+		}
+		if total >= n {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	time.Sleep(2 * time.Second)
+	close(stop)
+	<-done
+	sess.Close()
+	got = readCommittedValues(t, addr, "etl.out")
+	for i := range n {
+		v := fmt.Sprintf("out-r%04d", i)
+		if got[v] != 1 {
+			t.Errorf("%s read %d times", v, got[v])
+		}
+	}
+	if len(got) != n {
+		t.Errorf("%d distinct records in the output, want %d", len(got), n)
+	}
+}
+
+// readCommittedValues reads topic from the start with read_committed until a
+// poll of 2 s brings nothing, and counts each value.
+func readCommittedValues(t *testing.T, addr, topic string) map[string]int {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	out := map[string]int{}
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		fs := cl.PollFetches(ctx)
+		cancel()
+		k := 0
+		fs.EachRecord(func(r *kgo.Record) { k++; out[string(r.Value)]++ })
+		if k == 0 {
+			break
+		}
+	}
+	return out
 }
