@@ -184,6 +184,9 @@ func (c *conn) handleProduce(req *kafkawire.Request) reply {
 				var refused *txnRefusal
 				if errors.As(err, &refused) {
 					setErr(p, refused.code, nil)
+					if r.Version >= 8 {
+						p.ErrorMessage = refused.message()
+					}
 					continue
 				}
 				if err != nil {

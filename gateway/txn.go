@@ -98,6 +98,16 @@ func (c *conn) verifyTxn(txnID *string, st *disbackend.Stream, part int32, h *ba
 type txnRefusal struct{ code int16 }
 
 func (e *txnRefusal) Error() string { return kerr.ErrorForCode(e.code).Error() }
+
+// message is what Kafka 4.4 says with the refusal: only a partition not
+// added has one.
+func (e *txnRefusal) message() *string {
+	if e.code == kerr.InvalidTxnState.Code {
+		m := "Partition was not added to the transaction"
+		return &m
+	}
+	return nil
+}
 func (e *txnRefusal) Unwrap() error { return kerr.ErrorForCode(e.code) }
 
 // lastStable is a partition's last stable offset for its high watermark

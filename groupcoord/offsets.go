@@ -88,7 +88,7 @@ func (c *Coordinator) ValidateTxnCommit(groupID string, generation int32, member
 		return code
 	}
 	ch := make(chan int16, 1)
-	found, err := c.send(groupID, false, func(g *group) {
+	_, err := c.send(groupID, true, func(g *group) {
 		if code := g.validateMember(memberID, instanceID); code != 0 {
 			ch <- code
 			return
@@ -99,13 +99,10 @@ func (c *Coordinator) ValidateTxnCommit(groupID string, generation int32, member
 		}
 		ch <- 0
 	}, func() { ch <- kerr.NotCoordinator.Code })
-	switch {
-	case err != nil:
+	if err != nil {
 		return sendCode(err)
-	case !found:
-		return kerr.IllegalGeneration.Code // no such group: no member or generation can be current
 	}
-	return <-ch
+	return <-ch // a group unknown until now is Empty: UNKNOWN_MEMBER_ID, as Kafka
 }
 
 func (c *Coordinator) commitOffsets(ctx context.Context, req *kmsg.OffsetCommitRequest, validate bool) *kmsg.OffsetCommitResponse {

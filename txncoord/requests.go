@@ -3,6 +3,7 @@ package txncoord
 import (
 	"context"
 	"errors"
+	"math"
 	"regexp"
 	"slices"
 
@@ -71,7 +72,8 @@ func fencedCode(version, fencedSince int16) int16 {
 // producer (Kafka TransactionCoordinator.handleInitProducerId). v3+ with a
 // producer id and epoch (KIP-360) must name the current pair (bumped) or
 // the pair the last bump left (a retry: answered with the current one),
-// else PRODUCER_FENCED. Errors: INVALID_REQUEST (empty id),
+// else PRODUCER_FENCED. Errors: INVALID_REQUEST (an empty id, or one over
+// 32767 bytes),
 // INVALID_TRANSACTION_TIMEOUT (timeout <= 0 or above MaxTimeout),
 // CONCURRENT_TRANSACTIONS (the previous transaction could not be finished
 // yet: retried by clients), COORDINATOR_NOT_AVAILABLE (the state could
@@ -81,7 +83,10 @@ func (c *Coordinator) InitProducerID(ctx context.Context, r *kmsg.InitProducerID
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	id := *r.TransactionalID
 	switch {
-	case id == "":
+	case id == "" || len(id) > math.MaxInt16:
+		// Kafka's request parser refuses a string longer than 32767
+		// bytes; kept, such an id would break the Java admin client's
+		// ListTransactions for everyone.
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp
 	case r.TransactionTimeoutMillis <= 0 || int64(r.TransactionTimeoutMillis) > c.cfg.MaxTimeout.Milliseconds():
@@ -339,7 +344,9 @@ func (c *Coordinator) AddOffsets(ctx context.Context, r *kmsg.AddOffsetsToTxnReq
 // INVALID_TXN_STATE; the member and generation (v3+, KIP-447) are checked
 // by the group coordinator (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION,
 // FENCED_INSTANCE_ID). Other errors, for every partition:
-// INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED, COORDINATOR_NOT_AVAILABLE;
+// INVALID_PRODUCER_ID_MAPPING, INVALID_PRODUCER_EPOCH (a fenced producer,
+// at every version, as Kafka's group coordinator answers),
+// COORDINATOR_NOT_AVAILABLE;
 // an unknown topic or partition gets UNKNOWN_TOPIC_OR_PARTITION.
 func (c *Coordinator) TxnOffsetCommit(ctx context.Context, r *kmsg.TxnOffsetCommitRequest) *kmsg.TxnOffsetCommitResponse {
 	resp := r.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
@@ -374,7 +381,9 @@ func (c *Coordinator) TxnOffsetCommit(ctx context.Context, r *kmsg.TxnOffsetComm
 		return answer(codeInvalidProducerIDMapping)
 	}
 	defer t.mu.Unlock()
-	if code := checkProducer(t, r.ProducerID, r.ProducerEpoch, r.Version, 3); code != 0 {
+	// The group coordinator answers a fenced TxnOffsetCommit with
+	// INVALID_PRODUCER_EPOCH at every version (Kafka 4.4).
+	if code := checkProducer(t, r.ProducerID, r.ProducerEpoch, r.Version, math.MaxInt16); code != 0 {
 		return answer(code)
 	}
 	if t.rec.State != Ongoing || !slices.Contains(t.rec.Groups, r.Group) {
