@@ -232,7 +232,7 @@ func TestTxnETLKill9(t *testing.T) {
 	}()
 	time.Sleep(300 * time.Millisecond)
 	g.stop(t, syscall.SIGKILL)
-	g = g.restart(t)
+	g.restart(t) // on the same address: the session's clients reconnect
 
 	// Wait until the output holds n records read_committed, then a little
 	// longer: anything more is a duplicate.
