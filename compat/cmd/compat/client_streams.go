@@ -129,14 +129,14 @@ func runStreams(broker, backend, topic, tools string) {
 		fail(3, err.Error())
 		return
 	}
+	// Every record of the repartition topic processed and committed too:
+	// killed before, an at-least-once application processes the rest
+	// again after the restart and counts those words twice (seen in CI:
+	// w18 at 130 for 87). On DIS they also expire with the changelog's.
 	repartition := r.app + "-counts-repartition"
-	if r.backend == "dis" {
-		// Every record of the repartition topic processed and committed
-		// too: they expire with the changelog's.
-		if err := r.waitCommittedTopic(ctx, adm, repartition); err != nil {
-			fail(3, err.Error())
-			return
-		}
+	if err := r.waitCommittedTopic(ctx, adm, repartition); err != nil {
+		fail(3, err.Error())
+		return
 	}
 	r.stop(true)
 	if err := os.RemoveAll(filepath.Join(r.dir, "state")); err != nil {
