@@ -186,6 +186,18 @@ func (c *Coordinator) finishForInit(ctx context.Context, t *txn) int16 {
 	return 0
 }
 
+// install saves next as t's record and, once it is synced, makes it t's;
+// a failure is logged (what names the request) and changes nothing.
+// Requires t.mu.
+func (c *Coordinator) install(ctx context.Context, t *txn, next *record, what string) error {
+	if err := c.saveRec(ctx, next); err != nil {
+		c.log.Warn(what+" failed", zap.String("transactional_id", t.rec.ID), zap.Error(err))
+		return err
+	}
+	c.update(t, func(rec *record) { *rec = *next })
+	return nil
+}
+
 // begin checks t can take a new partition or group and starts a
 // transaction when none is open. Returns 0 or CONCURRENT_TRANSACTIONS (one
 // is ending). Requires t.mu.
@@ -286,16 +298,14 @@ func (c *Coordinator) AddPartitions(ctx context.Context, r *kmsg.AddPartitionsTo
 		c.openPart(t, &added[i])
 	}
 	c.mu.Unlock()
-	if err := c.saveRec(ctx, &next); err != nil {
+	if err := c.install(ctx, t, &next, "add partitions to transaction"); err != nil {
 		c.mu.Lock()
 		for i := range added {
 			c.unopen(added[i].key(), t)
 		}
 		c.mu.Unlock()
-		c.log.Warn("add partitions to transaction failed", zap.String("transactional_id", t.rec.ID), zap.Error(err))
 		return answer(codeNotAvailable)
 	}
-	c.update(t, func(rec *record) { *rec = next })
 	return answer(0)
 }
 
@@ -329,12 +339,9 @@ func (c *Coordinator) AddOffsets(ctx context.Context, r *kmsg.AddOffsetsToTxnReq
 		next.Groups = append(slices.Clone(next.Groups), r.Group)
 	}
 	next.UpdateMS = c.nowMS()
-	if err := c.saveRec(ctx, &next); err != nil {
-		c.log.Warn("add offsets to transaction failed", zap.String("transactional_id", t.rec.ID), zap.Error(err))
+	if err := c.install(ctx, t, &next, "add offsets to transaction"); err != nil {
 		resp.ErrorCode = codeNotAvailable
-		return resp
 	}
-	c.update(t, func(rec *record) { *rec = next })
 	return resp
 }
 
@@ -417,11 +424,9 @@ func (c *Coordinator) TxnOffsetCommit(ctx context.Context, r *kmsg.TxnOffsetComm
 	}
 	next.Offsets[r.Group] = offs
 	next.UpdateMS = c.nowMS()
-	if err := c.saveRec(ctx, &next); err != nil {
-		c.log.Warn("transactional offset commit failed", zap.String("transactional_id", t.rec.ID), zap.Error(err))
+	if err := c.install(ctx, t, &next, "transactional offset commit"); err != nil {
 		return answer(codeNotAvailable)
 	}
-	c.update(t, func(rec *record) { *rec = next })
 	return answer(0)
 }
 
