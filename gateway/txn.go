@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,9 +16,9 @@ import (
 
 // Transactions (docs/transactions.md): the transaction coordinator
 // (txncoord) runs when the backend keeps its state
-// (disbackend.TxnStateStore: the embedded store) on one node. Without it
-// a transactional id is refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-// as before.
+// (disbackend.TxnStateStore: the embedded store, and DIS in TxnStream) on
+// one node. Without it a transactional id is refused with
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
 
 // newTxnCoordinator starts the transaction coordinator, or returns nil when
 // the backend keeps no transaction state or the gateway runs as several
@@ -52,16 +53,23 @@ func newTxnCoordinator(cfg Config, backend disbackend.Backend, s *Server) (*txnc
 type txnTopics struct{ s *Server }
 
 func (t txnTopics) Topic(ctx context.Context, name string) (txncoord.Topic, bool) {
-	info, ok := groupTopics(t).Topic(ctx, name)
-	if !ok {
+	st := t.s.topics.get(name)
+	if st == nil {
+		st = t.s.lookupTopic(ctx, name)
+	}
+	if st == nil {
 		return txncoord.Topic{}, false
 	}
-	return txncoord.Topic{Stream: info.Stream, ID: info.ID, Partitions: info.Partitions}, true
+	tp := txncoord.Topic{Stream: st.Name, ID: st.TopicID, Partitions: st.PartitionCount}
+	if t.s.storesRecords && cmp.Or(st.Config.RecordFormat, t.s.cfg.DefaultRecordFormat) == disbackend.RecordFormatNative {
+		tp.Refused = kerr.UnsupportedForMessageFormat.Code // a transaction's records need the envelope (DIS)
+	}
+	return tp, true
 }
 
 // errNoTransactions: a transactional request to a gateway without a
 // transaction coordinator.
-var errNoTransactions = errors.New("transactions need the embedded store on one node")
+var errNoTransactions = errors.New("transactions need a gateway on one node (several nodes are not served yet)")
 
 // verifyTxn checks a produced batch against the transaction coordinator
 // before it is queued (Kafka's transaction verification, KIP-890 part 1):

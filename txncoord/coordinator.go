@@ -86,6 +86,12 @@ type Topic struct {
 	Stream     string   // the backend's stream name
 	ID         [16]byte // Kafka topic id
 	Partitions int32
+	// Refused, when not 0, is the code AddPartitionsToTxn answers for
+	// each of the topic's partitions instead of adding it: a DIS topic of
+	// dis.record.format native, which cannot hold a transaction's
+	// records, gets UNSUPPORTED_FOR_MESSAGE_FORMAT (as Kafka answered for
+	// a topic whose message format predates transactions).
+	Refused int16
 }
 
 // Topics resolves a Kafka topic name; ok is false for an unknown topic.

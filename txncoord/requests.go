@@ -219,20 +219,24 @@ func (c *Coordinator) begin(t *txn, next *record) int16 {
 // partition: INVALID_REQUEST (an empty transactional id, as AddOffsets and
 // EndTxn), INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED,
 // CONCURRENT_TRANSACTIONS, COORDINATOR_NOT_AVAILABLE; an unknown topic or
-// partition gets UNKNOWN_TOPIC_OR_PARTITION and the others
-// OPERATION_NOT_ATTEMPTED, as Kafka answers.
+// partition gets UNKNOWN_TOPIC_OR_PARTITION, a topic that refuses
+// transactions its Topic.Refused code (UNSUPPORTED_FOR_MESSAGE_FORMAT),
+// and the others OPERATION_NOT_ATTEMPTED, as Kafka answers.
 func (c *Coordinator) AddPartitions(ctx context.Context, r *kmsg.AddPartitionsToTxnRequest) *kmsg.AddPartitionsToTxnResponse {
 	resp := r.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
 	codes := make([][]int16, len(r.Topics))
 	topics := make([]Topic, len(r.Topics))
-	unknown := false
+	refused := false
 	for i, rt := range r.Topics {
 		codes[i] = make([]int16, len(rt.Partitions))
 		tp, ok := c.topics.Topic(ctx, rt.Topic)
 		topics[i] = tp
 		for j, p := range rt.Partitions {
-			if !ok || p < 0 || p >= tp.Partitions {
-				codes[i][j], unknown = kerr.UnknownTopicOrPartition.Code, true
+			switch {
+			case !ok || p < 0 || p >= tp.Partitions:
+				codes[i][j], refused = kerr.UnknownTopicOrPartition.Code, true
+			case tp.Refused != 0:
+				codes[i][j], refused = tp.Refused, true
 			}
 		}
 	}
@@ -255,7 +259,7 @@ func (c *Coordinator) AddPartitions(ctx context.Context, r *kmsg.AddPartitionsTo
 	if r.TransactionalID == "" {
 		return answer(kerr.InvalidRequest.Code) // as Kafka, before anything else
 	}
-	if unknown {
+	if refused {
 		return answer(kerr.OperationNotAttempted.Code)
 	}
 	t := c.lookup(r.TransactionalID)

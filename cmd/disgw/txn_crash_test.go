@@ -15,9 +15,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// TestTxnKill9 kills the gateway (embedded store) with SIGKILL while a
+// TestTxnKill9 kills the gateway (on each backend) with SIGKILL while a
 // transactional producer commits transactions of ten records over three
-// partitions, three times, restarting it on the same data directory. After
+// partitions, three times, restarting it on the same data (directory, or
+// dislocal). After
 // each restart a read_committed consumer must find every transaction whose
 // commit was acknowledged whole, and every other transaction whole or not at
 // all (the one whose EndTxn was in flight may have been decided), nothing
@@ -26,6 +27,10 @@ func TestTxnKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long: a kill -9 loop under a transactional producer")
 	}
+	forEachBackend(t, txnKill9)
+}
+
+func txnKill9(t *testing.T, b backendFixture) {
 	dir := t.TempDir()
 	const topic, perTxn, rounds = "txn.crash", 10, 3
 	acked := map[string]bool{}  // transaction name -> commit acknowledged
@@ -35,7 +40,7 @@ func TestTxnKill9(t *testing.T) {
 	var g *gatewayProc
 	for round := range rounds {
 		ready := filepath.Join(t.TempDir(), fmt.Sprintf("ready-%d", round))
-		g = startGateway(t, gatewayOpts{data: dir, ready: ready, args: []string{"--log-level", "warn"}})
+		g = startGateway(t, gatewayOpts{dis: b.dis, data: dir, ready: ready, args: []string{"--log-level", "warn"}})
 		if round == 0 {
 			adm, err := kgo.NewClient(kgo.SeedBrokers(g.addr))
 			if err != nil {

@@ -316,11 +316,12 @@ type Store struct {
 	idem   idemState
 	// fence is asked before every write to DIS (fence.go): soloFence on a
 	// single node, the membership in cluster mode.
-	fence      fence
-	metaOnce   onceOK // MetaStream created
-	groupsOnce onceOK // GroupStream created (groups.go)
+	fence    fence
+	metaOnce onceOK // MetaStream created
 	// groups is the latest record of each group in GroupStream (groups.go).
-	groups    groupTable
+	groups groupTable
+	// txns is the latest record of each key of TxnStream (txns.go).
+	txns      groupTable
 	compact   compactor
 	logStarts logStartState
 
@@ -452,7 +453,8 @@ func New(opts Options) (*Store, error) {
 	s.reads.init()
 	s.bg, s.stopBG = context.WithCancel(context.Background())
 	s.ranges.init()
-	s.groups.init()
+	s.groups.init(GroupStream, GroupVersionHeader, "group state", disbackend.GroupKey)
+	s.txns.init(TxnStream, TxnVersionHeader, "transaction state", noFenceKey)
 	if opts.Cluster {
 		s.cluster = newMembership(s)
 		s.fence = s.cluster

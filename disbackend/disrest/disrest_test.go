@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"net/http/httptest"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -278,16 +279,46 @@ func TestRecordFormats(t *testing.T) {
 
 func TestEnvelopeCorruptReadsPlain(t *testing.T) {
 	r := disbackend.Record{Key: []byte("k"), Value: []byte("v"), Timestamp: 42, Headers: []disbackend.RecordHeader{{Key: "x", Value: []byte("y")}}}
-	env := encodeEnvelope(&r)
-	got := fromDIS(env, nil, 7, false)
+	env := encodeEnvelope(&r, txnMeta{pid: -1, epoch: -1})
+	got, _ := fromDIS(env, nil, 7, false)
 	if got.Timestamp != 42 || string(got.Key) != "k" || string(got.Value) != "v" || len(got.Headers) != 1 {
 		t.Fatalf("envelope read back as %+v", got)
 	}
 	bad := bytes.Clone(env)
 	bad[len(bad)-1] ^= 1
-	got = fromDIS(bad, nil, 7, false)
+	got, _ = fromDIS(bad, nil, 7, false)
 	if got.Timestamp != 7 || !bytes.Equal(got.Value, bad) || got.Key != nil {
 		t.Fatal("an envelope with a wrong CRC did not read as plain data")
+	}
+}
+
+// TestEnvelopeTxn: a transactional record and a marker read back with
+// their producer and bits (envelope version 2), whatever the format but
+// native, which refuses a transactional record and still writes a marker.
+func TestEnvelopeTxn(t *testing.T) {
+	r := disbackend.Record{Key: []byte("k"), Value: []byte("v"), Timestamp: 42}
+	for _, m := range []txnMeta{{flags: txnFlagTransactional, pid: 7, epoch: 3},
+		{flags: txnFlagTransactional | txnFlagControl, pid: 1 << 40, epoch: -2}} {
+		for _, format := range []string{FormatAuto, FormatEnvelope, FormatNative} {
+			d, refused := toDIS(&r, format, m)
+			if format == FormatNative && m.flags == txnFlagTransactional {
+				if refused == "" {
+					t.Fatalf("format native took a transactional record")
+				}
+				continue
+			}
+			if refused != "" {
+				t.Fatalf("%s: %+v refused: %s", format, m, refused)
+			}
+			got, gm := fromDIS(d.data, nil, 7, false)
+			if gm != m || got.Timestamp != 42 || string(got.Key) != "k" || string(got.Value) != "v" {
+				t.Fatalf("%s: %+v read back as %+v %+v", format, m, gm, got)
+			}
+		}
+	}
+	d, _ := toDIS(&r, FormatAuto, txnMeta{pid: -1, epoch: -1})
+	if _, gm := fromDIS(d.data, nil, 7, false); gm.transactional() || bytes.HasPrefix(d.data, envelopeMagic) {
+		t.Fatalf("a plain record read back as %+v", gm)
 	}
 }
 
@@ -622,4 +653,27 @@ func TestClusterIDStable(t *testing.T) {
 	if c, err := newStore(t, other, nil).ClusterID(ctxT(t)); err != nil || c == a {
 		t.Fatalf("another DIS: %q, %v; want another id than %q", c, err, a)
 	}
+}
+
+// FuzzDecodeEnvelope: any DIS data decodes without a panic, and what a
+// valid envelope decodes to encodes and decodes back the same.
+func FuzzDecodeEnvelope(f *testing.F) {
+	r := disbackend.Record{Key: []byte("k"), Value: []byte("v"), Timestamp: 42, Headers: []disbackend.RecordHeader{{Key: "x", Value: nil}}}
+	f.Add(encodeEnvelope(&r, txnMeta{pid: -1, epoch: -1}))
+	f.Add(encodeEnvelope(&r, txnMeta{flags: txnFlagTransactional | txnFlagControl, pid: 9, epoch: 1}))
+	f.Add([]byte("plain"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var got disbackend.Record
+		ts, m, ok := decodeEnvelope(data, &got)
+		if !ok {
+			return
+		}
+		got.Timestamp = ts
+		var back disbackend.Record
+		ts2, m2, ok := decodeEnvelope(encodeEnvelope(&got, m), &back)
+		back.Timestamp = ts2
+		if !ok || m2 != m || !reflect.DeepEqual(back, got) {
+			t.Fatalf("%x decoded to %+v %+v, which round-trips to %+v %+v", data, got, m, back, m2)
+		}
+	})
 }

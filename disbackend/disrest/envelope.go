@@ -23,6 +23,18 @@ import (
 //	headers   uvarint count, then per header: varint key length and key,
 //	          varint value length (-1 = null) and value
 //
+// Version 2 carries a transactional producer's record or a transaction
+// marker (docs/transactions.md, "On DIS"): after the timestamp come
+//
+//	flags     1 byte   bit 0 transactional, bit 1 control (a COMMIT or
+//	          ABORT marker: key ControlRecordKey, value EndTxnMarker)
+//	producer  8 bytes  producer id
+//	epoch     2 bytes  producer epoch
+//
+// so that a read rebuilds the batch boundaries a read_committed consumer
+// needs (the producer id of a transaction's records, its markers).
+// Such records are always envelopes, whatever the record format.
+//
 // A record whose first bytes are the magic but whose CRC, version or layout
 // do not check out reads as plain data: a plain value can be mistaken for
 // an envelope only if it also carries a matching CRC-32C over a valid
@@ -31,8 +43,11 @@ import (
 var envelopeMagic = []byte{0xFF, 'd', 'i', 's', 'g', 'w', 0xFE, 0x00}
 
 const (
-	envelopeVersion = 1
-	envelopeHeader  = 8 + 1 + 4
+	envelopeVersion    = 1
+	envelopeVersionTxn = 2
+	envelopeHeader     = 8 + 1 + 4
+	// txnMetaBytes is what version 2 adds: flags, producer id, epoch.
+	txnMetaBytes = 1 + 8 + 2
 	// maxPlainKeyBytes is the longest key stored as a plain partition_key.
 	maxPlainKeyBytes = 256
 )
@@ -95,9 +110,40 @@ func appendBytes(b, v []byte) []byte {
 	return append(b, v...)
 }
 
-// encodeEnvelope wraps a record with its timestamp.
-func encodeEnvelope(r *disbackend.Record) []byte {
-	n := envelopeHeader + 8 + 2*binary.MaxVarintLen32 + len(r.Key) + len(r.Value) + 1
+// txnMeta is what an envelope of version 2 carries of a record's batch:
+// its producer and whether it is transactional or a control record. The
+// zero value (flags 0) is a record of no transaction, producer id -1.
+type txnMeta struct {
+	flags uint8 // txnFlagTransactional, txnFlagControl
+	pid   int64
+	epoch int16
+}
+
+const (
+	txnFlagTransactional = 1 << 0
+	txnFlagControl       = 1 << 1
+)
+
+// batchTxnMeta is the txnMeta of the records of a batch with header h: the
+// zero value unless it is transactional.
+func batchTxnMeta(h *batch.Header) txnMeta {
+	if h.Attributes&batch.AttrTransactional == 0 {
+		return txnMeta{pid: -1, epoch: -1}
+	}
+	m := txnMeta{flags: txnFlagTransactional, pid: h.ProducerID, epoch: h.ProducerEpoch}
+	if h.Attributes&batch.AttrControl != 0 {
+		m.flags |= txnFlagControl
+	}
+	return m
+}
+
+// transactional reports whether m is a transaction's record or marker.
+func (m txnMeta) transactional() bool { return m.flags&txnFlagTransactional != 0 }
+
+// encodeEnvelope wraps a record with its timestamp, and with m when it is
+// transactional (version 2).
+func encodeEnvelope(r *disbackend.Record, m txnMeta) []byte {
+	n := envelopeHeader + 8 + txnMetaBytes + 2*binary.MaxVarintLen32 + len(r.Key) + len(r.Value) + 1
 	for _, h := range r.Headers {
 		n += 2*binary.MaxVarintLen32 + len(h.Key) + len(h.Value)
 	}
@@ -105,6 +151,12 @@ func encodeEnvelope(r *disbackend.Record) []byte {
 	copy(b, envelopeMagic)
 	b[8] = envelopeVersion
 	b = binary.BigEndian.AppendUint64(b, uint64(r.Timestamp))
+	if m.transactional() {
+		b[8] = envelopeVersionTxn
+		b = append(b, m.flags)
+		b = binary.BigEndian.AppendUint64(b, uint64(m.pid))
+		b = binary.BigEndian.AppendUint16(b, uint16(m.epoch))
+	}
 	b = appendBytes(b, r.Key)
 	b = appendBytes(b, r.Value)
 	b = binary.AppendUvarint(b, uint64(len(r.Headers)))
@@ -132,28 +184,38 @@ func readBytes(b []byte) (v, rest []byte, ok bool) {
 }
 
 // decodeEnvelope unwraps data into r (key, value, headers) and returns its
-// timestamp and true, or returns false when data is not a valid envelope
-// (then it is plain data).
-func decodeEnvelope(data []byte, r *disbackend.Record) (ts int64, ok bool) {
-	if len(data) < envelopeHeader+8 || !bytes.Equal(data[:8], envelopeMagic) || data[8] != envelopeVersion {
-		return 0, false
+// timestamp, its txnMeta (pid -1 and flags 0 for version 1) and true, or
+// returns false when data is not a valid envelope (then it is plain data).
+func decodeEnvelope(data []byte, r *disbackend.Record) (ts int64, m txnMeta, ok bool) {
+	m = txnMeta{pid: -1, epoch: -1}
+	if len(data) < envelopeHeader+8 || !bytes.Equal(data[:8], envelopeMagic) ||
+		(data[8] != envelopeVersion && data[8] != envelopeVersionTxn) {
+		return 0, m, false
 	}
 	if binary.BigEndian.Uint32(data[9:]) != batch.Checksum(data[envelopeHeader:]) {
-		return 0, false
+		return 0, m, false
 	}
 	b := data[envelopeHeader:]
 	ts = int64(binary.BigEndian.Uint64(b))
 	b = b[8:]
+	if data[8] == envelopeVersionTxn {
+		if len(b) < txnMetaBytes || b[0]&txnFlagTransactional == 0 || b[0]&^(txnFlagTransactional|txnFlagControl) != 0 {
+			return 0, txnMeta{pid: -1, epoch: -1}, false
+		}
+		m = txnMeta{flags: b[0], pid: int64(binary.BigEndian.Uint64(b[1:])), epoch: int16(binary.BigEndian.Uint16(b[9:]))}
+		b = b[txnMetaBytes:]
+	}
+	bad := txnMeta{pid: -1, epoch: -1}
 	var out disbackend.Record
 	if out.Key, b, ok = readBytes(b); !ok {
-		return 0, false
+		return 0, bad, false
 	}
 	if out.Value, b, ok = readBytes(b); !ok {
-		return 0, false
+		return 0, bad, false
 	}
 	cnt, w := binary.Uvarint(b)
 	if w <= 0 || cnt > uint64(len(b)) {
-		return 0, false
+		return 0, bad, false
 	}
 	b = b[w:]
 	if cnt > 0 {
@@ -162,18 +224,18 @@ func decodeEnvelope(data []byte, r *disbackend.Record) (ts int64, ok bool) {
 	for i := range out.Headers {
 		var k []byte
 		if k, b, ok = readBytes(b); !ok || k == nil {
-			return 0, false
+			return 0, bad, false
 		}
 		out.Headers[i].Key = string(k)
 		if out.Headers[i].Value, b, ok = readBytes(b); !ok {
-			return 0, false
+			return 0, bad, false
 		}
 	}
 	if len(b) != 0 {
-		return 0, false
+		return 0, bad, false
 	}
 	r.Key, r.Value, r.Headers = out.Key, out.Value, out.Headers
-	return ts, true
+	return ts, m, true
 }
 
 // disRecord is one record as it goes to DIS.
@@ -183,13 +245,20 @@ type disRecord struct {
 	ts   int64   // ms; sent as the record's timestamp
 }
 
-// toDIS maps a Kafka record to a DIS record in format; refused, when not
-// "", is why format native cannot store it (plainReason).
-func toDIS(r *disbackend.Record, format string) (d disRecord, refused string) {
+// toDIS maps a Kafka record of a batch with txnMeta m to a DIS record in
+// format; refused, when not "", is why format native cannot store it
+// (plainReason). A transaction's record is always an envelope (version 2),
+// which format native refuses; a marker (control) is written whatever the
+// format, so that a transaction always ends.
+func toDIS(r *disbackend.Record, format string, m txnMeta) (d disRecord, refused string) {
 	reason := plainReason(r)
 	switch {
+	case m.flags&txnFlagControl != 0 || (m.transactional() && format != FormatNative):
+		return disRecord{data: encodeEnvelope(r, m), ts: r.Timestamp}, ""
+	case m.transactional():
+		return disRecord{}, "it is a transactional producer's"
 	case format == FormatEnvelope || (format == FormatAuto && reason != ""):
-		return disRecord{data: encodeEnvelope(r), ts: r.Timestamp}, ""
+		return disRecord{data: encodeEnvelope(r, m), ts: r.Timestamp}, ""
 	case reason != "":
 		return disRecord{}, reason
 	}
@@ -201,21 +270,22 @@ func toDIS(r *disbackend.Record, format string) (d disRecord, refused string) {
 	return d, ""
 }
 
-// fromDIS maps a DIS record (timestamp ts, ms) back to a Kafka record: an
-// envelope is unwrapped (its timestamp kept unless logAppend), anything
-// else is plain (value = data, key = partition_key).
-func fromDIS(data []byte, key *string, ts int64, logAppend bool) disbackend.Record {
+// fromDIS maps a DIS record (timestamp ts, ms) back to a Kafka record and
+// its batch's txnMeta: an envelope is unwrapped (its timestamp kept unless
+// logAppend), anything else is plain (value = data, key = partition_key;
+// no transaction).
+func fromDIS(data []byte, key *string, ts int64, logAppend bool) (disbackend.Record, txnMeta) {
 	var r disbackend.Record
-	if ets, ok := decodeEnvelope(data, &r); ok {
+	if ets, m, ok := decodeEnvelope(data, &r); ok {
 		if !logAppend {
 			ts = ets
 		}
 		r.Timestamp = ts
-		return r
+		return r, m
 	}
 	r.Value, r.Timestamp = data, ts
 	if key != nil {
 		r.Key = []byte(*key)
 	}
-	return r
+	return r, txnMeta{pid: -1, epoch: -1}
 }

@@ -72,14 +72,21 @@ type groupEntry struct {
 	streamVer uint64
 }
 
-// groupTable is the latest record of each group in GroupStream.
+// groupTable is the latest record of each key of a gateway-owned compacted
+// stream of versioned keyed records: each group in GroupStream, each
+// transaction coordinator record in TxnStream (txns.go).
 type groupTable struct {
-	mu     sync.Mutex
-	m      map[string]*groupEntry // guarded by mu
-	next   int64                  // next sequence number to read; guarded by mu
-	stale  map[string]bool        // groups whose older record landed after a newer one; guarded by mu
-	loaded bool                   // read up to the end once; guarded by mu
-	tail   bool                   // the tail goroutine was started; guarded by mu
+	stream    string                  // GroupStream or TxnStream
+	verHeader string                  // the records' version header
+	what      string                  // what the records are, for logs
+	fenceKey  func(key string) string // the fence's key of a write of key ("": none)
+	once      onceOK                  // stream created
+	mu        sync.Mutex
+	m         map[string]*groupEntry // guarded by mu
+	next      int64                  // next sequence number to read; guarded by mu
+	stale     map[string]bool        // groups whose older record landed after a newer one; guarded by mu
+	loaded    bool                   // read up to the end once; guarded by mu
+	tail      bool                   // the tail goroutine was started; guarded by mu
 	// Catch-ups (readGroups) run one at a time (sem); started counts
 	// those begun and done the last that ended well, so a caller whose
 	// call came before a catch-up began is served by it. Guarded by mu.
@@ -88,23 +95,24 @@ type groupTable struct {
 	done    uint64
 }
 
-func (t *groupTable) init() {
+func (t *groupTable) init(stream, verHeader, what string, fenceKey func(string) string) {
+	t.stream, t.verHeader, t.what, t.fenceKey = stream, verHeader, what, fenceKey
 	t.m = map[string]*groupEntry{}
 	t.stale = map[string]bool{}
 	t.sem = make(chan struct{}, 1)
 }
 
-// ensureGroups creates GroupStream once per process (it may already
-// exist) and has the compactor keep it.
-func (s *Store) ensureGroups(ctx context.Context) error {
-	return s.groupsOnce.do(func() error {
+// ensureTable creates t's stream once per process (it may already exist)
+// and has the compactor keep it.
+func (s *Store) ensureTable(ctx context.Context, t *groupTable) error {
+	return t.once.do(func() error {
 		cfg := disbackend.StreamConfig{CleanupPolicy: disbackend.CleanupCompact, MaxMessageBytes: maxRecordBytes,
 			DeleteRetention: disbackend.DefaultDeleteRetention}
-		err := s.createStream(ctx, GroupStream, 1, disapi.MaxRetentionHours, configTags(GroupStream, GroupStream, cfg))
+		err := s.createStream(ctx, t.stream, 1, disapi.MaxRetentionHours, configTags(t.stream, t.stream, cfg))
 		if err != nil && !errors.Is(err, disbackend.ErrStreamExists) {
 			return err
 		}
-		st, err := s.DescribeStream(ctx, GroupStream)
+		st, err := s.DescribeStream(ctx, t.stream)
 		if err != nil {
 			return err
 		}
@@ -121,38 +129,57 @@ func (s *Store) ensureGroups(ctx context.Context) error {
 // ErrUnavailable, ErrNotCoordinator, ErrInvalidRecord (a state over DIS's
 // 1 MB per record), or DIS's.
 func (s *Store) SaveGroupState(ctx context.Context, group string, state []byte) error {
-	if err := s.groupWrite(ctx, disbackend.GroupKey(group)); err != nil {
+	if err := s.saveKeyed(ctx, &s.groups, group, state); err != nil {
 		return fmt.Errorf("disrest: save group %q: %w", group, err)
 	}
-	if err := s.loadGroups(ctx, false); err != nil {
-		return fmt.Errorf("disrest: save group %q: %w", group, err)
+	return nil
+}
+
+// saveKeyed appends key's value to t's stream (a tombstone for nil) with
+// the key's next version and returns once DIS has it, fenced by
+// t.fenceKey(key).
+func (s *Store) saveKeyed(ctx context.Context, t *groupTable, key string, value []byte) error {
+	if err := s.groupWrite(ctx, t.fenceKey(key)); err != nil {
+		return err
 	}
-	ver := s.groups.issue(group)
-	recs := []disbackend.Record{groupRecord(group, state, ver)}
-	if _, err := s.appendFenced(partKey{GroupStream, 0}, recordsBatch(recs), nil, disbackend.GroupKey(group)).Wait(ctx); err != nil {
-		return fmt.Errorf("disrest: save group %q: %w", group, err)
+	if err := s.loadTable(ctx, t, false); err != nil {
+		return err
+	}
+	ver := t.issue(key)
+	recs := []disbackend.Record{keyedRecord(t.verHeader, key, value, ver)}
+	if _, err := s.appendFenced(partKey{t.stream, 0}, recordsBatch(recs), nil, t.fenceKey(key)).Wait(ctx); err != nil {
+		return err
 	}
 	now := time.Now()
-	s.groups.mu.Lock()
-	s.groups.applyLocked(group, state, ver, now)
-	if state == nil {
-		s.groups.pruneLocked(now)
+	t.mu.Lock()
+	t.applyLocked(key, value, ver, now)
+	if value == nil {
+		t.pruneLocked(now)
 	}
-	s.groups.mu.Unlock()
+	t.mu.Unlock()
 	return nil
 }
 
 // groupRecord is the record of GroupStream saving state of version ver.
 func groupRecord(group string, state []byte, ver uint64) disbackend.Record {
-	return disbackend.Record{Key: []byte(group), Value: state, Timestamp: time.Now().UnixMilli(),
-		Headers: []disbackend.RecordHeader{{Key: GroupVersionHeader, Value: strconv.AppendUint(nil, ver, 10)}}}
+	return keyedRecord(GroupVersionHeader, group, state, ver)
 }
 
-// groupVersion is a record's version: its GroupVersionHeader, 0 without
+// keyedRecord is the record saving value of version ver under key, the
+// version in header verHeader.
+func keyedRecord(verHeader, key string, value []byte, ver uint64) disbackend.Record {
+	return disbackend.Record{Key: []byte(key), Value: value, Timestamp: time.Now().UnixMilli(),
+		Headers: []disbackend.RecordHeader{{Key: verHeader, Value: strconv.AppendUint(nil, ver, 10)}}}
+}
+
+// groupVersion is a GroupStream record's version (recordVersion).
+func groupVersion(r *disbackend.Record) uint64 { return recordVersion(r, GroupVersionHeader) }
+
+// recordVersion is a record's version: its header verHeader, 0 without
 // one (written before versions) or when it does not parse.
-func groupVersion(r *disbackend.Record) uint64 {
+func recordVersion(r *disbackend.Record, verHeader string) uint64 {
 	for _, h := range r.Headers {
-		if h.Key == GroupVersionHeader {
+		if h.Key == verHeader {
 			v, err := strconv.ParseUint(string(h.Value), 10, 64)
 			if err != nil {
 				return 0
@@ -167,10 +194,20 @@ func groupVersion(r *disbackend.Record) uint64 {
 // is a tombstone are left out), reading GroupStream up to its end: from its
 // start the first time. DIS DescribeStream, GetCursor, GetRecords.
 func (s *Store) GroupStates(ctx context.Context) (map[string][]byte, error) {
-	if err := s.loadGroups(ctx, true); err != nil {
+	out, err := s.keyedAll(ctx, &s.groups)
+	if err != nil {
 		return nil, fmt.Errorf("disrest: group states: %w", err)
 	}
-	t := &s.groups
+	return out, nil
+}
+
+// keyedAll returns each key's latest value in t's stream (keys whose
+// latest record is a tombstone are left out), reading the stream up to its
+// end first.
+func (s *Store) keyedAll(ctx context.Context, t *groupTable) (map[string][]byte, error) {
+	if err := s.loadTable(ctx, t, true); err != nil {
+		return nil, err
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	out := make(map[string][]byte, len(t.m))
@@ -195,7 +232,7 @@ func (s *Store) GroupState(ctx context.Context, group string) ([]byte, error) {
 	if err := s.fence.takeover(ctx, disbackend.GroupKey(group)); err != nil {
 		return nil, fmt.Errorf("disrest: group state %q: %w", group, err)
 	}
-	if err := s.loadGroups(ctx, true); err != nil {
+	if err := s.loadTable(ctx, &s.groups, true); err != nil {
 		return nil, fmt.Errorf("disrest: group state %q: %w", group, err)
 	}
 	t := &s.groups
@@ -207,13 +244,12 @@ func (s *Store) GroupState(ctx context.Context, group string) ([]byte, error) {
 	return nil, nil
 }
 
-// loadGroups brings the group table up to GroupStream's end: always when
-// fresh, else only if it never was. In cluster mode it starts the tail.
-func (s *Store) loadGroups(ctx context.Context, fresh bool) error {
-	if err := s.ensureGroups(ctx); err != nil {
+// loadTable brings t up to its stream's end: always when fresh, else only
+// if it never was. In cluster mode it starts the tail.
+func (s *Store) loadTable(ctx context.Context, t *groupTable, fresh bool) error {
+	if err := s.ensureTable(ctx, t); err != nil {
 		return err
 	}
-	t := &s.groups
 	t.mu.Lock()
 	want := t.started + 1 // a catch-up begun after this call
 	if !fresh && t.loaded {
@@ -235,25 +271,24 @@ func (s *Store) loadGroups(ctx context.Context, fresh bool) error {
 	t.started++
 	n := t.started
 	t.mu.Unlock()
-	if err := s.readGroups(ctx); err != nil {
+	if err := s.readTable(ctx, t); err != nil {
 		return err
 	}
 	t.mu.Lock()
 	t.done, t.loaded = n, true
 	t.mu.Unlock()
-	s.startGroupTail()
+	s.startTail(t)
 	return nil
 }
 
-// readGroups reads GroupStream from where the table left off to the
-// stream's end as DIS describes it now. When the records there have
-// expired (DIS's retention, the compactor having copied the live ones
-// since), it reads again from the stream's start.
-func (s *Store) readGroups(ctx context.Context) error {
-	t := &s.groups
-	k := partKey{GroupStream, 0}
+// readTable reads t's stream from where t left off to the stream's end as
+// DIS describes it now. When the records there have expired (DIS's
+// retention, the compactor having copied the live ones since), it reads
+// again from the stream's start.
+func (s *Store) readTable(ctx context.Context, t *groupTable) error {
+	k := partKey{t.stream, 0}
 	for attempt := 0; ; attempt++ {
-		r, err := s.describeRange(ctx, GroupStream, 0)
+		r, err := s.describeRange(ctx, t.stream, 0)
 		if err != nil {
 			return err
 		}
@@ -264,11 +299,11 @@ func (s *Store) readGroups(ctx context.Context) error {
 		from := t.next
 		t.mu.Unlock()
 		err = s.scan(ctx, k, from, r.Next, copyReadBytes, false, func(recs []fetched) bool {
-			s.applyGroupRecords(recs)
+			t.applyRecords(recs)
 			return true
 		})
 		if err == nil {
-			s.repairGroups(ctx)
+			s.repairTable(ctx, t)
 			return nil
 		}
 		if !errors.Is(err, disbackend.ErrOffsetOutOfRange) || attempt == 3 {
@@ -278,10 +313,9 @@ func (s *Store) readGroups(ctx context.Context) error {
 	}
 }
 
-// applyGroupRecords takes records read from GroupStream, skipping those
+// applyRecords takes records read from t's stream, skipping those
 // already taken.
-func (s *Store) applyGroupRecords(recs []fetched) {
-	t := &s.groups
+func (t *groupTable) applyRecords(recs []fetched) {
 	now := time.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -292,7 +326,7 @@ func (s *Store) applyGroupRecords(recs []fetched) {
 		}
 		t.next = f.sn + 1
 		g := string(f.rec.Key)
-		ver := groupVersion(&f.rec)
+		ver := recordVersion(&f.rec, t.verHeader)
 		t.applyLocked(g, f.rec.Value, ver, now)
 		e := t.m[g]
 		if ver < e.streamVer {
@@ -360,14 +394,13 @@ func (t *groupTable) pruneLocked(now time.Time) {
 	}
 }
 
-// repairGroups re-appends the highest-version record of each group whose
-// older record landed later (a late compaction copy), when this node may
-// write the group (its coordinator, in cluster mode): the compactor keeps
-// the last record of a key, so without the repair the newer record would
-// expire and the older one live on. Failures are logged; the next stale
-// record tries again.
-func (s *Store) repairGroups(ctx context.Context) {
-	t := &s.groups
+// repairTable re-appends the highest-version record of each key of t
+// whose older record landed later (a late compaction copy), when this node
+// may write the key (a group's coordinator, in cluster mode): the
+// compactor keeps the last record of a key, so without the repair the
+// newer record would expire and the older one live on. Failures are
+// logged; the next stale record tries again.
+func (s *Store) repairTable(ctx context.Context, t *groupTable) {
 	t.mu.Lock()
 	type fix struct {
 		group string
@@ -383,27 +416,26 @@ func (s *Store) repairGroups(ctx context.Context) {
 	}
 	t.mu.Unlock()
 	for _, f := range fixes {
-		if s.fence.mayWrite(disbackend.GroupKey(f.group)) != nil {
+		if s.fenced(t.fenceKey(f.group)) != nil {
 			continue // another node coordinates it: it repairs
 		}
-		recs := []disbackend.Record{groupRecord(f.group, f.state, f.ver)}
-		if _, err := s.appendFenced(partKey{GroupStream, 0}, recordsBatch(recs), nil, disbackend.GroupKey(f.group)).Wait(ctx); err != nil {
-			s.log.Warn("group state: re-appending the latest state over an older copy failed",
-				zap.String("group", f.group), zap.Uint64("version", f.ver), zap.Error(err))
+		recs := []disbackend.Record{keyedRecord(t.verHeader, f.group, f.state, f.ver)}
+		if _, err := s.appendFenced(partKey{t.stream, 0}, recordsBatch(recs), nil, t.fenceKey(f.group)).Wait(ctx); err != nil {
+			s.log.Warn(t.what+": re-appending the latest state over an older copy failed",
+				zap.String("key", f.group), zap.Uint64("version", f.ver), zap.Error(err))
 			continue
 		}
-		s.log.Info("group state: an older copy landed after the latest state; re-appended the latest",
-			zap.String("group", f.group), zap.Uint64("version", f.ver))
+		s.log.Info(t.what+": an older copy landed after the latest state; re-appended the latest",
+			zap.String("key", f.group), zap.Uint64("version", f.ver))
 	}
 }
 
-// startGroupTail starts, in cluster mode, the goroutine that tails
-// GroupStream until the Store closes.
-func (s *Store) startGroupTail() {
+// startTail starts, in cluster mode, the goroutine that tails t's stream
+// until the Store closes.
+func (s *Store) startTail(t *groupTable) {
 	if !s.clustered() {
 		return
 	}
-	t := &s.groups
 	t.mu.Lock()
 	if t.tail {
 		t.mu.Unlock()
@@ -417,13 +449,12 @@ func (s *Store) startGroupTail() {
 		return
 	}
 	s.wg.Add(1)
-	go s.tailGroups()
+	go s.tailTable(t)
 }
 
-// tailGroups reads the new records of GroupStream every groupTailEvery (at
-// once again when a read returned records), from where the table left
-// off.
-func (s *Store) tailGroups() {
+// tailTable reads the new records of t's stream every groupTailEvery (at
+// once again when a read returned records), from where t left off.
+func (s *Store) tailTable(t *groupTable) {
 	defer s.wg.Done()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -431,8 +462,7 @@ func (s *Store) tailGroups() {
 		<-s.stopPoll
 		cancel()
 	}()
-	t := &s.groups
-	k := partKey{GroupStream, 0}
+	k := partKey{t.stream, 0}
 	tick := time.NewTicker(groupTailEvery)
 	defer tick.Stop()
 	for {
@@ -458,20 +488,20 @@ func (s *Store) tailGroups() {
 			rctx, rcancel := context.WithTimeout(ctx, s.opts.RequestTimeout+s.opts.RetryTimeout)
 			recs, err := s.fetchAt(rctx, k, from, copyReadBytes, false)
 			if err == nil {
-				s.applyGroupRecords(recs)
+				t.applyRecords(recs)
 			}
 			<-t.sem
 			if errors.Is(err, disbackend.ErrOffsetOutOfRange) {
-				err = s.loadGroups(rctx, true) // expired: read again from the start
+				err = s.loadTable(rctx, t, true) // expired: read again from the start
 				recs = nil
 			}
 			if err == nil {
-				s.repairGroups(rctx)
+				s.repairTable(rctx, t)
 			}
 			rcancel()
 			if err != nil {
 				if ctx.Err() == nil {
-					s.log.Debug("group state: reading the tail failed", zap.Error(err))
+					s.log.Debug(t.what+": reading the tail failed", zap.Error(err))
 				}
 				break
 			}

@@ -94,7 +94,7 @@ func appendRaw(t *testing.T, s *Store, recs ...disbackend.Record) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := s.ensureGroups(ctx); err != nil {
+	if err := s.ensureTable(ctx, &s.groups); err != nil {
 		t.Fatal(err)
 	}
 	for i := range recs {

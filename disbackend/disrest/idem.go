@@ -55,6 +55,7 @@ import (
 
 	"github.com/disgw/disgw/disbackend"
 	"github.com/disgw/disgw/disbackend/disapi"
+	"github.com/disgw/disgw/kafkawire/batch"
 )
 
 // idemApp is the gateway-owned app whose checkpoint on a partition holds
@@ -111,6 +112,17 @@ func (s *idemState) part(k partKey) *disbackend.ProducerStates[int64] {
 		s.parts[k] = p
 	}
 	return p
+}
+
+// idemProducer is the producer id whose sequence b is checked and
+// remembered under: its ProducerID, or -1 (none) for a transaction
+// marker (a control batch: the coordinator's, of no sequence, as Kafka's
+// markers are).
+func idemProducer(b *disbackend.Batch) int64 {
+	if b.Attributes&batch.AttrControl != 0 {
+		return -1
+	}
+	return b.ProducerID
 }
 
 // check returns the original of a retried batch, or an error for a batch

@@ -274,10 +274,10 @@ func (p *groupPlan) admit(j *job) (next, done bool) {
 	if p.s.clustered() {
 		limit = maxClusterIntentEntries
 	}
-	if n := len(p.intent); n >= limit && (j.b.ProducerID >= 0 || p.intent[n-1].pid >= 0) {
+	if n := len(p.intent); n >= limit && (idemProducer(&j.b) >= 0 || p.intent[n-1].pid >= 0) {
 		return true, false
 	}
-	pid := j.b.ProducerID
+	pid := idemProducer(&j.b)
 	if pid < 0 {
 		return false, false
 	}
@@ -316,7 +316,7 @@ func (p *groupPlan) records(j *job) (recs []disRecord, partial *idemPartial, ok 
 		return nil, nil, false
 	default:
 		recs, err = convert()
-		if err == nil && j.b.ProducerID >= 0 {
+		if err == nil && idemProducer(&j.b) >= 0 {
 			if partial = p.s.idem.partialOf(p.k, &j.b); partial != nil {
 				recs = recs[partial.done:] // written before: only the rest
 			}
@@ -332,7 +332,7 @@ func (p *groupPlan) records(j *job) (recs []disRecord, partial *idemPartial, ok 
 // add appends j's records, recs, to the plan, and j to the intent: an
 // idempotent batch as its own entry, other records counted in a run.
 func (p *groupPlan) add(j *job, recs []disRecord, partial *idemPartial) {
-	if pid := j.b.ProducerID; pid >= 0 {
+	if pid := idemProducer(&j.b); pid >= 0 {
 		p.producers[pid] = nextBatch{j.b.ProducerEpoch, disbackend.IncSequence(j.b.BaseSequence, j.b.NumRecords)}
 		maxTS := j.b.MaxTimestamp
 		if p.logAppend {
@@ -588,7 +588,7 @@ func (s *Store) finish(k partKey, pr prepared, sns []int64, logAppend bool, thro
 			base = pr.partial.base
 			s.idem.clearPartial(k)
 		}
-		if pr.j.b.ProducerID >= 0 && !why.dropped {
+		if idemProducer(&pr.j.b) >= 0 && !why.dropped {
 			s.idem.remember(k, &pr.j.b, base, base+int64(pr.j.b.NumRecords)-1, pr.j.b.MaxTimestamp)
 		}
 		s.refuseLate(k, pr.j, mine, "answered after this node's lease lapsed or the partition moved: a new leader may not know them")
@@ -608,7 +608,7 @@ func (s *Store) finish(k partKey, pr prepared, sns []int64, logAppend bool, thro
 		res.LogAppendTime = time.Now().UnixMilli() // DIS's own stamp is not returned by PutRecords
 		maxTS = res.LogAppendTime
 	}
-	if pr.j.b.ProducerID >= 0 {
+	if idemProducer(&pr.j.b) >= 0 {
 		s.idem.remember(k, &pr.j.b, base, last, maxTS)
 	}
 	s.ranges.put(k, disbackend.PartitionRange{First: s.ranges.first(k), Next: last + 1})
@@ -667,8 +667,9 @@ func (s *Store) toDISRecords(b *disbackend.Batch, logAppend bool, format string)
 	out := make([]disRecord, len(recs))
 	var refused []disbackend.RecordError
 	tooLarge := false
+	m := batchTxnMeta(&b.Header)
 	for i := range recs {
-		d, reason := toDIS(&recs[i], format)
+		d, reason := toDIS(&recs[i], format, m)
 		switch {
 		case reason != "":
 			refused = append(refused, disbackend.RecordError{Index: int32(i), Message: nativeRefusal + reason})

@@ -92,6 +92,7 @@ type fetched struct {
 	sn  int64
 	rec disbackend.Record // OffsetDelta unset: sn is its offset
 	n   int               // DIS data bytes
+	txn txnMeta           // its batch's producer and transaction bits (envelope version 2)
 }
 
 func (s *Store) cursor(ctx context.Context, k partKey, typ model.ShowCursorRequestCursorType, sn int64, ts int64) (string, error) {
@@ -148,7 +149,8 @@ func (s *Store) consume(ctx context.Context, k partKey, cursor string, maxBytes 
 		if r.Timestamp != nil {
 			ts = *r.Timestamp
 		}
-		out = append(out, fetched{sn: sn, rec: fromDIS(data, r.PartitionKey, ts, logAppend), n: len(data)})
+		rec, m := fromDIS(data, r.PartitionKey, ts, logAppend)
+		out = append(out, fetched{sn: sn, rec: rec, n: len(data), txn: m})
 	}
 	return out, next, nil
 }
@@ -260,8 +262,8 @@ func (s *Store) Read(ctx context.Context, stream string, part int32, offset int6
 		r.Next = last
 		s.ranges.put(k, r)
 	}
-	raw := buildBatch(recs, logAppend)
-	return disbackend.ReadResult{Batches: [][]byte{raw}, Bytes: len(raw), Range: r}, nil
+	bs, n := buildBatches(recs, logAppend)
+	return disbackend.ReadResult{Batches: bs, Bytes: n, Range: r}, nil
 }
 
 // readErr names the partition in a context error (DIS errors already say
@@ -273,15 +275,19 @@ func readErr(stream string, part int32, err error) error {
 	return err
 }
 
-// fitting returns how many of recs, from the first, buildBatch encodes in
-// at most maxBytes; at least one when recs is not empty.
+// fitting returns how many of recs, from the first, buildBatches encodes
+// in at most maxBytes; at least one when recs is not empty.
 func fitting(recs []fetched, maxBytes int) int {
 	if len(recs) == 0 {
 		return 0
 	}
-	base, ts0 := recs[0].sn, recs[0].rec.Timestamp
-	size := batch.HeaderLen
+	size := 0
+	var base, ts0 int64
 	for i := range recs {
+		if i == 0 || !sameBatch(&recs[i-1].txn, &recs[i].txn) {
+			base, ts0 = recs[i].sn, recs[i].rec.Timestamp
+			size += batch.HeaderLen
+		}
 		size += batch.RecordLen(&recs[i].rec, recs[i].rec.Timestamp-ts0, recs[i].sn-base)
 		if i > 0 && size > maxBytes {
 			return i
@@ -290,16 +296,52 @@ func fitting(recs []fetched, maxBytes int) int {
 	return len(recs)
 }
 
+// sameBatch reports whether records of txnMeta a and then b go in one
+// batch: both of no transaction, or both of the same producer's
+// transaction and neither a marker (a marker is a batch of its own).
+func sameBatch(a, b *txnMeta) bool {
+	if a.flags != b.flags {
+		return false
+	}
+	return a.flags == 0 || (a.flags == txnFlagTransactional && a.pid == b.pid && a.epoch == b.epoch)
+}
+
+// buildBatches encodes records as uncompressed Kafka record batches
+// (buildBatch), one for each run of records of the same batch (sameBatch),
+// so that a transaction's records and markers read back as the batches a
+// read_committed consumer filters. It returns them and their bytes.
+func buildBatches(recs []fetched, logAppend bool) (out [][]byte, n int) {
+	for i := 0; i < len(recs); {
+		j := i + 1
+		for j < len(recs) && sameBatch(&recs[i].txn, &recs[j].txn) {
+			j++
+		}
+		b := buildBatch(recs[i:j], logAppend)
+		out = append(out, b)
+		n += len(b)
+		i = j
+	}
+	return out, n
+}
+
 // buildBatch encodes records as one uncompressed Kafka record batch (magic
 // 2) whose base offset is the first record's sequence number and whose
 // partition leader epoch is disbackend.LeaderEpoch (the gateway's); on a
 // LogAppendTime stream the batch says so and its max timestamp is the
-// latest DIS timestamp.
+// latest DIS timestamp. The first record's txnMeta, when transactional,
+// gives the batch its producer and its transactional and control bits.
 func buildBatch(recs []fetched, logAppend bool) []byte {
 	h := batch.NewHeader(recs[0].sn)
 	h.PartitionLeaderEpoch = disbackend.LeaderEpoch
 	if logAppend {
 		h.Attributes |= batch.AttrLogAppendTime
+	}
+	if m := recs[0].txn; m.transactional() {
+		h.Attributes |= batch.AttrTransactional
+		if m.flags&txnFlagControl != 0 {
+			h.Attributes |= batch.AttrControl
+		}
+		h.ProducerID, h.ProducerEpoch = m.pid, m.epoch
 	}
 	rs := make([]disbackend.Record, len(recs))
 	for i, f := range recs {

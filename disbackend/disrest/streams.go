@@ -21,7 +21,7 @@ import (
 // gatewayStream reports whether name is one of the gateway's own streams,
 // which are not topics.
 func gatewayStream(name string) bool {
-	return name == MetaStream || name == SnapshotStream || name == GroupStream || name == ClusterStream
+	return name == MetaStream || name == SnapshotStream || name == GroupStream || name == ClusterStream || name == TxnStream
 }
 
 // MetaStream is the gateway-owned stream whose partition 0 carries, as

@@ -290,12 +290,6 @@ func runDiff(broker, tools, backend string) {
 		{"txns", seqTxns},
 	}
 	for _, s := range seqs {
-		if s.step == "txns" && backend == "dis" {
-			// The coverage step still compares each transaction API's
-			// default request.
-			scen.NA(s.step, "transactions are served on the embedded store only (docs/transactions.md)")
-			continue
-		}
 		for _, run := range runs {
 			prefix := fmt.Sprintf("diff-%s-%s-", s.step, run.name)
 			branch := func(k int16) int16 {

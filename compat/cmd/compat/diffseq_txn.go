@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/binary"
 	"reflect"
 	"strings"
 	"time"
@@ -183,22 +184,51 @@ func firstCode(resp kmsg.Response, code int16) int16 {
 
 // untilStable records a read_committed Fetch once every partition's last
 // stable offset has reached its high watermark (Kafka writes the markers
-// after EndTxn answers).
+// after EndTxn answers) and, on the DIS backend, its records reach the last
+// stable offset too: a DIS read at an offset still in the gateway's
+// read-ahead buffer answers what the buffer holds, so an unrecorded fetch
+// from where it ends first reads the rest into the buffer (a consumer
+// fetches from there next anyway).
 func untilStable(t *diffTarget, label string, req *kmsg.FetchRequest) {
 	t.doRetry(label, req, func(resp kmsg.Response) int16 {
 		r, ok := resp.(*kmsg.FetchResponse)
 		if !ok {
 			return 0
 		}
-		for _, rt := range r.Topics {
-			for _, p := range rt.Partitions {
+		var code int16
+		for i, rt := range r.Topics {
+			for j, p := range rt.Partitions {
 				if p.ErrorCode == 0 && p.LastStableOffset < p.HighWatermark {
-					return 51
+					code = 51
+				}
+				if end := batchesEnd(p.RecordBatches); flattenBatches && p.ErrorCode == 0 && end >= 0 && end < p.LastStableOffset &&
+					i < len(req.Topics) && j < len(req.Topics[i].Partitions) {
+					more := *req
+					more.Topics = []kmsg.FetchRequestTopic{req.Topics[i]}
+					more.Topics[0].Partitions = []kmsg.FetchRequestTopicPartition{req.Topics[i].Partitions[j]}
+					more.Topics[0].Partitions[0].FetchOffset = end
+					_, _, _ = t.send(&more)
+					code = 51
 				}
 			}
 		}
-		return 0
+		return code
 	})
+}
+
+// batchesEnd is the offset after the last batch of a Fetch's record
+// batches, -1 when there are none.
+func batchesEnd(b []byte) int64 {
+	end := int64(-1)
+	for len(b) >= 27 {
+		n := int(binary.BigEndian.Uint32(b[8:12]))
+		end = int64(binary.BigEndian.Uint64(b[:8])) + int64(int32(binary.BigEndian.Uint32(b[23:27]))) + 1
+		if 12+n > len(b) {
+			break
+		}
+		b = b[12+n:]
+	}
+	return end
 }
 
 // untilComplete records a DescribeTransactions once no transaction is in a
