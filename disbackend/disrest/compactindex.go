@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/kafkawire/batch"
 )
 
 // maxSamples bounds a partition's samples of its next sequence number.
@@ -45,6 +46,13 @@ type cpart struct {
 	loaded  bool
 	keys    map[keyHash]centry
 	pending map[keyHash]int32 // records of the key sent or being sent, not yet applied
+	// undecided is, by key, the highest offset of a transactional record
+	// of the key that is not indexed yet: written, or read at or past the
+	// partition's last stable offset (its transaction not ended). A copy
+	// of the key waits until the sweep indexes that record, committed or
+	// aborted, so that it never lands after a value the transaction may
+	// commit (docs/transactions.md, "On DIS").
+	undecided map[keyHash]int64
 	indexed int64             // every record before it is in keys
 	samples []sample          // ascending
 	// unsure counts appends that failed with an outcome DIS may not have
@@ -59,7 +67,7 @@ type cpart struct {
 func newCpart(k partKey, st disbackend.Stream) *cpart {
 	created := st.CreatedAt.UnixMilli()
 	return &cpart{k: k, created: created, keys: map[keyHash]centry{}, pending: map[keyHash]int32{},
-		samples: []sample{{0, created}}}
+		undecided: map[keyHash]int64{}, samples: []sample{{0, created}}}
 }
 
 // begin counts the records of a batch about to be sent as pending. It
@@ -79,6 +87,9 @@ func (c *compactor) begin(cp *cpart, recs []disbackend.Record, src []int64) ([]d
 		var keepSrc []int64
 		for i := range recs {
 			h := hashKey(recs[i].Key)
+			if _, open := cp.undecided[h]; open {
+				continue
+			}
 			if e, ok := cp.keys[h]; ok && e.off == src[i] && cp.pending[h] == 0 {
 				keep = append(keep, recs[i])
 				keepSrc = append(keepSrc, src[i])
@@ -113,6 +124,27 @@ func (c *compactor) written(cp *cpart, recs []disbackend.Record, sns []int64) {
 		h := hashKey(recs[i].Key)
 		c.unpend(cp, h)
 		c.apply(cp, h, sns[i], recs[i].Value == nil, now)
+	}
+}
+
+// writtenUndecided takes records of a transaction that DIS stored at sns:
+// not indexed (the sweep indexes them once their transaction has ended,
+// if it committed), but holding copies of their keys back until then.
+func (c *compactor) writtenUndecided(cp *cpart, recs []disbackend.Record, sns []int64) {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	for i := range recs {
+		h := hashKey(recs[i].Key)
+		c.unpend(cp, h)
+		cp.undecided[h] = max(cp.undecided[h], sns[i])
+	}
+}
+
+// decided notes that the sweep indexed (or, aborted, dropped) the
+// transactional record of key h at off. Called with cp.mu held.
+func (cp *cpart) decided(h keyHash, off int64) {
+	if u, ok := cp.undecided[h]; ok && u <= off {
+		delete(cp.undecided, h)
 	}
 }
 
@@ -243,6 +275,9 @@ type indexHook struct {
 }
 
 func (h indexHook) prepare(j *job, convert func() ([]disRecord, error)) ([]disRecord, bool, error) {
+	if j.b.Attributes&batch.AttrControl != 0 {
+		return h.control(convert) // a transaction marker: no key of the topic's
+	}
 	if j.src == nil {
 		recs, err := convert()
 		if err != nil {
@@ -266,6 +301,24 @@ func (h indexHook) prepare(j *job, convert func() ([]disRecord, error)) ([]disRe
 	return recs, true, err
 }
 
-func (h indexHook) written(j *job, sns []int64) { h.c.written(h.cp, j.b.Records, sns) }
+// control is prepare of a marker: sent as it is, never indexed.
+func (h indexHook) control(convert func() ([]disRecord, error)) ([]disRecord, bool, error) {
+	recs, err := convert()
+	return recs, true, err
+}
 
-func (h indexHook) failed(j *job) { h.c.failed(h.cp, j.b.Records) }
+func (h indexHook) written(j *job, sns []int64) {
+	switch {
+	case j.b.Attributes&batch.AttrControl != 0:
+	case j.b.Attributes&batch.AttrTransactional != 0:
+		h.c.writtenUndecided(h.cp, j.b.Records, sns)
+	default:
+		h.c.written(h.cp, j.b.Records, sns)
+	}
+}
+
+func (h indexHook) failed(j *job) {
+	if j.b.Attributes&batch.AttrControl == 0 {
+		h.c.failed(h.cp, j.b.Records)
+	}
+}

@@ -247,23 +247,58 @@ func (c *compactor) sweepOnce(ctx context.Context, cp *cpart) error {
 }
 
 // tail reads [from, next) of the partition into the index and returns how
-// many records it read.
+// many records it read. With transactions (the Store's TxnView) the index
+// takes a transactional record only below the partition's last stable
+// offset and only if its transaction did not abort; one at or past it
+// holds its key's copies back (cpart.undecided), and the index's position
+// stays at the last stable offset, so the next sweep reads it again.
+// Without a view (no coordinator runs, or not yet) every transactional
+// record is undecided and the position stays at the first. Markers are
+// never indexed.
 func (c *compactor) tail(ctx context.Context, cp *cpart, from, next int64, logAppend bool) (int, error) {
 	n := 0
 	now := time.Now().UnixMilli()
+	aborted, stable, known := c.s.txnState(cp.k)
 	err := c.s.scan(ctx, cp.k, from, next, copyReadBytes, logAppend, func(recs []fetched) bool {
 		cp.mu.Lock()
 		for i := range recs {
-			if recs[i].rec.Key != nil {
-				c.apply(cp, hashKey(recs[i].rec.Key), recs[i].sn, recs[i].rec.Value == nil, now)
+			f := &recs[i]
+			if f.rec.Key == nil || f.txn.flags&txnFlagControl != 0 {
+				continue
+			}
+			h := hashKey(f.rec.Key)
+			switch {
+			case !f.txn.transactional():
+				c.apply(cp, h, f.sn, f.rec.Value == nil, now)
+			case f.sn >= stable || !known:
+				cp.undecided[h] = max(cp.undecided[h], f.sn)
+				if !known {
+					stable = min(stable, f.sn)
+				}
+			default:
+				if !abortedAt(aborted, f.txn.pid, f.sn) {
+					c.apply(cp, h, f.sn, f.rec.Value == nil, now)
+				}
+				cp.decided(h, f.sn)
 			}
 		}
-		cp.indexed = max(cp.indexed, recs[len(recs)-1].sn+1)
+		cp.indexed = max(cp.indexed, min(recs[len(recs)-1].sn+1, stable))
 		cp.mu.Unlock()
 		n += len(recs)
 		return true
 	})
 	return n, err
+}
+
+// abortedAt reports whether producer pid's transactional record at off is
+// in one of a partition's aborted ranges.
+func abortedAt(l []disbackend.AbortedRange, pid, off int64) bool {
+	for _, a := range l {
+		if a.ProducerID == pid && a.FirstOffset <= off && off <= a.LastOffset {
+			return true
+		}
+	}
+	return false
 }
 
 // copyRecords re-appends the records at offs (ascending) and waits until

@@ -321,7 +321,9 @@ type Store struct {
 	// groups is the latest record of each group in GroupStream (groups.go).
 	groups groupTable
 	// txns is the latest record of each key of TxnStream (txns.go).
-	txns      groupTable
+	txns groupTable
+	// txnView is the transactions the compactor respects (SetTxnView).
+	txnView   atomic.Pointer[disbackend.TxnView]
 	compact   compactor
 	logStarts logStartState
 

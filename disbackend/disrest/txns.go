@@ -3,6 +3,7 @@ package disrest
 import (
 	"context"
 	"fmt"
+	"math"
 
 	"github.com/disgw/disgw/disbackend"
 )
@@ -22,7 +23,30 @@ const TxnStream = "__disgw_txns"
 // version (decimal).
 const TxnVersionHeader = "disgw.txn.version"
 
-var _ disbackend.TxnStateStore = (*Store)(nil)
+var (
+	_ disbackend.TxnStateStore = (*Store)(nil)
+	_ disbackend.TxnCleaner    = (*Store)(nil)
+)
+
+// SetTxnView gives the compactor the transactions (the gateway's
+// transaction coordinator): it indexes a compacted partition's
+// transactional records only below its last stable offset, leaves out
+// those of aborted transactions, and copies no key with a record of a
+// transaction not yet ended (implements disbackend.TxnCleaner).
+func (s *Store) SetTxnView(v disbackend.TxnView) { s.txnView.Store(&v) }
+
+// txnState is partition k's aborted ranges and last stable offset
+// (math.MaxInt64 when no transaction is open there); ok is false without
+// a view (no coordinator runs, or not yet): then no transaction's outcome
+// is known.
+func (s *Store) txnState(k partKey) (aborted []disbackend.AbortedRange, lastStable int64, ok bool) {
+	v := s.txnView.Load()
+	if v == nil {
+		return nil, math.MaxInt64, false
+	}
+	aborted, lastStable = (*v)(k.stream, k.part)
+	return aborted, lastStable, true
+}
 
 // noFenceKey is the fence key of a TxnStream write: none. The transaction
 // coordinator runs on a single node only (docs/transactions.md).
