@@ -1,8 +1,11 @@
 // The compatibility scenario for kafkajs 2.2.4 (npm), run by
 // compat/cmd/compat as
 //
-//   node scenario.js --broker HOST:PORT --topic T --group G
+//   node scenario.js --broker HOST:PORT --topic T --group G [--txn]
 //
+// With --txn it also runs the step "transactions" (docs/transactions.md):
+// a transactional producer commits, aborts and commits again, and
+// read_committed and read_uncommitted consumers read what they must.
 // It prints the same ##STEP / ##INFO lines as the Go scenarios
 // (compat/internal/scen), and makes the same checks.
 'use strict'
@@ -230,6 +233,64 @@ async function main () {
     } finally {
       await admin.disconnect()
     }
+  })
+
+  if (!process.argv.includes('--txn')) return
+  // read reads topic from the start in a new group with read_committed (or
+  // not) until it has want values or CONSUME_TIMEOUT passes, then 2 s more.
+  async function read (txnTopic, committed, want) {
+    const consumer = kafka.consumer({ groupId: `${group}-txn-${committed ? 'rc' : 'ru'}`, readUncommitted: !committed, maxWaitTimeInMs: 300 })
+    const out = []
+    let done
+    const finished = new Promise(resolve => { done = resolve })
+    try {
+      await withTimeout(consumer.connect(), 20000, 'consumer.connect')
+      await consumer.subscribe({ topics: [txnTopic], fromBeginning: true })
+      await consumer.run({
+        eachMessage: async ({ message }) => {
+          out.push(message.value.toString())
+          if (out.length >= want) setTimeout(done, 2000)
+        }
+      })
+      const timer = setTimeout(done, CONSUME_TIMEOUT)
+      await finished
+      clearTimeout(timer)
+    } finally {
+      await consumer.disconnect().catch(() => {})
+    }
+    return out.sort()
+  }
+  await run('transactions', async () => {
+    const txnTopic = topic + '.txn'
+    const admin = kafka.admin()
+    await admin.connect()
+    try {
+      await withTimeout(admin.createTopics({ topics: [{ topic: txnTopic, numPartitions: PARTITIONS, replicationFactor: 1 }], waitForLeaders: true }), 20000, 'admin.createTopics')
+    } finally {
+      await admin.disconnect()
+    }
+    const vals = (prefix, n) => Array.from({ length: n }, (_, i) => `${prefix}-${String(i).padStart(2, '0')}`)
+    const c1 = vals('c1', 9)
+    const ab = vals('ab', 7)
+    const c2 = vals('c2', 5)
+    const producer = kafka.producer({ transactionalId: `${CLIENT}-${topic}-txn`, maxInFlightRequests: 1, idempotent: true })
+    await withTimeout(producer.connect(), 20000, 'producer.connect')
+    try {
+      for (const [values, commit] of [[c1, true], [ab, false], [c2, true]]) {
+        const txn = await withTimeout(producer.transaction(), 20000, 'producer.transaction')
+        await withTimeout(txn.send({ topic: txnTopic, messages: values.map((v, i) => ({ value: v, partition: i % PARTITIONS })) }), 20000, 'transaction.send')
+        await withTimeout(commit ? txn.commit() : txn.abort(), 20000, commit ? 'transaction.commit' : 'transaction.abort')
+      }
+    } finally {
+      await producer.disconnect().catch(() => {})
+    }
+    const committed = [...c1, ...c2].sort()
+    const everything = [...c1, ...ab, ...c2].sort()
+    let got = await read(txnTopic, true, committed.length)
+    if (JSON.stringify(got) !== JSON.stringify(committed)) throw new Fail(`read_committed read ${got.length} values ${got}, want the ${committed.length} committed ones`)
+    got = await read(txnTopic, false, everything.length)
+    if (JSON.stringify(got) !== JSON.stringify(everything)) throw new Fail(`read_uncommitted read ${got.length} values ${got}, want all ${everything.length}`)
+    return `3 transactions (commit ${c1.length}, abort ${ab.length}, commit ${c2.length} records): read_committed read the ${committed.length} committed, read_uncommitted all ${everything.length}`
   })
 }
 

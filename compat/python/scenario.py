@@ -5,7 +5,11 @@ python3-confluent-kafka) and with a virtualenv holding the newest releases
 from PyPI:
 
     python scenario.py --lib kafka-python|confluent-kafka --name NAME \
-        --broker HOST:PORT --topic T --group G
+        --broker HOST:PORT --topic T --group G [--txn]
+
+With --txn it also runs the step "transactions" (transactions.md): a
+transactional producer commits, aborts and commits again, and
+read_committed and read_uncommitted consumers read what they must.
 
 It prints the same ##STEP / ##INFO lines as the Go scenarios
 (compat/internal/scen), and makes the same checks.
@@ -215,12 +219,13 @@ class KafkaPython:
         self.sec = kafka_python_security()
         info("version", "kafka-python %s (%s)" % (kafka.__version__, sys.executable))
 
-    def create(self):
+    def create(self, topic=None):
         from kafka.admin import KafkaAdminClient, NewTopic
 
+        topic = topic or self.a.topic
         adm = KafkaAdminClient(bootstrap_servers=self.a.broker, **self.sec, request_timeout_ms=ADMIN_TIMEOUT * 1000)
         try:
-            resp = adm.create_topics([NewTopic(self.a.topic, PARTITIONS, 1)])
+            resp = adm.create_topics([NewTopic(topic, PARTITIONS, 1)])
             errs = getattr(resp, "topic_errors", None) or getattr(resp, "topics", None) or []
             for e in errs:
                 if e[1] != 0:
@@ -229,7 +234,7 @@ class KafkaPython:
             adm.close()
         c = self.k.KafkaConsumer(bootstrap_servers=self.a.broker, **self.sec)
         try:
-            parts = c.partitions_for_topic(self.a.topic)
+            parts = c.partitions_for_topic(topic)
         finally:
             c.close()
         if not parts or len(parts) != PARTITIONS:
@@ -277,6 +282,46 @@ class KafkaPython:
             c.close(autocommit=False)
         return out, None
 
+    def transact(self, topic, txns):
+        """Sends each (values, commit) of txns as one transaction over the
+        topic's partitions, committed or aborted."""
+        p = self.k.KafkaProducer(bootstrap_servers=self.a.broker, **self.sec, transactional_id=self.a.name + "-txn")
+        try:
+            p.init_transactions()
+            for vals, commit in txns:
+                p.begin_transaction()
+                for i, v in enumerate(vals):
+                    p.send(topic, value=v.encode(), partition=i % PARTITIONS)
+                if commit:
+                    p.commit_transaction()
+                else:
+                    p.flush()  # abort drops what is not sent yet
+                    p.abort_transaction()
+        finally:
+            p.close()
+
+    def read(self, topic, committed, want):
+        """Reads topic from the start with read_committed (or not) until it
+        has want values or CONSUME_TIMEOUT passes, then 2 s more."""
+        from kafka.structs import TopicPartition
+
+        c = self.k.KafkaConsumer(bootstrap_servers=self.a.broker, **self.sec, auto_offset_reset="earliest",
+                                 enable_auto_commit=False,
+                                 isolation_level="read_committed" if committed else "read_uncommitted")
+        out = []
+        try:
+            c.assign([TopicPartition(topic, p) for p in range(PARTITIONS)])
+            c.seek_to_beginning()
+            deadline, extra = time.time() + CONSUME_TIMEOUT, None
+            while time.time() < deadline and (extra is None or time.time() < extra):
+                for tp, msgs in c.poll(timeout_ms=300).items():
+                    out.extend(dec(m.value) for m in msgs)
+                if len(out) >= want and extra is None:
+                    extra = time.time() + 2
+        finally:
+            c.close(autocommit=False)
+        return sorted(out)
+
     def describe(self):
         from kafka.admin import KafkaAdminClient
         from kafka.structs import TopicPartition
@@ -320,16 +365,17 @@ class ConfluentPython:
         lv = lv[0] if isinstance(lv, tuple) else lv
         info("version", "confluent-kafka %s, librdkafka %s (%s)" % (v, lv, sys.executable))
 
-    def create(self):
+    def create(self, topic=None):
         from confluent_kafka.admin import AdminClient, NewTopic
 
+        topic = topic or self.a.topic
         adm = AdminClient({**self.sec, "bootstrap.servers": self.a.broker})
-        fs = adm.create_topics([NewTopic(self.a.topic, num_partitions=PARTITIONS, replication_factor=1)],
+        fs = adm.create_topics([NewTopic(topic, num_partitions=PARTITIONS, replication_factor=1)],
                                request_timeout=ADMIN_TIMEOUT)
         for t, f in fs.items():
             f.result(timeout=ADMIN_TIMEOUT)
-        md = adm.list_topics(self.a.topic, timeout=ADMIN_TIMEOUT)
-        tm = md.topics.get(self.a.topic)
+        md = adm.list_topics(topic, timeout=ADMIN_TIMEOUT)
+        tm = md.topics.get(topic)
         if tm is None or tm.error is not None or len(tm.partitions) != PARTITIONS:
             raise Fail("metadata after create: %r, want %d partitions" % (tm and (tm.error, len(tm.partitions)), PARTITIONS))
         return "AdminClient.create_topics made %d partitions" % PARTITIONS
@@ -383,6 +429,42 @@ class ConfluentPython:
             c.close()
         return out, None
 
+    def transact(self, topic, txns):
+        """Sends each (values, commit) of txns as one transaction over the
+        topic's partitions, committed or aborted."""
+        p = self.ck.Producer({**self.sec, "bootstrap.servers": self.a.broker, "transactional.id": self.a.name + "-txn"})
+        p.init_transactions(ADMIN_TIMEOUT)
+        for vals, commit in txns:
+            p.begin_transaction()
+            for i, v in enumerate(vals):
+                p.produce(topic, value=v, partition=i % PARTITIONS)
+            if commit:
+                p.commit_transaction(ADMIN_TIMEOUT)
+            else:
+                p.flush(ADMIN_TIMEOUT)
+                p.abort_transaction(ADMIN_TIMEOUT)
+
+    def read(self, topic, committed, want):
+        """Reads topic from the start with read_committed (or not) until it
+        has want values or CONSUME_TIMEOUT passes, then 2 s more."""
+        TP = self.ck.TopicPartition
+        c = self.ck.Consumer({**self.sec, "bootstrap.servers": self.a.broker, "group.id": self.a.group + "-txn-read",
+                              "enable.auto.commit": False,
+                              "isolation.level": "read_committed" if committed else "read_uncommitted"})
+        out = []
+        try:
+            c.assign([TP(topic, p, self.ck.OFFSET_BEGINNING) for p in range(PARTITIONS)])
+            deadline, extra = time.time() + CONSUME_TIMEOUT, None
+            while time.time() < deadline and (extra is None or time.time() < extra):
+                m = c.poll(0.3)
+                if m is not None and not m.error():
+                    out.append(dec(m.value()))
+                if len(out) >= want and extra is None:
+                    extra = time.time() + 2
+        finally:
+            c.close()
+        return sorted(out)
+
     def describe(self):
         from confluent_kafka.admin import AdminClient
 
@@ -421,11 +503,12 @@ def main():
     ap.add_argument("--broker", required=True)
     ap.add_argument("--topic", required=True)
     ap.add_argument("--group", required=True)
+    ap.add_argument("--txn", action="store_true", help='also run the step "transactions"')
     a = ap.parse_args()
     try:
         cl = KafkaPython(a) if a.lib == "kafka-python" else ConfluentPython(a)
     except Exception as e:
-        for s in ("create", "produce", "consume", "resume", "describe"):
+        for s in ("create", "produce", "consume", "resume", "describe") + (("transactions",) if a.txn else ()):
             report(s, "fail", "import %s with %s: %s" % (a.lib, sys.executable, e))
         return
 
@@ -473,6 +556,26 @@ def main():
         return "group state %r, %d members, committed %s = end offsets" % (st, members, fmt_offsets(committed))
 
     run("describe", describe, ADMIN_TIMEOUT + 10)
+
+    def transactions():
+        topic = a.topic + ".txn"
+        cl.create(topic)
+        c1 = ["c1-%02d" % i for i in range(9)]
+        ab = ["ab-%02d" % i for i in range(7)]
+        c2 = ["c2-%02d" % i for i in range(5)]
+        cl.transact(topic, [(c1, True), (ab, False), (c2, True)])
+        committed, everything = sorted(c1 + c2), sorted(c1 + ab + c2)
+        got = cl.read(topic, True, len(committed))
+        if got != committed:
+            raise Fail("read_committed read %d values %s, want the %d committed ones" % (len(got), got, len(committed)))
+        got = cl.read(topic, False, len(everything))
+        if got != everything:
+            raise Fail("read_uncommitted read %d values %s, want all %d" % (len(got), got, len(everything)))
+        return ("3 transactions (commit %d, abort %d, commit %d records): read_committed read the %d committed, "
+                "read_uncommitted all %d" % (len(c1), len(ab), len(c2), len(committed), len(everything)))
+
+    if a.txn:
+        run("transactions", transactions, 2 * CONSUME_TIMEOUT + 4 * ADMIN_TIMEOUT)
 
 
 if __name__ == "__main__":

@@ -111,6 +111,28 @@ func pyScenario(python func(e env) string, lib string, name string) func(e env) 
 	}
 }
 
+// pyTxnScenario is pyScenario with the step "transactions" (--txn) on one
+// node (txnExtra).
+func pyTxnScenario(python func(e env) string, lib string, name string) func(e env) ([]string, error) {
+	run := pyScenario(python, lib, name)
+	return func(e env) ([]string, error) {
+		argv, err := run(e)
+		if err == nil && e.nodes <= 1 {
+			argv = append(argv, "--txn")
+		}
+		return argv, err
+	}
+}
+
+// txnExtra is the step of the Python and kafkajs rows that run a
+// transactional producer and read_committed consumers (docs/transactions.md;
+// one node only: extraBy leaves it out of the dis-cluster matrix).
+var txnExtra = []string{"transactions"}
+
+// noTxnInCluster is the extraBy of a row with txnExtra that also runs on
+// several nodes, where transactions are not served yet.
+var noTxnInCluster = map[string][]string{"dis-cluster": nil}
+
 // disPyScenario runs compat/python/dis_scenario.py (the DIS Python SDK)
 // with the virtualenv's Python; protobuf selects the SDK's protobuf bodies.
 func disPyScenario(name string, protobuf bool) func(e env) ([]string, error) {
@@ -146,16 +168,17 @@ var clients = []clientSpec{
 	{name: "kcat-one-seed", about: "Debian's kcat bootstrapped with one node's address, its topic auto-created with 3 partitions (several nodes only)", extra: kcatExtra,
 		argv: goScenario("kcat"), cluster: true, clusterOnly: true, seedOne: true, gatewayEnv: []string{"DISGW_DEFAULT_PARTITIONS=3"}},
 	{name: "kafka-python-debian", about: "Debian's python3-kafka, /usr/bin/python3", argv: pyScenario(debianPython, "kafka-python", "kafka-python-debian")},
-	{name: "kafka-python-pypi", about: "kafka-python, newest from PyPI, in a virtualenv", argv: pyScenario(venvPython, "kafka-python", "kafka-python-pypi"), cluster: true},
-	{name: "confluent-kafka-python-debian", about: "Debian's python3-confluent-kafka, /usr/bin/python3", argv: pyScenario(debianPython, "confluent-kafka", "confluent-kafka-python-debian")},
-	{name: "confluent-kafka-python-pypi", about: "confluent-kafka, newest from PyPI, in a virtualenv", argv: pyScenario(venvPython, "confluent-kafka", "confluent-kafka-python-pypi")},
+	{name: "kafka-python-pypi", about: "kafka-python, newest from PyPI, in a virtualenv", argv: pyTxnScenario(venvPython, "kafka-python", "kafka-python-pypi"), cluster: true,
+		extra: txnExtra, extraBy: noTxnInCluster},
+	{name: "confluent-kafka-python-debian", about: "Debian's python3-confluent-kafka, /usr/bin/python3", argv: pyTxnScenario(debianPython, "confluent-kafka", "confluent-kafka-python-debian"), extra: txnExtra},
+	{name: "confluent-kafka-python-pypi", about: "confluent-kafka, newest from PyPI, in a virtualenv", argv: pyTxnScenario(venvPython, "confluent-kafka", "confluent-kafka-python-pypi"), extra: txnExtra},
 	{name: "kafkajs", about: "kafkajs 2.2.4 from npm", argv: func(e env) ([]string, error) {
 		if _, err := os.Stat(filepath.Join(e.compat, "node", "node_modules", "kafkajs")); err != nil {
 			return nil, fmt.Errorf("compat/node/node_modules/kafkajs missing (run compat/setup)")
 		}
 		return []string{"node", filepath.Join(e.compat, "node", "scenario.js"),
-			"--broker", e.broker, "--topic", e.topic, "--group", e.group}, nil
-	}},
+			"--broker", e.broker, "--topic", e.topic, "--group", e.group, "--txn"}, nil
+	}, extra: txnExtra},
 	{name: "kafka-java", about: "Apache Kafka 4.4.0 command-line tools (Java client)", extra: javaExtra, argv: goScenario("kafka-java"), cluster: true},
 	{name: "kcat-sasl-ssl-scram512", about: "kcat with security.protocol=SASL_SSL, SCRAM-SHA-512", extra: kcatExtra,
 		argv: goScenario("kcat"), security: &scen.Security{Protocol: "SASL_SSL", Mechanism: "SCRAM-SHA-512"}},
