@@ -172,16 +172,21 @@ func verifyTxns(t *testing.T, addr, topic string, perTxn int, acked, ending map[
 
 // TestTxnETLKill9 runs franz-go's GroupTransactSession from one topic to
 // another (consume, transform, produce and commit the offsets in one
-// transaction) while the gateway is killed with SIGKILL and restarted on the
-// same address and data directory: the output read with read_committed must
-// be the input exactly once, nothing missing, nothing twice.
+// transaction) while the gateway (on each backend) is killed with SIGKILL
+// and restarted on the same address and data (directory, or dislocal): the
+// output read with read_committed must be the input exactly once, nothing
+// missing, nothing twice.
 func TestTxnETLKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long: a kill -9 under a consume-transform-produce session")
 	}
+	forEachBackend(t, txnETLKill9)
+}
+
+func txnETLKill9(t *testing.T, b backendFixture) {
 	addr := freeAddr(t)
 	dir := filepath.Join(t.TempDir(), "data")
-	g := startGateway(t, gatewayOpts{data: dir, listen: addr, args: []string{"--log-level", "warn"}})
+	g := startGateway(t, gatewayOpts{dis: b.dis, data: dir, listen: addr, args: []string{"--log-level", "warn"}})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	src, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic("etl.in"))
