@@ -110,6 +110,7 @@ type connectRun struct {
 	rest                    string // the worker's REST address
 	src, sink               string
 	topic                   string
+	workerProps             []string // added to the worker's properties (startWorker)
 }
 
 func runConnect(bin, backend string, nodes int, tools, topic string) {
@@ -131,7 +132,7 @@ func runConnect(bin, backend string, nodes int, tools, topic string) {
 	// create: the internal topics, at three replication factors.
 	var detail []string
 	for _, rf := range []string{"1", "-1", ""} {
-		c, err := newConnectRun(bin, backend, nodes, jars, topic, rf)
+		c, err := newConnectRun(bin, backend, nodes, jars, topic, rf, connectRetentionUnit)
 		if err == nil {
 			err = c.startWorker(rf)
 		}
@@ -261,7 +262,10 @@ func cmpOr(a, b string) string {
 	return b
 }
 
-func newConnectRun(bin, backend string, nodes int, jars, topic, rf string) (*connectRun, error) {
+// newConnectRun starts disgw (and dislocal on backend dis, with
+// --retention-unit unit unless it is 0) for a worker whose internal topics
+// have replication factor rf.
+func newConnectRun(bin, backend string, nodes int, jars, topic, rf string, unit time.Duration) (*connectRun, error) {
 	c := &connectRun{bin: bin, backend: backend, nodes: nodes, jars: jars, topic: topic}
 	var err error
 	c.dir, err = os.MkdirTemp("", "disgw-compat-connect-")
@@ -272,8 +276,8 @@ func newConnectRun(bin, backend string, nodes int, jars, topic, rf string) (*con
 	c.src, c.sink = filepath.Join(c.dir, "source.txt"), filepath.Join(c.dir, "sink.txt")
 	c.disgwLog = filepath.Join(c.dir, "disgw.log")
 	var disArgs []string
-	if backend == "dis" {
-		disArgs = []string{"--retention-unit", connectRetentionUnit.String()}
+	if backend == "dis" && unit > 0 {
+		disArgs = []string{"--retention-unit", unit.String()}
 	}
 	if nodes > 1 {
 		c.cluster, c.dataDir, err = startCluster(bin, nodes, filepath.Join(c.dir, "cluster.disgw.log"), disArgs, "DISGW_CLEANER_CHECK_INTERVAL=200ms")
@@ -335,6 +339,7 @@ func (c *connectRun) startWorker(rf string) error {
 		// committing its offsets and the next one sends the lines again.
 		"task.shutdown.graceful.timeout.ms=30000",
 	}
+	props = append(props, c.workerProps...)
 	if rf != "" {
 		for _, t := range []string{"config", "offset", "status"} {
 			props = append(props, t+".storage.replication.factor="+rf)

@@ -78,6 +78,8 @@ func scenarioMain(args []string) int {
 		runJava(*broker, *topic, *group, *jars)
 	case "kafka-connect":
 		runConnect(*disgwBin, *backend, *nodes, *tools, *topic)
+	case "kafka-connect-eos":
+		runConnectEOS(*disgwBin, *backend, *tools, *topic)
 	case "kafka-streams":
 		runStreams(*broker, *backend, *topic, *tools)
 	case "kafka-streams-eos":
