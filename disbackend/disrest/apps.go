@@ -101,6 +101,13 @@ type onceOK struct {
 	done bool
 }
 
+// isDone reports whether a do has succeeded.
+func (o *onceOK) isDone() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.done
+}
+
 func (o *onceOK) do(f func() error) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()

@@ -53,8 +53,8 @@ type cpart struct {
 	// aborted, so that it never lands after a value the transaction may
 	// commit (docs/transactions.md, "On DIS").
 	undecided map[keyHash]int64
-	indexed int64             // every record before it is in keys
-	samples []sample          // ascending
+	indexed   int64    // every record before it is in keys
+	samples   []sample // ascending
 	// unsure counts appends that failed with an outcome DIS may not have
 	// told (their records may be in the partition): copies wait until a
 	// sweep has read the partition past them.

@@ -2,6 +2,7 @@ package disrest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 
@@ -67,9 +68,20 @@ func (s *Store) SaveTxnRecord(ctx context.Context, key string, value []byte) err
 
 // TxnRecords returns every key's latest record of TxnStream (keys whose
 // latest record is a tombstone are left out), reading the stream up to its
-// end (implements disbackend.TxnStateStore). DIS DescribeStream,
-// GetCursor, GetRecords.
+// end (implements disbackend.TxnStateStore); none while the stream does
+// not exist: it is created at the first SaveTxnRecord, so a project whose
+// gateways never see a transactional id has no TxnStream. DIS
+// DescribeStream, GetCursor, GetRecords.
 func (s *Store) TxnRecords(ctx context.Context) (map[string][]byte, error) {
+	if !s.txns.once.isDone() {
+		_, err := s.DescribeStream(ctx, TxnStream)
+		switch {
+		case errors.Is(err, disbackend.ErrStreamNotFound):
+			return map[string][]byte{}, nil
+		case err != nil:
+			return nil, fmt.Errorf("disrest: transaction records: %w", err)
+		}
+	}
 	out, err := s.keyedAll(ctx, &s.txns)
 	if err != nil {
 		return nil, fmt.Errorf("disrest: transaction records: %w", err)

@@ -157,3 +157,33 @@ func TestCompactorTxn(t *testing.T) {
 		t.Fatalf("after the commit: key at %d, position %d, undecided %v; want 5, 7, none", e.off, cp.indexed, cp.undecided)
 	}
 }
+
+// TestTxnStreamLazy: reading the transaction records of a project without
+// TxnStream makes none; the first save does, and a new Store reads it back.
+func TestTxnStreamLazy(t *testing.T) {
+	t.Parallel()
+	_, url := startDIS(t, dislocal.Options{})
+	s := newStore(t, url, nil)
+	if recs, err := s.TxnRecords(ctxT(t)); err != nil || len(recs) != 0 {
+		t.Fatalf("TxnRecords of a new project: %v, %v", recs, err)
+	}
+	if _, err := s.DescribeStream(ctxT(t), TxnStream); err == nil {
+		t.Fatal("TxnRecords created the stream")
+	}
+	if err := s.SaveTxnRecord(ctxT(t), "t/a", []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SaveTxnRecord(ctxT(t), "t/a", []byte("2")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SaveTxnRecord(ctxT(t), "t/b", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SaveTxnRecord(ctxT(t), "t/b", nil); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := newStore(t, url, nil).TxnRecords(ctxT(t))
+	if err != nil || len(recs) != 1 || string(recs["t/a"]) != "2" {
+		t.Fatalf("a new Store read %v, %v; want t/a=2 alone", recs, err)
+	}
+}

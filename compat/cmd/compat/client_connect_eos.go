@@ -69,14 +69,14 @@ func runConnectEOS(bin, backend, tools, topic string) {
 	}
 	scen.Report(scen.StepCreate, "pass", "exactly.once.source.support=enabled; "+d)
 
-	if err := c.createDataTopic(); err == nil {
+	err = c.createDataTopic()
+	if err == nil {
 		err = c.appendLines(0, connectLines)
 	}
 	if err == nil {
 		err = c.createConnector("compat-source", map[string]string{
 			"connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector", "file": c.src, "topic": c.topic, "tasks.max": "1",
 			"exactly.once.support": "required", "transaction.boundary": "poll", "batch.size": "100"}) // a transaction a poll of 100 lines
-
 	}
 	if err != nil {
 		fail(1, err.Error())
