@@ -12,6 +12,25 @@ import (
 	"github.com/disgw/disgw/kafkawire/batch"
 )
 
+// markerBatch is the COMMIT (or ABORT) control batch of producer pid at
+// epoch, as the transaction coordinator writes it.
+func markerBatch(t *testing.T, pid int64, epoch int16, commit bool) disbackend.Batch {
+	t.Helper()
+	key, val := kmsg.NewControlRecordKey(), kmsg.NewEndTxnMarker()
+	if commit {
+		key.Type = kmsg.ControlRecordKeyTypeCommit
+	}
+	h := batch.NewHeader(0)
+	h.Attributes = batch.AttrTransactional | batch.AttrControl
+	h.ProducerID, h.ProducerEpoch = pid, epoch
+	raw := batch.Encode(h, []batch.Record{{Key: key.AppendTo(nil), Value: val.AppendTo(nil), Timestamp: 1_700_000_000_000}})
+	hdr, err := batch.ParseHeader(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return disbackend.Batch{Raw: raw, Header: hdr}
+}
+
 // TestTxnBatchesReadBack: a transactional producer's batch and its marker
 // are stored as envelopes (version 2) and read back as Kafka's batches: a
 // plain batch, the producer's transactional batch, and the control batch
@@ -27,17 +46,7 @@ func TestTxnBatchesReadBack(t *testing.T) {
 	txn := kafkaBatch(testRecords()[:2], ts0)
 	txn.Attributes |= batch.AttrTransactional
 	txn.ProducerID, txn.ProducerEpoch, txn.BaseSequence = 42, 3, 0
-	key, val := kmsg.NewControlRecordKey(), kmsg.NewEndTxnMarker()
-	key.Type = kmsg.ControlRecordKeyTypeCommit
-	h := batch.NewHeader(0)
-	h.Attributes = batch.AttrTransactional | batch.AttrControl
-	h.ProducerID, h.ProducerEpoch = 42, 3
-	raw := batch.Encode(h, []batch.Record{{Key: key.AppendTo(nil), Value: val.AppendTo(nil), Timestamp: ts0}})
-	hdr, err := batch.ParseHeader(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, b := range []disbackend.Batch{plain, txn, {Raw: raw, Header: hdr}} {
+	for _, b := range []disbackend.Batch{plain, txn, markerBatch(t, 42, 3, true)} {
 		if _, err := s.Append(stream, 0, b).Wait(ctxT(t)); err != nil {
 			t.Fatal(err)
 		}
@@ -94,21 +103,7 @@ func TestCompactorTxn(t *testing.T) {
 		b.ProducerID, b.ProducerEpoch, b.BaseSequence = pid, 0, 0
 		return b
 	}
-	marker := func(pid int64, commit bool) disbackend.Batch {
-		key, val := kmsg.NewControlRecordKey(), kmsg.NewEndTxnMarker()
-		if commit {
-			key.Type = kmsg.ControlRecordKeyTypeCommit
-		}
-		h := batch.NewHeader(0)
-		h.Attributes = batch.AttrTransactional | batch.AttrControl
-		h.ProducerID, h.ProducerEpoch = pid, 0
-		raw := batch.Encode(h, []batch.Record{{Key: key.AppendTo(nil), Value: val.AppendTo(nil), Timestamp: ts0}})
-		hdr, err := batch.ParseHeader(raw)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return disbackend.Batch{Raw: raw, Header: hdr}
-	}
+	marker := func(pid int64, commit bool) disbackend.Batch { return markerBatch(t, pid, 0, commit) }
 	// 0 plain v1; 1 v2 of producer 8, committed at 2; 3 v3 of producer 7,
 	// aborted at 4; 5 v4 of producer 9, open.
 	for _, b := range []disbackend.Batch{kafkaBatch([]kmsg.Record{rec("v1")}, ts0), txnB("v2", 8), marker(8, true),
