@@ -15,8 +15,9 @@ import (
 )
 
 // Apache Kafka Streams 4.4.0 with processing.guarantee=exactly_once_v2 (the
-// kafka-streams scenario's WordCount), on the embedded store (transactions,
-// docs/transactions.md). Its steps:
+// kafka-streams scenario's WordCount; transactions, docs/transactions.md),
+// on a disgw of its own (and dislocal on backend dis), which it kills once
+// too. Its steps:
 //
 //   - create: the input and output topics (kadm), 2 partitions each.
 //   - produce: 500 lines of words before the application starts, then
@@ -25,7 +26,9 @@ import (
 //     lines keep coming (mid-run, with transactions open: an at-least-once
 //     application repeats counts here), then started again on the same
 //     state directory (its transactional id is kept there, so the new
-//     instance fences the old one and aborts its transaction).
+//     instance fences the old one and aborts its transaction); between the
+//     first and the second kill, disgw itself is killed (SIGKILL) and
+//     started again on the same data and port.
 //   - resume: the output read with read_committed: every word's counts are
 //     exactly 1, 2, ..., N in order, each once (at-least-once would repeat
 //     some after each kill), and N is the word's total.
@@ -43,8 +46,8 @@ const (
 	streamsEOSCommitMS = 2000
 )
 
-func runStreamsEOS(broker, topic, tools string) {
-	r := &streamsRun{broker: broker, backend: "local", guarantee: "exactly_once_v2", commitMS: streamsEOSCommitMS,
+func runStreamsEOS(bin, backend, topic, tools string) {
+	r := &streamsRun{backend: backend, guarantee: "exactly_once_v2", commitMS: streamsEOSCommitMS,
 		jars: filepath.Join(tools, "kafka-4.4.0"), classes: filepath.Join(tools, streamsAppDir),
 		app: topic + "-wordcount-eos", in: topic + "-lines", out: topic + "-counts", want: map[string]int{}}
 	steps := scen.CoreSteps
@@ -67,8 +70,21 @@ func runStreamsEOS(broker, topic, tools string) {
 		return
 	}
 	fmt.Fprintln(os.Stderr, "logs:", r.dir)
+	gwLog := filepath.Join(r.dir, "disgw.log")
+	gw, gwDir, err := startDisgw(bin, backend, gwLog)
+	if err != nil {
+		fail(0, fmt.Sprintf("start disgw: %v", err))
+		return
+	}
+	defer func() {
+		if gw != nil {
+			gw.stop()
+		}
+		_ = os.RemoveAll(gwDir)
+	}()
+	r.broker = gw.addr
 	defer r.stop(false)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(broker))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(r.broker))
 	if err != nil {
 		fail(0, err.Error())
 		return
@@ -107,6 +123,16 @@ func runStreamsEOS(broker, topic, tools string) {
 	}()
 	for k := 1; k <= streamsEOSKills; k++ {
 		time.Sleep(time.Duration(4+k) * time.Second)
+		if k == 2 {
+			// disgw killed under the running application and the producer.
+			_ = gw.cmd.Process.Kill()
+			<-gw.exited
+			if gw, err = restartDisgw(gw, bin, backend, gwDir, filepath.Join(r.dir, "disgw-restarted.log"), cleanerEnv); err != nil {
+				fail(2, fmt.Sprintf("start disgw again after kill -9: %v", err))
+				return
+			}
+			time.Sleep(3 * time.Second)
+		}
 		select {
 		case err := <-r.procDone:
 			r.proc = nil
@@ -129,7 +155,7 @@ func runStreamsEOS(broker, topic, tools string) {
 		fail(2, err.Error())
 		return
 	}
-	scen.Report(scen.StepConsume, "pass", fmt.Sprintf("killed (SIGKILL) %d times mid-run and restarted; every word's last count is its total", streamsEOSKills))
+	scen.Report(scen.StepConsume, "pass", fmt.Sprintf("killed (SIGKILL) %d times mid-run and restarted, and disgw killed (SIGKILL) and restarted once under it; every word's last count is its total", streamsEOSKills))
 	scen.Report(scen.StepResume, "pass", fmt.Sprintf("read_committed, each of %d words' counts are exactly 1..N in order, none twice: exactly once across the kills", len(r.want)))
 	if err := r.waitCommitted(ctx, adm); err != nil {
 		fail(4, err.Error())

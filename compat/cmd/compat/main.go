@@ -83,7 +83,7 @@ func scenarioMain(args []string) int {
 	case "kafka-streams":
 		runStreams(*broker, *backend, *topic, *tools)
 	case "kafka-streams-eos":
-		runStreamsEOS(*broker, *topic, *tools)
+		runStreamsEOS(*disgwBin, *backend, *topic, *tools)
 	case "kafka-mirrormaker2":
 		runMirror(*disgwBin, *backend, *tools, *topic, *group, *mirrorTarget == "kafka")
 	case "kafka-diff":
