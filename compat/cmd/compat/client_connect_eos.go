@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/disgw/disgw/compat/internal/scen"
 )
@@ -215,27 +214,17 @@ func (c *connectRun) waitCommittedLines(n int, exact bool) (int, error) {
 	return n, nil
 }
 
-// readCommittedLines reads the whole topic with read_committed and counts
-// each value.
+// readCommittedLines reads the whole topic with read_committed
+// (readCommitted) and counts each value.
 func (c *connectRun) readCommittedLines() (map[string]int, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.bootstrap()), kgo.ConsumeTopics(c.topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond))
-	if err != nil {
-		return nil, err
-	}
-	defer cl.Close()
+	byKey, err := readCommitted(ctx, c.bootstrap(), c.topic)
 	out := map[string]int{}
-	for ctx.Err() == nil {
-		pctx, pcancel := context.WithTimeout(ctx, 3*time.Second)
-		fs := cl.PollFetches(pctx)
-		pcancel()
-		k := 0
-		fs.EachRecord(func(r *kgo.Record) { k++; out[string(r.Value)]++ })
-		if k == 0 {
-			break
+	for _, vs := range byKey {
+		for _, v := range vs {
+			out[v]++
 		}
 	}
-	return out, ctx.Err()
+	return out, err
 }
