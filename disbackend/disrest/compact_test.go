@@ -234,6 +234,116 @@ func TestCompactedKeepsLiveKeys(t *testing.T) {
 	}
 }
 
+// readFrom reads the partition from off to its end as a consumer does
+// (past each batch's last offset, KAFKA-5443) and returns the records and
+// the offset to read next.
+func readFrom(ctx context.Context, t *testing.T, s *Store, stream string, off int64) ([]backendtest.Record, int64, error) {
+	t.Helper()
+	var out []backendtest.Record
+	for {
+		res, err := s.Read(ctx, stream, 0, off, 1<<20)
+		if err != nil {
+			return out, off, err
+		}
+		if len(res.Batches) == 0 {
+			return out, off, nil
+		}
+		for _, b := range res.Batches {
+			recs, err := backendtest.DecodeRecords(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, rec := range recs {
+				if rec.Offset >= off {
+					out = append(out, rec)
+				}
+			}
+			off = max(off, batch.LastOffset(b)+1)
+		}
+	}
+}
+
+// TestCompactedCopiesHidden: on a compacted stream of dislocal whose
+// "hour" is 50 ms (DIS keeps records 8.4 s), the compactor copies each of
+// 300 keys several times (doubling intervals, then before its record
+// expires), yet a consumer that follows the partition reads each key once,
+// and a consumer that reads it from its start, at any moment, reads each
+// key exactly once: a copy is left out while the record it copies is
+// still there.
+func TestCompactedCopiesHidden(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long: waits for records to expire in DIS")
+	}
+	url := startExpiringDIS(t, 50*time.Millisecond)
+	s := newStore(t, url, func(o *Options) { o.Linger = time.Millisecond })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const stream = "hidden"
+	cfg := disbackend.StreamConfig{Retention: 24 * time.Hour, MaxMessageBytes: 1 << 20, CleanupPolicy: disbackend.CleanupCompact,
+		DeleteRetention: time.Hour, MinCleanableDirtyRatio: 0.5}
+	if _, err := s.CreateStream(ctx, disbackend.StreamSpec{Name: stream, TopicName: stream, PartitionCount: 1, Config: cfg}); err != nil {
+		t.Fatal(err)
+	}
+	keys := make([]string, 300)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("key-%04d", i)
+	}
+	if _, err := s.Append(stream, 0, keyedBatch(keys, func(k string) []byte { return []byte(k + "-v") })).Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	followed := map[string]int{}
+	var pos int64
+	var r disbackend.PartitionRange
+	for rounds := 0; ; rounds++ {
+		recs, next, err := readFrom(ctx, t, s, stream, pos)
+		if err != nil {
+			t.Fatalf("follow from %d: %v", pos, err)
+		}
+		for _, rec := range recs {
+			followed[string(rec.Key)]++
+		}
+		pos = next
+		// A reader from the start now.
+		var all []backendtest.Record
+		for attempt := 0; ; attempt++ {
+			if r, err = s.describeRange(ctx, stream, 0); err != nil {
+				t.Fatal(err)
+			}
+			if all, _, err = readFrom(ctx, t, s, stream, r.First); err == nil {
+				break
+			}
+			if attempt == 5 {
+				t.Fatal(err) // the start expired under the read 6 times
+			}
+		}
+		count := map[string]int{}
+		for _, rec := range all {
+			count[string(rec.Key)]++
+		}
+		for _, k := range keys {
+			if count[k] != 1 {
+				t.Fatalf("round %d, range %v: a read from the start reads key %s %d times, want once", rounds, r, k, count[k])
+			}
+		}
+		if r.First >= 3*int64(len(keys)) { // the originals and two generations of copies expired
+			break
+		}
+		if rounds > 400 {
+			t.Fatalf("the records did not expire: range %v", r)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, k := range keys {
+		if followed[k] != 1 {
+			t.Fatalf("a consumer following the partition read key %s %d times, want once (range %v)", k, followed[k], r)
+		}
+	}
+	if lost := s.CompactionLost(); lost != 0 {
+		t.Fatalf("the compactor counted %d lost keys", lost)
+	}
+	t.Logf("range %v: %d copies of %d keys, each read once", r, r.Next-int64(len(keys)), len(keys))
+}
+
 // TestCompactorCopyFilter: a copy is sent only while it is its key's
 // latest record, no record of its key is pending, and no append's outcome
 // is unknown.

@@ -279,14 +279,14 @@ func TestRecordFormats(t *testing.T) {
 
 func TestEnvelopeCorruptReadsPlain(t *testing.T) {
 	r := disbackend.Record{Key: []byte("k"), Value: []byte("v"), Timestamp: 42, Headers: []disbackend.RecordHeader{{Key: "x", Value: []byte("y")}}}
-	env := encodeEnvelope(&r, txnMeta{pid: -1, epoch: -1})
-	got, _ := fromDIS(env, nil, 7, false)
+	env := encodeEnvelope(&r, txnMeta{pid: -1, epoch: -1}, -1)
+	got, _, _ := fromDIS(env, nil, 7, false)
 	if got.Timestamp != 42 || string(got.Key) != "k" || string(got.Value) != "v" || len(got.Headers) != 1 {
 		t.Fatalf("envelope read back as %+v", got)
 	}
 	bad := bytes.Clone(env)
 	bad[len(bad)-1] ^= 1
-	got, _ = fromDIS(bad, nil, 7, false)
+	got, _, _ = fromDIS(bad, nil, 7, false)
 	if got.Timestamp != 7 || !bytes.Equal(got.Value, bad) || got.Key != nil {
 		t.Fatal("an envelope with a wrong CRC did not read as plain data")
 	}
@@ -300,7 +300,7 @@ func TestEnvelopeTxn(t *testing.T) {
 	for _, m := range []txnMeta{{flags: txnFlagTransactional, pid: 7, epoch: 3},
 		{flags: txnFlagTransactional | txnFlagControl, pid: 1 << 40, epoch: -2}} {
 		for _, format := range []string{FormatAuto, FormatEnvelope, FormatNative} {
-			d, refused := toDIS(&r, format, m)
+			d, refused := toDIS(&r, format, m, -1)
 			if format == FormatNative && m.flags == txnFlagTransactional {
 				if refused == "" {
 					t.Fatalf("format native took a transactional record")
@@ -310,15 +310,43 @@ func TestEnvelopeTxn(t *testing.T) {
 			if refused != "" {
 				t.Fatalf("%s: %+v refused: %s", format, m, refused)
 			}
-			got, gm := fromDIS(d.data, nil, 7, false)
-			if gm != m || got.Timestamp != 42 || string(got.Key) != "k" || string(got.Value) != "v" {
+			got, gm, copyOf := fromDIS(d.data, nil, 7, false)
+			if gm != m || copyOf != -1 || got.Timestamp != 42 || string(got.Key) != "k" || string(got.Value) != "v" {
 				t.Fatalf("%s: %+v read back as %+v %+v", format, m, gm, got)
 			}
 		}
 	}
-	d, _ := toDIS(&r, FormatAuto, txnMeta{pid: -1, epoch: -1})
-	if _, gm := fromDIS(d.data, nil, 7, false); gm.transactional() || bytes.HasPrefix(d.data, envelopeMagic) {
+	d, _ := toDIS(&r, FormatAuto, txnMeta{pid: -1, epoch: -1}, -1)
+	if _, gm, _ := fromDIS(d.data, nil, 7, false); gm.transactional() || bytes.HasPrefix(d.data, envelopeMagic) {
 		t.Fatalf("a plain record read back as %+v", gm)
+	}
+}
+
+// TestEnvelopeCopy: a compactor's copy reads back with the sequence number
+// it copies (envelope version 3) in formats auto and envelope; format
+// native writes a record that can be plain as a plain record (a copy no
+// read can tell), and one that needs an envelope as a copy.
+func TestEnvelopeCopy(t *testing.T) {
+	plain := disbackend.Record{Key: []byte("k"), Value: []byte("v"), Timestamp: 42}
+	headed := disbackend.Record{Key: []byte("k"), Value: []byte("v"), Timestamp: 42, Headers: []disbackend.RecordHeader{{Key: "h", Value: []byte("x")}}}
+	none := txnMeta{pid: -1, epoch: -1}
+	for _, tc := range []struct {
+		r      disbackend.Record
+		format string
+		want   int64
+	}{
+		{plain, FormatAuto, 1 << 33}, {plain, FormatEnvelope, 1 << 33}, {plain, FormatNative, -1},
+		{headed, FormatAuto, 1 << 33}, {headed, FormatEnvelope, 1 << 33},
+	} {
+		d, refused := toDIS(&tc.r, tc.format, none, 1<<33)
+		if refused != "" {
+			t.Fatalf("%s: copy refused: %s", tc.format, refused)
+		}
+		got, gm, copyOf := fromDIS(d.data, d.key, d.ts, false)
+		if copyOf != tc.want || gm != none || got.Timestamp != 42 || string(got.Key) != "k" || string(got.Value) != "v" ||
+			len(got.Headers) != len(tc.r.Headers) {
+			t.Fatalf("%s: %+v copy read back as %+v, copy of %d (want %d)", tc.format, tc.r, got, copyOf, tc.want)
+		}
 	}
 }
 
@@ -659,21 +687,25 @@ func TestClusterIDStable(t *testing.T) {
 // valid envelope decodes to encodes and decodes back the same.
 func FuzzDecodeEnvelope(f *testing.F) {
 	r := disbackend.Record{Key: []byte("k"), Value: []byte("v"), Timestamp: 42, Headers: []disbackend.RecordHeader{{Key: "x", Value: nil}}}
-	f.Add(encodeEnvelope(&r, txnMeta{pid: -1, epoch: -1}))
-	f.Add(encodeEnvelope(&r, txnMeta{flags: txnFlagTransactional | txnFlagControl, pid: 9, epoch: 1}))
+	f.Add(encodeEnvelope(&r, txnMeta{pid: -1, epoch: -1}, -1))
+	f.Add(encodeEnvelope(&r, txnMeta{flags: txnFlagTransactional | txnFlagControl, pid: 9, epoch: 1}, -1))
+	f.Add(encodeEnvelope(&r, txnMeta{pid: -1, epoch: -1}, 12345))
 	f.Add([]byte("plain"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var got disbackend.Record
-		ts, m, ok := decodeEnvelope(data, &got)
+		ts, m, copyOf, ok := decodeEnvelope(data, &got)
 		if !ok {
 			return
 		}
+		if copyOf >= 0 && m.transactional() {
+			t.Fatalf("%x decoded to a transactional copy", data)
+		}
 		got.Timestamp = ts
 		var back disbackend.Record
-		ts2, m2, ok := decodeEnvelope(encodeEnvelope(&got, m), &back)
+		ts2, m2, copyOf2, ok := decodeEnvelope(encodeEnvelope(&got, m, copyOf), &back)
 		back.Timestamp = ts2
-		if !ok || m2 != m || !reflect.DeepEqual(back, got) {
-			t.Fatalf("%x decoded to %+v %+v, which round-trips to %+v %+v", data, got, m, back, m2)
+		if !ok || m2 != m || copyOf2 != copyOf || !reflect.DeepEqual(back, got) {
+			t.Fatalf("%x decoded to %+v %+v %d, which round-trips to %+v %+v %d", data, got, m, copyOf, back, m2, copyOf2)
 		}
 	})
 }

@@ -35,6 +35,16 @@ import (
 // needs (the producer id of a transaction's records, its markers).
 // Such records are always envelopes, whatever the record format.
 //
+// Version 3 is a compactor's copy (docs/compaction.md): after the
+// timestamp comes
+//
+//	source    8 bytes  the sequence number of the record it copies
+//
+// A Kafka read leaves a copy out while the record it copies is still in
+// the partition (at or past its log start offset), so that a consumer
+// reads each value once; formats auto and envelope write every copy so,
+// format native only a record that needs an envelope anyway.
+//
 // A record whose first bytes are the magic but whose CRC, version or layout
 // do not check out reads as plain data: a plain value can be mistaken for
 // an envelope only if it also carries a matching CRC-32C over a valid
@@ -43,8 +53,9 @@ import (
 var envelopeMagic = []byte{0xFF, 'd', 'i', 's', 'g', 'w', 0xFE, 0x00}
 
 const (
-	envelopeVersion    = 1
-	envelopeVersionTxn = 2
+	envelopeVersion     = 1
+	envelopeVersionTxn  = 2
+	envelopeVersionCopy = 3
 	envelopeHeader     = 8 + 1 + 4
 	// txnMetaBytes is what version 2 adds: flags, producer id, epoch.
 	txnMetaBytes = 1 + 8 + 2
@@ -141,8 +152,9 @@ func batchTxnMeta(h *batch.Header) txnMeta {
 func (m txnMeta) transactional() bool { return m.flags&txnFlagTransactional != 0 }
 
 // encodeEnvelope wraps a record with its timestamp, and with m when it is
-// transactional (version 2).
-func encodeEnvelope(r *disbackend.Record, m txnMeta) []byte {
+// transactional (version 2), or with the sequence number it copies when
+// copyOf >= 0 (version 3; a copy is never transactional).
+func encodeEnvelope(r *disbackend.Record, m txnMeta, copyOf int64) []byte {
 	n := envelopeHeader + 8 + txnMetaBytes + 2*binary.MaxVarintLen32 + len(r.Key) + len(r.Value) + 1
 	for _, h := range r.Headers {
 		n += 2*binary.MaxVarintLen32 + len(h.Key) + len(h.Value)
@@ -156,6 +168,9 @@ func encodeEnvelope(r *disbackend.Record, m txnMeta) []byte {
 		b = append(b, m.flags)
 		b = binary.BigEndian.AppendUint64(b, uint64(m.pid))
 		b = binary.BigEndian.AppendUint16(b, uint16(m.epoch))
+	} else if copyOf >= 0 {
+		b[8] = envelopeVersionCopy
+		b = binary.BigEndian.AppendUint64(b, uint64(copyOf))
 	}
 	b = appendBytes(b, r.Key)
 	b = appendBytes(b, r.Value)
@@ -184,38 +199,46 @@ func readBytes(b []byte) (v, rest []byte, ok bool) {
 }
 
 // decodeEnvelope unwraps data into r (key, value, headers) and returns its
-// timestamp, its txnMeta (pid -1 and flags 0 for version 1) and true, or
-// returns false when data is not a valid envelope (then it is plain data).
-func decodeEnvelope(data []byte, r *disbackend.Record) (ts int64, m txnMeta, ok bool) {
-	m = txnMeta{pid: -1, epoch: -1}
+// timestamp, its txnMeta (pid -1 and flags 0 but for version 2), the
+// sequence number it copies (version 3; else -1) and true, or returns
+// false when data is not a valid envelope (then it is plain data).
+func decodeEnvelope(data []byte, r *disbackend.Record) (ts int64, m txnMeta, copyOf int64, ok bool) {
+	bad := txnMeta{pid: -1, epoch: -1}
+	m, copyOf = bad, -1
 	if len(data) < envelopeHeader+8 || !bytes.Equal(data[:8], envelopeMagic) ||
-		(data[8] != envelopeVersion && data[8] != envelopeVersionTxn) {
-		return 0, m, false
+		(data[8] != envelopeVersion && data[8] != envelopeVersionTxn && data[8] != envelopeVersionCopy) {
+		return 0, bad, -1, false
 	}
 	if binary.BigEndian.Uint32(data[9:]) != batch.Checksum(data[envelopeHeader:]) {
-		return 0, m, false
+		return 0, bad, -1, false
 	}
 	b := data[envelopeHeader:]
 	ts = int64(binary.BigEndian.Uint64(b))
 	b = b[8:]
-	if data[8] == envelopeVersionTxn {
+	switch data[8] {
+	case envelopeVersionTxn:
 		if len(b) < txnMetaBytes || b[0]&txnFlagTransactional == 0 || b[0]&^(txnFlagTransactional|txnFlagControl) != 0 {
-			return 0, txnMeta{pid: -1, epoch: -1}, false
+			return 0, bad, -1, false
 		}
 		m = txnMeta{flags: b[0], pid: int64(binary.BigEndian.Uint64(b[1:])), epoch: int16(binary.BigEndian.Uint16(b[9:]))}
 		b = b[txnMetaBytes:]
+	case envelopeVersionCopy:
+		if len(b) < 8 || int64(binary.BigEndian.Uint64(b)) < 0 {
+			return 0, bad, -1, false
+		}
+		copyOf = int64(binary.BigEndian.Uint64(b))
+		b = b[8:]
 	}
-	bad := txnMeta{pid: -1, epoch: -1}
 	var out disbackend.Record
 	if out.Key, b, ok = readBytes(b); !ok {
-		return 0, bad, false
+		return 0, bad, -1, false
 	}
 	if out.Value, b, ok = readBytes(b); !ok {
-		return 0, bad, false
+		return 0, bad, -1, false
 	}
 	cnt, w := binary.Uvarint(b)
 	if w <= 0 || cnt > uint64(len(b)) {
-		return 0, bad, false
+		return 0, bad, -1, false
 	}
 	b = b[w:]
 	if cnt > 0 {
@@ -224,18 +247,18 @@ func decodeEnvelope(data []byte, r *disbackend.Record) (ts int64, m txnMeta, ok 
 	for i := range out.Headers {
 		var k []byte
 		if k, b, ok = readBytes(b); !ok || k == nil {
-			return 0, bad, false
+			return 0, bad, -1, false
 		}
 		out.Headers[i].Key = string(k)
 		if out.Headers[i].Value, b, ok = readBytes(b); !ok {
-			return 0, bad, false
+			return 0, bad, -1, false
 		}
 	}
 	if len(b) != 0 {
-		return 0, bad, false
+		return 0, bad, -1, false
 	}
 	r.Key, r.Value, r.Headers = out.Key, out.Value, out.Headers
-	return ts, m, true
+	return ts, m, copyOf, true
 }
 
 // disRecord is one record as it goes to DIS.
@@ -249,16 +272,20 @@ type disRecord struct {
 // format; refused, when not "", is why format native cannot store it
 // (plainReason). A transaction's record is always an envelope (version 2),
 // which format native refuses; a marker (control) is written whatever the
-// format, so that a transaction always ends.
-func toDIS(r *disbackend.Record, format string, m txnMeta) (d disRecord, refused string) {
+// format, so that a transaction always ends. copyOf >= 0 makes it the
+// compactor's copy of the record at that sequence number: an envelope of
+// version 3 in formats auto and envelope, and in format native when the
+// record needs an envelope anyway (else a plain record, which reads as
+// any other).
+func toDIS(r *disbackend.Record, format string, m txnMeta, copyOf int64) (d disRecord, refused string) {
 	reason := plainReason(r)
 	switch {
 	case m.flags&txnFlagControl != 0 || (m.transactional() && format != FormatNative):
-		return disRecord{data: encodeEnvelope(r, m), ts: r.Timestamp}, ""
+		return disRecord{data: encodeEnvelope(r, m, -1), ts: r.Timestamp}, ""
 	case m.transactional():
 		return disRecord{}, "it is a transactional producer's"
-	case format == FormatEnvelope || (format == FormatAuto && reason != ""):
-		return disRecord{data: encodeEnvelope(r, m), ts: r.Timestamp}, ""
+	case format == FormatEnvelope || (format == FormatAuto && (reason != "" || copyOf >= 0)):
+		return disRecord{data: encodeEnvelope(r, m, copyOf), ts: r.Timestamp}, ""
 	case reason != "":
 		return disRecord{}, reason
 	}
@@ -270,22 +297,23 @@ func toDIS(r *disbackend.Record, format string, m txnMeta) (d disRecord, refused
 	return d, ""
 }
 
-// fromDIS maps a DIS record (timestamp ts, ms) back to a Kafka record and
-// its batch's txnMeta: an envelope is unwrapped (its timestamp kept unless
-// logAppend), anything else is plain (value = data, key = partition_key;
-// no transaction).
-func fromDIS(data []byte, key *string, ts int64, logAppend bool) (disbackend.Record, txnMeta) {
+// fromDIS maps a DIS record (timestamp ts, ms) back to a Kafka record, its
+// batch's txnMeta and the sequence number it copies (-1: not a compactor's
+// copy): an envelope is unwrapped (its timestamp kept unless logAppend),
+// anything else is plain (value = data, key = partition_key; no
+// transaction, no copy).
+func fromDIS(data []byte, key *string, ts int64, logAppend bool) (disbackend.Record, txnMeta, int64) {
 	var r disbackend.Record
-	if ets, m, ok := decodeEnvelope(data, &r); ok {
+	if ets, m, copyOf, ok := decodeEnvelope(data, &r); ok {
 		if !logAppend {
 			ts = ets
 		}
 		r.Timestamp = ts
-		return r, m
+		return r, m, copyOf
 	}
 	r.Value, r.Timestamp = data, ts
 	if key != nil {
 		r.Key = []byte(*key)
 	}
-	return r, txnMeta{pid: -1, epoch: -1}
+	return r, txnMeta{pid: -1, epoch: -1}, -1
 }

@@ -934,7 +934,7 @@ func TestFenceIntentFilledByLateWrite(t *testing.T) {
 	}
 	intent := func(k partKey, b disbackend.Batch, send bool) {
 		t.Helper()
-		recs, err := a.toDISRecords(&b, false, FormatEnvelope)
+		recs, err := a.toDISRecords(&b, nil, false, FormatEnvelope)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -955,7 +955,7 @@ func TestFenceIntentFilledByLateWrite(t *testing.T) {
 	b0 := pidBatch(9, 0, 0, 3)
 	intent(partKey{stream, 0}, b0, false)
 	late := valuesBatch("late1", "late2", "late3")
-	lrecs, err := a.toDISRecords(&late, false, FormatEnvelope)
+	lrecs, err := a.toDISRecords(&late, nil, false, FormatEnvelope)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -233,7 +233,7 @@ func TestIdemAcrossRestart(t *testing.T) {
 	if err := a.commitIntent(ctxT(t), k, si.id, lost, []idemEntry{{pid: 9, epoch: 2, seq: 6, n: 3, maxTS: b.MaxTimestamp}}); err != nil {
 		t.Fatal(err)
 	}
-	recs, err := a.toDISRecords(&b, false, FormatEnvelope)
+	recs, err := a.toDISRecords(&b, nil, false, FormatEnvelope)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +277,7 @@ func TestIdemAcrossRestart(t *testing.T) {
 	if err := c.commitIntent(ctxT(t), k, si.id, cut, []idemEntry{{pid: 9, epoch: 2, seq: 12, n: 6, maxTS: big.MaxTimestamp}}); err != nil {
 		t.Fatal(err)
 	}
-	recs, err = c.toDISRecords(&big, false, FormatEnvelope)
+	recs, err = c.toDISRecords(&big, nil, false, FormatEnvelope)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,7 +320,7 @@ func TestIdemAcrossRestart(t *testing.T) {
 		// The first 2 as written above, the others as the Store writes.
 		want := recs[i]
 		if i >= 2 {
-			rest, err := d.toDISRecords(&big, false, d.opts.RecordFormat)
+			rest, err := d.toDISRecords(&big, nil, false, d.opts.RecordFormat)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -346,7 +346,7 @@ func TestIdemAcrossRestart(t *testing.T) {
 	if err := e0.commitIntent(ctxT(t), k, si.id, cut, []idemEntry{{pid: 9, epoch: 2, seq: 18, n: 4, maxTS: big2.MaxTimestamp}}); err != nil {
 		t.Fatal(err)
 	}
-	recs, err = e0.toDISRecords(&big2, false, FormatEnvelope)
+	recs, err = e0.toDISRecords(&big2, nil, false, FormatEnvelope)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -302,7 +302,7 @@ func (p *groupPlan) admit(j *job) (next, done bool) {
 // batch cut short (idem.go) only the records not yet written are sent,
 // partial saying where the others are. ok is false when j was completed.
 func (p *groupPlan) records(j *job) (recs []disRecord, partial *idemPartial, ok bool) {
-	convert := func() ([]disRecord, error) { return p.s.toDISRecords(&j.b, p.logAppend, p.format) }
+	convert := func() ([]disRecord, error) { return p.s.toDISRecords(&j.b, j.src, p.logAppend, p.format) }
 	var err error
 	switch {
 	case p.keys != nil:
@@ -647,12 +647,13 @@ func (s *Store) contiguous(k partKey, sns []int64, from int64) bool {
 
 // toDISRecords maps a producer's batch to DIS records in format, from the
 // records the gateway decoded (Batch.Records); a batch given without them
-// (not through the gateway) is decoded here. A batch with records that
+// (not through the gateway) is decoded here. src, for a compactor's copy
+// job, are the sequence numbers the records copy (toDIS). A batch with records that
 // format native cannot store or that are larger than DIS takes in one
 // record is refused whole with a disbackend.RecordsError naming each
 // (KIP-467 record errors): ErrRecordTooLarge (Kafka MESSAGE_TOO_LARGE) when
 // any is too large, else errNeedsEnvelope (ErrInvalidRecord).
-func (s *Store) toDISRecords(b *disbackend.Batch, logAppend bool, format string) ([]disRecord, error) {
+func (s *Store) toDISRecords(b *disbackend.Batch, src []int64, logAppend bool, format string) ([]disRecord, error) {
 	recs := b.Records
 	if recs == nil {
 		var err error
@@ -669,7 +670,11 @@ func (s *Store) toDISRecords(b *disbackend.Batch, logAppend bool, format string)
 	tooLarge := false
 	m := batchTxnMeta(&b.Header)
 	for i := range recs {
-		d, reason := toDIS(&recs[i], format, m)
+		copyOf := int64(-1)
+		if i < len(src) {
+			copyOf = src[i]
+		}
+		d, reason := toDIS(&recs[i], format, m, copyOf)
 		switch {
 		case reason != "":
 			refused = append(refused, disbackend.RecordError{Index: int32(i), Message: nativeRefusal + reason})

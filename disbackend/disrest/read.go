@@ -93,6 +93,9 @@ type fetched struct {
 	rec disbackend.Record // OffsetDelta unset: sn is its offset
 	n   int               // DIS data bytes
 	txn txnMeta           // its batch's producer and transaction bits (envelope version 2)
+	// copyOf is the sequence number of the record this compactor's copy
+	// copies (envelope version 3), else -1.
+	copyOf int64
 }
 
 func (s *Store) cursor(ctx context.Context, k partKey, typ model.ShowCursorRequestCursorType, sn int64, ts int64) (string, error) {
@@ -149,8 +152,8 @@ func (s *Store) consume(ctx context.Context, k partKey, cursor string, maxBytes 
 		if r.Timestamp != nil {
 			ts = *r.Timestamp
 		}
-		rec, m := fromDIS(data, r.PartitionKey, ts, logAppend)
-		out = append(out, fetched{sn: sn, rec: rec, n: len(data), txn: m})
+		rec, m, copyOf := fromDIS(data, r.PartitionKey, ts, logAppend)
+		out = append(out, fetched{sn: sn, rec: rec, n: len(data), txn: m, copyOf: copyOf})
 	}
 	return out, next, nil
 }
@@ -262,7 +265,7 @@ func (s *Store) Read(ctx context.Context, stream string, part int32, offset int6
 		r.Next = last
 		s.ranges.put(k, r)
 	}
-	bs, n := buildBatches(recs, logAppend)
+	bs, n := buildBatches(recs, logAppend, r.First)
 	return disbackend.ReadResult{Batches: bs, Bytes: n, Range: r}, nil
 }
 
@@ -309,14 +312,17 @@ func sameBatch(a, b *txnMeta) bool {
 // buildBatches encodes records as uncompressed Kafka record batches
 // (buildBatch), one for each run of records of the same batch (sameBatch),
 // so that a transaction's records and markers read back as the batches a
-// read_committed consumer filters. It returns them and their bytes.
-func buildBatches(recs []fetched, logAppend bool) (out [][]byte, n int) {
+// read_committed consumer filters. It returns them and their bytes. A
+// compactor's copy of a record at or past logStart (the partition's log
+// start offset: the record copied is still there) is left out, its offset
+// a gap of its batch (hidden).
+func buildBatches(recs []fetched, logAppend bool, logStart int64) (out [][]byte, n int) {
 	for i := 0; i < len(recs); {
 		j := i + 1
 		for j < len(recs) && sameBatch(&recs[i].txn, &recs[j].txn) {
 			j++
 		}
-		b := buildBatch(recs[i:j], logAppend)
+		b := buildBatch(recs[i:j], logAppend, logStart)
 		out = append(out, b)
 		n += len(b)
 		i = j
@@ -324,13 +330,25 @@ func buildBatches(recs []fetched, logAppend bool) (out [][]byte, n int) {
 	return out, n
 }
 
+// hidden reports whether a Kafka read of a partition whose log start
+// offset is logStart leaves f out: f is a compactor's copy of a record
+// still in the partition, which a reader from the start reads in its
+// place and a reader that follows the partition has read already
+// (docs/compaction.md).
+func (f *fetched) hidden(logStart int64) bool { return f.copyOf >= 0 && f.copyOf >= logStart }
+
 // buildBatch encodes records as one uncompressed Kafka record batch (magic
 // 2) whose base offset is the first record's sequence number and whose
 // partition leader epoch is disbackend.LeaderEpoch (the gateway's); on a
 // LogAppendTime stream the batch says so and its max timestamp is the
 // latest DIS timestamp. The first record's txnMeta, when transactional,
 // gives the batch its producer and its transactional and control bits.
-func buildBatch(recs []fetched, logAppend bool) []byte {
+// Records hidden at logStart (fetched.hidden; math.MaxInt64: none) are
+// left out as Kafka's log cleaner leaves out what it removed: the batch
+// keeps its last offset delta, so a consumer's next fetch starts past
+// them, and a batch of hidden records alone is a header without records
+// (KAFKA-5443).
+func buildBatch(recs []fetched, logAppend bool, logStart int64) []byte {
 	h := batch.NewHeader(recs[0].sn)
 	h.PartitionLeaderEpoch = disbackend.LeaderEpoch
 	if logAppend {
@@ -343,12 +361,28 @@ func buildBatch(recs []fetched, logAppend bool) []byte {
 		}
 		h.ProducerID, h.ProducerEpoch = m.pid, m.epoch
 	}
-	rs := make([]disbackend.Record, len(recs))
-	for i, f := range recs {
-		rs[i] = f.rec
-		rs[i].OffsetDelta = int32(f.sn - h.BaseOffset)
+	rs := make([]disbackend.Record, 0, len(recs))
+	h.MaxTimestamp = recs[0].rec.Timestamp
+	for i := range recs {
+		f := &recs[i]
+		h.MaxTimestamp = max(h.MaxTimestamp, f.rec.Timestamp)
+		if f.hidden(logStart) {
+			continue
+		}
+		r := f.rec
+		r.OffsetDelta = int32(f.sn - h.BaseOffset)
+		rs = append(rs, r)
 	}
-	return batch.Encode(h, rs)
+	if len(rs) == len(recs) {
+		return batch.Encode(h, rs)
+	}
+	h.FirstTimestamp = recs[0].rec.Timestamp
+	h.LastOffsetDelta = int32(recs[len(recs)-1].sn - h.BaseOffset)
+	raw, err := batch.Rewrite(h, rs, -1)
+	if err != nil { // no codec: cannot fail
+		panic("disrest: " + err.Error())
+	}
+	return raw
 }
 
 // BatchAtTimestamp asks DIS for a cursor AT_TIMESTAMP ts and answers the
@@ -375,7 +409,7 @@ func (s *Store) BatchAtTimestamp(ctx context.Context, stream string, part int32,
 	if err != nil || len(recs) == 0 {
 		return nil, err
 	}
-	return buildBatch(recs, logAppend), nil
+	return buildBatch(recs, logAppend, math.MaxInt64), nil
 }
 
 // BatchWithMaxTimestamp reads the whole partition (DIS has no index for
@@ -416,5 +450,5 @@ func (s *Store) BatchWithMaxTimestamp(ctx context.Context, stream string, part i
 	if best == nil {
 		return nil, nil
 	}
-	return buildBatch([]fetched{*best}, logAppend), nil
+	return buildBatch([]fetched{*best}, logAppend, math.MaxInt64), nil
 }

@@ -2,6 +2,7 @@ package disrest
 
 import (
 	"bytes"
+	"math"
 	"context"
 	"encoding/base64"
 	"fmt"
@@ -217,7 +218,7 @@ func TestReadSmallMaxBytes(t *testing.T) {
 	for i, r := range dec {
 		fs[i] = fetched{sn: int64(i), rec: r}
 	}
-	sizeOf := func(from, k int) int { return len(buildBatch(fs[from:from+k], false)) }
+	sizeOf := func(from, k int) int { return len(buildBatch(fs[from:from+k], false, math.MaxInt64)) }
 	for _, tc := range []struct {
 		from int64
 		max  int
@@ -265,7 +266,7 @@ func TestFitting(t *testing.T) {
 		fs = append(fs, fetched{sn: 1<<40 + int64(i)*int64(1+rng.IntN(3)), rec: r})
 	}
 	for k := 1; k <= len(fs); k++ {
-		n := len(buildBatch(fs[:k], false))
+		n := len(buildBatch(fs[:k], false, math.MaxInt64))
 		if got := fitting(fs, n); got != k {
 			t.Fatalf("fitting(%d bytes) = %d; buildBatch writes %d records in it", n, got, k)
 		}

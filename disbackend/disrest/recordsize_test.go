@@ -32,7 +32,7 @@ func TestMaxMessageBytes(t *testing.T) {
 		r := kmsg.Record{Value: bytes.Repeat([]byte{'v'}, valueLen)}
 		b := kafkaBatch([]kmsg.Record{r}, 1)
 		rec := asRecord(r)
-		return b, encodeEnvelope(&rec, txnMeta{pid: -1, epoch: -1})
+		return b, encodeEnvelope(&rec, txnMeta{pid: -1, epoch: -1}, -1)
 	}
 	// Find the value that makes the batch exactly MaxMessageBytes.
 	v := MaxMessageBytes - 100
