@@ -33,9 +33,59 @@ type topicCache struct {
 	// is a removal remembered in putGen (so that memory stays bounded by
 	// the topics when no refresh runs). Guarded by mu.
 	listings int
+	// missing holds, per topic name, when (Unix ns) the backend last
+	// answered that it has no stream for it (lookupTopic); a lookup within
+	// missingTopicTTL of that answers the same without asking again. A
+	// put forgets the name; at missingTopicsMax names the map starts
+	// over. Guarded by mu.
+	missing map[string]int64
 	// adminMu serializes topic creation, deletion and changes, so a check and
 	// the change that follows it cannot interleave with another.
 	adminMu sync.Mutex
+}
+
+const (
+	// missingTopicTTL is how long the backend's "no such stream" for a
+	// topic name answers every lookup of it (lookupTopic), so that
+	// clients retrying a topic that does not exist (a Java admin or
+	// producer asks Metadata every retry.backoff.ms, 100 ms) cost one
+	// DIS DescribeStream a second per name, not one a request. A topic
+	// created through this node, or through another node of the cluster
+	// (whose controller tells this one), is known at once; one created
+	// with DIS tools within this second later.
+	missingTopicTTL = time.Second
+	// missingTopicsMax bounds the names remembered as missing.
+	missingTopicsMax = 10_000
+)
+
+// missingRecently reports whether the backend answered within
+// missingTopicTTL before now that it has no stream for topic.
+func (tc *topicCache) missingRecently(topic string, now time.Time) bool {
+	tc.mu.RLock()
+	at, ok := tc.missing[topic]
+	tc.mu.RUnlock()
+	return ok && now.UnixNano()-at < int64(missingTopicTTL)
+}
+
+// forgetMissing drops what noteMissing remembered of topic.
+func (tc *topicCache) forgetMissing(topic string) {
+	tc.mu.Lock()
+	delete(tc.missing, topic)
+	tc.mu.Unlock()
+}
+
+// noteMissing remembers that the backend answered at now that it has no
+// stream for topic, unless the topic was put meanwhile.
+func (tc *topicCache) noteMissing(topic string, now time.Time) {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	if tc.byName[topic] != nil {
+		return
+	}
+	if tc.missing == nil || len(tc.missing) >= missingTopicsMax {
+		tc.missing = make(map[string]int64)
+	}
+	tc.missing[topic] = now.UnixNano()
 }
 
 func newTopicCache(ctx context.Context, b disbackend.Backend) (*topicCache, error) {
@@ -82,6 +132,7 @@ func (tc *topicCache) put(st *disbackend.Stream) {
 }
 
 func (tc *topicCache) putLocked(st *disbackend.Stream) {
+	delete(tc.missing, st.TopicName)
 	tc.gen++
 	tc.putGen[st.TopicName] = tc.gen
 	if old := tc.byName[st.TopicName]; old != nil {
@@ -120,8 +171,16 @@ func (s *Server) lookupTopic(ctx context.Context, topic string) *disbackend.Stre
 	if err != nil {
 		return nil
 	}
+	if s.topics.missingRecently(topic, time.Now()) {
+		return nil
+	}
+	asked := time.Now()
 	st, err := s.backend.DescribeStream(ctx, name)
-	if err != nil || st.TopicName != topic {
+	if errors.Is(err, disbackend.ErrStreamNotFound) || err == nil && st.TopicName != topic {
+		s.topics.noteMissing(topic, asked)
+		return nil
+	}
+	if err != nil {
 		return nil
 	}
 	s.topics.put(&st)
@@ -186,6 +245,7 @@ func (s *Server) createTopic(ctx context.Context, topic string, partitions int32
 	if errors.Is(err, disbackend.ErrStreamExists) {
 		// Created by another node, or by an earlier attempt whose answer
 		// was lost: the topic exists, and this node learns it.
+		s.topics.forgetMissing(topic)
 		if found := s.lookupTopic(ctx, topic); found != nil {
 			return found, fmt.Errorf("%w: topic %q", disbackend.ErrStreamExists, topic)
 		}

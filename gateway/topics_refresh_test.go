@@ -2,13 +2,16 @@ package gateway_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/disgw/disgw/disbackend"
 	"github.com/disgw/disgw/disbackend/localstore"
@@ -118,5 +121,80 @@ func TestMetadataRefresh(t *testing.T) {
 	}
 	if _, ok := td["unseen"]; ok || rb2.lists.Load() != n0 {
 		t.Errorf("without MetadataRefresh: listed %v after %d listings", td.Names(), rb2.lists.Load()-n0)
+	}
+}
+
+// describeCounter counts DescribeStream calls.
+type describeCounter struct {
+	*localstore.Store
+	describes atomic.Int64
+}
+
+func (b *describeCounter) DescribeStream(ctx context.Context, name string) (disbackend.Stream, error) {
+	b.describes.Add(1)
+	return b.Store.DescribeStream(ctx, name)
+}
+
+// TestUnknownTopicLookups: Metadata requests for a topic that does not
+// exist, as a client retrying it sends them, ask the backend about it at
+// most once a second (a Java admin's retries once cost a DIS
+// DescribeStream each); a topic created through the gateway is known at
+// once, and one created behind its back (DIS tools) is found by a
+// CreateTopics of it, which answers TOPIC_ALREADY_EXISTS.
+func TestUnknownTopicLookups(t *testing.T) {
+	var be *describeCounter
+	g := startGatewayWrapped(t, t.TempDir(), func(s *localstore.Store) disbackend.Backend {
+		be = &describeCounter{Store: s}
+		return be
+	})
+	cl := g.client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	metadata := func(topic string) int16 {
+		t.Helper()
+		req := kmsg.NewPtrMetadataRequest()
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(topic)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Topics[0].ErrorCode
+	}
+	before := be.describes.Load()
+	start := time.Now()
+	const asks = 200
+	for range asks {
+		if code := metadata("no-such-topic"); code != kerr.UnknownTopicOrPartition.Code {
+			t.Fatalf("Metadata of a missing topic: code %d, want UNKNOWN_TOPIC_OR_PARTITION", code)
+		}
+	}
+	seconds := int64(time.Since(start)/time.Second) + 1
+	if n := be.describes.Load() - before; n > seconds+1 {
+		t.Fatalf("%d Metadata requests for a missing topic over %d s asked the backend %d times, want at most one a second", asks, seconds, n)
+	}
+	// Created through the gateway: known at once.
+	adm := kadm.NewClient(cl)
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "no-such-topic"); err != nil {
+		t.Fatal(err)
+	}
+	if code := metadata("no-such-topic"); code != 0 {
+		t.Fatalf("Metadata right after CreateTopics: code %d", code)
+	}
+	// Created behind the gateway's back right after a lookup said missing.
+	if code := metadata("behind"); code != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("Metadata of a missing topic: code %d", code)
+	}
+	if _, err := g.store.CreateStream(ctx, disbackend.StreamSpec{Name: "behind", TopicName: "behind", PartitionCount: 1,
+		Config: disbackend.StreamConfig{Retention: time.Hour, MaxMessageBytes: 1 << 20}}); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := adm.CreateTopic(ctx, 1, 1, nil, "behind")
+	if !errors.Is(err, kerr.TopicAlreadyExists) && !errors.Is(resp.Err, kerr.TopicAlreadyExists) {
+		t.Fatalf("CreateTopics of a topic created behind the gateway: %v %v, want TOPIC_ALREADY_EXISTS", err, resp.Err)
+	}
+	if code := metadata("behind"); code != 0 {
+		t.Fatalf("Metadata after CreateTopics found it: code %d", code)
 	}
 }
