@@ -2,10 +2,12 @@ package gateway_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -450,5 +452,113 @@ func TestTxnWriteMarkersAbort(t *testing.T) {
 	}
 	if got := readAll(t, g, "tx", true, 1); fmt.Sprint(got) != "[after]" {
 		t.Fatalf("read_committed after the abort by hand: %v, want [after]", got)
+	}
+}
+
+// markersIn reads partition 0 of topic from its start (Fetch v12,
+// read_uncommitted, raw batches) and returns its COMMIT and ABORT markers
+// that still hold their control record.
+func markersIn(t *testing.T, g *testGateway, topic string) (commits, aborts int) {
+	t.Helper()
+	r := g.raw(t)
+	for off := int64(0); ; {
+		resp := r.roundTrip(12, fetchReq(topic, 0, off, 0, 1)).(*kmsg.FetchResponse)
+		p := resp.Topics[0].Partitions[0]
+		if p.ErrorCode != 0 {
+			t.Fatalf("fetch %s at %d: %v", topic, off, kerr.ErrorForCode(p.ErrorCode))
+		}
+		raw := p.RecordBatches
+		if len(raw) == 0 {
+			return commits, aborts
+		}
+		for len(raw) >= 12 {
+			n := int(binary.BigEndian.Uint32(raw[8:12])) + 12
+			if n > len(raw) {
+				break
+			}
+			var b kmsg.RecordBatch
+			if err := b.ReadFrom(raw[:n]); err != nil {
+				t.Fatal(err)
+			}
+			raw = raw[n:]
+			off = max(off, b.FirstOffset+int64(b.LastOffsetDelta)+1)
+			if b.Attributes&0x20 == 0 || b.NumRecords == 0 {
+				continue
+			}
+			// The control record's key: version, then type (0 ABORT, 1 COMMIT).
+			var rec kmsg.Record
+			if err := rec.ReadFrom(b.Records); err != nil {
+				t.Fatal(err)
+			}
+			if len(rec.Key) >= 4 && binary.BigEndian.Uint16(rec.Key[2:]) == 1 {
+				commits++
+			} else {
+				aborts++
+			}
+		}
+	}
+}
+
+// TestTxnCompactedMarkersRemoved: the log cleaner removes a COMMIT marker
+// once its transaction has no record left in the partition and
+// delete.retention.ms has passed (Kafka's cleaner, KIP-534's delete
+// horizon), so that a compacted topic written by a transactional producer
+// (a Kafka Streams changelog under exactly_once_v2) does not keep a
+// marker per commit forever; a marker whose transaction's record is still
+// the latest of its key stays, and so does every ABORT marker.
+func TestTxnCompactedMarkersRemoved(t *testing.T) {
+	g := startGatewayStore(t, t.TempDir(), localstore.Options{CleanerInterval: 50 * time.Millisecond}, nil)
+	adm := kadm.NewClient(g.client(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cfg := map[string]*string{"cleanup.policy": ptrTo("compact"), "segment.ms": ptrTo("100"),
+		"min.cleanable.dirty.ratio": ptrTo("0.01"), "min.compaction.lag.ms": ptrTo("0"), "delete.retention.ms": ptrTo("100")}
+	if _, err := adm.CreateTopic(ctx, 1, 1, cfg, "ctm"); err != nil {
+		t.Fatal(err)
+	}
+	p := g.client(t, kgo.TransactionalID("tx-m"), kgo.DefaultProduceTopic("ctm"))
+	write := func(commit bool, k, v string) {
+		t.Helper()
+		if err := p.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.ProduceSync(ctx, &kgo.Record{Key: []byte(k), Value: []byte(v)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(true, "a", "a1")
+	write(true, "a", "a2")
+	write(true, "a", "a3")
+	write(false, "a", "a4-aborted")
+	write(true, "b", "b1")
+	if c, a := markersIn(t, g, "ctm"); c != 4 || a != 1 {
+		t.Fatalf("before cleaning: %d COMMIT and %d ABORT markers, want 4 and 1", c, a)
+	}
+	// Plain records keep sealing segments (segment.ms) and making dirty
+	// sections, so that passes go on.
+	plain := g.client(t, kgo.DefaultProduceTopic("ctm"))
+	deadline := time.Now().Add(40 * time.Second)
+	for i := 0; ; i++ {
+		if err := plain.ProduceSync(ctx, &kgo.Record{Key: []byte("c"), Value: fmt.Appendf(nil, "c%d", i)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		c, a := markersIn(t, g, "ctm")
+		if c < 2 || a != 1 {
+			t.Fatalf("after cleaning: %d COMMIT and %d ABORT markers, want 2 (of a3's and b1's transactions) and 1", c, a)
+		}
+		if c == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d COMMIT markers after 40 s, want 2: the markers of a1's and a2's transactions stay", c)
+		}
+		time.Sleep(150 * time.Millisecond)
+	}
+	got := readAll(t, g, "ctm", true, 3)
+	if len(got) < 3 || got[0] != "a3" || got[1] != "b1" || !strings.HasPrefix(got[2], "c") {
+		t.Fatalf("read_committed after the markers went: %v, want [a3 b1 c...]", got)
 	}
 }

@@ -3,6 +3,7 @@ package localstore
 import (
 	"bufio"
 	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -600,13 +601,14 @@ func (s *Store) mapDirty(plan *cleanPlan, part int32, m *offsetMap) (int64, erro
 // rest as they are.
 func (s *Store) cleanPartition(plan *cleanPlan, part int32, m *offsetMap, mapEnd int64, w *bufio.Writer, out *cleaned) error {
 	partLast := plan.partLast(part)
+	committed := map[int64]bool{}
 	return s.eachBatch(plan.sps[part], plan.first[part], cleanerReadBytes, func(f *frameInfo, raw []byte) (bool, error) {
 		out.read++
 		out.bytesRead += int64(f.size)
 		if f.base >= mapEnd {
 			return true, s.writeFrame(plan, part, f, raw, w, out)
 		}
-		raw, err := s.filterBatch(plan, part, m, f, raw, f.last == partLast, out)
+		raw, err := s.filterBatch(plan, part, m, f, raw, f.last == partLast, committed, out)
 		if err != nil || raw == nil {
 			return err == nil, err // nil: nothing of it stays
 		}
@@ -616,19 +618,21 @@ func (s *Store) cleanPartition(plan *cleanPlan, part int32, m *offsetMap, mapEnd
 
 // filterBatch is what a pass keeps of one batch before the map's end (nil:
 // nothing, not even its header). last is the partition's last batch of the
-// range.
-func (s *Store) filterBatch(plan *cleanPlan, part int32, m *offsetMap, f *frameInfo, raw []byte, last bool, out *cleaned) ([]byte, error) {
+// range. committed holds the producers with a committed transactional
+// batch read since their last marker (filterMarker).
+func (s *Store) filterBatch(plan *cleanPlan, part int32, m *offsetMap, f *frameInfo, raw []byte, last bool, committed map[int64]bool, out *cleaned) ([]byte, error) {
 	h, err := batch.ParseHeader(raw)
 	if err != nil {
 		return nil, fmt.Errorf("stream %d partition %d: batch at %d: %w", plan.st.sid, part, f.base, err)
 	}
 	if h.Attributes&batch.AttrControl != 0 {
-		// Transaction markers stay: a read_committed consumer needs each
-		// abort marker to end its aborted transaction (Kafka removes them
-		// only once the transaction's records are gone).
-		return raw, nil
+		return s.filterMarker(plan, part, f, h, raw, last, committed, out)
 	}
-	if isAborted(raw, f, plan.aborted[part]) {
+	aborted := isAborted(raw, f, plan.aborted[part])
+	if h.Attributes&batch.AttrTransactional != 0 && !aborted {
+		committed[h.ProducerID] = true
+	}
+	if aborted {
 		// An aborted transaction's records go (Kafka's cleaner); the
 		// header stays where a batch must (below).
 		out.removed += int(h.NumRecords)
@@ -679,6 +683,61 @@ func (s *Store) filterBatch(plan *cleanPlan, part int32, m *offsetMap, f *frameI
 	}
 	return rewritten, nil
 }
+
+// filterMarker is what a pass keeps of a transaction marker (a control
+// batch) before the map's end, as Kafka's cleaner does for a COMMIT
+// (LogCleaner, CleanedTransactionMetadata): a marker whose transaction has
+// no batch left before it in the partition (committed holds the producers
+// with one read since their last marker) gets a delete horizon of
+// delete.retention.ms (KIP-534, as a tombstone), and a pass after the
+// horizon removes it (its header stays where a batch must); a marker with
+// a batch of its transaction still there stays as it is. An ABORT marker
+// always stays: with its aborted range (kept by the transaction
+// coordinator and answered in read_committed Fetches) it ends the
+// producer's aborted transaction for a reader, and Kafka removes the two
+// together (not done here).
+func (s *Store) filterMarker(plan *cleanPlan, part int32, f *frameInfo, h batch.Header, raw []byte, last bool, committed map[int64]bool, out *cleaned) ([]byte, error) {
+	recs, err := batch.DecodeRecords(raw)
+	if err != nil {
+		return nil, fmt.Errorf("stream %d partition %d: marker at %d: %w", plan.st.sid, part, f.base, err)
+	}
+	if len(recs) == 0 {
+		return raw, nil // already emptied: a header kept for its producer
+	}
+	if len(recs[0].Key) < 4 || binary.BigEndian.Uint16(recs[0].Key[2:]) != controlCommit {
+		return raw, nil // ABORT (or unknown): stays
+	}
+	if committed[h.ProducerID] {
+		delete(committed, h.ProducerID)
+		return raw, nil // a batch of its transaction is still there
+	}
+	horizon, hasHorizon := h.DeleteHorizon()
+	if hasHorizon && plan.nowMS >= horizon {
+		out.removed += len(recs)
+		if !plan.lastOfProducer[part][f.last] && !last {
+			return nil, nil
+		}
+		return batch.Rewrite(h, nil, -1)
+	}
+	if !hasHorizon {
+		horizon = plan.nowMS + plan.st.meta.Config.DeleteRetention.Milliseconds()
+	}
+	if out.state.NextHorizon == 0 || horizon < out.state.NextHorizon {
+		out.state.NextHorizon = max(horizon, 1)
+	}
+	if hasHorizon {
+		return raw, nil
+	}
+	rewritten, err := batch.Rewrite(h, recs, horizon)
+	if err != nil {
+		return nil, fmt.Errorf("stream %d partition %d: rewrite marker at %d: %w", plan.st.sid, part, f.base, err)
+	}
+	return rewritten, nil
+}
+
+// controlCommit is the type of a COMMIT marker's control record key
+// (version int16, type int16; ControlRecordType: 0 ABORT, 1 COMMIT).
+const controlCommit = 1
 
 // writeFrame appends raw, the batch of f as the pass keeps it, to w as a
 // frame of the cleaned segment, and adds it to the partition's chunks.
