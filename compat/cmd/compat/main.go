@@ -88,6 +88,8 @@ func scenarioMain(args []string) int {
 		runMirror(*disgwBin, *backend, *tools, *topic, *group, *mirrorTarget == "kafka")
 	case "kafka-diff":
 		runDiff(*broker, *tools, *backend)
+	case "librdkafka-txn-tests":
+		runRdkafkaTests(*broker, *backend, *tools)
 	case "dis-go-sdk":
 		runDISGo(*broker, *topic, *group)
 	case "dis-interop":
