@@ -230,6 +230,10 @@ func runRdkafkaTest(t rdkafkaTest, src, dir, kafkaPath, broker, backend string) 
 		switch {
 		case ctx.Err() == context.DeadlineExceeded:
 			why = append(why, fmt.Sprintf("test-runner timed out after %s", rdkafkaTestTimeout))
+		case runErr != nil && strings.Contains(runErr.Error(), "signal: killed"):
+			// test.c's check_test_timeouts SIGKILLs the process when a
+			// test overruns its own timeout.
+			why = append(why, "test-runner killed itself (a test timed out)")
 		case runErr != nil:
 			why = append(why, fmt.Sprintf("test-runner: %v", runErr))
 		}
