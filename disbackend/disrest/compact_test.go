@@ -61,33 +61,16 @@ func readKeys(t *testing.T, s *Store, stream string) (map[string][]byte, disback
 		if err != nil {
 			t.Fatal(err)
 		}
-		last := map[string][]byte{}
-		off := r.First
-		var rerr error
-		for off < r.Next {
-			res, err := s.Read(ctx, stream, 0, off, 1<<20)
-			if err != nil {
-				rerr = err
-				break
+		recs, off, err := readFrom(ctx, t, s, stream, r.First)
+		if err == nil {
+			last := map[string][]byte{}
+			for _, rec := range recs {
+				last[string(rec.Key)] = rec.Value
 			}
-			for _, b := range res.Batches {
-				recs, err := backendtest.DecodeRecords(b)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, rec := range recs {
-					if rec.Offset >= off {
-						last[string(rec.Key)] = rec.Value
-						off = rec.Offset + 1
-					}
-				}
-			}
-		}
-		if rerr == nil {
 			return last, r
 		}
 		if attempt == 5 {
-			t.Fatalf("read %s from %d: %v", stream, off, rerr)
+			t.Fatalf("read %s from %d: %v", stream, off, err)
 		}
 		// The start expired under the read: read again from the new start.
 	}
