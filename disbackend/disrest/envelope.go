@@ -56,7 +56,7 @@ const (
 	envelopeVersion     = 1
 	envelopeVersionTxn  = 2
 	envelopeVersionCopy = 3
-	envelopeHeader     = 8 + 1 + 4
+	envelopeHeader      = 8 + 1 + 4
 	// txnMetaBytes is what version 2 adds: flags, producer id, epoch.
 	txnMetaBytes = 1 + 8 + 2
 	// maxPlainKeyBytes is the longest key stored as a plain partition_key.

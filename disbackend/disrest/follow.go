@@ -202,6 +202,25 @@ func (s *Store) forgetStream(name string) {
 	s.reads.dropFrom(name, 0)
 	s.idem.dropStream(name)
 	s.compact.forget(name)
+	s.dropWriters(name)
+}
+
+// dropWriters drops the partition writers of stream name (dropPartition):
+// a writer keeps the partition's end offset, which a stream made again
+// under the name does not have (its first write would commit the dedupe
+// checkpoint at the old end: DIS.4224).
+func (s *Store) dropWriters(name string) {
+	s.closeMu.Lock()
+	var ks []partKey
+	for k := range s.writers {
+		if k.stream == name {
+			ks = append(ks, k)
+		}
+	}
+	s.closeMu.Unlock()
+	for _, k := range ks {
+		s.dropPartition(k)
+	}
 }
 
 // forgetPartitions drops the caches of the stream's partitions from

@@ -1,6 +1,7 @@
 package disrest
 
 import (
+	"context"
 	"errors"
 	"reflect"
 	"testing"
@@ -388,5 +389,44 @@ func TestIdemMetaSum(t *testing.T) {
 		if _, err := decodeIdem(bad); err == nil {
 			t.Errorf("decoded %q", bad)
 		}
+	}
+}
+
+// TestRecreatedStreamWrites: a stream deleted and created again at once
+// through the same Store takes writes, idempotent ones included, from
+// offset 0. The partition's writer once kept the old stream's end offset
+// and refused every write (a commit of the dedupe checkpoint at that
+// offset got DIS.4224) until 5 s without writes had passed.
+func TestRecreatedStreamWrites(t *testing.T) {
+	t.Parallel()
+	_, url := startDIS(t, dislocal.Options{})
+	s := newStore(t, url, nil)
+	ctx := ctxT(t)
+	const stream = "recreated"
+	mk := func() {
+		t.Helper()
+		if _, err := s.CreateStream(ctx, disbackend.StreamSpec{Name: stream, TopicName: stream, PartitionCount: 1,
+			Config: disbackend.StreamConfig{Retention: 24 * time.Hour, MaxMessageBytes: 1 << 20}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk()
+	b := backendtest.MakeBatch(backendtest.BatchOptions{NumRecords: 3, Idempotent: true, ProducerID: 9, Seed: 1})
+	if res, err := s.Append(stream, 0, b).Wait(ctx); err != nil || res.BaseOffset != 0 {
+		t.Fatalf("first append: %+v, %v", res, err)
+	}
+	if err := s.DeleteStream(ctx, stream); err != nil {
+		t.Fatal(err)
+	}
+	mk()
+	short, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	b = backendtest.MakeBatch(backendtest.BatchOptions{NumRecords: 1, Idempotent: true, ProducerID: 10, Seed: 2})
+	if res, err := s.Append(stream, 0, b).Wait(short); err != nil || res.BaseOffset != 0 {
+		t.Fatalf("idempotent append to the stream made again: %+v, %v; want offset 0", res, err)
+	}
+	plain := backendtest.MakeBatch(backendtest.BatchOptions{NumRecords: 2, Seed: 3})
+	if res, err := s.Append(stream, 0, plain).Wait(short); err != nil || res.BaseOffset != 1 {
+		t.Fatalf("append after it: %+v, %v; want offset 1", res, err)
 	}
 }

@@ -2,10 +2,10 @@ package disrest
 
 import (
 	"bytes"
-	"math"
 	"context"
 	"encoding/base64"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
