@@ -56,6 +56,8 @@ $(STATICCHECK): go.mod go.sum
 	$(GO) build -o $@ honnef.co/go/tools/cmd/staticcheck
 
 lint: vet $(STATICCHECK)
+	@unformatted=$$("$$($(GO) env GOROOT)/bin/gofmt" -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './compat/node/*')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	./$(STATICCHECK) ./...
 	cd compat && $(GO) vet ./... && ../$(STATICCHECK) ./...
 
