@@ -171,10 +171,10 @@ func (s *Server) lookupTopic(ctx context.Context, topic string) *disbackend.Stre
 	if err != nil {
 		return nil
 	}
-	if s.topics.missingRecently(topic, time.Now()) {
+	asked := time.Now()
+	if s.topics.missingRecently(topic, asked) {
 		return nil
 	}
-	asked := time.Now()
 	st, err := s.backend.DescribeStream(ctx, name)
 	if errors.Is(err, disbackend.ErrStreamNotFound) || err == nil && st.TopicName != topic {
 		s.topics.noteMissing(topic, asked)

@@ -362,21 +362,21 @@ func buildBatch(recs []fetched, logAppend bool, logStart int64) []byte {
 		h.ProducerID, h.ProducerEpoch = m.pid, m.epoch
 	}
 	rs := make([]disbackend.Record, 0, len(recs))
-	h.MaxTimestamp = recs[0].rec.Timestamp
 	for i := range recs {
-		f := &recs[i]
-		h.MaxTimestamp = max(h.MaxTimestamp, f.rec.Timestamp)
-		if f.hidden(logStart) {
-			continue
+		if f := &recs[i]; !f.hidden(logStart) {
+			r := f.rec
+			r.OffsetDelta = int32(f.sn - h.BaseOffset)
+			rs = append(rs, r)
 		}
-		r := f.rec
-		r.OffsetDelta = int32(f.sn - h.BaseOffset)
-		rs = append(rs, r)
 	}
 	if len(rs) == len(recs) {
 		return batch.Encode(h, rs)
 	}
-	h.FirstTimestamp = recs[0].rec.Timestamp
+	// Some hidden: the header spans them all, as the cleaner's rewrite.
+	h.FirstTimestamp, h.MaxTimestamp = recs[0].rec.Timestamp, recs[0].rec.Timestamp
+	for i := range recs {
+		h.MaxTimestamp = max(h.MaxTimestamp, recs[i].rec.Timestamp)
+	}
 	h.LastOffsetDelta = int32(recs[len(recs)-1].sn - h.BaseOffset)
 	raw, err := batch.Rewrite(h, rs, -1)
 	if err != nil { // no codec: cannot fail
