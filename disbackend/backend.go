@@ -354,6 +354,37 @@ type TxnStateStore interface {
 	TxnRecords(ctx context.Context) (map[string][]byte, error)
 }
 
+// TxnShared is implemented by a backend whose transaction records are
+// shared by several gateway nodes (disrest in cluster mode,
+// docs/transactions.md "Several nodes"): each node follows every record
+// (the partition side: last stable offsets, aborted ranges, produce
+// verification), and a transactional id's coordinator (the owner of its
+// TxnKey) alone writes its record. A record "t/<id>" is fenced by
+// TxnKey(id); the others ("a/...", aborted ranges, written by a
+// partition's leader) are not fenced: what they say stays true whoever
+// writes it.
+type TxnShared interface {
+	TxnStateStore
+	// WatchTxnRecords has f called with every record this node reads or
+	// writes from then on (value nil for a deletion), each key's in the
+	// order of its versions, never an older one after a newer; f must not
+	// block or call the backend.
+	WatchTxnRecords(f func(key string, value []byte))
+	// CatchUpTxns reads the records up to their end as the backend has
+	// them now: every save acknowledged before the call has reached the
+	// watcher when it returns. Errors: ErrClosed, or the backend's.
+	CatchUpTxns(ctx context.Context) error
+	// TxnRecord returns key's latest record (nil when there is none)
+	// once this node may write it: after the takeover of its fence key
+	// (the previous owner's writes can no longer land) and a catch-up.
+	// Errors: ErrNotCoordinator, ErrClosed, the backend's.
+	TxnRecord(ctx context.Context, key string) ([]byte, error)
+	// FreshRange is a partition's range read from the backend now, not
+	// from a cache. Errors: ErrStreamNotFound, ErrPartitionNotFound, the
+	// backend's.
+	FreshRange(ctx context.Context, stream string, partition int32) (PartitionRange, error)
+}
+
 // AbortedRange is an aborted transaction's records in a partition: the
 // producer's transactional batches from FirstOffset up to its ABORT marker
 // at LastOffset (Kafka's AbortedTxn).

@@ -73,6 +73,19 @@ func PartitionKey(stream string, partition int32) string {
 // id).
 func GroupKey(group string) string { return "g/" + group }
 
+// TxnKey is the placement key of a transactional id: its transaction
+// coordinator is the key's owner.
+func TxnKey(id string) string { return "t/" + id }
+
+// TxnCoordinator returns the node that coordinates the transactional id
+// in the view.
+func (v *View) TxnCoordinator(id string) int32 {
+	if v.Owner == nil {
+		return v.Self
+	}
+	return v.Owner(TxnKey(id))
+}
+
 // Leader returns the node that leads the partition in the view.
 func (v *View) Leader(stream string, partition int32) int32 {
 	if v.Owner == nil {

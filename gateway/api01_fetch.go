@@ -236,6 +236,9 @@ func (c *conn) fillFetch(r *kmsg.FetchRequest, resp *kmsg.FetchResponse, maxByte
 			case r.Version >= 9 && rp.CurrentLeaderEpoch > epoch:
 				p.ErrorCode, done = kerr.UnknownLeaderEpoch.Code, true
 				continue
+			case r.IsolationLevel == 1 && !s.committedReadable(c.backendCtx(), st.Name, rp.Partition):
+				p.ErrorCode, done = kerr.NotLeaderForPartition.Code, true
+				continue
 			}
 			limit := min(int(rp.PartitionMaxBytes), maxBytes-total)
 			first := total == 0 // KIP-74: the first non-empty partition may exceed

@@ -115,6 +115,8 @@ func (s *Server) listOffsets(ctx context.Context, r *kmsg.ListOffsetsRequest) (*
 				p.ErrorCode = kerr.FencedLeaderEpoch.Code
 			case r.Version >= 4 && rp.CurrentLeaderEpoch > epoch:
 				p.ErrorCode = kerr.UnknownLeaderEpoch.Code
+			case rp.Timestamp == -1 && r.IsolationLevel == 1 && !s.committedReadable(ctx, st.Name, rp.Partition):
+				p.ErrorCode = kerr.NotLeaderForPartition.Code
 			default:
 				off, ts, err := s.offsetFor(ctx, r.Version, st, rp.Partition, rp.Timestamp)
 				if err == nil && rp.Timestamp == -1 && r.IsolationLevel == 1 {

@@ -93,6 +93,13 @@ func (c *conn) handleFindCoordinator(req *kafkawire.Request) reply {
 			}
 		case r.CoordinatorType == 0:
 			fc.NodeID, fc.Host, fc.Port = c.s.cfg.NodeID, c.lst.advHost, c.lst.advPort
+		case r.CoordinatorType == 1 && c.s.txn != nil && kv != nil:
+			if ep, ok := kv.endpoint(kv.v.TxnCoordinator(key)); ok {
+				fc.NodeID, fc.Host, fc.Port = ep.id, ep.host, ep.port
+			} else {
+				msg := kerr.CoordinatorNotAvailable.Description
+				fc.ErrorCode, fc.ErrorMessage = kerr.CoordinatorNotAvailable.Code, &msg
+			}
 		case r.CoordinatorType == 1 && c.s.txn != nil:
 			fc.NodeID, fc.Host, fc.Port = c.s.cfg.NodeID, c.lst.advHost, c.lst.advPort
 		case r.CoordinatorType == 1:
@@ -212,7 +219,13 @@ func (s *Server) groupsViewChanged(prev, v *disbackend.View) {
 	if prev != nil && v.Generation > prev.Generation+1 {
 		s.ownNoGroup.Store(true)
 		vc.ViewChanged()
+		if s.txn != nil {
+			s.txn.ViewChanged()
+		}
 		s.ownNoGroup.Store(false)
 	}
 	vc.ViewChanged()
+	if s.txn != nil {
+		s.txn.ViewChanged()
+	}
 }

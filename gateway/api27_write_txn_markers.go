@@ -9,6 +9,8 @@ package gateway
 // the same for every backend.
 
 import (
+	"context"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -57,7 +59,28 @@ func (c *conn) handleWriteTxnMarkers(req *kafkawire.Request) reply {
 	}
 	ctx, cancel := c.requestContext(0)
 	defer cancel()
-	return ready(req, answerWriteTxnMarkers(r, func(topic string, part int32, m *kmsg.WriteTxnMarkersRequestMarker) int16 {
+	return ready(req, c.writeTxnMarkers(ctx, r))
+}
+
+// writeTxnMarkers writes each marker on its partitions; with several
+// nodes a partition this node does not lead gets NOT_LEADER_OR_FOLLOWER.
+func (c *conn) writeTxnMarkers(ctx context.Context, r *kmsg.WriteTxnMarkersRequest) *kmsg.WriteTxnMarkersResponse {
+	return answerWriteTxnMarkers(r, func(topic string, part int32, m *kmsg.WriteTxnMarkersRequestMarker) int16 {
+		if c.s.txn == nil {
+			return kerr.InvalidRequest.Code
+		}
+		if c.s.cluster != nil {
+			st := c.s.topics.get(topic)
+			if st == nil {
+				st = c.s.lookupTopic(ctx, topic)
+			}
+			if st == nil {
+				return kerr.UnknownTopicOrPartition.Code
+			}
+			if !c.s.leads(st.Name, part) {
+				return kerr.NotLeaderForPartition.Code
+			}
+		}
 		return c.s.txn.WriteMarker(ctx, topic, part, m.ProducerID, m.ProducerEpoch, m.Committed)
-	}))
+	})
 }

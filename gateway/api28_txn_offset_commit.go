@@ -59,5 +59,8 @@ func (c *conn) handleTxnOffsetCommit(req *kafkawire.Request) reply {
 	}
 	ctx, cancel := c.requestContext(0)
 	defer cancel()
+	if c.s.cluster != nil {
+		return ready(req, c.txnOffsetCommitCluster(ctx, r))
+	}
 	return ready(req, c.s.txn.TxnOffsetCommit(ctx, r))
 }

@@ -49,6 +49,11 @@ func (c *conn) handleDescribeTransactions(req *kafkawire.Request) reply {
 			resp.TransactionStates = append(resp.TransactionStates, st)
 			continue
 		}
+		if !c.s.txn.Owns(id) {
+			st.ErrorCode = kerr.NotCoordinator.Code
+			resp.TransactionStates = append(resp.TransactionStates, st)
+			continue
+		}
 		d, ok := c.s.txn.Describe(id)
 		if !ok {
 			st.ErrorCode = kerr.TransactionalIDNotFound.Code

@@ -21,25 +21,35 @@ import (
 // TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
 
 // newTxnCoordinator starts the transaction coordinator, or returns nil when
-// the backend keeps no transaction state or the gateway runs as several
-// nodes (not built yet).
+// the backend keeps no transaction state (or, with several nodes, does not
+// share it: disbackend.TxnShared).
 func newTxnCoordinator(cfg Config, backend disbackend.Backend, s *Server) (*txncoord.Coordinator, error) {
 	ts, ok := backend.(disbackend.TxnStateStore)
-	if !ok || s.cluster != nil {
+	if !ok {
 		return nil, nil
 	}
 	be, ok := backend.(txncoord.Backend)
 	if !ok || ts == nil {
 		return nil, nil
 	}
-	tc, err := txncoord.New(context.Background(), txncoord.Config{
+	tcfg := txncoord.Config{
 		MaxTimeout:    cfg.TransactionMaxTimeout,
 		IDExpiration:  cfg.TransactionalIDExpiration,
 		CheckInterval: cfg.TransactionCheckInterval,
 		NodeID:        cfg.NodeID,
 		LeaderEpoch:   s.writeEpoch,
 		Logger:        s.log.Named("txn"),
-	}, be, txnTopics{s}, s.groups)
+	}
+	var groups txncoord.Groups = s.groups
+	if s.cluster != nil {
+		shared, ok := backend.(disbackend.TxnShared)
+		if !ok {
+			return nil, nil
+		}
+		tcfg.Shared, tcfg.Owns, tcfg.Leads, tcfg.SendMarker = shared, s.ownsTxn, s.leads, s.sendMarker
+		groups = txnGroups{s}
+	}
+	tc, err := txncoord.New(context.Background(), tcfg, be, txnTopics{s}, groups)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: transaction coordinator: %w", err)
 	}
@@ -69,7 +79,7 @@ func (t txnTopics) Topic(ctx context.Context, name string) (txncoord.Topic, bool
 
 // errNoTransactions: a transactional request to a gateway without a
 // transaction coordinator.
-var errNoTransactions = errors.New("transactions need a gateway on one node (several nodes are not served yet)")
+var errNoTransactions = errors.New("this gateway's backend keeps no transaction state")
 
 // verifyTxn checks a produced batch against the transaction coordinator
 // before it is queued (Kafka's transaction verification, KIP-890 part 1):
@@ -92,7 +102,7 @@ func (c *conn) verifyTxn(txnID *string, st *disbackend.Stream, part int32, h *ba
 	case !transactional:
 		return nil, kerrWrap(kerr.InvalidRecord, "a request with a transactional id must carry transactional batches")
 	}
-	release, code := c.s.txn.VerifyProduce(*txnID, h.ProducerID, h.ProducerEpoch, st.TopicID, part)
+	release, code := c.s.txn.VerifyProduce(c.backendCtx(), *txnID, h.ProducerID, h.ProducerEpoch, st.TopicID, part)
 	if code != 0 {
 		c.log.Debug("transactional produce refused", zap.String("transactional_id", *txnID), zapTopic(st.TopicName),
 			zapPartition(part), zap.Int16("code", code))

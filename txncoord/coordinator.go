@@ -125,6 +125,22 @@ type Config struct {
 	// the produce path stamps batches; nil: -1.
 	LeaderEpoch func() int32
 	Logger      *zap.Logger
+	// Shared, set with several nodes, is the store the nodes share the
+	// records in (shared.go); nil: one node.
+	Shared disbackend.TxnShared
+	// Owns, with Shared, reports whether this node coordinates a
+	// transactional id (the owner of disbackend.TxnKey(id)).
+	Owns func(id string) bool
+	// Leads, with Shared, reports whether this node leads a partition:
+	// it alone drops the aborted ranges below the partition's log start
+	// offset.
+	Leads func(stream string, partition int32) bool
+	// SendMarker, with Shared, writes a transaction's COMMIT or ABORT
+	// marker for producer pid at epoch on a partition through its leader
+	// (WriteTxnMarkers; LeaderMarker on the leader, which also saves an
+	// ABORT's aborted range). Errors: the partition's code as a kerr
+	// error, or the transport's.
+	SendMarker func(ctx context.Context, topic string, partition int32, pid int64, epoch int16, commit bool) error
 	// Now is the clock (tests replace it); nil: time.Now.
 	Now func() time.Time
 }
@@ -166,19 +182,23 @@ type txnOffset struct {
 
 // record is a transactional id's state as saved (key "t/" + id).
 type record struct {
-	V         int                    `json:"v"`
-	ID        string                 `json:"id"`
-	PID       int64                  `json:"pid"`
-	Epoch     int16                  `json:"epoch"`
-	LastPID   int64                  `json:"last_pid"`
-	LastEpoch int16                  `json:"last_epoch"`
-	TimeoutMS int32                  `json:"timeout_ms"`
-	State     State                  `json:"state"`
-	StartMS   int64                  `json:"start_ms"`
-	UpdateMS  int64                  `json:"update_ms"`
-	Parts     []txnPart              `json:"partitions,omitempty"`
-	Groups    []string               `json:"groups,omitempty"`
-	Offsets   map[string][]txnOffset `json:"offsets,omitempty"`
+	V         int    `json:"v"`
+	ID        string `json:"id"`
+	PID       int64  `json:"pid"`
+	Epoch     int16  `json:"epoch"`
+	LastPID   int64  `json:"last_pid"`
+	LastEpoch int16  `json:"last_epoch"`
+	TimeoutMS int32  `json:"timeout_ms"`
+	State     State  `json:"state"`
+	StartMS   int64  `json:"start_ms"`
+	UpdateMS  int64  `json:"update_ms"`
+	// Seq counts the id's transactions: one more at each begin, so a
+	// node following the records tells a new transaction from the same
+	// one (shared.go).
+	Seq     int64                  `json:"seq,omitempty"`
+	Parts   []txnPart              `json:"partitions,omitempty"`
+	Groups  []string               `json:"groups,omitempty"`
+	Offsets map[string][]txnOffset `json:"offsets,omitempty"`
 }
 
 // abortedRecord is an aborted range as saved (key "a/" topic id hex "/"
@@ -202,6 +222,12 @@ type txn struct {
 	// state (mu): a retry does not write them again.
 	marked map[partKey]int64
 	gone   bool // deleted (expired) while a request waited for mu
+	// auth (c.mu): this node loaded the id as its coordinator (shared
+	// mode; always true on one node, where it is not read).
+	auth bool
+	// ended (c.mu): the partitions this node, as their leader, ended the
+	// transaction on with a marker, by partition: the transaction's Seq+1.
+	ended map[partKey]int64
 }
 
 // Coordinator is the transaction coordinator. Its methods are safe for
@@ -227,6 +253,8 @@ type Coordinator struct {
 
 	stop chan struct{}
 	done chan struct{}
+
+	sharedState
 }
 
 // New loads the coordinator's state from be and starts its background
@@ -255,9 +283,17 @@ func New(ctx context.Context, cfg Config, be Backend, topics Topics, groups Grou
 		ids:  map[string][16]byte{},
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
+	if cfg.Shared != nil {
+		// Every record, read now and later, reaches applyShared.
+		c.followed.Store(-1)
+		cfg.Shared.WatchTxnRecords(c.applyShared)
+	}
 	recs, err := be.TxnRecords(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("txncoord: load: %w", err)
+	}
+	if cfg.Shared != nil {
+		recs = nil
 	}
 	for k, v := range recs {
 		if err := c.load(k, v); err != nil {
@@ -423,13 +459,19 @@ func (c *Coordinator) update(t *txn, f func(r *record)) {
 // hw (Kafka UnifiedLog.lastStableOffset).
 func (c *Coordinator) LastStableOffset(topicID [16]byte, part int32, hw int64) int64 {
 	if c.nOpen.Load() == 0 {
+		if c.cfg.Shared != nil {
+			c.noteAnswered(partKey{topicID, part}, hw)
+		}
 		return hw
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	lso := hw
 	for _, first := range c.open[partKey{topicID, part}] {
 		lso = min(lso, first)
+	}
+	c.mu.Unlock()
+	if c.cfg.Shared != nil {
+		c.noteAnswered(partKey{topicID, part}, lso)
 	}
 	return lso
 }
@@ -537,8 +579,18 @@ func (c *Coordinator) HasPending(group string) bool {
 // (the transaction's markers wait for it), or the Kafka error code:
 // INVALID_PRODUCER_ID_MAPPING (unknown id or another producer id),
 // INVALID_PRODUCER_EPOCH (an older epoch: a fenced producer),
-// INVALID_TXN_STATE (no transaction open, or the partition not added).
-func (c *Coordinator) VerifyProduce(txnID string, pid int64, epoch int16, topicID [16]byte, part int32) (func(), int16) {
+// INVALID_TXN_STATE (no transaction open, or the partition not added);
+// with several nodes, a refusal of an id another node coordinates is
+// checked again after reading the records to their end
+// (NOT_ENOUGH_REPLICAS, retriable, when that read fails).
+func (c *Coordinator) VerifyProduce(ctx context.Context, txnID string, pid int64, epoch int16, topicID [16]byte, part int32) (func(), int16) {
+	if c.cfg.Shared != nil {
+		return c.verifyShared(ctx, txnID, pid, epoch, topicID, part)
+	}
+	return c.verify(txnID, pid, epoch, topicID, part)
+}
+
+func (c *Coordinator) verify(txnID string, pid int64, epoch int16, topicID [16]byte, part int32) (func(), int16) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t := c.txns[txnID]
@@ -590,7 +642,10 @@ func (c *Coordinator) checkTxns() {
 	now := c.nowMS()
 	c.mu.Lock()
 	var work []*txn
-	for _, t := range c.txns {
+	for id, t := range c.txns {
+		if c.cfg.Shared != nil && !c.Owns(id) {
+			continue // its coordinator sees to it
+		}
 		switch t.rec.State {
 		case Ongoing:
 			if now > t.rec.StartMS+int64(t.rec.TimeoutMS) {
@@ -619,6 +674,22 @@ func (c *Coordinator) checkTxn(t *txn, now int64) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if t.gone {
+		return
+	}
+	if c.cfg.Shared != nil && !t.auth {
+		if c.loadOwned(ctx, t) != 0 || t.gone {
+			return
+		}
+	}
+	if t.rec.PID < 0 {
+		// A transactional id asked for and never initialised (shared
+		// mode): nothing was saved.
+		c.mu.Lock()
+		if c.txns[t.rec.ID] == t {
+			delete(c.txns, t.rec.ID)
+		}
+		t.gone = true
+		c.mu.Unlock()
 		return
 	}
 	switch t.rec.State {
@@ -667,6 +738,9 @@ func (c *Coordinator) pruneAborted() {
 	}
 	var jobs []job
 	for pk := range c.aborted {
+		if c.cfg.Shared != nil && !c.cfg.Leads(c.streams[pk], pk.part) {
+			continue // its leader drops them
+		}
 		jobs = append(jobs, job{pk, c.streams[pk]})
 	}
 	c.mu.Unlock()

@@ -251,7 +251,7 @@ func TestSaveFailureChangesNothing(t *testing.T) {
 	if lso := c.LastStableOffset(topicID, 0, 5); lso != 5 {
 		t.Fatalf("last stable offset %d, want 5 (nothing open)", lso)
 	}
-	if _, code := c.VerifyProduce("x", pid, epoch, topicID, 0); code != kerr.InvalidTxnState.Code {
+	if _, code := c.VerifyProduce(context.Background(), "x", pid, epoch, topicID, 0); code != kerr.InvalidTxnState.Code {
 		t.Fatalf("produce verified after a failed add: %v", kerr.ErrorForCode(code))
 	}
 }
@@ -262,7 +262,7 @@ func TestEpochExhausted(t *testing.T) {
 	be := newMem()
 	c := start(t, be, &memGroups{committed: map[string]int64{}})
 	pid, _ := initTxn(t, c, "x")
-	tx := c.lookup("x")
+	tx, _ := c.lookup(context.Background(), "x")
 	c.update(tx, func(r *record) { r.Epoch = math.MaxInt16 - 1 })
 	tx.mu.Unlock()
 	pid2, epoch2 := initTxn(t, c, "x")

@@ -66,6 +66,16 @@ func (c *Coordinator) complete(ctx context.Context, t *txn) error {
 		if _, ok := t.marked[pk]; ok {
 			continue
 		}
+		if c.cfg.Shared != nil {
+			// The leader writes it and, for an abort, saves the range.
+			if err := c.cfg.SendMarker(ctx, p.Topic, p.Partition, t.rec.PID, t.rec.Epoch, commit); err != nil {
+				if !errors.Is(err, kerr.UnknownTopicOrPartition) {
+					return fmt.Errorf("txncoord: marker to %s/%d: %w", p.Topic, p.Partition, err)
+				}
+			}
+			t.marked[pk] = -1
+			continue
+		}
 		off, err := c.writeMarker(ctx, p, t.rec.PID, t.rec.Epoch, commit)
 		if err != nil {
 			return err
@@ -170,16 +180,7 @@ func (c *Coordinator) saveAborted(ctx context.Context, p *txnPart, pid, last int
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	l := c.aborted[pk]
-	for _, a := range l {
-		if a.ProducerID == pid && a.FirstOffset == p.FirstOffset {
-			return nil
-		}
-	}
-	c.aborted[pk] = append(l, Aborted{ProducerID: pid, FirstOffset: p.FirstOffset, LastOffset: last})
-	sortAborted(c.aborted[pk])
-	c.streams[pk] = p.Stream
-	c.ids[p.Stream] = pk.id
+	c.addAbortedLocked(pk, p.Stream, Aborted{ProducerID: pid, FirstOffset: p.FirstOffset, LastOffset: last})
 	return nil
 }
 
@@ -228,6 +229,9 @@ func (c *Coordinator) commitOffsets(ctx context.Context, group string, offs []tx
 // INVALID_PRODUCER_EPOCH, KAFKA_STORAGE_ERROR (the marker or the state could
 // not be written).
 func (c *Coordinator) WriteMarker(ctx context.Context, topic string, part int32, pid int64, epoch int16, commit bool) int16 {
+	if c.cfg.Shared != nil {
+		return c.LeaderMarker(ctx, topic, part, pid, epoch, commit)
+	}
 	tp, ok := c.topics.Topic(ctx, topic)
 	if !ok || part < 0 || part >= tp.Partitions {
 		return kerr.UnknownTopicOrPartition.Code

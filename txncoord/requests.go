@@ -10,6 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
+
+	"github.com/disgw/disgw/disbackend"
 )
 
 var (
@@ -22,18 +24,34 @@ var (
 )
 
 // lookup returns the txn of id, locked, or nil. A txn found gone (expired
-// while waiting) is looked up again.
-func (c *Coordinator) lookup(id string) *txn {
+// while waiting) is looked up again. With several nodes (shared.go) it
+// answers NOT_COORDINATOR for an id another node coordinates, and loads an
+// id this node has not loaded since it gained it (a placeholder, PID -1,
+// when it has no record), or answers that loading's error.
+func (c *Coordinator) lookup(ctx context.Context, id string) (*txn, int16) {
+	if !c.Owns(id) {
+		return nil, codeNotCoordinator
+	}
 	for {
 		c.mu.Lock()
 		t := c.txns[id]
+		if t == nil && c.cfg.Shared != nil {
+			t = &txn{rec: record{ID: id, PID: -1, LastPID: -1, LastEpoch: -1}}
+			c.txns[id] = t
+		}
 		c.mu.Unlock()
 		if t == nil {
-			return nil
+			return nil, 0
 		}
 		t.mu.Lock()
+		if !t.gone && c.cfg.Shared != nil && !t.auth {
+			if code := c.loadOwned(ctx, t); code != 0 {
+				t.mu.Unlock()
+				return nil, code
+			}
+		}
 		if !t.gone {
-			return t
+			return t, 0
 		}
 		t.mu.Unlock()
 	}
@@ -46,7 +64,7 @@ func (c *Coordinator) lookup(id string) *txn {
 // version that knows PRODUCER_FENCED (KIP-588). Requires t.mu.
 func checkProducer(t *txn, pid int64, epoch int16, version, fencedSince int16) int16 {
 	switch {
-	case t == nil || t.rec.PID != pid:
+	case t == nil || t.rec.PID < 0 || t.rec.PID != pid:
 		return codeInvalidProducerIDMapping
 	case t.rec.Epoch != epoch:
 		return fencedCode(version, fencedSince)
@@ -93,7 +111,11 @@ func (c *Coordinator) InitProducerID(ctx context.Context, r *kmsg.InitProducerID
 		resp.ErrorCode = kerr.InvalidTransactionTimeout.Code
 		return resp
 	}
-	t := c.lookup(id)
+	t, code := c.lookup(ctx, id)
+	if code != 0 {
+		resp.ErrorCode = code
+		return resp
+	}
 	if t == nil {
 		c.mu.Lock()
 		if t = c.txns[id]; t == nil {
@@ -210,6 +232,7 @@ func (c *Coordinator) begin(t *txn, next *record) int16 {
 	}
 	next.State, next.StartMS = Ongoing, c.nowMS()
 	next.Parts, next.Groups, next.Offsets = nil, nil, nil
+	next.Seq++
 	return 0
 }
 
@@ -262,7 +285,10 @@ func (c *Coordinator) AddPartitions(ctx context.Context, r *kmsg.AddPartitionsTo
 	if refused {
 		return answer(kerr.OperationNotAttempted.Code)
 	}
-	t := c.lookup(r.TransactionalID)
+	t, code := c.lookup(ctx, r.TransactionalID)
+	if code != 0 {
+		return answer(code)
+	}
 	if t == nil {
 		return answer(codeInvalidProducerIDMapping)
 	}
@@ -281,7 +307,7 @@ func (c *Coordinator) AddPartitions(ctx context.Context, r *kmsg.AddPartitionsTo
 			if slices.ContainsFunc(next.Parts, func(x txnPart) bool { return x.TopicID == topics[i].ID && x.Partition == p }) {
 				continue
 			}
-			rng, err := c.be.Range(topics[i].Stream, p)
+			rng, err := c.firstRange(ctx, topics[i].Stream, p)
 			if err != nil {
 				c.log.Warn("add partitions to transaction: range failed", zap.String("topic", rt.Topic), zap.Error(err))
 				return answer(codeNotAvailable)
@@ -323,7 +349,11 @@ func (c *Coordinator) AddOffsets(ctx context.Context, r *kmsg.AddOffsetsToTxnReq
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp
 	}
-	t := c.lookup(r.TransactionalID)
+	t, code := c.lookup(ctx, r.TransactionalID)
+	if code != 0 {
+		resp.ErrorCode = code
+		return resp
+	}
 	if t == nil {
 		resp.ErrorCode = codeInvalidProducerIDMapping
 		return resp
@@ -387,7 +417,10 @@ func (c *Coordinator) TxnOffsetCommit(ctx context.Context, r *kmsg.TxnOffsetComm
 		}
 		return resp
 	}
-	t := c.lookup(r.TransactionalID)
+	t, code := c.lookup(ctx, r.TransactionalID)
+	if code != 0 {
+		return answer(code)
+	}
 	if t == nil {
 		return answer(codeInvalidProducerIDMapping)
 	}
@@ -400,8 +433,10 @@ func (c *Coordinator) TxnOffsetCommit(ctx context.Context, r *kmsg.TxnOffsetComm
 	if t.rec.State != Ongoing || !slices.Contains(t.rec.Groups, r.Group) {
 		return answer(codeInvalidTxnState)
 	}
-	if code := c.groups.ValidateTxnCommit(r.Group, r.Generation, r.MemberID, r.InstanceID); code != 0 {
-		return answer(code)
+	if ctx.Value(groupCheckedKey{}) == nil {
+		if code := c.groups.ValidateTxnCommit(r.Group, r.Generation, r.MemberID, r.InstanceID); code != 0 {
+			return answer(code)
+		}
 	}
 	next := t.rec
 	next.Offsets = map[string][]txnOffset{}
@@ -434,6 +469,15 @@ func (c *Coordinator) TxnOffsetCommit(ctx context.Context, r *kmsg.TxnOffsetComm
 	return answer(0)
 }
 
+type groupCheckedKey struct{}
+
+// GroupChecked returns ctx marked for TxnOffsetCommit: the group's
+// coordinator has checked the request's member and generation (with
+// several nodes, another node), so they are not checked again.
+func GroupChecked(ctx context.Context) context.Context {
+	return context.WithValue(ctx, groupCheckedKey{}, true)
+}
+
 // EndTxn serves EndTxn (API key 26, v0-4): it commits or aborts the
 // producer's transaction and answers once its markers are written and,
 // for a commit, its offsets applied. A retry of an ended transaction with
@@ -450,7 +494,11 @@ func (c *Coordinator) EndTxn(ctx context.Context, r *kmsg.EndTxnRequest) *kmsg.E
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp
 	}
-	t := c.lookup(r.TransactionalID)
+	t, code := c.lookup(ctx, r.TransactionalID)
+	if code != 0 {
+		resp.ErrorCode = code
+		return resp
+	}
 	if t == nil {
 		resp.ErrorCode = codeInvalidProducerIDMapping
 		return resp
@@ -503,7 +551,7 @@ func (c *Coordinator) Describe(id string) (Described, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t := c.txns[id]
-	if t == nil || t.rec.PID < 0 {
+	if t == nil || t.rec.PID < 0 || !c.Owns(id) {
 		return Described{}, false
 	}
 	return describe(t), true
@@ -533,8 +581,8 @@ func (c *Coordinator) List(states []string, pids []int64, minDurationMS int64, p
 	defer c.mu.Unlock()
 	var out []Described
 	for _, t := range c.txns {
-		if t.rec.PID < 0 {
-			continue
+		if t.rec.PID < 0 || !c.Owns(t.rec.ID) {
+			continue // with several nodes each lists its own, as Kafka's brokers
 		}
 		d := describe(t)
 		switch {
@@ -559,4 +607,14 @@ func (c *Coordinator) List(states []string, pids []int64, minDurationMS int64, p
 		return 0
 	})
 	return out
+}
+
+// firstRange is a partition's range for a transaction's first offset
+// there: with several nodes read from the store (another node, its
+// leader, wrote the markers before it), else the backend's.
+func (c *Coordinator) firstRange(ctx context.Context, stream string, part int32) (disbackend.PartitionRange, error) {
+	if c.cfg.Shared != nil {
+		return c.cfg.Shared.FreshRange(ctx, stream, part)
+	}
+	return c.be.Range(stream, part)
 }

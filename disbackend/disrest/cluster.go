@@ -506,7 +506,7 @@ func notOwned(key, why string) error {
 	switch {
 	case key == controllerKey:
 		sentinel = disbackend.ErrNotController
-	case strings.HasPrefix(key, disbackend.GroupKey("")):
+	case strings.HasPrefix(key, disbackend.GroupKey("")), strings.HasPrefix(key, disbackend.TxnKey("")):
 		sentinel = disbackend.ErrNotCoordinator
 	}
 	return fmt.Errorf("disrest: %s: %w: %s", key, sentinel, why)

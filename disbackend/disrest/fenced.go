@@ -65,7 +65,7 @@ func (s *Store) controllerWrite(op string) error {
 // writer, so their writes are fenced by the key of what they are about
 // (job.key) and their sequence numbers may interleave.
 func sharedStream(name string) bool {
-	return name == GroupStream || name == SnapshotStream
+	return name == GroupStream || name == SnapshotStream || name == TxnStream
 }
 
 // parsePartitionKey reads a disbackend.PartitionKey back.

@@ -80,6 +80,9 @@ type groupTable struct {
 	verHeader string                  // the records' version header
 	what      string                  // what the records are, for logs
 	fenceKey  func(key string) string // the fence's key of a write of key ("": none)
+	// onApply, when set, is called (with mu held) with every record
+	// taken: read from the stream or written by this Store.
+	onApply func(key string, value []byte)
 	once      onceOK                  // stream created
 	mu        sync.Mutex
 	m         map[string]*groupEntry // guarded by mu
@@ -351,6 +354,9 @@ func (t *groupTable) applyLocked(group string, state []byte, ver uint64, now tim
 	e.deleted = time.Time{}
 	if state == nil {
 		e.deleted = now
+	}
+	if t.onApply != nil {
+		t.onApply(group, state)
 	}
 }
 

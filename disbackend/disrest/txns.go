@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/disgw/disgw/disbackend"
 )
@@ -49,9 +50,75 @@ func (s *Store) txnState(k partKey) (aborted []disbackend.AbortedRange, lastStab
 	return aborted, lastStable, true
 }
 
-// noFenceKey is the fence key of a TxnStream write: none. The transaction
-// coordinator runs on a single node only (docs/transactions.md).
-func noFenceKey(string) string { return "" }
+var _ disbackend.TxnShared = (*Store)(nil)
+
+// txnFenceKey is the fence key of a TxnStream write of key: a
+// transactional id's record ("t/<id>") is its coordinator's
+// (disbackend.TxnKey); the others (aborted ranges, written by a
+// partition's leader) are not fenced (disbackend.TxnShared).
+func txnFenceKey(key string) string {
+	if strings.HasPrefix(key, disbackend.TxnKey("")) {
+		return key
+	}
+	return ""
+}
+
+// WatchTxnRecords has f called with every TxnStream record this Store
+// takes from then on (implements disbackend.TxnShared): read (at a load, a
+// catch-up, the tail of cluster mode) or saved by it.
+func (s *Store) WatchTxnRecords(f func(key string, value []byte)) {
+	s.txns.mu.Lock()
+	s.txns.onApply = f
+	s.txns.mu.Unlock()
+}
+
+// CatchUpTxns reads TxnStream up to its end as DIS describes it now
+// (implements disbackend.TxnShared); nothing while the stream does not
+// exist. DIS DescribeStream, GetCursor, GetRecords.
+func (s *Store) CatchUpTxns(ctx context.Context) error {
+	if !s.txns.once.isDone() {
+		_, err := s.DescribeStream(ctx, TxnStream)
+		switch {
+		case errors.Is(err, disbackend.ErrStreamNotFound):
+			return nil
+		case err != nil:
+			return fmt.Errorf("disrest: transaction records: %w", err)
+		}
+	}
+	if err := s.loadTable(ctx, &s.txns, true); err != nil {
+		return fmt.Errorf("disrest: transaction records: %w", err)
+	}
+	return nil
+}
+
+// TxnRecord returns key's latest TxnStream record (nil when there is none
+// or it was deleted) once this node may write it: in cluster mode after
+// the fence's takeover of the key (its previous coordinator's writes can
+// no longer land), then a catch-up (implements disbackend.TxnShared).
+// Errors: ErrNotCoordinator (another node owns the key), ErrClosed, DIS's.
+func (s *Store) TxnRecord(ctx context.Context, key string) ([]byte, error) {
+	if err := s.groupWrite(ctx, txnFenceKey(key)); err != nil {
+		return nil, fmt.Errorf("disrest: transaction record %q: %w", key, err)
+	}
+	if err := s.CatchUpTxns(ctx); err != nil {
+		return nil, err
+	}
+	t := &s.txns
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if e := t.m[key]; e != nil && e.read {
+		return e.state, nil
+	}
+	return nil, nil
+}
+
+// FreshRange reads a partition's range from DIS (DescribeStream), not from
+// the cache (implements disbackend.TxnShared): the first offset of a
+// transaction on a partition must be at or past the markers written there
+// before.
+func (s *Store) FreshRange(ctx context.Context, stream string, part int32) (disbackend.PartitionRange, error) {
+	return s.describeRange(ctx, stream, part)
+}
 
 // SaveTxnRecord appends value under key to TxnStream (a tombstone for nil)
 // with the key's next version and returns once DIS has it (implements
