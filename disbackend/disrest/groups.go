@@ -83,13 +83,13 @@ type groupTable struct {
 	// onApply, when set, is called (with mu held) with every record
 	// taken: read from the stream or written by this Store.
 	onApply func(key string, value []byte)
-	once      onceOK                  // stream created
-	mu        sync.Mutex
-	m         map[string]*groupEntry // guarded by mu
-	next      int64                  // next sequence number to read; guarded by mu
-	stale     map[string]bool        // groups whose older record landed after a newer one; guarded by mu
-	loaded    bool                   // read up to the end once; guarded by mu
-	tail      bool                   // the tail goroutine was started; guarded by mu
+	once    onceOK // stream created
+	mu      sync.Mutex
+	m       map[string]*groupEntry // guarded by mu
+	next    int64                  // next sequence number to read; guarded by mu
+	stale   map[string]bool        // groups whose older record landed after a newer one; guarded by mu
+	loaded  bool                   // read up to the end once; guarded by mu
+	tail    bool                   // the tail goroutine was started; guarded by mu
 	// Catch-ups (readGroups) run one at a time (sem); started counts
 	// those begun and done the last that ended well, so a caller whose
 	// call came before a catch-up began is served by it. Guarded by mu.
