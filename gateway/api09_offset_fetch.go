@@ -287,7 +287,19 @@ var noMetadata = ""
 // (require_stable, v7+) must refuse a partition: a transaction not yet
 // committed holds an offset of the group for it.
 func (c *conn) unstable(requireStable bool, group, topic string, part int32) bool {
-	return requireStable && c.s.txn != nil && c.s.txn.PendingOffsets(group, topic, part)
+	if !requireStable || c.s.txn == nil {
+		return false
+	}
+	if c.s.cluster != nil {
+		// Another node may coordinate the transaction: its records saved
+		// before this node's view began must have reached it (a group that
+		// moved here), else the answer is not known.
+		if err := c.s.txn.Follow(c.backendCtx(), c.s.currentEpoch()); err != nil {
+			c.log.Info("require_stable: reading the transaction records failed", zapErr(err))
+			return true
+		}
+	}
+	return c.s.txn.PendingOffsets(group, topic, part)
 }
 
 // capPartitions applies the request limits to a topic and its partitions:

@@ -252,5 +252,12 @@ func (c *conn) txnOffsetCommitCluster(ctx context.Context, r *kmsg.TxnOffsetComm
 		c.log.Info("transactional offset commit not passed to the transaction's coordinator", zap.String("transactional_id", r.TransactionalID), zap.Error(err))
 		return refuseTxnOffsetCommit(r, kerr.NotCoordinator.Code)
 	}
+	// The offsets are pending here from the answer on (OffsetFetch
+	// require_stable answers UNSTABLE_OFFSET_COMMIT): read the record the
+	// coordinator saved.
+	if err := s.txn.CatchUp(ctx); err != nil {
+		c.log.Info("transactional offset commit: reading the transaction records failed", zap.Error(err))
+		return refuseTxnOffsetCommit(r, kerr.CoordinatorNotAvailable.Code)
+	}
 	return resp
 }

@@ -247,6 +247,16 @@ func (c *Coordinator) Follow(ctx context.Context, epoch int32) error {
 	return nil
 }
 
+// CatchUp reads the shared records to their end (shared mode; nothing
+// otherwise): every save acknowledged before the call is known here when
+// it returns. Errors: the store's.
+func (c *Coordinator) CatchUp(ctx context.Context) error {
+	if c.cfg.Shared == nil {
+		return nil
+	}
+	return c.cfg.Shared.CatchUpTxns(ctx)
+}
+
 // LeaderMarker serves one partition of WriteTxnMarkers (API key 27) on its
 // leader in shared mode: from a transaction's coordinator ending it, or
 // from `kafka-transactions.sh abort` by hand. It reads the records to their
