@@ -111,13 +111,13 @@ func pyScenario(python func(e env) string, lib string, name string) func(e env) 
 	}
 }
 
-// pyTxnScenario is pyScenario with the step "transactions" (--txn) on one
-// node (txnExtra).
+// pyTxnScenario is pyScenario with the step "transactions" (--txn,
+// txnExtra).
 func pyTxnScenario(python func(e env) string, lib string, name string) func(e env) ([]string, error) {
 	run := pyScenario(python, lib, name)
 	return func(e env) ([]string, error) {
 		argv, err := run(e)
-		if err == nil && e.nodes <= 1 {
+		if err == nil {
 			argv = append(argv, "--txn")
 		}
 		return argv, err
@@ -125,13 +125,8 @@ func pyTxnScenario(python func(e env) string, lib string, name string) func(e en
 }
 
 // txnExtra is the step of the Python and kafkajs rows that run a
-// transactional producer and read_committed consumers (docs/transactions.md;
-// one node only: extraBy leaves it out of the dis-cluster matrix).
+// transactional producer and read_committed consumers (docs/transactions.md).
 var txnExtra = []string{"transactions"}
-
-// noTxnInCluster is the extraBy of a row with txnExtra that also runs on
-// several nodes, where transactions are not served yet.
-var noTxnInCluster = map[string][]string{"dis-cluster": nil}
 
 // disPyScenario runs compat/python/dis_scenario.py (the DIS Python SDK)
 // with the virtualenv's Python; protobuf selects the SDK's protobuf bodies.
@@ -169,9 +164,10 @@ var clients = []clientSpec{
 		argv: goScenario("kcat"), cluster: true, clusterOnly: true, seedOne: true, gatewayEnv: []string{"DISGW_DEFAULT_PARTITIONS=3"}},
 	{name: "kafka-python-debian", about: "Debian's python3-kafka, /usr/bin/python3", argv: pyScenario(debianPython, "kafka-python", "kafka-python-debian")},
 	{name: "kafka-python-pypi", about: "kafka-python, newest from PyPI, in a virtualenv", argv: pyTxnScenario(venvPython, "kafka-python", "kafka-python-pypi"), cluster: true,
-		extra: txnExtra, extraBy: noTxnInCluster},
+		extra: txnExtra},
 	{name: "confluent-kafka-python-debian", about: "Debian's python3-confluent-kafka, /usr/bin/python3", argv: pyTxnScenario(debianPython, "confluent-kafka", "confluent-kafka-python-debian"), extra: txnExtra},
-	{name: "confluent-kafka-python-pypi", about: "confluent-kafka, newest from PyPI, in a virtualenv", argv: pyTxnScenario(venvPython, "confluent-kafka", "confluent-kafka-python-pypi"), extra: txnExtra},
+	{name: "confluent-kafka-python-pypi", about: "confluent-kafka, newest from PyPI, in a virtualenv", argv: pyTxnScenario(venvPython, "confluent-kafka", "confluent-kafka-python-pypi"), extra: txnExtra,
+		cluster: true},
 	{name: "kafkajs", about: "kafkajs 2.2.4 from npm", argv: func(e env) ([]string, error) {
 		if _, err := os.Stat(filepath.Join(e.compat, "node", "node_modules", "kafkajs")); err != nil {
 			return nil, fmt.Errorf("compat/node/node_modules/kafkajs missing (run compat/setup)")
