@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -60,20 +61,15 @@ func (c *Coordinator) complete(ctx context.Context, t *txn) error {
 	if t.marked == nil {
 		t.marked = map[partKey]int64{}
 	}
+	if c.cfg.Shared != nil {
+		if err := c.sendMarkers(ctx, t, commit); err != nil {
+			return err
+		}
+	}
 	for i := range t.rec.Parts {
 		p := &t.rec.Parts[i]
 		pk := p.key()
 		if _, ok := t.marked[pk]; ok {
-			continue
-		}
-		if c.cfg.Shared != nil {
-			// The leader writes it and, for an abort, saves the range.
-			if err := c.cfg.SendMarker(ctx, p.Topic, p.Partition, t.rec.PID, t.rec.Epoch, commit); err != nil {
-				if !errors.Is(err, kerr.UnknownTopicOrPartition) {
-					return fmt.Errorf("txncoord: marker to %s/%d: %w", p.Topic, p.Partition, err)
-				}
-			}
-			t.marked[pk] = -1
 			continue
 		}
 		off, err := c.writeMarker(ctx, p, t.rec.PID, t.rec.Epoch, commit)
@@ -119,6 +115,36 @@ func (c *Coordinator) complete(ctx context.Context, t *txn) error {
 	c.log.Debug("transaction ended", zap.String("transactional_id", t.rec.ID), zap.Bool("commit", commit),
 		zap.Int("partitions", parts))
 	return nil
+}
+
+// sendMarkers has the leaders of t's partitions not yet marked write
+// their markers (shared mode), all at once; the partitions whose leader
+// answered are marked, the first error is returned. Requires t.mu.
+func (c *Coordinator) sendMarkers(ctx context.Context, t *txn, commit bool) error {
+	var wg sync.WaitGroup
+	errs := make([]error, len(t.rec.Parts))
+	for i := range t.rec.Parts {
+		p := &t.rec.Parts[i]
+		if _, ok := t.marked[p.key()]; ok {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// The leader writes it and, for an abort, saves the range.
+			err := c.cfg.SendMarker(ctx, p.Topic, p.Partition, t.rec.PID, t.rec.Epoch, commit)
+			if err != nil && !errors.Is(err, kerr.UnknownTopicOrPartition) {
+				errs[i] = fmt.Errorf("txncoord: marker to %s/%d: %w", p.Topic, p.Partition, err)
+			}
+		}()
+	}
+	wg.Wait()
+	for i := range t.rec.Parts {
+		if errs[i] == nil {
+			t.marked[t.rec.Parts[i].key()] = -1
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // drain waits until no verified produce of t is in flight: a produce is

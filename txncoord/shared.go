@@ -273,11 +273,15 @@ func (c *Coordinator) LeaderMarker(ctx context.Context, topic string, part int32
 	if !ok || part < 0 || part >= tp.Partitions {
 		return kerr.UnknownTopicOrPartition.Code
 	}
-	if err := c.cfg.Shared.CatchUpTxns(ctx); err != nil {
-		c.log.Warn("write transaction marker: reading the transaction records failed", zap.Error(err))
-		return kerr.KafkaStorageError.Code
-	}
 	pk := partKey{tp.ID, part}
+	if !c.coordinates(pk, pid) {
+		// Another node's transaction: its Prepare record, saved before the
+		// marker was sent, read here first.
+		if err := c.cfg.Shared.CatchUpTxns(ctx); err != nil {
+			c.log.Warn("write transaction marker: reading the transaction records failed", zap.Error(err))
+			return kerr.KafkaStorageError.Code
+		}
+	}
 	p := txnPart{Topic: topic, Stream: tp.Stream, TopicID: tp.ID, Partition: part}
 	c.mu.Lock()
 	var t *txn
@@ -325,6 +329,19 @@ func (c *Coordinator) LeaderMarker(ctx context.Context, topic string, part int32
 		c.mu.Unlock()
 	}
 	return 0
+}
+
+// coordinates reports whether this node coordinates (has loaded) the
+// transaction of pid open on pk.
+func (c *Coordinator) coordinates(pk partKey, pid int64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for t := range c.open[pk] {
+		if t.rec.PID == pid && t.auth {
+			return true
+		}
+	}
+	return false
 }
 
 // verifyShared is VerifyProduce in shared mode: a refusal of an id this

@@ -1,0 +1,189 @@
+package txncoord
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/disgw/disgw/disbackend"
+)
+
+// sharedMem is the records two coordinators share (disbackend.TxnShared)
+// over one memBackend: every save reaches every watcher at once unless
+// held (then at the next CatchUpTxns), as DIS's stream reaches the nodes
+// at their next read. fresh is the high watermark FreshRange answers
+// (-1: the backend's).
+type sharedMem struct {
+	*memBackend
+	mu       sync.Mutex
+	watchers []func(string, []byte)
+	hold     bool
+	held     [][2]any
+	fresh    int64
+}
+
+type sharedNode struct {
+	*sharedMem
+	watch func(string, []byte)
+}
+
+func (n *sharedNode) WatchTxnRecords(f func(string, []byte)) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.watch = f
+	n.watchers = append(n.watchers, f)
+}
+
+func (n *sharedNode) SaveTxnRecord(ctx context.Context, key string, value []byte) error {
+	if err := n.memBackend.SaveTxnRecord(ctx, key, value); err != nil {
+		return err
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.hold {
+		n.held = append(n.held, [2]any{key, value})
+		n.watch(key, value) // the writer has its own save
+		return nil
+	}
+	for _, w := range n.watchers {
+		w(key, value)
+	}
+	return nil
+}
+
+func (n *sharedNode) CatchUpTxns(context.Context) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, h := range n.held {
+		for _, w := range n.watchers {
+			w(h[0].(string), h[1].([]byte))
+		}
+	}
+	n.held = nil
+	return nil
+}
+
+func (n *sharedNode) TxnRecord(ctx context.Context, key string) ([]byte, error) {
+	if err := n.CatchUpTxns(ctx); err != nil {
+		return nil, err
+	}
+	n.memBackend.mu.Lock()
+	defer n.memBackend.mu.Unlock()
+	return n.recs[key], nil
+}
+
+func (n *sharedNode) FreshRange(_ context.Context, stream string, part int32) (disbackend.PartitionRange, error) {
+	n.mu.Lock()
+	f := n.fresh
+	n.mu.Unlock()
+	if f >= 0 {
+		return disbackend.PartitionRange{Next: f}, nil
+	}
+	return n.memBackend.Range(stream, part)
+}
+
+// TestSharedLeader: two nodes; A coordinates every transactional id, B
+// leads partition 0 and writes its markers (SendMarker calls B's
+// LeaderMarker).
+//
+//   - B's last stable offset never goes back: a transaction B learns of
+//     with a saved first offset (the high watermark A read, 90) below what
+//     B has answered (100) starts at 100 there.
+//   - A produce B refuses at first (the add not read yet) is accepted
+//     after B reads the records to their end.
+//   - The marker B writes ends the transaction on the partition at once,
+//     and the transaction's records read again (same Seq) do not open it
+//     again; the next transaction (Seq + 1) does.
+//   - An ABORT saves the aborted range at B, which A reads too.
+func TestSharedLeader(t *testing.T) {
+	sm := &sharedMem{memBackend: newMem(), fresh: 90}
+	a, b := &sharedNode{sharedMem: sm}, &sharedNode{sharedMem: sm}
+	var cb *Coordinator
+	groups := &memGroups{committed: map[string]int64{}}
+	ca, err := New(context.Background(), Config{Shared: a, Owns: func(string) bool { return true },
+		Leads:      func(string, int32) bool { return false },
+		SendMarker: func(ctx context.Context, topic string, part int32, pid int64, epoch int16, commit bool) error {
+			if code := cb.LeaderMarker(ctx, topic, part, pid, epoch, commit); code != 0 {
+				return kerr.ErrorForCode(code)
+			}
+			return nil
+		}}, a, memTopics{}, groups)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ca.Close)
+	cb, err = New(context.Background(), Config{Shared: b, Owns: func(string) bool { return false },
+		Leads: func(string, int32) bool { return true }}, b, memTopics{}, groups)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cb.Close)
+	ctx := context.Background()
+
+	if lso := cb.LastStableOffset(topicID, 0, 100); lso != 100 {
+		t.Fatalf("no transaction: last stable offset %d, want 100", lso)
+	}
+	pid, epoch := initTxn(t, ca, "x")
+	sm.mu.Lock()
+	sm.hold = true // B has not read A's add yet
+	sm.mu.Unlock()
+	if code := addParts(ca, "x", pid, epoch, 0); code != 0 {
+		t.Fatal(kerr.ErrorForCode(code))
+	}
+	if _, code := cb.verify("x", pid, epoch, topicID, 0); code == 0 {
+		t.Fatal("B verified a produce of a transaction it had not read")
+	}
+	release, code := cb.VerifyProduce(ctx, "x", pid, epoch, topicID, 0)
+	if code != 0 {
+		t.Fatalf("B refused the produce after reading the records: %v", kerr.ErrorForCode(code))
+	}
+	release()
+	sm.mu.Lock()
+	sm.hold = false
+	sm.mu.Unlock()
+	if lso := cb.LastStableOffset(topicID, 0, 120); lso != 100 {
+		t.Fatalf("transaction open (saved first offset 90, 100 answered before): last stable offset %d, want 100", lso)
+	}
+	if code := endTxn(ca, "x", pid, epoch, false); code != 0 {
+		t.Fatalf("EndTxn abort: %v", kerr.ErrorForCode(code))
+	}
+	if lso := cb.LastStableOffset(topicID, 0, 130); lso != 130 {
+		t.Fatalf("after the ABORT marker: last stable offset %d, want 130", lso)
+	}
+	for name, c := range map[string]*Coordinator{"A": ca, "B": cb} {
+		if l := c.AbortedIn(topicID, 0, 0, 1000); len(l) != 1 || l[0].ProducerID != pid || l[0].FirstOffset != 100 {
+			t.Errorf("%s's aborted ranges: %+v, want one of producer %d from 100", name, l, pid)
+		}
+	}
+	// The transaction's records again (a late copy, the same Seq): still
+	// ended at B.
+	ca.mu.Lock()
+	tx := ca.txns["x"]
+	rec := tx.rec
+	ca.mu.Unlock()
+	rec.State, rec.Parts = PrepareAbort, []txnPart{{Topic: "t", Stream: "t", TopicID: topicID, Partition: 0, FirstOffset: 90}}
+	cb.mu.Lock()
+	cb.mirror(cb.txns["x"], rec)
+	cb.mu.Unlock()
+	if lso := cb.LastStableOffset(topicID, 0, 140); lso != 140 {
+		t.Fatalf("the ended transaction read again: last stable offset %d, want 140", lso)
+	}
+	// The next transaction opens the partition again.
+	sm.mu.Lock()
+	sm.fresh = 150
+	sm.mu.Unlock()
+	if code := addParts(ca, "x", pid, epoch, 0); code != 0 {
+		t.Fatal(kerr.ErrorForCode(code))
+	}
+	if lso := cb.LastStableOffset(topicID, 0, 160); lso != 150 {
+		t.Fatalf("the next transaction: last stable offset %d, want 150", lso)
+	}
+	if code := endTxn(ca, "x", pid, epoch, true); code != 0 {
+		t.Fatalf("EndTxn commit: %v", kerr.ErrorForCode(code))
+	}
+	if lso := cb.LastStableOffset(topicID, 0, 170); lso != 170 {
+		t.Fatalf("after the COMMIT marker: last stable offset %d, want 170", lso)
+	}
+}
