@@ -54,15 +54,18 @@ func (s *Server) ownsTxn(id string) bool {
 // nodes only its leader knows every transaction open there, once it has
 // read the transaction records saved before its view began
 // (txncoord Follow). Otherwise the client gets NOT_LEADER_OR_FOLLOWER and
-// asks the leader, as from a Kafka broker that is not the leader.
+// asks the leader, as from a Kafka broker that is not the leader. Between
+// views the leader of the last Ready view answers (nobody writes then);
+// before its first Ready view a node answers none.
 func (s *Server) committedReadable(ctx context.Context, stream string, part int32) bool {
 	if s.cluster == nil || s.txn == nil {
 		return true
 	}
-	if !s.leads(stream, part) {
+	v := s.answerView()
+	if !v.Ready || v.Leader(stream, part) != v.Self {
 		return false
 	}
-	if err := s.txn.Follow(ctx, s.currentEpoch()); err != nil {
+	if err := s.txn.Follow(ctx, v.Epoch); err != nil {
 		s.log.Info("read_committed: reading the transaction records failed", zap.Error(err))
 		return false
 	}

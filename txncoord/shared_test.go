@@ -103,7 +103,7 @@ func TestSharedLeader(t *testing.T) {
 	var cb *Coordinator
 	groups := &memGroups{committed: map[string]int64{}}
 	ca, err := New(context.Background(), Config{Shared: a, Owns: func(string) bool { return true },
-		Leads:      func(string, int32) bool { return false },
+		Leads: func(string, int32) bool { return false },
 		SendMarker: func(ctx context.Context, topic string, part int32, pid int64, epoch int16, commit bool) error {
 			if code := cb.LeaderMarker(ctx, topic, part, pid, epoch, commit); code != 0 {
 				return kerr.ErrorForCode(code)

@@ -85,19 +85,8 @@ func TestClusterTxn(t *testing.T) {
 		// Open: each leader holds its last stable offset below the
 		// records (ListOffsets read_committed, at every partition's
 		// leader).
-		stable, err := adm.ListCommittedOffsets(ctx, "txn.abort")
-		if err != nil {
-			t.Fatal(err)
-		}
-		end, err := adm.ListEndOffsets(ctx, "txn.abort")
-		if err != nil {
-			t.Fatal(err)
-		}
-		end.Each(func(o kadm.ListedOffset) {
-			if s, ok := stable.Lookup("txn.abort", o.Partition); !ok || s.Err != nil || s.Offset >= o.Offset {
-				t.Errorf("round %d, transaction open: txn.abort/%d last stable offset %d (%v), high watermark %d", round, o.Partition, s.Offset, s.Err, o.Offset)
-			}
-		})
+		checkStable(t, ctx, adm, "txn.abort", fmt.Sprintf("round %d, transaction open", round),
+			func(stable, hw int64) bool { return stable < hw })
 		if err := p.EndTransaction(ctx, commit); err != nil {
 			t.Fatalf("end transaction %d: %v", round, err)
 		}
@@ -111,20 +100,8 @@ func TestClusterTxn(t *testing.T) {
 			t.Errorf("read_committed read the committed round1-p%d %d times", part, committed[fmt.Sprintf("round1-p%d", part)])
 		}
 	}
-	stable, err := adm.ListCommittedOffsets(ctx, "txn.abort")
-	if err != nil {
-		t.Fatal(err)
-	}
-	end, err := adm.ListEndOffsets(ctx, "txn.abort")
-	if err != nil {
-		t.Fatal(err)
-	}
-	end.Each(func(o kadm.ListedOffset) {
-		if s, ok := stable.Lookup("txn.abort", o.Partition); !ok || s.Err != nil || s.Offset != o.Offset {
-			t.Errorf("transactions ended: txn.abort/%d last stable offset %d (%v), high watermark %d", o.Partition, s.Offset, s.Err, o.Offset)
-		}
-	})
-	if all := readAllValues(t, c.addrs()[1], "txn.abort"); len(all) != 12 {
+	checkStable(t, ctx, adm, "txn.abort", "transactions ended", func(stable, hw int64) bool { return stable == hw })
+	if all := readValues(t, c.addrs()[1], "txn.abort", kgo.ReadUncommitted()); len(all) != 12 {
 		t.Errorf("read_uncommitted read %d distinct values, want 12 (the aborted ones too): %v", len(all), all)
 	}
 
@@ -144,37 +121,7 @@ func TestClusterTxn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	ends := make(chan error, 1000)
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
-			fs := sess.PollRecords(pctx, 100) // 30 transactions or more: the kill lands mid-run
-			pcancel()
-			if err := sess.Begin(); err != nil {
-				t.Errorf("begin: %v", err)
-				return
-			}
-			fs.EachRecord(func(r *kgo.Record) {
-				sess.Produce(ctx, &kgo.Record{Key: r.Key, Value: append([]byte("out-"), r.Value...)}, nil)
-			})
-			ectx, ecancel := context.WithTimeout(ctx, 30*time.Second)
-			_, err := sess.End(ectx, kgo.TryCommit) // an error aborts: the records come again
-			ecancel()
-			select {
-			case ends <- err:
-			default:
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}()
+	stop, ends := runETL(t, ctx, sess, 30*time.Second)
 	// Let a few transactions commit, then kill the id's coordinator.
 	for ok := 0; ok < 3; {
 		select {
@@ -192,23 +139,11 @@ func TestClusterTxn(t *testing.T) {
 	time.Sleep(time.Second)
 	c.startNode(victim)
 
-	var got map[string]int
-	for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline); {
-		got = readCommittedValues(t, c.addrs()[0], "etl.out")
-		total := 0
-		for _, k := range got {
-			total += k
-		}
-		if total >= n {
-			break
-		}
-		time.Sleep(time.Second)
-	}
+	waitValues(t, c.addrs()[0], "etl.out", n, 3*time.Minute)
 	time.Sleep(2 * time.Second)
-	close(stop)
-	<-done
+	stop()
 	sess.Close()
-	got = readCommittedValues(t, c.addrs()[2], "etl.out")
+	got := readCommittedValues(t, c.addrs()[2], "etl.out")
 	missing, twice := 0, 0
 	for i := range n {
 		switch k := got[fmt.Sprintf("out-r%04d", i)]; {
@@ -221,7 +156,14 @@ func TestClusterTxn(t *testing.T) {
 	if missing > 0 || twice > 0 || len(got) != n {
 		t.Errorf("output read_committed: %d distinct records (want %d), %d missing, %d read more than once", len(got), n, missing, twice)
 	}
-	// The group's committed offsets are the input's ends.
+	// The group's committed offsets are the input's ends (a new client:
+	// src's connection to the killed node may be dead).
+	cl, err := kgo.NewClient(seeds, kgo.RequestRetries(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm = kadm.NewClient(cl)
 	offs, err := adm.FetchOffsets(ctx, "cluster-etl")
 	if err != nil {
 		t.Fatal(err)
@@ -237,26 +179,22 @@ func TestClusterTxn(t *testing.T) {
 	})
 }
 
-// readAllValues reads topic from the start (read_uncommitted) until a
-// poll of 2 s brings nothing, and counts each value.
-func readAllValues(t *testing.T, addr, topic string) map[string]int {
+// checkStable lists each partition's last stable offset (ListOffsets
+// read_committed) and high watermark and reports those for which ok is
+// false.
+func checkStable(t *testing.T, ctx context.Context, adm *kadm.Client, topic, what string, ok func(stable, hw int64) bool) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond))
+	stable, err := adm.ListCommittedOffsets(ctx, topic)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cl.Close()
-	out := map[string]int{}
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		fs := cl.PollFetches(ctx)
-		cancel()
-		k := 0
-		fs.EachRecord(func(r *kgo.Record) { k++; out[string(r.Value)]++ })
-		if k == 0 {
-			break
-		}
+	end, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return out
+	end.Each(func(o kadm.ListedOffset) {
+		if s, found := stable.Lookup(topic, o.Partition); !found || s.Err != nil || !ok(s.Offset, o.Offset) {
+			t.Errorf("%s: %s/%d last stable offset %d (%v), high watermark %d", what, topic, o.Partition, s.Offset, s.Err, o.Offset)
+		}
+	})
 }

@@ -214,56 +214,18 @@ func txnETLKill9(t *testing.T, b backendFixture) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
-			fs := sess.PollRecords(pctx, 100) // 30 transactions or more: the kill lands mid-run
-			pcancel()
-			if err := sess.Begin(); err != nil {
-				t.Errorf("begin: %v", err)
-				return
-			}
-			fs.EachRecord(func(r *kgo.Record) {
-				sess.Produce(ctx, &kgo.Record{Key: r.Key, Value: append([]byte("out-"), r.Value...)}, nil)
-			})
-			ectx, ecancel := context.WithTimeout(ctx, 15*time.Second)
-			_, _ = sess.End(ectx, kgo.TryCommit) // an error aborts: the records come again
-			ecancel()
-			time.Sleep(20 * time.Millisecond)
-		}
-	}()
+	stop, _ := runETL(t, ctx, sess, 15*time.Second)
 	time.Sleep(300 * time.Millisecond)
 	g.stop(t, syscall.SIGKILL)
 	g.restart(t) // on the same address: the session's clients reconnect
 
 	// Wait until the output holds n records read_committed, then a little
 	// longer: anything more is a duplicate.
-	var got map[string]int
-	deadline := time.Now().Add(2 * time.Minute)
-	for time.Now().Before(deadline) {
-		got = readCommittedValues(t, addr, "etl.out")
-		total := 0
-		for _, c := range got {
-			total += c
-		}
-		if total >= n {
-			break
-		}
-		time.Sleep(time.Second)
-	}
+	waitValues(t, addr, "etl.out", n, 2*time.Minute)
 	time.Sleep(2 * time.Second)
-	close(stop)
-	<-done
+	stop()
 	sess.Close()
-	got = readCommittedValues(t, addr, "etl.out")
+	got := readCommittedValues(t, addr, "etl.out")
 	for i := range n {
 		v := fmt.Sprintf("out-r%04d", i)
 		if got[v] != 1 {
@@ -275,11 +237,75 @@ func txnETLKill9(t *testing.T, b backendFixture) {
 	}
 }
 
+// runETL runs a consume-transform-produce loop on sess until the stop it
+// returns is called: each round polls up to 100 records (2 s at most),
+// copies them to the session's default topic with "out-" before each
+// value and ends the transaction (TryCommit; an error aborts: the records
+// come again), giving EndTransaction endWait. ends receives each round's
+// End error (nil: committed) while someone reads it.
+func runETL(t *testing.T, ctx context.Context, sess *kgo.GroupTransactSession, endWait time.Duration) (stop func(), ends <-chan error) {
+	t.Helper()
+	quit := make(chan struct{})
+	done := make(chan struct{})
+	endc := make(chan error)
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-quit:
+				return
+			default:
+			}
+			pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
+			fs := sess.PollRecords(pctx, 100) // 30 transactions or more: a kill lands mid-run
+			pcancel()
+			if err := sess.Begin(); err != nil {
+				t.Errorf("begin: %v", err)
+				return
+			}
+			fs.EachRecord(func(r *kgo.Record) {
+				sess.Produce(ctx, &kgo.Record{Key: r.Key, Value: append([]byte("out-"), r.Value...)}, nil)
+			})
+			ectx, ecancel := context.WithTimeout(ctx, endWait)
+			_, err := sess.End(ectx, kgo.TryCommit)
+			ecancel()
+			select {
+			case endc <- err:
+			default:
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	return func() { close(quit); <-done }, endc
+}
+
+// waitValues waits, at most within, until topic read read_committed
+// through addr holds n records or more.
+func waitValues(t *testing.T, addr, topic string, n int, within time.Duration) {
+	t.Helper()
+	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(time.Second) {
+		total := 0
+		for _, c := range readCommittedValues(t, addr, topic) {
+			total += c
+		}
+		if total >= n {
+			return
+		}
+	}
+}
+
 // readCommittedValues reads topic from the start with read_committed until a
 // poll of 2 s brings nothing, and counts each value.
 func readCommittedValues(t *testing.T, addr, topic string) map[string]int {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+	return readValues(t, addr, topic, kgo.ReadCommitted())
+}
+
+// readValues reads topic from the start at isolation level iso until a
+// poll of 2 s brings nothing, and counts each value.
+func readValues(t *testing.T, addr, topic string, iso kgo.IsolationLevel) map[string]int {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(iso),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
