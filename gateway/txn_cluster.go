@@ -193,17 +193,14 @@ func (s *Server) sendMarker(ctx context.Context, topic string, part int32, pid i
 	if err != nil {
 		return err
 	}
-	for _, rm := range resp.(*kmsg.WriteTxnMarkersResponse).Markers {
-		for _, rt := range rm.Topics {
-			for _, rp := range rt.Partitions {
-				if rp.ErrorCode != 0 {
-					return kerr.ErrorForCode(rp.ErrorCode)
-				}
-				return nil
-			}
-		}
+	wr := resp.(*kmsg.WriteTxnMarkersResponse)
+	if len(wr.Markers) != 1 || len(wr.Markers[0].Topics) != 1 || len(wr.Markers[0].Topics[0].Partitions) != 1 {
+		return fmt.Errorf("write transaction marker: node %d answered no partition", leader)
 	}
-	return fmt.Errorf("write transaction marker: node %d answered no partition", leader)
+	if code := wr.Markers[0].Topics[0].Partitions[0].ErrorCode; code != 0 {
+		return kerr.ErrorForCode(code)
+	}
+	return nil
 }
 
 // txnGroups is txncoord's Groups with several nodes: a transaction's
