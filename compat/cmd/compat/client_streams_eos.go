@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -33,6 +35,15 @@ import (
 //     exactly 1, 2, ..., N in order, each once (at-least-once would repeat
 //     some after each kill), and N is the word's total.
 //   - describe: the application's group committed the input's end offsets.
+//
+// With several nodes (-nodes N, backend dis; make compat-cluster,
+// cluster.go) the scenario runs N cluster-mode nodes in front of one
+// dislocal, every node in the application's bootstrap.servers, and in place
+// of disgw one node is killed (SIGKILL) between the first and the second
+// kill of the application: the node that coordinates most of the
+// application's transactional ids (its group's coordinator on a tie or when
+// none is listed yet; node 1 when neither is found), started again at once
+// on its address and data directory. The check is the same.
 var streamsEOSExtra []string
 
 const (
@@ -46,7 +57,7 @@ const (
 	streamsEOSCommitMS = 2000
 )
 
-func runStreamsEOS(bin, backend, topic, tools string) {
+func runStreamsEOS(bin, backend string, nodes int, topic, tools string) {
 	r := &streamsRun{backend: backend, guarantee: "exactly_once_v2", commitMS: streamsEOSCommitMS,
 		jars: filepath.Join(tools, "kafka-4.4.0"), classes: filepath.Join(tools, streamsAppDir),
 		app: topic + "-wordcount-eos", in: topic + "-lines", out: topic + "-counts", want: map[string]int{}}
@@ -70,21 +81,37 @@ func runStreamsEOS(bin, backend, topic, tools string) {
 		return
 	}
 	fmt.Fprintln(os.Stderr, "logs:", r.dir)
-	gwLog := filepath.Join(r.dir, "disgw.log")
-	gw, gwDir, err := startDisgw(bin, backend, gwLog)
-	if err != nil {
-		fail(0, fmt.Sprintf("start disgw: %v", err))
-		return
-	}
-	defer func() {
-		if gw != nil {
-			gw.stop()
+	var gw *disgwProc
+	var gwDir string
+	var nodesRun *disgwCluster // with several nodes, in place of gw
+	if nodes > 1 {
+		nodesRun, gwDir, err = startCluster(bin, nodes, filepath.Join(r.dir, "cluster.disgw.log"), nil, cleanerEnv)
+		if gwDir != "" {
+			defer os.RemoveAll(gwDir)
 		}
-		_ = os.RemoveAll(gwDir)
-	}()
-	r.broker = gw.addr
+		if err != nil {
+			fail(0, fmt.Sprintf("start %d nodes: %v", nodes, err))
+			return
+		}
+		defer nodesRun.stop()
+		r.broker = nodesRun.bootstrap()
+	} else {
+		gwLog := filepath.Join(r.dir, "disgw.log")
+		gw, gwDir, err = startDisgw(bin, backend, gwLog)
+		if err != nil {
+			fail(0, fmt.Sprintf("start disgw: %v", err))
+			return
+		}
+		defer func() {
+			if gw != nil {
+				gw.stop()
+			}
+			_ = os.RemoveAll(gwDir)
+		}()
+		r.broker = gw.addr
+	}
 	defer r.stop(false)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(r.broker))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(r.broker, ",")...))
 	if err != nil {
 		fail(0, err.Error())
 		return
@@ -121,9 +148,18 @@ func runStreamsEOS(bin, backend, topic, tools string) {
 		}
 		produced <- nil
 	}()
+	var killedNode string // with several nodes: which, and what it coordinated
 	for k := 1; k <= streamsEOSKills; k++ {
 		time.Sleep(time.Duration(4+k) * time.Second)
-		if k == 2 {
+		if k == 2 && nodesRun != nil {
+			// One node killed under the running application and the
+			// producer, and started again.
+			if killedNode, err = killStreamsNode(ctx, nodesRun, adm, r); err != nil {
+				fail(2, err.Error())
+				return
+			}
+			time.Sleep(3 * time.Second)
+		} else if k == 2 {
 			// disgw killed under the running application and the producer.
 			_ = gw.cmd.Process.Kill()
 			<-gw.exited
@@ -155,7 +191,12 @@ func runStreamsEOS(bin, backend, topic, tools string) {
 		fail(2, err.Error())
 		return
 	}
-	scen.Report(scen.StepConsume, "pass", fmt.Sprintf("killed (SIGKILL) %d times mid-run and restarted, and disgw killed (SIGKILL) and restarted once under it; every word's last count is its total", streamsEOSKills))
+	if nodesRun != nil {
+		scen.Report(scen.StepConsume, "pass", fmt.Sprintf("killed (SIGKILL) %d times mid-run and restarted, bootstrapped with %d nodes, and %s killed (SIGKILL) and restarted once under it; every word's last count is its total",
+			streamsEOSKills, nodes, killedNode))
+	} else {
+		scen.Report(scen.StepConsume, "pass", fmt.Sprintf("killed (SIGKILL) %d times mid-run and restarted, and disgw killed (SIGKILL) and restarted once under it; every word's last count is its total", streamsEOSKills))
+	}
 	scen.Report(scen.StepResume, "pass", fmt.Sprintf("read_committed, each of %d words' counts are exactly 1..N in order, none twice: exactly once across the kills", len(r.want)))
 	if err := r.waitCommitted(ctx, adm); err != nil {
 		fail(4, err.Error())
@@ -231,9 +272,10 @@ func last(s []string) string {
 
 // readCommitted reads topic from the start with read_committed until a
 // poll of 3 s brings nothing more, and returns each key's values in offset
-// order (the caller reads again until what it waits for is there).
+// order (the caller reads again until what it waits for is there). broker
+// may be several nodes' addresses, comma-separated.
 func readCommitted(ctx context.Context, broker, topic string) (map[string][]string, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(broker), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(broker, ",")...), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond))
 	if err != nil {
 		return nil, err
@@ -254,4 +296,66 @@ func readCommitted(ctx context.Context, broker, topic string) (map[string][]stri
 		}
 	}
 	return out, ctx.Err()
+}
+
+// killStreamsNode kills (SIGKILL) the node that coordinates most of the
+// application's transactional ids (ListTransactions, then FindCoordinator
+// for each; the group's coordinator on a tie or when none is listed; node 1
+// when neither answers), starts it again on its address and data directory
+// and waits until every node holds a view of all (disgwCluster.restart).
+// It returns what the step says of the node.
+func killStreamsNode(ctx context.Context, c *disgwCluster, adm *kadm.Client, r *streamsRun) (string, error) {
+	fctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	group := -1
+	if co := adm.FindGroupCoordinators(fctx, r.app)[r.app]; co.Err == nil && int(co.NodeID) >= 0 && int(co.NodeID) < len(c.nodes) {
+		group = int(co.NodeID)
+	}
+	// The ids of exactly_once_v2 are APP-PROCESSID-THREAD; a node that
+	// fails to answer the listing leaves its ids out.
+	listed, _ := adm.ListTransactions(fctx, nil, nil)
+	var ids []string
+	for id := range listed {
+		if strings.HasPrefix(id, r.app+"-") {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	txns := map[int][]string{}
+	if len(ids) > 0 {
+		for id, co := range adm.FindTxnCoordinators(fctx, ids...) {
+			if co.Err == nil && int(co.NodeID) >= 0 && int(co.NodeID) < len(c.nodes) {
+				txns[int(co.NodeID)] = append(txns[int(co.NodeID)], id)
+			}
+		}
+	}
+	node := -1 // the most ids; on a tie the group's coordinator, else the lowest id
+	for n := range len(c.nodes) {
+		if len(txns[n]) > 0 && (node < 0 || len(txns[n]) > len(txns[node]) || len(txns[n]) == len(txns[node]) && n == group) {
+			node = n
+		}
+	}
+	if node < 0 {
+		node = group
+	}
+	why := "node 1 (neither the group's nor a transactional id's coordinator found)"
+	if node < 0 {
+		node = 1
+	} else {
+		var what []string
+		if len(txns[node]) > 0 {
+			slices.Sort(txns[node])
+			what = append(what, fmt.Sprintf("of %d of the application's %d transactional ids (%s)", len(txns[node]), len(ids), strings.Join(txns[node], ", ")))
+		}
+		if node == group {
+			what = append(what, "of its group "+r.app)
+		}
+		why = fmt.Sprintf("node %d (coordinator %s)", node, strings.Join(what, " and "))
+	}
+	fmt.Fprintf(os.Stderr, "killing %s\n", why)
+	c.kill(node)
+	if err := c.restart(node); err != nil {
+		return "", fmt.Errorf("node %d not started again after kill -9: %w", node, err)
+	}
+	return why, nil
 }

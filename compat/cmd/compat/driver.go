@@ -197,7 +197,9 @@ var clients = []clientSpec{
 	{name: "kafka-streams", about: "Apache Kafka Streams 4.4.0 word count with a state store, at-least-once", extra: streamsExtra,
 		argv: goScenario("kafka-streams"), disArgs: []string{"--retention-unit", streamsRetentionUnit.String()}, timeout: streamsTimeout},
 	{name: "kafka-streams-eos", about: "Apache Kafka Streams 4.4.0 word count, exactly_once_v2, killed (SIGKILL) three times mid-run, disgw killed (SIGKILL) once",
-		extra: streamsEOSExtra, argv: goScenario("kafka-streams-eos"), timeout: streamsTimeout, ownsDisgw: true},
+		// With several nodes it runs them itself and kills one of them in
+		// place of disgw (client_streams_eos.go).
+		extra: streamsEOSExtra, argv: goScenario("kafka-streams-eos"), timeout: streamsTimeout, ownsDisgw: true, cluster: true},
 	{name: "kafka-mirrormaker2", about: "MirrorMaker 2 (connect-mirror 4.3.1, dedicated) from an Apache Kafka 4.4.0 broker into disgw, group offsets synced",
 		extra: mirrorExtra, argv: goScenario("kafka-mirrormaker2"), ownsDisgw: true},
 	{name: "librdkafka-txn-tests", about: "librdkafka 2.0.2's own test programs 0103-transactions, 0129-fetch_aborted_msgs and 0098-consumer-txn (with its Java TransactionProducerCli), built from Debian's source package",

@@ -53,7 +53,7 @@ func scenarioMain(args []string) int {
 	tools := fs.String("tools", defaultTools(), "directory compat/setup filled (kafka-connect, kafka-streams, kafka-mirrormaker2)")
 	disgwBin := fs.String("disgw", "", "the disgw binary (kafka-connect runs its own)")
 	backend := fs.String("backend", "local", "disgw's backend (kafka-connect, kafka-streams)")
-	nodes := fs.Int("nodes", 1, "kafka-connect: run this many cluster-mode nodes (backend dis) in place of one disgw")
+	nodes := fs.Int("nodes", 1, "kafka-connect, kafka-streams-eos: run this many cluster-mode nodes (backend dis) in place of one disgw")
 	mirrorTarget := fs.String("mirror-target", "disgw", "kafka-mirrormaker2: mirror into disgw, or into a second Apache Kafka broker (kafka) to compare")
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
@@ -83,7 +83,7 @@ func scenarioMain(args []string) int {
 	case "kafka-streams":
 		runStreams(*broker, *backend, *topic, *tools)
 	case "kafka-streams-eos":
-		runStreamsEOS(*disgwBin, *backend, *topic, *tools)
+		runStreamsEOS(*disgwBin, *backend, *nodes, *topic, *tools)
 	case "kafka-mirrormaker2":
 		runMirror(*disgwBin, *backend, *tools, *topic, *group, *mirrorTarget == "kafka")
 	case "kafka-diff":
