@@ -42,8 +42,17 @@ import (
 // of disgw one node is killed (SIGKILL) between the first and the second
 // kill of the application: the node that coordinates most of the
 // application's transactional ids (its group's coordinator on a tie or when
-// none is listed yet; node 1 when neither is found), started again at once
-// on its address and data directory. The check is the same.
+// none is listed; node 1 when neither is found), started again at once on
+// its address and data directory. The kills there are not on a clock but
+// on the application's progress: each (the node's too) once the instance
+// running has committed a transaction (its group's offsets moved), 1 s into
+// the next one, and after the node's the application must commit again
+// before it is killed. On one node, with 5 to 7 s between the kills, a slow
+// machine's application can be killed before it ever ran: each new
+// instance waits for the killed one's session to expire (45 s) before the
+// group is stable. As those waits are minutes, the lines come at 20 a
+// second there until the kills are done (streamsEOSLines at least). The
+// check is the same.
 var streamsEOSExtra []string
 
 const (
@@ -138,7 +147,29 @@ func runStreamsEOS(bin, backend string, nodes int, topic, tools string) {
 	}
 	// The lines keep coming while the application is killed and started.
 	produced := make(chan error, 1)
+	killsDone := make(chan struct{})
+	lines := streamsEOSLines // with several nodes, how many came (read once produced answered)
 	go func() {
+		if nodesRun != nil {
+			// 20 a second until the kills are done (each waits for the
+			// application's progress: minutes), streamsEOSLines at least.
+			for i := streamsEOSFirst; ; i += 20 {
+				select {
+				case <-killsDone:
+					if i-streamsEOSFirst >= streamsEOSLines {
+						lines = i - streamsEOSFirst
+						produced <- nil
+						return
+					}
+				default:
+				}
+				if err := r.produceN(ctx, cl, i, 20); err != nil {
+					produced <- err
+					return
+				}
+				time.Sleep(time.Second)
+			}
+		}
 		for i := streamsEOSFirst; i < streamsEOSFirst+streamsEOSLines; i += 20 {
 			if err := r.produceN(ctx, cl, i, 20); err != nil {
 				produced <- err
@@ -149,17 +180,47 @@ func runStreamsEOS(bin, backend string, nodes int, topic, tools string) {
 		produced <- nil
 	}()
 	var killedNode string // with several nodes: which, and what it coordinated
-	for k := 1; k <= streamsEOSKills; k++ {
-		time.Sleep(time.Duration(4+k) * time.Second)
-		if k == 2 && nodesRun != nil {
-			// One node killed under the running application and the
-			// producer, and started again.
-			if killedNode, err = killStreamsNode(ctx, nodesRun, adm, r); err != nil {
+	if nodesRun != nil {
+		// Each kill once the instance running committed a transaction
+		// (its group's offsets moved), 1 s into the next one
+		// (commit.interval.ms 2 s): mid-run, a transaction open. The
+		// node too, and the application must commit again after it.
+		var committed int64 = -1
+		for k := 1; k <= streamsEOSKills; k++ {
+			if committed, err = r.waitProgress(ctx, adm, committed); err != nil {
+				fail(2, fmt.Sprintf("before kill %d: %v", k, err))
+				return
+			}
+			time.Sleep(time.Second)
+			if k == 2 {
+				if killedNode, err = killStreamsNode(ctx, nodesRun, adm, r); err != nil {
+					fail(2, err.Error())
+					return
+				}
+				if committed, err = r.waitProgress(ctx, adm, committed); err != nil {
+					fail(2, fmt.Sprintf("after the node's kill: %v", err))
+					return
+				}
+				time.Sleep(time.Second)
+			}
+			select {
+			case err := <-r.procDone:
+				r.proc = nil
+				fail(2, fmt.Sprintf("the application exited before kill %d: %v; %s", k, err, r.logTail()))
+				return
+			default:
+			}
+			fmt.Fprintf(os.Stderr, "%s: kill %d of the application (its group committed %d)\n", time.Now().Format(time.TimeOnly), k, committed)
+			r.stop(true)
+			if err := r.start(); err != nil {
 				fail(2, err.Error())
 				return
 			}
-			time.Sleep(3 * time.Second)
-		} else if k == 2 {
+		}
+	}
+	for k := 1; k <= streamsEOSKills && nodesRun == nil; k++ {
+		time.Sleep(time.Duration(4+k) * time.Second)
+		if k == 2 {
 			// disgw killed under the running application and the producer.
 			_ = gw.cmd.Process.Kill()
 			<-gw.exited
@@ -182,18 +243,19 @@ func runStreamsEOS(bin, backend string, nodes int, topic, tools string) {
 			return
 		}
 	}
+	close(killsDone)
 	if err := <-produced; err != nil {
 		fail(1, err.Error())
 		return
 	}
-	scen.Report(scen.StepProduce, "pass", fmt.Sprintf("%d lines, then %d while the application ran and was killed", streamsEOSFirst, streamsEOSLines))
+	scen.Report(scen.StepProduce, "pass", fmt.Sprintf("%d lines, then %d while the application ran and was killed", streamsEOSFirst, lines))
 	if err := r.waitExactCounts(ctx); err != nil {
 		fail(2, err.Error())
 		return
 	}
 	if nodesRun != nil {
-		scen.Report(scen.StepConsume, "pass", fmt.Sprintf("killed (SIGKILL) %d times mid-run and restarted, bootstrapped with %d nodes, and %s killed (SIGKILL) and restarted once under it; every word's last count is its total",
-			streamsEOSKills, nodes, killedNode))
+		scen.Report(scen.StepConsume, "pass", fmt.Sprintf("bootstrapped with %d nodes, killed (SIGKILL) %d times mid-run (each time 1 s after a transaction of its committed) and restarted, and %s killed (SIGKILL) under it and restarted once, the application committing again after; every word's last count is its total",
+			nodes, streamsEOSKills, killedNode))
 	} else {
 		scen.Report(scen.StepConsume, "pass", fmt.Sprintf("killed (SIGKILL) %d times mid-run and restarted, and disgw killed (SIGKILL) and restarted once under it; every word's last count is its total", streamsEOSKills))
 	}
@@ -203,6 +265,43 @@ func runStreamsEOS(bin, backend string, nodes int, topic, tools string) {
 		return
 	}
 	scen.Report(scen.StepDescribe, "pass", fmt.Sprintf("group %s committed the input's end offsets (transactional offset commits)", r.app))
+}
+
+// waitProgress waits until the application's group committed offsets of
+// the input adding up to more than after (a transaction of the instance
+// running committed; -1: any), and returns their sum. With several nodes a
+// request failing while a node is down is asked again.
+func (r *streamsRun) waitProgress(ctx context.Context, adm *kadm.Client, after int64) (int64, error) {
+	deadline := time.Now().Add(150 * time.Second)
+	var sum int64 = -1
+	var last error
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-r.procDone:
+			r.proc = nil
+			return 0, fmt.Errorf("the application exited: %v; %s", err, r.logTail())
+		default:
+		}
+		fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		committed, err := adm.FetchOffsets(fctx, r.app)
+		cancel()
+		if err == nil {
+			err = committed.Error()
+		}
+		if last = err; err == nil {
+			sum = -1
+			committed.Each(func(o kadm.OffsetResponse) {
+				if o.Topic == r.in && o.At >= 0 {
+					sum = max(sum, 0) + o.At
+				}
+			})
+			if sum > after {
+				return sum, nil
+			}
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	return 0, fmt.Errorf("the group's committed offsets of %s add up to %d after 150 s, want more than %d (last error %v); %s", r.in, sum, after, last, r.logTail())
 }
 
 // produceN writes n lines from line from on and adds their words to the
@@ -352,7 +451,7 @@ func killStreamsNode(ctx context.Context, c *disgwCluster, adm *kadm.Client, r *
 		}
 		why = fmt.Sprintf("node %d (coordinator %s)", node, strings.Join(what, " and "))
 	}
-	fmt.Fprintf(os.Stderr, "killing %s\n", why)
+	fmt.Fprintf(os.Stderr, "%s: killing %s\n", time.Now().Format(time.TimeOnly), why)
 	c.kill(node)
 	if err := c.restart(node); err != nil {
 		return "", fmt.Errorf("node %d not started again after kill -9: %w", node, err)
