@@ -33,9 +33,13 @@ import (
 //     6,000 lines exactly once.
 //   - describe: the connector and its task RUNNING, and Kafka's transaction
 //     list (the worker's transactional ids) answered.
+//
+// With several nodes (-nodes N, backend dis; make compat-cluster) the
+// worker talks to N cluster-mode nodes in front of one dislocal (every node
+// in its bootstrap.servers, as in kafka-connect); the steps are the same.
 const connectEOSMore = 1000
 
-func runConnectEOS(bin, backend, tools, topic string) {
+func runConnectEOS(bin, backend string, nodes int, tools, topic string) {
 	jars := filepath.Join(tools, connectJarsDir)
 	steps := scen.CoreSteps
 	fail := func(from int, why string) {
@@ -49,7 +53,7 @@ func runConnectEOS(bin, backend, tools, topic string) {
 		return
 	}
 	scen.Info("version", "Apache Kafka Connect 4.3.1 (distributed, exactly.once.source.support=enabled), FileStreamSource, "+javaVersion(context.Background()))
-	c, err := newConnectRun(bin, backend, 1, jars, topic, "", 0) // DIS's own retention: no compactor copies during the run
+	c, err := newConnectRun(bin, backend, nodes, jars, topic, "", 0) // DIS's own retention: no compactor copies during the run
 
 	if err != nil {
 		fail(0, err.Error())

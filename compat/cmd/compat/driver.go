@@ -192,8 +192,7 @@ var clients = []clientSpec{
 		extra: connectExtraFor("local", 1), extraBy: map[string][]string{"dis": connectExtraFor("dis", 1), "dis-cluster": connectExtraFor("dis", 3)},
 		argv: goScenario("kafka-connect"), ownsDisgw: true, timeout: connectTimeout, cluster: true},
 	{name: "kafka-connect-eos", about: "Apache Kafka Connect 4.3.1, distributed worker with exactly.once.source.support=enabled, FileStreamSource, the worker killed (SIGKILL) twice",
-		// Not with several nodes: they serve no transactions yet.
-		argv: goScenario("kafka-connect-eos"), ownsDisgw: true, backends: []string{"local", "dis"}},
+		argv: goScenario("kafka-connect-eos"), ownsDisgw: true, backends: []string{"local", "dis"}, cluster: true},
 	{name: "kafka-streams", about: "Apache Kafka Streams 4.4.0 word count with a state store, at-least-once", extra: streamsExtra,
 		argv: goScenario("kafka-streams"), disArgs: []string{"--retention-unit", streamsRetentionUnit.String()}, timeout: streamsTimeout},
 	{name: "kafka-streams-eos", about: "Apache Kafka Streams 4.4.0 word count, exactly_once_v2, killed (SIGKILL) three times mid-run, disgw killed (SIGKILL) once",

@@ -53,7 +53,7 @@ func scenarioMain(args []string) int {
 	tools := fs.String("tools", defaultTools(), "directory compat/setup filled (kafka-connect, kafka-streams, kafka-mirrormaker2)")
 	disgwBin := fs.String("disgw", "", "the disgw binary (kafka-connect runs its own)")
 	backend := fs.String("backend", "local", "disgw's backend (kafka-connect, kafka-streams)")
-	nodes := fs.Int("nodes", 1, "kafka-connect, kafka-streams-eos: run this many cluster-mode nodes (backend dis) in place of one disgw")
+	nodes := fs.Int("nodes", 1, "kafka-connect, kafka-connect-eos, kafka-streams-eos: run this many cluster-mode nodes (backend dis) in place of one disgw")
 	mirrorTarget := fs.String("mirror-target", "disgw", "kafka-mirrormaker2: mirror into disgw, or into a second Apache Kafka broker (kafka) to compare")
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
@@ -79,7 +79,7 @@ func scenarioMain(args []string) int {
 	case "kafka-connect":
 		runConnect(*disgwBin, *backend, *nodes, *tools, *topic)
 	case "kafka-connect-eos":
-		runConnectEOS(*disgwBin, *backend, *tools, *topic)
+		runConnectEOS(*disgwBin, *backend, *nodes, *tools, *topic)
 	case "kafka-streams":
 		runStreams(*broker, *backend, *topic, *tools)
 	case "kafka-streams-eos":
