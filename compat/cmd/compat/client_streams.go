@@ -57,6 +57,7 @@ type streamsRun struct {
 	broker, backend    string
 	guarantee          string // processing.guarantee; "" is at_least_once
 	commitMS           int    // commit.interval.ms with guarantee; 0 is 200
+	sessionMS          int    // session.timeout.ms with guarantee; 0 is Kafka's 45 s
 	jars, classes, dir string
 	app, in, out       string
 	proc               *exec.Cmd
@@ -216,6 +217,9 @@ func (r *streamsRun) start() error {
 		"WordCount", r.broker, r.app, filepath.Join(r.dir, "state"), r.in, r.out)
 	if r.guarantee != "" {
 		cmd.Args = append(cmd.Args, r.guarantee, strconv.Itoa(cmp.Or(r.commitMS, 200)))
+		if r.sessionMS > 0 {
+			cmd.Args = append(cmd.Args, strconv.Itoa(r.sessionMS))
+		}
 	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {

@@ -22,15 +22,23 @@ import (
 // too. Its steps:
 //
 //   - create: the input and output topics (kadm), 2 partitions each.
-//   - produce: 500 lines of words before the application starts, then
-//     2,000 more at about 100 a second while it runs.
+//   - produce: 500 lines of words before the application starts, then more
+//     while it runs and is killed: 100 a second for the first 2,000, then
+//     20 a second until the kills are done.
 //   - consume: the application is killed with SIGKILL three times while
-//     lines keep coming (mid-run, with transactions open: an at-least-once
-//     application repeats counts here), then started again on the same
-//     state directory (its transactional id is kept there, so the new
-//     instance fences the old one and aborts its transaction); between the
-//     first and the second kill, disgw itself is killed (SIGKILL) and
-//     started again on the same data and port.
+//     lines keep coming, then started again on the same state directory
+//     (its transactional id is kept there, so the new instance fences the
+//     old one and aborts its transaction); between the first and the
+//     second kill, disgw itself is killed (SIGKILL) and started again on
+//     the same data and port. The kills are not on a clock but on the
+//     application's progress: each (disgw's too) once the instance running
+//     has committed a transaction (its group's offsets moved), 1 s into
+//     the next one (commit.interval.ms 2 s: mid-run, a transaction open;
+//     an at-least-once application repeats counts here), and after
+//     disgw's restart the application must commit again before it is
+//     killed. The application runs with session.timeout.ms 6000 (disgw's
+//     smallest) and the gateways with no initial rebalance delay, so that
+//     a killed instance's replacement gets the partitions within seconds.
 //   - resume: the output read with read_committed: every word's counts are
 //     exactly 1, 2, ..., N in order, each once (at-least-once would repeat
 //     some after each kill), and N is the word's total.
@@ -39,20 +47,11 @@ import (
 // With several nodes (-nodes N, backend dis; make compat-cluster,
 // cluster.go) the scenario runs N cluster-mode nodes in front of one
 // dislocal, every node in the application's bootstrap.servers, and in place
-// of disgw one node is killed (SIGKILL) between the first and the second
-// kill of the application: the node that coordinates most of the
-// application's transactional ids (its group's coordinator on a tie or when
-// none is listed; node 1 when neither is found), started again at once on
-// its address and data directory. The kills there are not on a clock but
-// on the application's progress: each (the node's too) once the instance
-// running has committed a transaction (its group's offsets moved), 1 s into
-// the next one, and after the node's the application must commit again
-// before it is killed. On one node, with 5 to 7 s between the kills, a slow
-// machine's application can be killed before it ever ran: each new
-// instance waits for the killed one's session to expire (45 s) before the
-// group is stable. As those waits are minutes, the lines come at 20 a
-// second there until the kills are done (streamsEOSLines at least). The
-// check is the same.
+// of disgw one node is killed (SIGKILL): the node that coordinates most of
+// the application's transactional ids (its group's coordinator on a tie or
+// when none is listed; node 1 when neither is found), started again at
+// once on its address and data directory. The steps and the check are the
+// same.
 var streamsEOSExtra []string
 
 const (
@@ -64,10 +63,20 @@ const (
 	// application killed there repeats up to 2 s of counts: the check
 	// fails for it).
 	streamsEOSCommitMS = 2000
+	// streamsEOSSessionMS is the application's session.timeout.ms
+	// (heartbeat.interval.ms a third of it), the smallest disgw accepts
+	// (group_min_session_timeout 6s): the group drops a killed instance
+	// 6 s after its last heartbeat, not 45 s, and its replacement gets
+	// the partitions then.
+	streamsEOSSessionMS = 6000
+	// streamsEOSRebalanceDelayEnv: the gateways the scenario starts
+	// rebalance a group with no members at once (not 3 s after its first
+	// JoinGroup): one instance at a time.
+	streamsEOSRebalanceDelayEnv = "DISGW_GROUP_INITIAL_REBALANCE_DELAY=-1"
 )
 
 func runStreamsEOS(bin, backend string, nodes int, topic, tools string) {
-	r := &streamsRun{backend: backend, guarantee: "exactly_once_v2", commitMS: streamsEOSCommitMS,
+	r := &streamsRun{backend: backend, guarantee: "exactly_once_v2", commitMS: streamsEOSCommitMS, sessionMS: streamsEOSSessionMS,
 		jars: filepath.Join(tools, "kafka-4.4.0"), classes: filepath.Join(tools, streamsAppDir),
 		app: topic + "-wordcount-eos", in: topic + "-lines", out: topic + "-counts", want: map[string]int{}}
 	steps := scen.CoreSteps
@@ -92,9 +101,10 @@ func runStreamsEOS(bin, backend string, nodes int, topic, tools string) {
 	fmt.Fprintln(os.Stderr, "logs:", r.dir)
 	var gw *disgwProc
 	var gwDir string
+	gwEnv := []string{cleanerEnv, streamsEOSRebalanceDelayEnv}
 	var nodesRun *disgwCluster // with several nodes, in place of gw
 	if nodes > 1 {
-		nodesRun, gwDir, err = startCluster(bin, nodes, filepath.Join(r.dir, "cluster.disgw.log"), nil, cleanerEnv)
+		nodesRun, gwDir, err = startCluster(bin, nodes, filepath.Join(r.dir, "cluster.disgw.log"), nil, gwEnv...)
 		if gwDir != "" {
 			defer os.RemoveAll(gwDir)
 		}
@@ -106,7 +116,7 @@ func runStreamsEOS(bin, backend string, nodes int, topic, tools string) {
 		r.broker = nodesRun.bootstrap()
 	} else {
 		gwLog := filepath.Join(r.dir, "disgw.log")
-		gw, gwDir, err = startDisgw(bin, backend, gwLog)
+		gw, gwDir, err = startDisgwWith(bin, backend, gwLog, nil, gwEnv...)
 		if err != nil {
 			fail(0, fmt.Sprintf("start disgw: %v", err))
 			return
@@ -145,90 +155,78 @@ func runStreamsEOS(bin, backend string, nodes int, topic, tools string) {
 		fail(2, err.Error())
 		return
 	}
-	// The lines keep coming while the application is killed and started.
+	// The lines keep coming while the application is killed and started:
+	// 100 a second for the first streamsEOSLines, then 20 a second until
+	// the kills are done (each waits for the application's progress).
 	produced := make(chan error, 1)
 	killsDone := make(chan struct{})
-	lines := streamsEOSLines // with several nodes, how many came (read once produced answered)
+	lines := 0 // how many came while it ran (read once produced answered)
 	go func() {
-		if nodesRun != nil {
-			// 20 a second until the kills are done (each waits for the
-			// application's progress: minutes), streamsEOSLines at least.
-			for i := streamsEOSFirst; ; i += 20 {
+		for i := streamsEOSFirst; ; i += 20 {
+			pause := 200 * time.Millisecond
+			if n := i - streamsEOSFirst; n >= streamsEOSLines {
 				select {
 				case <-killsDone:
-					if i-streamsEOSFirst >= streamsEOSLines {
-						lines = i - streamsEOSFirst
-						produced <- nil
-						return
-					}
+					lines = n
+					produced <- nil
+					return
 				default:
 				}
-				if err := r.produceN(ctx, cl, i, 20); err != nil {
-					produced <- err
-					return
-				}
-				time.Sleep(time.Second)
+				pause = time.Second
 			}
-		}
-		for i := streamsEOSFirst; i < streamsEOSFirst+streamsEOSLines; i += 20 {
 			if err := r.produceN(ctx, cl, i, 20); err != nil {
 				produced <- err
 				return
 			}
-			time.Sleep(200 * time.Millisecond)
+			time.Sleep(pause)
 		}
-		produced <- nil
 	}()
-	var killedNode string // with several nodes: which, and what it coordinated
-	if nodesRun != nil {
-		// Each kill once the instance running committed a transaction
-		// (its group's offsets moved), 1 s into the next one
-		// (commit.interval.ms 2 s): mid-run, a transaction open. The
-		// node too, and the application must commit again after it.
-		var committed int64 = -1
-		for k := 1; k <= streamsEOSKills; k++ {
-			if committed, err = r.waitProgress(ctx, adm, committed); err != nil {
-				fail(2, fmt.Sprintf("before kill %d: %v", k, err))
-				return
-			}
-			time.Sleep(time.Second)
-			if k == 2 {
-				if killedNode, err = killStreamsNode(ctx, nodesRun, adm, r); err != nil {
-					fail(2, err.Error())
-					return
-				}
-				if committed, err = r.waitProgress(ctx, adm, committed); err != nil {
-					fail(2, fmt.Sprintf("after the node's kill: %v", err))
-					return
-				}
-				time.Sleep(time.Second)
-			}
-			select {
-			case err := <-r.procDone:
-				r.proc = nil
-				fail(2, fmt.Sprintf("the application exited before kill %d: %v; %s", k, err, r.logTail()))
-				return
-			default:
-			}
-			fmt.Fprintf(os.Stderr, "%s: kill %d of the application (its group committed %d)\n", time.Now().Format(time.TimeOnly), k, committed)
-			r.stop(true)
-			if err := r.start(); err != nil {
+	// killGateway kills disgw (one node) or the node of killStreamsNode
+	// (SIGKILL), starts it again on its address and data, and says which.
+	killGateway := func() (string, error) {
+		if nodesRun != nil {
+			return killStreamsNode(ctx, nodesRun, adm, r)
+		}
+		r.mark("killing disgw (SIGKILL)")
+		_ = gw.cmd.Process.Kill()
+		<-gw.exited
+		again, err := restartDisgw(gw, bin, backend, gwDir, filepath.Join(r.dir, "disgw-restarted.log"), gwEnv...)
+		if err != nil {
+			return "", fmt.Errorf("start disgw again after kill -9: %w", err)
+		}
+		gw = again
+		return "disgw", nil
+	}
+	// Each kill once the instance running committed a transaction (its
+	// group's offsets moved), 1 s into the next one (commit.interval.ms
+	// 2 s): mid-run, a transaction open. The gateway's too (between the
+	// application's first and second), and the application must commit
+	// again after it before it is killed.
+	var killed string // the gateway killed: disgw, or which node and what it coordinated
+	var committed int64 = -1
+	for k := 1; k <= streamsEOSKills; k++ {
+		if committed, err = r.waitProgress(ctx, adm, committed); err != nil {
+			fail(2, fmt.Sprintf("before kill %d: %v", k, err))
+			return
+		}
+		r.mark(fmt.Sprintf("the group committed %d", committed))
+		time.Sleep(time.Second)
+		if k == 2 {
+			if killed, err = killGateway(); err != nil {
 				fail(2, err.Error())
 				return
 			}
-		}
-	}
-	for k := 1; k <= streamsEOSKills && nodesRun == nil; k++ {
-		time.Sleep(time.Duration(4+k) * time.Second)
-		if k == 2 {
-			// disgw killed under the running application and the producer.
-			_ = gw.cmd.Process.Kill()
-			<-gw.exited
-			if gw, err = restartDisgw(gw, bin, backend, gwDir, filepath.Join(r.dir, "disgw-restarted.log"), cleanerEnv); err != nil {
-				fail(2, fmt.Sprintf("start disgw again after kill -9: %v", err))
+			// What the restarted gateway holds first (a commit just before
+			// the kill may be there), then a commit past it.
+			if committed, err = r.waitProgress(ctx, adm, committed-1); err == nil {
+				committed, err = r.waitProgress(ctx, adm, committed)
+			}
+			if err != nil {
+				fail(2, fmt.Sprintf("after %s's kill: %v", killed, err))
 				return
 			}
-			time.Sleep(3 * time.Second)
+			r.mark(fmt.Sprintf("the group committed %d", committed))
+			time.Sleep(time.Second)
 		}
 		select {
 		case err := <-r.procDone:
@@ -237,6 +235,7 @@ func runStreamsEOS(bin, backend string, nodes int, topic, tools string) {
 			return
 		default:
 		}
+		r.mark(fmt.Sprintf("kill %d of the application (SIGKILL)", k))
 		r.stop(true)
 		if err := r.start(); err != nil {
 			fail(2, err.Error())
@@ -253,12 +252,12 @@ func runStreamsEOS(bin, backend string, nodes int, topic, tools string) {
 		fail(2, err.Error())
 		return
 	}
+	boot := ""
 	if nodesRun != nil {
-		scen.Report(scen.StepConsume, "pass", fmt.Sprintf("bootstrapped with %d nodes, killed (SIGKILL) %d times mid-run (each time 1 s after a transaction of its committed) and restarted, and %s killed (SIGKILL) under it and restarted once, the application committing again after; every word's last count is its total",
-			nodes, streamsEOSKills, killedNode))
-	} else {
-		scen.Report(scen.StepConsume, "pass", fmt.Sprintf("killed (SIGKILL) %d times mid-run and restarted, and disgw killed (SIGKILL) and restarted once under it; every word's last count is its total", streamsEOSKills))
+		boot = fmt.Sprintf("bootstrapped with %d nodes, ", nodes)
 	}
+	scen.Report(scen.StepConsume, "pass", fmt.Sprintf("%skilled (SIGKILL) %d times mid-run (each time 1 s after a transaction of its committed) and restarted, and %s killed (SIGKILL) under it and restarted once (likewise 1 s after a commit), the application committing again after; every word's last count is its total",
+		boot, streamsEOSKills, killed))
 	scen.Report(scen.StepResume, "pass", fmt.Sprintf("read_committed, each of %d words' counts are exactly 1..N in order, none twice: exactly once across the kills", len(r.want)))
 	if err := r.waitCommitted(ctx, adm); err != nil {
 		fail(4, err.Error())
@@ -302,6 +301,18 @@ func (r *streamsRun) waitProgress(ctx context.Context, adm *kadm.Client, after i
 		time.Sleep(300 * time.Millisecond)
 	}
 	return 0, fmt.Errorf("the group's committed offsets of %s add up to %d after 150 s, want more than %d (last error %v); %s", r.in, sum, after, last, r.logTail())
+}
+
+// mark writes "HH:MM:SS.mmm compat: what" to the scenario's stderr and to
+// the application's log (app.log, between its STATE lines): the log shows
+// each kill after the commit it waited for.
+func (r *streamsRun) mark(what string) {
+	line := time.Now().Format("15:04:05.000") + " compat: " + what + "\n"
+	fmt.Fprint(os.Stderr, line)
+	if f, err := os.OpenFile(filepath.Join(r.dir, "app.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644); err == nil {
+		_, _ = f.WriteString(line)
+		f.Close()
+	}
 }
 
 // produceN writes n lines from line from on and adds their words to the
@@ -451,7 +462,7 @@ func killStreamsNode(ctx context.Context, c *disgwCluster, adm *kadm.Client, r *
 		}
 		why = fmt.Sprintf("node %d (coordinator %s)", node, strings.Join(what, " and "))
 	}
-	fmt.Fprintf(os.Stderr, "%s: killing %s\n", time.Now().Format(time.TimeOnly), why)
+	r.mark("killing " + why + " (SIGKILL)")
 	c.kill(node)
 	if err := c.restart(node); err != nil {
 		return "", fmt.Errorf("node %d not started again after kill -9: %w", node, err)

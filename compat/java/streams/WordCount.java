@@ -6,12 +6,15 @@
 // APP-counts-repartition) and writes each new count to OUT as
 // word -> count. Every update goes to the changelog and to OUT (no cache).
 //
-//   java -cp 'KAFKA_JARS/*:CLASSES' WordCount BROKER APP STATE_DIR IN OUT [GUARANTEE [COMMIT_MS]]
+//   java -cp 'KAFKA_JARS/*:CLASSES' WordCount BROKER APP STATE_DIR IN OUT [GUARANTEE [COMMIT_MS [SESSION_MS]]]
 //
 // COMMIT_MS is commit.interval.ms (200 by default): under exactly_once_v2,
-// how long each transaction stays open.
+// how long each transaction stays open. SESSION_MS is the consumer's
+// session.timeout.ms (the default 45 s when not given), with
+// heartbeat.interval.ms a third of it: how long the group waits for a
+// killed instance before its replacement gets the partitions.
 //
-// It prints "STATE <state>" at every state change and runs until killed
+// It prints "HH:MM:SS.mmm STATE <state>" at every state change and runs until killed
 // (SIGTERM closes it cleanly).
 import java.util.Arrays;
 import java.util.Properties;
@@ -30,8 +33,8 @@ import org.apache.kafka.streams.state.KeyValueStore;
 
 public class WordCount {
     public static void main(String[] args) throws Exception {
-        if (args.length < 5 || args.length > 7) {
-            System.err.println("usage: WordCount BROKER APP STATE_DIR IN OUT [GUARANTEE [COMMIT_MS]]");
+        if (args.length < 5 || args.length > 8) {
+            System.err.println("usage: WordCount BROKER APP STATE_DIR IN OUT [GUARANTEE [COMMIT_MS [SESSION_MS]]]");
             System.exit(2);
         }
         Properties p = new Properties();
@@ -39,7 +42,12 @@ public class WordCount {
         p.put(StreamsConfig.APPLICATION_ID_CONFIG, args[1]);
         p.put(StreamsConfig.STATE_DIR_CONFIG, args[2]);
         p.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, args.length >= 6 ? args[5] : StreamsConfig.AT_LEAST_ONCE);
-        p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, args.length == 7 ? Integer.parseInt(args[6]) : 200);
+        p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, args.length >= 7 ? Integer.parseInt(args[6]) : 200);
+        if (args.length == 8) {
+            int session = Integer.parseInt(args[7]);
+            p.put(StreamsConfig.consumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG), session);
+            p.put(StreamsConfig.consumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG), session / 3);
+        }
         p.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
         p.put(StreamsConfig.consumerPrefix(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG), "earliest");
 
@@ -53,7 +61,8 @@ public class WordCount {
             .to(args[4], Produced.with(Serdes.String(), Serdes.String()));
 
         KafkaStreams streams = new KafkaStreams(b.build(), p);
-        streams.setStateListener((now, before) -> System.out.println("STATE " + now));
+        streams.setStateListener((now, before) -> System.out.println(
+            java.time.LocalTime.now().truncatedTo(java.time.temporal.ChronoUnit.MILLIS) + " STATE " + now));
         Runtime.getRuntime().addShutdownHook(new Thread(streams::close));
         streams.start();
         Thread.currentThread().join();
