@@ -195,7 +195,7 @@ var clients = []clientSpec{
 		argv: goScenario("kafka-connect-eos"), ownsDisgw: true, backends: []string{"local", "dis"}, cluster: true},
 	{name: "kafka-streams", about: "Apache Kafka Streams 4.4.0 word count with a state store, at-least-once", extra: streamsExtra,
 		argv: goScenario("kafka-streams"), disArgs: []string{"--retention-unit", streamsRetentionUnit.String()}, timeout: streamsTimeout},
-	{name: "kafka-streams-eos", about: "Apache Kafka Streams 4.4.0 word count, exactly_once_v2, killed (SIGKILL) three times mid-run, disgw killed (SIGKILL) once",
+	{name: "kafka-streams-eos", about: "Apache Kafka Streams 4.4.0 word count, exactly_once_v2, killed (SIGKILL) three times mid-run and disgw once, each 1 s after a transaction of the application committed",
 		// With several nodes it runs them itself and kills one of them in
 		// place of disgw (client_streams_eos.go).
 		extra: streamsEOSExtra, argv: goScenario("kafka-streams-eos"), timeout: streamsTimeout, ownsDisgw: true, cluster: true},
