@@ -7,6 +7,8 @@ import (
 	"time"
 	"unsafe"
 
+	"go.uber.org/zap"
+
 	"github.com/disgw/disgw/disbackend"
 	"github.com/disgw/disgw/kafkawire/batch"
 )
@@ -157,6 +159,14 @@ func (w *writer) run() {
 			// its retry comes (idem.go): that goes first.
 			i := slices.IndexFunc(w.q, func(j job) bool { return p.isRetry(&j.b) })
 			wait := time.Until(p.until)
+			if i < 0 && slices.ContainsFunc(w.q, func(j job) bool { return p.endedBy(&j.b) }) {
+				w.mu.Unlock()
+				w.s.idem.clearPartial(w.k)
+				w.s.log.Info("a batch cut short belongs to a transaction that ended (its marker waits to be written): its retry is not awaited",
+					zap.String("stream", w.k.stream), zap.Int32("partition", w.k.part), zap.Int64("producer_id", p.pid),
+					zap.Int32("sequence", p.seq), zap.Int64("base_offset", p.base), zap.Int32("written", p.done), zap.Int32("records", p.n))
+				continue
+			}
 			if i < 0 && wait > 0 {
 				w.sleepUnlocked(wait)
 				continue

@@ -227,6 +227,15 @@ type idemPartial struct {
 	until time.Time
 }
 
+// endedBy reports whether b is a transaction marker (control batch) of p's
+// producer: the transaction p's batch belongs to has ended (its
+// coordinator aborted it, or the producer ended it, which it does only
+// once its batches were answered), so no retry of p will come and the
+// partition's writes need not wait for one.
+func (p *idemPartial) endedBy(b *disbackend.Batch) bool {
+	return b.Attributes&batch.AttrControl != 0 && b.ProducerID == p.pid
+}
+
 // isRetry reports whether b is the producer's retry of the batch p.
 func (p *idemPartial) isRetry(b *disbackend.Batch) bool {
 	return p.pid == b.ProducerID && p.epoch == b.ProducerEpoch && p.seq == b.BaseSequence && p.n == b.NumRecords

@@ -10,6 +10,7 @@ import (
 	"github.com/disgw/disgw/disbackend"
 	"github.com/disgw/disgw/disbackend/backendtest"
 	"github.com/disgw/disgw/disbackend/dislocal"
+	"github.com/disgw/disgw/kafkawire/batch"
 )
 
 func winBatch(pid int64, epoch int16, seq int32, n int32, base, ts int64) idemBatch {
@@ -428,5 +429,49 @@ func TestRecreatedStreamWrites(t *testing.T) {
 	plain := backendtest.MakeBatch(backendtest.BatchOptions{NumRecords: 2, Seed: 3})
 	if res, err := s.Append(stream, 0, plain).Wait(short); err != nil || res.BaseOffset != 1 {
 		t.Fatalf("append after it: %+v, %v; want offset 1", res, err)
+	}
+}
+
+// TestIdemPartialEndedByMarker: a transactional batch cut short (its
+// process killed between two PutRecords) holds the partition's other
+// writes for its retry; a marker of its producer ends the transaction, so
+// no retry can come: the marker and the writes after it go at once, not
+// after the hold (an hour here).
+func TestIdemPartialEndedByMarker(t *testing.T) {
+	t.Parallel()
+	_, url := startDIS(t, dislocal.Options{})
+	mod := func(o *Options) { o.Linger = -1; o.idemSettle = -1 }
+	a := newStore(t, url, mod)
+	if _, err := a.CreateStream(ctxT(t), disbackend.StreamSpec{Name: "cut", TopicName: "cut", PartitionCount: 1,
+		Config: disbackend.StreamConfig{Retention: 24 * time.Hour, MaxMessageBytes: 1 << 20}}); err != nil {
+		t.Fatal(err)
+	}
+	k := partKey{"cut", 0}
+	si, err := a.streamInfo(ctxT(t), "cut", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := &putState{}
+	a.learn(ctxT(t), k, cut)
+	big := backendtest.MakeBatch(backendtest.BatchOptions{NumRecords: 4, Idempotent: true, ProducerID: 9, ProducerEpoch: 2, Seed: 3})
+	big.Attributes |= batch.AttrTransactional
+	if err := a.commitIntent(ctxT(t), k, si.id, cut, []idemEntry{{pid: 9, epoch: 2, seq: 0, n: 4, maxTS: big.MaxTimestamp}}); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := a.toDISRecords(&big, nil, false, FormatEnvelope)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := a.putRecords(ctxT(t), k, recs[:1], cut, si.advanced, nil); err != nil {
+		t.Fatal(err)
+	}
+	_ = a.Close()
+	b := newStore(t, url, func(o *Options) { mod(o); o.idemHold = time.Hour })
+	if res, err := b.Append("cut", 0, markerBatch(t, 9, 3, false)).Wait(ctxT(t)); err != nil || res.BaseOffset != 1 {
+		t.Fatalf("the ABORT marker of the producer whose batch was cut short: %+v, %v", res, err)
+	}
+	other := backendtest.MakeBatch(backendtest.BatchOptions{NumRecords: 2, Idempotent: true, ProducerID: 10, Seed: 2})
+	if res, err := b.Append("cut", 0, other).Wait(ctxT(t)); err != nil || res.BaseOffset != 2 {
+		t.Fatalf("another producer's batch after the marker: %+v, %v", res, err)
 	}
 }
