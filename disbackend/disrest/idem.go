@@ -26,7 +26,8 @@ package disrest
 // PutRecords, or cut at the partition's limits, its process killed
 // between two) is completed by the producer's retry, which writes only
 // its other records, and until that retry comes (held, at most
-// defaultIdemHold) the partition's other batches wait, so that the
+// defaultIdemHold, or until a transaction marker of its producer is
+// queued: endedBy) the partition's other batches wait, so that the
 // batch's records stay contiguous. Content is not compared: two batches
 // with identical records are different writes, which only the sequence
 // numbers tell apart. In cluster mode, where another node's late write
