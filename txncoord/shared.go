@@ -92,6 +92,46 @@ func (c *Coordinator) applyShared(key string, value []byte) {
 		}
 		a.LastOffset = ar.Last
 		c.addAbortedLocked(pk, ar.Stream, a)
+		for t := range c.open[pk] {
+			if !t.auth && c.abortedAfter(pk, t, &t.rec) {
+				c.endOn(pk, t, t.rec.Seq)
+			}
+		}
+	}
+}
+
+// abortedAfter reports whether an ABORT marker of r's producer at or past
+// r's saved first offset on pk is known (an aborted range, saved by the
+// leader that wrote it): the transaction ended there, whoever led the
+// partition then (`kafka-transactions.sh abort` by hand, or the
+// coordinator's marker before its Complete record). A marker of the
+// producer's earlier transactions lies below that first offset: the
+// coordinator read it from the store after they ended. Requires c.mu.
+func (c *Coordinator) abortedAfter(pk partKey, t *txn, r *record) bool {
+	i := slices.IndexFunc(r.Parts, func(p txnPart) bool { return p.key() == pk })
+	if i < 0 {
+		return false
+	}
+	for _, a := range c.aborted[pk] {
+		if a.ProducerID == r.PID && a.LastOffset >= r.Parts[i].FirstOffset {
+			return true
+		}
+	}
+	return false
+}
+
+// endOn ends t's transaction seq on partition pk at this node (a marker
+// written or known): the partition leaves the open index until the next
+// transaction. Requires c.mu.
+func (c *Coordinator) endOn(pk partKey, t *txn, seq int64) {
+	if t.ended == nil {
+		t.ended = map[partKey]int64{}
+	}
+	t.ended[pk] = seq + 1
+	if _, ok := c.open[pk][t]; ok && t.rec.Seq == seq {
+		c.unopen(pk, t)
+		close(c.changed)
+		c.changed = make(chan struct{})
 	}
 }
 
@@ -119,7 +159,7 @@ func (c *Coordinator) mirror(t *txn, r record) {
 		for i := range r.Parts {
 			p := r.Parts[i]
 			pk := p.key()
-			if t.ended[pk] == r.Seq+1 {
+			if t.ended[pk] == r.Seq+1 || c.abortedAfter(pk, t, &r) {
 				continue
 			}
 			if f, ok := firsts[pk]; ok && same {
@@ -317,15 +357,7 @@ func (c *Coordinator) LeaderMarker(ctx context.Context, topic string, part int32
 	}
 	if t != nil {
 		c.mu.Lock()
-		if t.ended == nil {
-			t.ended = map[partKey]int64{}
-		}
-		t.ended[pk] = seq + 1
-		if _, ok := c.open[pk][t]; ok && t.rec.Seq == seq {
-			c.unopen(pk, t)
-			close(c.changed)
-			c.changed = make(chan struct{})
-		}
+		c.endOn(pk, t, seq)
 		c.mu.Unlock()
 	}
 	return 0

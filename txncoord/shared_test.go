@@ -2,6 +2,8 @@ package txncoord
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sync"
 	"testing"
 
@@ -27,6 +29,27 @@ type sharedMem struct {
 type sharedNode struct {
 	*sharedMem
 	watch func(string, []byte)
+	// abortedFirst: TxnRecords gives the aborted ranges before the
+	// transactions' records (else after).
+	abortedFirst bool
+}
+
+// TxnRecords gives the watcher every record, as a store's first read does.
+func (n *sharedNode) TxnRecords(ctx context.Context) (map[string][]byte, error) {
+	recs, err := n.memBackend.TxnRecords(ctx)
+	if err != nil {
+		return nil, err
+	}
+	keys := slices.Sorted(maps.Keys(recs)) // "a/..." before "t/..."
+	if !n.abortedFirst {
+		slices.Reverse(keys)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, k := range keys {
+		n.watch(k, recs[k])
+	}
+	return recs, nil
 }
 
 func (n *sharedNode) WatchTxnRecords(f func(string, []byte)) {
@@ -179,6 +202,30 @@ func TestSharedLeader(t *testing.T) {
 	}
 	if lso := cb.LastStableOffset(topicID, 0, 160); lso != 150 {
 		t.Fatalf("the next transaction: last stable offset %d, want 150", lso)
+	}
+	// kafka-transactions.sh abort at B, by hand: ended there, and at a
+	// node that leads the partition next, whichever of the transaction's
+	// record and the aborted range it reads first.
+	sm.memBackend.mu.Lock()
+	sm.next[pkey("t", 0)] = 163 // the transaction's records and others', after 150
+	sm.memBackend.mu.Unlock()
+	if code := cb.LeaderMarker(ctx, "t", 0, pid, epoch, false); code != 0 {
+		t.Fatalf("abort by hand: %v", kerr.ErrorForCode(code))
+	}
+	if lso := cb.LastStableOffset(topicID, 0, 165); lso != 165 {
+		t.Fatalf("after the abort by hand: last stable offset %d, want 165", lso)
+	}
+	for _, abortedFirst := range []bool{false, true} {
+		n := &sharedNode{sharedMem: sm, abortedFirst: abortedFirst}
+		cn, err := New(ctx, Config{Shared: n, Owns: func(string) bool { return false },
+			Leads: func(string, int32) bool { return true }}, n, memTopics{}, groups)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lso := cn.LastStableOffset(topicID, 0, 166); lso != 166 {
+			t.Errorf("a new leader (aborted ranges read first: %v) after the abort by hand: last stable offset %d, want 166", abortedFirst, lso)
+		}
+		cn.Close()
 	}
 	if code := endTxn(ca, "x", pid, epoch, true); code != 0 {
 		t.Fatalf("EndTxn commit: %v", kerr.ErrorForCode(code))
