@@ -272,6 +272,7 @@ func (c *conn) fillFetch(r *kmsg.FetchRequest, resp *kmsg.FetchResponse, maxByte
 			if r.IsolationLevel == 1 {
 				// read_committed: nothing at or past the last stable
 				// offset, and the aborted transactions of what is sent.
+				s.answeredStable(st, rp.Partition, lso)
 				res.Batches = belowOffset(res.Batches, lso)
 				p.AbortedTransactions = c.abortedIn(st, rp.Partition, rp.FetchOffset, res.Batches)
 			}

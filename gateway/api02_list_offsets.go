@@ -121,6 +121,7 @@ func (s *Server) listOffsets(ctx context.Context, r *kmsg.ListOffsetsRequest) (*
 				off, ts, err := s.offsetFor(ctx, r.Version, st, rp.Partition, rp.Timestamp)
 				if err == nil && rp.Timestamp == -1 && r.IsolationLevel == 1 {
 					off = s.lastStable(st, rp.Partition, off) // read_committed: the last stable offset, as Kafka
+					s.answeredStable(st, rp.Partition, off)
 				}
 				if err != nil {
 					p.ErrorCode = kafkaError(s.log, err)

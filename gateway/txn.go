@@ -128,6 +128,15 @@ func (e *txnRefusal) message() *string {
 }
 func (e *txnRefusal) Unwrap() error { return kerr.ErrorForCode(e.code) }
 
+// answeredStable notes that this node answered lso as the partition's last
+// stable offset to a read_committed reader (with several nodes, as its
+// leader: committedReadable).
+func (s *Server) answeredStable(st *disbackend.Stream, part int32, lso int64) {
+	if s.txn != nil {
+		s.txn.Answered(st.TopicID, part, lso)
+	}
+}
+
 // lastStable is a partition's last stable offset for its high watermark
 // hw: hw when no transaction is open there (or none are served).
 func (s *Server) lastStable(st *disbackend.Stream, part int32, hw int64) int64 {

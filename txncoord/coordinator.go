@@ -459,9 +459,6 @@ func (c *Coordinator) update(t *txn, f func(r *record)) {
 // hw (Kafka UnifiedLog.lastStableOffset).
 func (c *Coordinator) LastStableOffset(topicID [16]byte, part int32, hw int64) int64 {
 	if c.nOpen.Load() == 0 {
-		if c.cfg.Shared != nil {
-			c.noteAnswered(partKey{topicID, part}, hw)
-		}
 		return hw
 	}
 	c.mu.Lock()
@@ -470,9 +467,6 @@ func (c *Coordinator) LastStableOffset(topicID [16]byte, part int32, hw int64) i
 		lso = min(lso, first)
 	}
 	c.mu.Unlock()
-	if c.cfg.Shared != nil {
-		c.noteAnswered(partKey{topicID, part}, lso)
-	}
 	return lso
 }
 

@@ -186,6 +186,17 @@ func (c *Coordinator) answered(pk partKey) int64 {
 	return -1
 }
 
+// Answered records that this node, as the partition's leader, answered lso
+// as its last stable offset to a read_committed Fetch or ListOffsets
+// (shared mode; nothing otherwise). Only such answers count: a node that
+// is not the leader may not know every open transaction of the partition,
+// so what it says of the offset bounds nothing.
+func (c *Coordinator) Answered(topicID [16]byte, part int32, lso int64) {
+	if c.cfg.Shared != nil {
+		c.noteAnswered(partKey{topicID, part}, lso)
+	}
+}
+
 // noteAnswered records lso as answered for pk (shared mode).
 func (c *Coordinator) noteAnswered(pk partKey, lso int64) {
 	v, ok := c.lso.Load(pk)

@@ -144,10 +144,18 @@ func TestSharedLeader(t *testing.T) {
 	}
 	t.Cleanup(cb.Close)
 	ctx := context.Background()
+	// A read_committed answer of B, the leader.
+	answer := func(hw int64) int64 {
+		lso := cb.LastStableOffset(topicID, 0, hw)
+		cb.Answered(topicID, 0, lso)
+		return lso
+	}
 
-	if lso := cb.LastStableOffset(topicID, 0, 100); lso != 100 {
+	if lso := answer(100); lso != 100 {
 		t.Fatalf("no transaction: last stable offset %d, want 100", lso)
 	}
+	// What a read_uncommitted Fetch shows (any node) bounds nothing.
+	cb.LastStableOffset(topicID, 0, 110)
 	pid, epoch := initTxn(t, ca, "x")
 	sm.mu.Lock()
 	sm.hold = true // B has not read A's add yet
@@ -166,13 +174,13 @@ func TestSharedLeader(t *testing.T) {
 	sm.mu.Lock()
 	sm.hold = false
 	sm.mu.Unlock()
-	if lso := cb.LastStableOffset(topicID, 0, 120); lso != 100 {
+	if lso := answer(120); lso != 100 {
 		t.Fatalf("transaction open (saved first offset 90, 100 answered before): last stable offset %d, want 100", lso)
 	}
 	if code := endTxn(ca, "x", pid, epoch, false); code != 0 {
 		t.Fatalf("EndTxn abort: %v", kerr.ErrorForCode(code))
 	}
-	if lso := cb.LastStableOffset(topicID, 0, 130); lso != 130 {
+	if lso := answer(130); lso != 130 {
 		t.Fatalf("after the ABORT marker: last stable offset %d, want 130", lso)
 	}
 	for name, c := range map[string]*Coordinator{"A": ca, "B": cb} {
@@ -190,7 +198,7 @@ func TestSharedLeader(t *testing.T) {
 	cb.mu.Lock()
 	cb.mirror(cb.txns["x"], rec)
 	cb.mu.Unlock()
-	if lso := cb.LastStableOffset(topicID, 0, 140); lso != 140 {
+	if lso := answer(140); lso != 140 {
 		t.Fatalf("the ended transaction read again: last stable offset %d, want 140", lso)
 	}
 	// The next transaction opens the partition again.
@@ -200,7 +208,7 @@ func TestSharedLeader(t *testing.T) {
 	if code := addParts(ca, "x", pid, epoch, 0); code != 0 {
 		t.Fatal(kerr.ErrorForCode(code))
 	}
-	if lso := cb.LastStableOffset(topicID, 0, 160); lso != 150 {
+	if lso := answer(160); lso != 150 {
 		t.Fatalf("the next transaction: last stable offset %d, want 150", lso)
 	}
 	// kafka-transactions.sh abort at B, by hand: ended there, and at a
@@ -212,7 +220,7 @@ func TestSharedLeader(t *testing.T) {
 	if code := cb.LeaderMarker(ctx, "t", 0, pid, epoch, false); code != 0 {
 		t.Fatalf("abort by hand: %v", kerr.ErrorForCode(code))
 	}
-	if lso := cb.LastStableOffset(topicID, 0, 165); lso != 165 {
+	if lso := answer(165); lso != 165 {
 		t.Fatalf("after the abort by hand: last stable offset %d, want 165", lso)
 	}
 	for _, abortedFirst := range []bool{false, true} {
@@ -230,7 +238,7 @@ func TestSharedLeader(t *testing.T) {
 	if code := endTxn(ca, "x", pid, epoch, true); code != 0 {
 		t.Fatalf("EndTxn commit: %v", kerr.ErrorForCode(code))
 	}
-	if lso := cb.LastStableOffset(topicID, 0, 170); lso != 170 {
+	if lso := answer(170); lso != 170 {
 		t.Fatalf("after the COMMIT marker: last stable offset %d, want 170", lso)
 	}
 }
