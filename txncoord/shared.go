@@ -229,7 +229,7 @@ func (c *Coordinator) addAbortedLocked(pk partKey, stream string, a Aborted) {
 	c.ids[stream] = pk.id
 }
 
-// load makes this node t's coordinator (shared mode): the fence's takeover
+// loadOwned makes this node t's coordinator (shared mode): the fence's takeover
 // of the id, then its latest record. Returns 0, NOT_COORDINATOR (another
 // node owns it now) or COORDINATOR_NOT_AVAILABLE. Requires t.mu.
 func (c *Coordinator) loadOwned(ctx context.Context, t *txn) int16 {
