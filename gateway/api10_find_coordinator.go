@@ -151,10 +151,7 @@ func newGroupCoordinator(cfg Config, backend disbackend.Backend, s *Server, log 
 type groupTopics struct{ s *Server }
 
 func (t groupTopics) Topic(ctx context.Context, name string) (groupcoord.TopicInfo, bool) {
-	st := t.s.topics.get(name)
-	if st == nil {
-		st = t.s.lookupTopic(ctx, name)
-	}
+	st := t.s.topicNamed(ctx, name)
 	if st == nil {
 		return groupcoord.TopicInfo{}, false
 	}

@@ -70,10 +70,7 @@ func (c *conn) writeTxnMarkers(ctx context.Context, r *kmsg.WriteTxnMarkersReque
 			return kerr.InvalidRequest.Code
 		}
 		if c.s.cluster != nil {
-			st := c.s.topics.get(topic)
-			if st == nil {
-				st = c.s.lookupTopic(ctx, topic)
-			}
+			st := c.s.topicNamed(ctx, topic)
 			if st == nil {
 				return kerr.UnknownTopicOrPartition.Code
 			}

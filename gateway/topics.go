@@ -162,6 +162,15 @@ func (tc *topicCache) removeLocked(topic string) {
 	delete(tc.putGen, topic)
 }
 
+// topicNamed is topic's stream from the topic cache, else from the backend
+// (lookupTopic); nil when there is none.
+func (s *Server) topicNamed(ctx context.Context, topic string) *disbackend.Stream {
+	if st := s.topics.get(topic); st != nil {
+		return st
+	}
+	return s.lookupTopic(ctx, topic)
+}
+
 // lookupTopic asks the backend for a topic this node does not know
 // (created through another node, or by DIS tools) and caches it; nil when
 // the backend has no stream for it (or one that belongs to another topic

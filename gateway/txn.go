@@ -63,10 +63,7 @@ func newTxnCoordinator(cfg Config, backend disbackend.Backend, s *Server) (*txnc
 type txnTopics struct{ s *Server }
 
 func (t txnTopics) Topic(ctx context.Context, name string) (txncoord.Topic, bool) {
-	st := t.s.topics.get(name)
-	if st == nil {
-		st = t.s.lookupTopic(ctx, name)
-	}
+	st := t.s.topicNamed(ctx, name)
 	if st == nil {
 		return txncoord.Topic{}, false
 	}

@@ -170,10 +170,7 @@ func refuseOffsetCommit(r *kmsg.OffsetCommitRequest, code int16) *kmsg.OffsetCom
 // WriteTxnMarkers v1). Errors: the partition's code (a kerr error),
 // errNodeCall, the transport's.
 func (s *Server) sendMarker(ctx context.Context, topic string, part int32, pid int64, epoch int16, commit bool) error {
-	st := s.topics.get(topic)
-	if st == nil {
-		st = s.lookupTopic(ctx, topic)
-	}
+	st := s.topicNamed(ctx, topic)
 	if st == nil {
 		return kerr.UnknownTopicOrPartition
 	}
