@@ -67,12 +67,14 @@ lint: vet $(STATICCHECK)
 test: lint
 	$(GO) test -race -count=1 -timeout $(TESTTIMEOUT) $$($(GO) list ./... | grep -v '/hostile$$')
 	$(GO) test -race -count=1 -timeout $(TESTTIMEOUT) ./hostile
+	cd compat && $(GO) test -count=1 ./...
 
 # make test with -short, hostile alone as there: a test skipped in short
 # mode says t.Skip("long: why"). Not make lint (run it before a commit).
 test-short:
 	$(GO) test -short -race -count=1 -timeout $(TESTTIMEOUT) $$($(GO) list ./... | grep -v '/hostile$$')
 	$(GO) test -short -race -count=1 -timeout $(TESTTIMEOUT) ./hostile
+	cd compat && $(GO) test -short -count=1 ./...
 
 bench:
 	$(GO) test -run '^$$' -bench . ./bench/...

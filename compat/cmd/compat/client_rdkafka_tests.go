@@ -120,7 +120,21 @@ func runRdkafkaTests(broker, backend, tools string) {
 		go func() {
 			defer wg.Done()
 			ok := scen.Run(t.step, func() (string, error) {
-				return runRdkafkaTest(t, src, dir, kafkaPath, broker, backend)
+				detail, err := runRdkafkaTest(t, src, dir, kafkaPath, broker, backend, "")
+				if err == nil {
+					return detail, nil
+				}
+				f, ok := rdkafkaTimingFailure(err.Error())
+				if !ok {
+					return "", err
+				}
+				// One more run for a failure that is the test's timing
+				// assumption; a second failure of any kind fails the step.
+				detail, err2 := runRdkafkaTest(t, src, dir, kafkaPath, broker, backend, "-again")
+				if err2 != nil {
+					return "", fmt.Errorf("%v; run again: %v", err, err2)
+				}
+				return fmt.Sprintf("%s; passed on a second run (the first failed at %s: %s)", detail, f.at, f.why), nil
 			})
 			mu.Lock()
 			failed = failed || !ok
@@ -130,13 +144,60 @@ func runRdkafkaTests(broker, backend, tools string) {
 	wg.Wait()
 	for _, t := range rdkafkaTests {
 		// The programs' output, one after the other, into the client's log.
-		if b, err := os.ReadFile(filepath.Join(dir, t.num+".log")); err == nil {
-			fmt.Fprintf(os.Stderr, "==== %s (test-runner output)\n%s\n", t.step, ansi.ReplaceAllString(string(b), ""))
+		for _, again := range []string{"", "-again"} {
+			if b, err := os.ReadFile(filepath.Join(dir, t.num+again+".log")); err == nil {
+				fmt.Fprintf(os.Stderr, "==== %s%s (test-runner output)\n%s\n", t.step, again, ansi.ReplaceAllString(string(b), ""))
+			}
 		}
 	}
 	if !failed {
 		_ = os.RemoveAll(dir)
 	}
+}
+
+// rdkafkaTiming is an assertion of librdkafka's tests that holds only when
+// the broker is slower than the test assumes.
+type rdkafkaTiming struct {
+	at  string // the "failed at" location test.c prints
+	why string
+}
+
+// rdkafkaTimings are the assertions a step fails on by timing alone; a
+// step that fails on one runs once more (and fails if that run fails too).
+var rdkafkaTimings = []rdkafkaTiming{{
+	at: "0103-transactions.c:601:do_test_misuse_txn()",
+	why: "\"timeout on first\" gives init_transactions() 1 ms and expects it to time out, " +
+		"but a new producer can connect, find its coordinator and get its producer id " +
+		"from disgw on the local store in about that time (the 30 s call before it took " +
+		"1.9 ms in the run that failed); Apache Kafka takes longer, as it writes the " +
+		"transaction log first",
+}}
+
+// rdkafkaFailedAt matches the location in test.c's "### Test ... failed at
+// FILE:LINE:FUNC() at DATE ###" lines.
+var rdkafkaFailedAt = regexp.MustCompile(`failed at (\S+) at `)
+
+// rdkafkaTimingFailure reports whether a step's failure (the error
+// runRdkafkaTest returned) is one of rdkafkaTimings and nothing else: every
+// "failed at" is that assertion or test.c's own (the <MAIN> test failing
+// because a test did).
+func rdkafkaTimingFailure(err string) (rdkafkaTiming, bool) {
+	for _, f := range rdkafkaTimings {
+		found := false
+		other := false
+		for _, m := range rdkafkaFailedAt.FindAllStringSubmatch(err, -1) {
+			switch {
+			case m[1] == f.at:
+				found = true
+			case !strings.HasPrefix(m[1], "test.c:"):
+				other = true
+			}
+		}
+		if found && !other {
+			return f, true
+		}
+	}
+	return rdkafkaTiming{}, false
 }
 
 // ansi matches the terminal colour codes of test-runner's output.
@@ -169,8 +230,11 @@ func rdkafkaKafkaPath(dir, jars string) (string, error) {
 // the stats files it writes; java links to the built classes, and a
 // Makefile whose java target does nothing, as test_run_java runs `make -s
 // java` first).
-func runRdkafkaTest(t rdkafkaTest, src, dir, kafkaPath, broker, backend string) (string, error) {
-	run := filepath.Join(dir, "run-"+t.num)
+//
+// again names a later run of the same program ("" the first): its run
+// directory and log are run-NUM+again and NUM+again.log.
+func runRdkafkaTest(t rdkafkaTest, src, dir, kafkaPath, broker, backend, again string) (string, error) {
+	run := filepath.Join(dir, "run-"+t.num+again)
 	if err := os.MkdirAll(run, 0o755); err != nil {
 		return "", err
 	}
@@ -183,7 +247,7 @@ func runRdkafkaTest(t rdkafkaTest, src, dir, kafkaPath, broker, backend string) 
 	if err := os.WriteFile(filepath.Join(run, "test.conf"), []byte("bootstrap.servers="+broker+"\n"), 0o644); err != nil {
 		return "", err
 	}
-	logPath := filepath.Join(dir, t.num+".log")
+	logPath := filepath.Join(dir, t.num+again+".log")
 	logf, err := os.Create(logPath)
 	if err != nil {
 		return "", err
