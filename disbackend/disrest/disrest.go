@@ -341,8 +341,9 @@ type Store struct {
 	retired map[partKey]chan struct{}
 	// beforePut, when set (tests), is called by a writer between its fence
 	// check and each PutRecords (fenced.go: the failpoint of the late
-	// write).
-	beforePut func(stream string, part int32)
+	// write). It returns whether it held the writer: that PutRecords then
+	// leaves whatever the writer's deadline.
+	beforePut func(stream string, part int32) (held bool)
 
 	stopPoll chan struct{}
 

@@ -404,11 +404,13 @@ func TestFenceViewChanged(t *testing.T) {
 	appendOK(t, s, stream, 0, pidBatch(5, 0, 0, 2))
 	paused, release := make(chan struct{}), make(chan struct{})
 	var pause atomic.Bool
-	s.beforePut = func(string, int32) {
+	s.beforePut = func(string, int32) bool {
 		if pause.CompareAndSwap(true, false) {
 			close(paused)
 			<-release
+			return true
 		}
+		return false
 	}
 	pause.Store(true)
 	inFlight := s.Append(stream, 0, pidBatch(5, 0, 2, 1))
@@ -463,10 +465,11 @@ func TestFenceNonContiguous(t *testing.T) {
 	b := newStore(t, url, func(o *Options) { o.Linger = -1 })
 	stream := mkStream(t, a, "split", 1)
 	var puts atomic.Int32
-	a.beforePut = func(string, int32) {
+	a.beforePut = func(string, int32) bool {
 		if puts.Add(1) == 2 {
 			appendOK(t, b, stream, 0, valuesBatch("x"))
 		}
+		return false
 	}
 	if _, err := a.Append(stream, 0, valuesBatch("1", "2", "3", "4")).Wait(ctxT(t)); !errors.Is(err, disbackend.ErrNotLeader) {
 		t.Fatalf("a batch split by another writer: %v; want ErrNotLeader", err)
@@ -498,11 +501,13 @@ func TestFenceLateWrite(t *testing.T) {
 	stream := mkStream(t, a, "late", 1)
 	paused, release := make(chan struct{}), make(chan struct{})
 	var pause atomic.Bool
-	a.beforePut = func(string, int32) {
+	a.beforePut = func(string, int32) bool {
 		if pause.CompareAndSwap(true, false) {
 			close(paused)
 			<-release
+			return true
 		}
+		return false
 	}
 	if res := appendOK(t, a, stream, 0, valuesBatch("a1", "a2", "a3")); res.BaseOffset != 0 {
 		t.Fatalf("A: %+v", res)
@@ -550,10 +555,11 @@ func TestFenceAnswerAfterLapse(t *testing.T) {
 	stream := mkStream(t, s, "lapse", 1)
 	appendOK(t, s, stream, 0, pidBatch(3, 0, 0, 2))
 	var pause atomic.Bool
-	s.beforePut = func(string, int32) {
+	s.beforePut = func(string, int32) bool {
 		if pause.CompareAndSwap(true, false) {
 			f.set(func(f *fakeFence) { f.lapsed = true }) // the lease lapses while the request is on its way
 		}
+		return false
 	}
 	pause.Store(true)
 	if _, err := s.Append(stream, 0, pidBatch(3, 0, 2, 2)).Wait(ctxT(t)); !errors.Is(err, disbackend.ErrNotLeader) {

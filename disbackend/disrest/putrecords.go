@@ -169,11 +169,17 @@ func (s *Store) putRecordsThrottled(ctx context.Context, k partKey, recs []disRe
 			if err := r.fence(); err != nil {
 				return nil, fmt.Errorf("%w: %w", errFenced, err)
 			}
-			if bp := s.beforePut; bp != nil {
-				bp(k.stream, k.part) // the failpoint of the late write (tests)
+			sendCtx := ctx
+			if bp := s.beforePut; bp != nil && bp(k.stream, k.part) {
+				// The failpoint of the late write (tests) held the writer:
+				// a writer paused just before its request leaves. The
+				// request leaves when it resumes, however long the pause
+				// (past ctx's deadline too), as it would from a paused
+				// process.
+				sendCtx = context.WithoutCancel(ctx)
 			}
-			resp, err := r.send(ctx, size)
-			out = r.classify(ctx, resp, err)
+			resp, err := r.send(sendCtx, size)
+			out = r.classify(sendCtx, resp, err)
 			r.apply(out)
 			if out.fatal != nil {
 				return nil, out.fatal
