@@ -47,6 +47,7 @@ func newTxnCoordinator(cfg Config, backend disbackend.Backend, s *Server) (*txnc
 			return nil, nil
 		}
 		tcfg.Shared, tcfg.Owns, tcfg.Leads, tcfg.SendMarker = shared, s.ownsTxn, s.leads, s.sendMarker
+		tcfg.FirstBatch = s.firstTxnBatch
 		groups = txnGroups{s}
 	}
 	tc, err := txncoord.New(context.Background(), tcfg, be, txnTopics{s}, groups)

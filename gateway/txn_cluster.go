@@ -33,7 +33,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
+	"github.com/disgw/disgw/disbackend"
 	"github.com/disgw/disgw/kafkawire"
+	"github.com/disgw/disgw/kafkawire/batch"
 	"github.com/disgw/disgw/txncoord"
 )
 
@@ -265,4 +267,46 @@ func (c *conn) txnOffsetCommitCluster(ctx context.Context, r *kmsg.TxnOffsetComm
 		return refuseTxnOffsetCommit(r, kerr.CoordinatorNotAvailable.Code)
 	}
 	return resp
+}
+
+// firstTxnBatchReadBytes is how much one read of firstTxnBatch asks the
+// backend for, in bytes.
+const firstTxnBatchReadBytes = 1 << 20
+
+// firstTxnBatch is txncoord's Config.FirstBatch: the base offset of the
+// first transactional batch (not a control batch) of producer pid in the
+// partition's offsets [from, to), or to when it has none. It reads the
+// partition's batches from from (from its log start offset when from is
+// below it). Errors: the backend's Read.
+func (s *Server) firstTxnBatch(ctx context.Context, stream string, part int32, pid int64, from, to int64) (int64, error) {
+	for off := from; off < to; {
+		res, err := s.backend.Read(ctx, stream, part, off, firstTxnBatchReadBytes)
+		if errors.Is(err, disbackend.ErrOffsetOutOfRange) && off < res.Range.First {
+			off = res.Range.First
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		if len(res.Batches) == 0 {
+			break
+		}
+		for _, raw := range res.Batches {
+			h, err := batch.ParseHeader(raw)
+			if err != nil {
+				return 0, err
+			}
+			if h.LastOffset() < off {
+				continue
+			}
+			if h.BaseOffset >= to {
+				return to, nil
+			}
+			if h.ProducerID == pid && h.Attributes&batch.AttrTransactional != 0 && h.Attributes&batch.AttrControl == 0 {
+				return max(h.BaseOffset, from), nil
+			}
+			off = h.LastOffset() + 1
+		}
+	}
+	return to, nil
 }

@@ -141,6 +141,13 @@ type Config struct {
 	// ABORT's aborted range). Errors: the partition's code as a kerr
 	// error, or the transport's.
 	SendMarker func(ctx context.Context, topic string, partition int32, pid int64, epoch int16, commit bool) error
+	// FirstBatch, with Shared, returns the base offset of the first
+	// transactional batch (not a control batch) of producer pid in the
+	// partition's offsets [from, to), or to when it has none there: where
+	// a transaction open on a partition this node gained really starts
+	// (Follow). nil: transactions keep the first offsets of their records.
+	// Errors: the backend's.
+	FirstBatch func(ctx context.Context, stream string, partition int32, pid int64, from, to int64) (int64, error)
 	// Now is the clock (tests replace it); nil: time.Now.
 	Now func() time.Time
 }

@@ -294,7 +294,77 @@ func (c *Coordinator) Follow(ctx context.Context, epoch int32) error {
 	if err := c.cfg.Shared.CatchUpTxns(ctx); err != nil {
 		return err
 	}
+	if err := c.startsLed(ctx); err != nil {
+		return err
+	}
 	c.followed.Store(int64(epoch))
+	return nil
+}
+
+// startsLed raises the first offset of each transaction open on a
+// partition this node leads to where the transaction starts there: its
+// first batch (Config.FirstBatch), else the partition's high watermark
+// read now (its batches come later). The first offset a node holds for a
+// transaction it learned of as a follower is the saved one, the high
+// watermark when the transaction added the partition, and other
+// producers' records may lie between it and the transaction's first
+// batch; the previous leader may have answered a last stable offset up
+// to that batch, and this node, now the leader, must not answer a lower
+// one. Called by Follow after its catch-up. Errors: the store's.
+func (c *Coordinator) startsLed(ctx context.Context) error {
+	if c.cfg.FirstBatch == nil {
+		return nil
+	}
+	type start struct {
+		pk     partKey
+		stream string
+		t      *txn
+		seq    int64
+		pid    int64
+		first  int64
+	}
+	var starts []start
+	c.mu.Lock()
+	for pk, m := range c.open {
+		for t, first := range m {
+			for i := range t.rec.Parts {
+				if p := &t.rec.Parts[i]; p.key() == pk && c.cfg.Leads(p.Stream, pk.part) {
+					starts = append(starts, start{pk, p.Stream, t, t.rec.Seq, t.rec.PID, first})
+					break
+				}
+			}
+		}
+	}
+	c.mu.Unlock()
+	hw := map[partKey]int64{}
+	for _, s := range starts {
+		to, ok := hw[s.pk]
+		if !ok {
+			r, err := c.cfg.Shared.FreshRange(ctx, s.stream, s.pk.part)
+			if err != nil {
+				return err
+			}
+			to = r.Next
+			hw[s.pk] = to
+		}
+		if s.first >= to {
+			continue
+		}
+		first, err := c.cfg.FirstBatch(ctx, s.stream, s.pk.part, s.pid, s.first, to)
+		if err != nil {
+			return err
+		}
+		c.mu.Lock()
+		if cur, ok := c.open[s.pk][s.t]; ok && s.t.rec.Seq == s.seq && first > cur {
+			c.open[s.pk][s.t] = first
+			c.log.Info("transaction's first offset on a partition this node leads raised to its first batch",
+				zap.String("transactional_id", s.t.rec.ID), zap.String("stream", s.stream), zap.Int32("partition", s.pk.part),
+				zap.Int64("producer_id", s.pid), zap.Int64("first_offset_before", cur), zap.Int64("first_offset", first))
+			close(c.changed) // the last stable offset moved up
+			c.changed = make(chan struct{})
+		}
+		c.mu.Unlock()
+	}
 	return nil
 }
 

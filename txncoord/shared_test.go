@@ -5,11 +5,13 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/kafkawire/batch"
 )
 
 // sharedMem is the records two coordinators share (disbackend.TxnShared)
@@ -240,5 +242,101 @@ func TestSharedLeader(t *testing.T) {
 	}
 	if lso := answer(170); lso != 170 {
 		t.Fatalf("after the COMMIT marker: last stable offset %d, want 170", lso)
+	}
+}
+
+// write appends n records of producer pid (-1: not idempotent) to a
+// partition as one batch, transactional or not.
+func (m *memBackend) write(stream string, part int32, pid int64, n int32, txn bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := pkey(stream, part)
+	h := batch.Header{BaseOffset: m.next[k], LastOffsetDelta: n - 1, ProducerID: pid}
+	if txn {
+		h.Attributes |= batch.AttrTransactional
+	}
+	m.parts[k] = append(m.parts[k], h)
+	m.next[k] += int64(n)
+}
+
+// firstBatch is Config.FirstBatch over the batches' headers.
+func (m *memBackend) firstBatch(_ context.Context, stream string, part int32, pid int64, from, to int64) (int64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, h := range m.parts[pkey(stream, part)] {
+		if h.LastOffset() < from || h.BaseOffset >= to {
+			continue
+		}
+		if h.ProducerID == pid && h.Attributes&batch.AttrTransactional != 0 && h.Attributes&batch.AttrControl == 0 {
+			return max(h.BaseOffset, from), nil
+		}
+	}
+	return to, nil
+}
+
+// TestSharedNewLeader: a node that gains a partition with a transaction
+// open there starts the transaction at its first batch, not at the saved
+// first offset (the high watermark when the transaction added the
+// partition), once it has followed (Follow): the previous leader may have
+// answered a last stable offset up to that batch, with other producers'
+// records before it. With no batch there yet, the transaction starts at
+// the high watermark. An ABORT's aborted range then starts at the batch.
+func TestSharedNewLeader(t *testing.T) {
+	sm := &sharedMem{memBackend: newMem(), fresh: -1}
+	a := &sharedNode{sharedMem: sm}
+	groups := &memGroups{committed: map[string]int64{}}
+	var cn *Coordinator
+	ca, err := New(context.Background(), Config{Shared: a, Owns: func(string) bool { return true },
+		Leads: func(string, int32) bool { return false },
+		SendMarker: func(ctx context.Context, topic string, part int32, pid int64, epoch int16, commit bool) error {
+			if code := cn.LeaderMarker(ctx, topic, part, pid, epoch, commit); code != 0 {
+				return kerr.ErrorForCode(code)
+			}
+			return nil
+		}}, a, memTopics{}, groups)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ca.Close)
+	ctx := context.Background()
+	sm.write("t", 0, -1, 90, false)
+	pid, epoch := initTxn(t, ca, "x")
+	if code := addParts(ca, "x", pid, epoch, 0, 1); code != 0 {
+		t.Fatal(kerr.ErrorForCode(code))
+	}
+	// Partition 0: others' records 90-99, the transaction's 100-104 (its
+	// previous leader answered 100), others' 105-109. Partition 1: others'
+	// records 0-19 only.
+	sm.write("t", 0, 7, 10, false)
+	sm.write("t", 0, pid, 5, true)
+	sm.write("t", 0, 8, 5, true)
+	sm.write("t", 1, 7, 20, false)
+
+	var leads atomic.Bool
+	n := &sharedNode{sharedMem: sm}
+	cn, err = New(ctx, Config{Shared: n, Owns: func(string) bool { return false },
+		Leads: func(string, int32) bool { return leads.Load() }, FirstBatch: sm.firstBatch}, n, memTopics{}, groups)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cn.Close)
+	if lso := cn.LastStableOffset(topicID, 0, 110); lso != 90 {
+		t.Fatalf("a follower: last stable offset %d, want the saved first offset 90", lso)
+	}
+	leads.Store(true)
+	if err := cn.Follow(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	if lso := cn.LastStableOffset(topicID, 0, 110); lso != 100 {
+		t.Errorf("the new leader: last stable offset %d, want 100 (the transaction's first batch)", lso)
+	}
+	if lso := cn.LastStableOffset(topicID, 1, 20); lso != 20 {
+		t.Errorf("the new leader, no batch of the transaction: last stable offset %d, want 20", lso)
+	}
+	if code := endTxn(ca, "x", pid, epoch, false); code != 0 {
+		t.Fatalf("EndTxn abort: %v", kerr.ErrorForCode(code))
+	}
+	if l := cn.AbortedIn(topicID, 0, 0, 1000); len(l) != 1 || l[0].ProducerID != pid || l[0].FirstOffset != 100 {
+		t.Errorf("aborted ranges: %+v, want one of producer %d from 100", l, pid)
 	}
 }
