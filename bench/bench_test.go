@@ -23,7 +23,7 @@ func BenchmarkProduce(b *testing.B) {
 			b.ReportAllocs()
 			stopProfile := profileTimed(b)
 			b.ResetTimer()
-			got, err := produce(ctx, cl, b.N)
+			got, err := produce(ctx, cl, t.topic, b.N)
 			b.StopTimer()
 			stopProfile()
 			if err != nil {
@@ -47,7 +47,7 @@ func BenchmarkFetch(b *testing.B) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 			defer cancel()
 			prod := newClient(b, t.addr)
-			want, err := produce(ctx, prod, b.N)
+			want, err := produce(ctx, prod, t.topic, b.N)
 			prod.Close()
 			if err != nil {
 				b.Fatal(err)
@@ -58,7 +58,7 @@ func BenchmarkFetch(b *testing.B) {
 			b.ResetTimer()
 			// A consuming client starts fetching as soon as it exists, so
 			// it is created inside the timed section.
-			cons := newClient(b, t.addr, consumerOpts()...)
+			cons := newClient(b, t.addr, consumerOpts(t.topic)...)
 			got, err := consume(ctx, cons, b.N)
 			b.StopTimer()
 			stopProfile()

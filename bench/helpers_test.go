@@ -24,8 +24,10 @@ import (
 )
 
 const (
-	// topic is the benchmark topic, created with partitions partitions on
-	// both targets through kadm (the same CreateTopics path).
+	// topic is the benchmark topic on kfake and disgw, created with
+	// partitions partitions on every target through kadm (the same
+	// CreateTopics path). The Kafka broker, which serves every round, has
+	// a fresh topic each time (kafka_test.go).
 	topic = "bench"
 	// partitions: 3 spreads the client's batches over several partitions
 	// (several batches per Produce request, several partitions per Fetch
@@ -79,7 +81,7 @@ func values() *valuePool {
 	return &pool
 }
 
-// clientOpts are the kgo options for both targets: the defaults (acks=all,
+// clientOpts are the kgo options for every target: the defaults (acks=all,
 // idempotent producer, linger, batch sizes, fetch sizes) except no
 // compression, which keeps the random values as they are on the wire and
 // in the store.
@@ -90,15 +92,31 @@ func clientOpts(addr string, extra ...kgo.Opt) []kgo.Opt {
 	}, extra...)
 }
 
-// target is a running broker: kfake or a disgw gateway over localstore.
+// target is a running broker: kfake, a disgw gateway over localstore, or
+// a topic on the Apache Kafka broker (kafka_test.go).
 type target struct {
-	name string
-	addr string
-	stop func() error
+	name  string
+	addr  string
+	topic string
+	stop  func() error
+	// cpu is the CPU time so far of the target's own process when it is
+	// not this one (the Kafka JVM); nil for the in-process targets.
+	cpu func() time.Duration
 }
 
-// startTarget starts the named target with the benchmark topic created.
-// It stops at the end of the test or benchmark (run) unless stopped before.
+// usedCPU is the CPU time so far of this process (client, and broker
+// when in-process) and of the target's own process if any.
+func (t *target) usedCPU() time.Duration {
+	d := cpuTime()
+	if t.cpu != nil {
+		d += t.cpu()
+	}
+	return d
+}
+
+// startTarget starts the named in-process target (kfake or disgw) with the
+// benchmark topic created. It stops at the end of the test or benchmark
+// (run) unless stopped before.
 func startTarget(tb testing.TB, name string) *target {
 	tb.Helper()
 	var t *target
@@ -110,6 +128,14 @@ func startTarget(tb testing.TB, name string) *target {
 	default:
 		tb.Fatalf("unknown target %q", name)
 	}
+	return setUp(tb, t)
+}
+
+// setUp makes t.stop idempotent and run at the end of the test, and
+// creates t.topic.
+func setUp(tb testing.TB, t *target) *target {
+	tb.Helper()
+	name := t.name
 	stopped := false
 	stop := t.stop
 	t.stop = func() error {
@@ -134,7 +160,7 @@ func startKfake(tb testing.TB) *target {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &target{name: "kfake", addr: c.ListenAddrs()[0], stop: func() error { c.Close(); return nil }}
+	return &target{name: "kfake", addr: c.ListenAddrs()[0], topic: topic, stop: func() error { c.Close(); return nil }}
 }
 
 // startDisgw starts a gateway on 127.0.0.1:0 over a localstore in a temp
@@ -160,7 +186,7 @@ func startDisgw(tb testing.TB) *target {
 	}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve() }()
-	return &target{name: "disgw", addr: srv.AdvertisedAddr(), stop: func() error {
+	return &target{name: "disgw", addr: srv.AdvertisedAddr(), topic: topic, stop: func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		err := srv.Shutdown(ctx)
@@ -183,8 +209,8 @@ func createTopic(tb testing.TB, t *target) {
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, 1, nil, topic); err != nil {
-		tb.Fatalf("%s: create topic: %v", t.name, err)
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, 1, nil, t.topic); err != nil {
+		tb.Fatalf("%s: create topic %s: %v", t.name, t.topic, err)
 	}
 }
 
@@ -215,10 +241,10 @@ func expected(n int) tally {
 	return tally{records: int64(n), bytes: int64(n) * valueSize, sum: t.sum}
 }
 
-// produce writes n records with cl (async Produce, at most window
+// produce writes n records to topic with cl (async Produce, at most window
 // unacknowledged, then Flush) and returns the tally of the acknowledged
 // ones; the first error is returned too.
-func produce(ctx context.Context, cl *kgo.Client, n int) (tally, error) {
+func produce(ctx context.Context, cl *kgo.Client, topic string, n int) (tally, error) {
 	p := values()
 	sem := make(chan struct{}, window)
 	var (
@@ -283,8 +309,8 @@ func consume(ctx context.Context, cl *kgo.Client, n int) (tally, error) {
 	return t, nil
 }
 
-// consumerOpts read the benchmark topic from the start.
-func consumerOpts() []kgo.Opt {
+// consumerOpts read topic from the start.
+func consumerOpts(topic string) []kgo.Opt {
 	return []kgo.Opt{
 		kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),

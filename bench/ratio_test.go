@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -19,26 +21,43 @@ const (
 	fullRounds   = 5
 )
 
+// full is whether DISGW_BENCH=1 asks for the full size.
+func full() bool { return os.Getenv("DISGW_BENCH") == "1" }
+
 // ratioSize is the records per run and the rounds: a smoke size unless
 // DISGW_BENCH=1; DISGW_BENCH_RECORDS and DISGW_BENCH_ROUNDS override.
 func ratioSize(t *testing.T) (records, rounds int) {
 	records, rounds = smokeRecords, 1
-	if os.Getenv("DISGW_BENCH") == "1" {
+	if full() {
 		records, rounds = fullRecords, fullRounds
 	}
-	for _, e := range []struct {
-		name string
-		v    *int
-	}{{"DISGW_BENCH_RECORDS", &records}, {"DISGW_BENCH_ROUNDS", &rounds}} {
-		if s := os.Getenv(e.name); s != "" {
-			n, err := strconv.Atoi(s)
-			if err != nil || n <= 0 {
-				t.Fatalf("%s=%q: want a positive integer", e.name, s)
-			}
-			*e.v = n
+	return envInt(t, "DISGW_BENCH_RECORDS", records), envInt(t, "DISGW_BENCH_ROUNDS", rounds)
+}
+
+// withKafka is whether TestRatio adds the Apache Kafka broker as a third
+// target: with DISGW_BENCH=1 (or DISGW_BENCH_KAFKA=1 at the smoke size),
+// unless DISGW_BENCH_KAFKA=0, and only if java and the broker jars are
+// there; otherwise it logs why not. Plain go test ./bench never starts it.
+func withKafka(t *testing.T) (jars string, ok bool) {
+	switch os.Getenv("DISGW_BENCH_KAFKA") {
+	case "0":
+		return "", false
+	case "1":
+	default:
+		if !full() {
+			return "", false
 		}
 	}
-	return records, rounds
+	jars = kafkaJarsDir()
+	if _, err := os.Stat(filepath.Join(jars, kafkaJar)); err != nil {
+		t.Logf("Kafka target skipped: %s missing (run compat/setup, or set DISGW_BENCH_KAFKA_JARS)", filepath.Join(jars, kafkaJar))
+		return "", false
+	}
+	if _, err := exec.LookPath("java"); err != nil {
+		t.Logf("Kafka target skipped: no java on PATH")
+		return "", false
+	}
+	return jars, true
 }
 
 // result is one target's run: produce and fetch MB/s, and the CPU cores
@@ -48,40 +67,52 @@ type result struct {
 	produceCPU, fetchCPU float64
 }
 
-// TestRatio runs kfake and disgw one after the other in this process, a few
-// rounds (alternating which goes first), and logs produce and fetch MB/s of
-// each round, the median and best of each target, and the ratios
-// disgw/kfake of the medians and of the bests. Without DISGW_BENCH=1 it
+// TestRatio runs kfake, disgw and (with DISGW_BENCH=1, see withKafka) an
+// Apache Kafka broker one after the other, a few rounds (rotating which
+// goes first), and logs produce and fetch MB/s of each round, the median
+// and best of each target, and the ratios disgw/kfake and disgw/kafka of
+// the medians and of the bests. Without DISGW_BENCH=1 it
 // runs one round at a smoke size; with it, a warm-up round that is not
-// counted comes first. It never asserts a time: it checks only
-// that every record was acknowledged and read back (count, bytes and the
-// sum of the values' CRC-32Cs). Run it with -v to see the table.
+// counted comes first. It never asserts a time: it checks only that every
+// record was acknowledged and read back (count, bytes and the sum of the
+// values' CRC-32Cs). Run it with -v to see the table.
 func TestRatio(t *testing.T) {
 	records, rounds := ratioSize(t)
 	want := expected(records)
 	load0 := loadavg()
+	names := slices.Clone(targetNames)
+	starters := map[string]func() *target{}
+	for _, name := range names {
+		starters[name] = func() *target { return startTarget(t, name) }
+	}
+	if jars, ok := withKafka(t); ok {
+		start := time.Now()
+		k := startKafka(t, jars)
+		t.Logf("Kafka 4.4.0 started in %s on %s (jars %s)", time.Since(start).Round(time.Millisecond), k.addr, jars)
+		names = append(names, "kafka")
+		starters["kafka"] = func() *target { return k.target(t) }
+	}
 	runs := map[string][]result{}
 	var table strings.Builder
 	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "round\ttarget\tproduce MB/s\tfetch MB/s\tproduce cores\tfetch cores\t\n")
 	first := 1
-	if os.Getenv("DISGW_BENCH") == "1" {
+	if full() {
 		// Round 0 warms the process up (heap growth, page faults of fresh
 		// memory) and is not counted: otherwise whichever target runs
 		// first pays for it.
 		first = 0
 	}
 	for round := first; round <= rounds; round++ {
-		order := slices.Clone(targetNames)
-		if round%2 == 0 {
-			slices.Reverse(order)
-		}
+		// Each round starts with the next target (with two, they
+		// alternate).
+		order := append(slices.Clone(names[round%len(names):]), names[:round%len(names)]...)
 		label := strconv.Itoa(round)
 		if round == 0 {
 			label = "warm-up"
 		}
 		for _, name := range order {
-			r := runTarget(t, name, records, want)
+			r := runTarget(t, starters[name], records, want)
 			if round > 0 {
 				runs[name] = append(runs[name], r)
 			}
@@ -89,14 +120,14 @@ func TestRatio(t *testing.T) {
 		}
 	}
 	med, best := map[string]result{}, map[string]result{}
-	for _, name := range targetNames {
+	for _, name := range names {
 		med[name], best[name] = median(runs[name]), bestOf(runs[name])
 	}
 	for _, row := range []struct {
 		label string
 		rs    map[string]result
 	}{{"median", med}, {"best", best}} {
-		for _, name := range targetNames {
+		for _, name := range names {
 			r := row.rs[name]
 			fmt.Fprintf(tw, "%s\t%s\t%.1f\t%.1f\t%.2f\t%.2f\t\n", row.label, name, r.produce, r.fetch, r.produceCPU, r.fetchCPU)
 		}
@@ -105,29 +136,34 @@ func TestRatio(t *testing.T) {
 		label string
 		rs    map[string]result
 	}{{"ratio of medians", med}, {"ratio of bests", best}} {
-		k, d := row.rs["kfake"], row.rs["disgw"]
-		fmt.Fprintf(tw, "%s\tdisgw/kfake\t%.2fx\t%.2fx\t\t\t\n", row.label, d.produce/k.produce, d.fetch/k.fetch)
+		d := row.rs["disgw"]
+		for _, name := range names {
+			if o := row.rs[name]; name != "disgw" {
+				fmt.Fprintf(tw, "%s\tdisgw/%s\t%.2fx\t%.2fx\t\t\t\n", row.label, name, d.produce/o.produce, d.fetch/o.fetch)
+			}
+		}
 	}
 	tw.Flush()
 	t.Logf("%d records of %d B, %d partitions, %d round(s), GOMAXPROCS %d, load average before %s after %s\n%s",
 		records, valueSize, partitions, rounds, runtime.GOMAXPROCS(0), load0, loadavg(), table.String())
 }
 
-// runTarget starts name, produces records (timed from the first Produce to
+// runTarget starts a target, produces records (timed from the first Produce to
 // the end of Flush), reads them back with a fresh consumer (timed from its
 // creation to the last record), checks both tallies and stops the target.
-func runTarget(t *testing.T, name string, records int, want tally) result {
+func runTarget(t *testing.T, start func() *target, records int, want tally) result {
 	t.Helper()
 	runtime.GC() // the previous target's garbage is not this one's cost
 	settle()
-	tg := startTarget(t, name)
+	tg := start()
+	name := tg.name
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 
 	prod := newClient(t, tg.addr)
-	start, cpu := time.Now(), cpuTime()
-	got, err := produce(ctx, prod, records)
-	pd, pcpu := time.Since(start), cpuTime()-cpu
+	begin, cpu := time.Now(), tg.usedCPU()
+	got, err := produce(ctx, prod, tg.topic, records)
+	pd, pcpu := time.Since(begin), tg.usedCPU()-cpu
 	prod.Close()
 	if err != nil {
 		t.Fatalf("%s: produce: %v", name, err)
@@ -136,10 +172,10 @@ func runTarget(t *testing.T, name string, records int, want tally) result {
 		t.Fatalf("%s: acknowledged %+v, want %+v", name, got, want)
 	}
 
-	start, cpu = time.Now(), cpuTime()
-	cons := newClient(t, tg.addr, consumerOpts()...) // it starts fetching at once
+	begin, cpu = time.Now(), tg.usedCPU()
+	cons := newClient(t, tg.addr, consumerOpts(tg.topic)...) // it starts fetching at once
 	got, err = consume(ctx, cons, records)
-	fd, fcpu := time.Since(start), cpuTime()-cpu
+	fd, fcpu := time.Since(begin), tg.usedCPU()-cpu
 	cons.Close()
 	if err != nil {
 		t.Fatalf("%s: fetch: %v", name, err)
