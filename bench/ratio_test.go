@@ -71,11 +71,12 @@ type result struct {
 // Apache Kafka broker one after the other, a few rounds (rotating which
 // goes first), and logs produce and fetch MB/s of each round, the median
 // and best of each target, and the ratios disgw/kfake and disgw/kafka of
-// the medians and of the bests. Without DISGW_BENCH=1 it
+// the medians and of the bests. Then it measures the produce latency of
+// each target at a fixed rate (latency_test.go). Without DISGW_BENCH=1 it
 // runs one round at a smoke size; with it, a warm-up round that is not
 // counted comes first. It never asserts a time: it checks only that every
 // record was acknowledged and read back (count, bytes and the sum of the
-// values' CRC-32Cs). Run it with -v to see the table.
+// values' CRC-32Cs). Run it with -v to see the tables.
 func TestRatio(t *testing.T) {
 	records, rounds := ratioSize(t)
 	want := expected(records)
@@ -146,6 +147,8 @@ func TestRatio(t *testing.T) {
 	tw.Flush()
 	t.Logf("%d records of %d B, %d partitions, %d round(s), GOMAXPROCS %d, load average before %s after %s\n%s",
 		records, valueSize, partitions, rounds, runtime.GOMAXPROCS(0), load0, loadavg(), table.String())
+
+	latencyTable(t, names, starters)
 }
 
 // runTarget starts a target, produces records (timed from the first Produce to
