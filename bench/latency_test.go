@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -16,7 +17,8 @@ import (
 // The latency part of TestRatio: 1 KiB records produced at a fixed,
 // moderate rate (far below every target's throughput), with the same
 // client options as the throughput runs (acks=all, idempotent, kgo's
-// default 10 ms linger), on a fresh target each.
+// default 10 ms linger; DISGW_BENCH_LATENCY_LINGER_MS overrides the
+// linger), on a fresh target each.
 const (
 	// latencyRate is the records per second sent (5.12 MB/s of values);
 	// DISGW_BENCH_LATENCY_RATE overrides it.
@@ -29,6 +31,21 @@ const (
 	// smokeLatency is the counted time at the smoke size (no warm-up).
 	smokeLatency = 50 * time.Millisecond
 )
+
+// latencyLinger is DISGW_BENCH_LATENCY_LINGER_MS as a kgo option (0 sends
+// a batch as soon as a produce slot is free), or none: kgo's default
+// linger, 10 ms, which is most of each latency below ~10 ms.
+func latencyLinger(t *testing.T) (opts []kgo.Opt, desc string) {
+	s := os.Getenv("DISGW_BENCH_LATENCY_LINGER_MS")
+	if s == "" {
+		return nil, "kgo defaults (linger 10ms)"
+	}
+	ms, err := strconv.Atoi(s)
+	if err != nil || ms < 0 {
+		t.Fatalf("DISGW_BENCH_LATENCY_LINGER_MS=%q: want a non-negative integer", s)
+	}
+	return []kgo.Opt{kgo.ProducerLinger(time.Duration(ms) * time.Millisecond)}, fmt.Sprintf("kgo defaults but linger %dms", ms)
+}
 
 // latencyRun is one target's latency run.
 type latencyRun struct {
@@ -48,6 +65,7 @@ func latencyTable(t *testing.T, names []string, starters map[string]func() *targ
 	if os.Getenv("DISGW_BENCH_LATENCY_SECONDS") != "" {
 		measured = time.Duration(envInt(t, "DISGW_BENCH_LATENCY_SECONDS", 0)) * time.Second
 	}
+	linger, desc := latencyLinger(t)
 	runs := map[string]latencyRun{}
 	var table strings.Builder
 	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -55,7 +73,7 @@ func latencyTable(t *testing.T, names []string, starters map[string]func() *targ
 	for _, name := range names {
 		settle()
 		tg := starters[name]()
-		r := produceAtRate(t, tg, rate, warm, measured)
+		r := produceAtRate(t, tg, rate, warm, measured, linger...)
 		if err := tg.stop(); err != nil {
 			t.Fatalf("%s: stop: %v", name, err)
 		}
@@ -71,21 +89,21 @@ func latencyTable(t *testing.T, names []string, starters map[string]func() *targ
 		}
 	}
 	tw.Flush()
-	t.Logf("produce latency: %d B records at %d/s, acks=all, idempotent, kgo defaults (linger 10ms), %s warm-up then %s counted, load average %s\n%s",
-		valueSize, rate, warm, measured, loadavg(), table.String())
+	t.Logf("produce latency: %d B records at %d/s, acks=all, idempotent, %s, %s warm-up then %s counted, load average %s\n%s",
+		valueSize, rate, desc, warm, measured, loadavg(), table.String())
 }
 
 // produceAtRate produces to tg with a fresh client (the benchmark's
-// options) at rate records/s, record i at i/rate after the start (a sender
+// options and extra) at rate records/s, record i at i/rate after the start (a sender
 // that fell behind catches up at once), for warm and then measured. It
 // fails the test unless every record is acknowledged (count, bytes, sum of
 // CRC-32Cs). The latency of a record runs from its Produce call to its
 // promise.
-func produceAtRate(t *testing.T, tg *target, rate int, warm, measured time.Duration) latencyRun {
+func produceAtRate(t *testing.T, tg *target, rate int, warm, measured time.Duration, extra ...kgo.Opt) latencyRun {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), warm+measured+2*time.Minute)
 	defer cancel()
-	cl := newClient(t, tg.addr)
+	cl := newClient(t, tg.addr, extra...)
 	defer cl.Close()
 	p := values()
 	nWarm := int(warm.Seconds() * float64(rate))
