@@ -74,7 +74,7 @@ type result struct {
 // the medians and of the bests. Then it measures the produce latency of
 // each target at a fixed rate (latency_test.go). Without DISGW_BENCH=1 it
 // runs one round at a smoke size; with it, a warm-up round that is not
-// counted comes first. It never asserts a time: it checks only that every
+// counted comes first (DISGW_BENCH_WARMUPS of them). It never asserts a time: it checks only that every
 // record was acknowledged and read back (count, bytes and the sum of the
 // values' CRC-32Cs). Run it with -v to see the tables.
 func TestRatio(t *testing.T) {
@@ -97,19 +97,20 @@ func TestRatio(t *testing.T) {
 	var table strings.Builder
 	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "round\ttarget\tproduce MB/s\tfetch MB/s\tproduce cores\tfetch cores\t\n")
-	first := 1
+	warmUps := 0
 	if full() {
-		// Round 0 warms the process up (heap growth, page faults of fresh
-		// memory) and is not counted: otherwise whichever target runs
-		// first pays for it.
-		first = 0
+		// Warm-up rounds (rounds 0, -1, ...) warm the process up (heap
+		// growth, page faults of fresh memory) and Kafka's JIT, and are
+		// not counted: otherwise whichever target runs first pays for it.
+		warmUps = envInt(t, "DISGW_BENCH_WARMUPS", 1)
 	}
-	for round := first; round <= rounds; round++ {
+	for round := 1 - warmUps; round <= rounds; round++ {
 		// Each round starts with the next target (with two, they
 		// alternate).
-		order := append(slices.Clone(names[round%len(names):]), names[:round%len(names)]...)
+		i := (round%len(names) + len(names)) % len(names)
+		order := append(slices.Clone(names[i:]), names[:i]...)
 		label := strconv.Itoa(round)
-		if round == 0 {
+		if round <= 0 {
 			label = "warm-up"
 		}
 		for _, name := range order {
