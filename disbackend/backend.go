@@ -14,6 +14,7 @@ package disbackend
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/disgw/disgw/kafkawire/batch"
@@ -296,6 +297,11 @@ type Batch struct {
 	// never writes it in one request with another principal's records.
 	// nil: the backend's own credentials.
 	Credentials *Credentials
+	// Frame, when set, is the request frame Raw is a part of (the gateway
+	// did not copy the batch out of it, as the backend is a FrameKeeper):
+	// keeping Raw keeps the whole frame in memory. nil: Raw is the
+	// batch's own.
+	Frame *Frame
 	// Deadline is when the producer stops waiting for the batch's
 	// acknowledgement; zero when nobody waits or nobody says. The gateway
 	// does not set it yet: with it set from the Produce request's
@@ -305,6 +311,33 @@ type Batch struct {
 	// over, docs/cluster.md §4) refuses it with ErrNotLeader instead, so a
 	// batch the producer gave up on is not written later behind its retry.
 	Deadline time.Time
+}
+
+// Frame is one Produce request's frame, shared by the batches of the
+// request that alias it (Batch.Frame). A store that keeps batches in
+// memory after their append (a cache) counts the frame's Size once for
+// all of them: Hold when it keeps one, Release when it lets it go.
+type Frame struct {
+	// Size is the frame's length in bytes.
+	Size int
+	held atomic.Int32
+}
+
+// Hold records that one more batch of the frame is kept, and reports
+// whether it is the first (the frame's Size is then to be counted).
+func (f *Frame) Hold() bool { return f.held.Add(1) == 1 }
+
+// Release records that a batch Hold counted is no longer kept, and
+// reports whether it was the last (the frame's Size is then freed).
+func (f *Frame) Release() bool { return f.held.Add(-1) == 0 }
+
+// FrameKeeper is a Log whose memory bounds count request frames (Frame):
+// the gateway hands it batches without copying them out of their
+// request's frame. A Log that is not one gets each batch that is a small
+// part of its frame as a copy of its own.
+type FrameKeeper interface {
+	// KeepsFrames reports whether Batch.Frame is honoured.
+	KeepsFrames() bool
 }
 
 // Record is one Kafka record (key, value, headers, absolute timestamp,

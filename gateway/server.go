@@ -314,6 +314,11 @@ type Server struct {
 	txn           *txncoord.Coordinator   // transactions; nil when not served (txn.go)
 	limits        *limiter                // per-request limits, auto-create bucket
 
+	// keepsFrames: the backend counts request frames in its memory bounds
+	// (disbackend.FrameKeeper), so Produce hands it batches that alias
+	// their request's frame rather than copies.
+	keepsFrames bool
+
 	listeners []*listener   // bound by Listen; the first is Addr's
 	closing   chan struct{} // closed when Shutdown starts
 	closeOnce sync.Once
@@ -373,6 +378,7 @@ func New(cfg Config, backend disbackend.Backend, log *zap.Logger) (*Server, erro
 		cfg:           cfg,
 		backend:       backend,
 		storesRecords: disbackend.StoresRecords(backend),
+		keepsFrames:   keepsFrames(backend),
 		decomp:        batch.NewBudget(cfg.DecompressionBudgetBytes),
 		log:           log.Named("gateway"),
 		closing:       make(chan struct{}),
@@ -682,4 +688,11 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Unlock()
 	<-done
 	return ctx.Err()
+}
+
+// keepsFrames reports whether backend is a disbackend.FrameKeeper that
+// honours Batch.Frame.
+func keepsFrames(backend disbackend.Backend) bool {
+	fk, ok := backend.(disbackend.FrameKeeper)
+	return ok && fk.KeepsFrames()
 }

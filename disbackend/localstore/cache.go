@@ -4,6 +4,8 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+
+	"github.com/disgw/disgw/disbackend"
 )
 
 // partition is one partition of a stream in memory.
@@ -37,6 +39,8 @@ type partition struct {
 	belowFirst int64
 	// cache holds the most recently synced batches, contiguous and ending at
 	// next, oldest first. Raw slices are never modified after they enter.
+	// cacheBytes is their length (the per-partition bound), not what they
+	// keep in memory (tailCache.bytes).
 	cache      []cachedBatch
 	cacheBytes int64
 	// deleted is set when the stream is deleted; the cache no longer fills.
@@ -62,6 +66,32 @@ func (p *partition) dropSegs(gone map[*segment]bool) {
 type cachedBatch struct {
 	base, last int64
 	raw        []byte
+	frame      *disbackend.Frame // the request frame raw aliases, or nil (raw is its own)
+}
+
+// held is what keeping a batch costs the bound of all caches, in bytes:
+// its length, or, for a batch that aliases its request's frame, the
+// frame's size for the first of its batches kept (0 for the others).
+func held(raw []byte, f *disbackend.Frame) int64 {
+	if f == nil {
+		return int64(len(raw))
+	}
+	if f.Hold() {
+		return int64(f.Size)
+	}
+	return 0
+}
+
+// freed is what dropping b gives back to the bound of all caches (held's
+// counterpart).
+func (b *cachedBatch) freed() int64 {
+	if b.frame == nil {
+		return int64(len(b.raw))
+	}
+	if b.frame.Release() {
+		return int64(b.frame.Size)
+	}
+	return 0
 }
 
 // span returns the synced range.
@@ -103,33 +133,39 @@ func (p *partition) cacheStart() int64 {
 }
 
 // dropCacheBelow removes cached batches that end before off and returns the
-// bytes and batches freed. Requires p.mu held.
+// bytes (as tailCache counts them) and batches freed. Requires p.mu held.
 func (p *partition) dropCacheBelow(off int64) (int64, int64) {
 	var freed int64
 	i := 0
 	for i < len(p.cache) && p.cache[i].last < off {
-		freed += int64(len(p.cache[i].raw))
+		freed += p.cache[i].freed()
+		p.cacheBytes -= int64(len(p.cache[i].raw))
 		p.cache[i] = cachedBatch{}
 		i++
 	}
 	p.cache = p.cache[i:]
-	p.cacheBytes -= freed
 	return freed, int64(i)
 }
 
-// dropCache empties the cache and returns the bytes freed. Requires p.mu.
+// dropCache empties the cache and returns the bytes freed (as tailCache
+// counts them). Requires p.mu.
 func (p *partition) dropCache() int64 {
-	freed := p.cacheBytes
+	var freed int64
+	for i := range p.cache {
+		freed += p.cache[i].freed()
+	}
 	p.cache, p.cacheBytes = nil, 0
 	return freed
 }
 
 // tailCache bounds the partitions' tail caches: each partition keeps at most
-// perPart bytes, and all together at most total bytes, evicting the batches
-// synced longest ago first.
+// perPart bytes of batches, and all together at most total bytes of
+// memory, evicting the batches synced longest ago first. A batch that
+// aliases its request's frame (Batch.Frame) keeps the whole frame: the
+// frame counts once, while any of its batches is kept.
 type tailCache struct {
 	perPart, total int64
-	bytes          atomic.Int64 // in all partitions' caches
+	bytes          atomic.Int64 // kept by all partitions' caches (held)
 	live           atomic.Int64 // batches in all partitions' caches
 
 	// fifo lists cached batches in sync order, for global eviction. Entries
@@ -151,16 +187,16 @@ func (t *tailCache) enabled() bool { return t.perPart > 0 }
 
 // add appends a just-synced batch to p's cache. Requires p.mu held; the
 // caller then calls balance without holding it. Runs on the syncer.
-func (t *tailCache) add(p *partition, base, last int64, raw []byte) {
+func (t *tailCache) add(p *partition, base, last int64, raw []byte, frame *disbackend.Frame) {
 	if p.deleted {
 		return
 	}
-	p.cache = append(p.cache, cachedBatch{base: base, last: last, raw: raw})
+	p.cache = append(p.cache, cachedBatch{base: base, last: last, raw: raw, frame: frame})
 	p.cacheBytes += int64(len(raw))
-	added, dropped := int64(len(raw)), int64(1)
+	added, dropped := held(raw, frame), int64(1)
 	var freedN int64
 	for p.cacheBytes > t.perPart && len(p.cache) > 1 {
-		added -= int64(len(p.cache[0].raw))
+		added -= p.cache[0].freed()
 		p.cacheBytes -= int64(len(p.cache[0].raw))
 		p.cache[0] = cachedBatch{}
 		p.cache = p.cache[1:]
@@ -187,11 +223,10 @@ func (t *tailCache) balance() {
 		t.fifo = t.fifo[1:]
 		ref.p.mu.Lock()
 		if len(ref.p.cache) > 0 && ref.p.cache[0].base == ref.base {
-			n := int64(len(ref.p.cache[0].raw))
+			ref.p.cacheBytes -= int64(len(ref.p.cache[0].raw))
+			t.release(ref.p.cache[0].freed(), 1)
 			ref.p.cache[0] = cachedBatch{}
 			ref.p.cache = ref.p.cache[1:]
-			ref.p.cacheBytes -= n
-			t.release(n, 1)
 		}
 		ref.p.mu.Unlock()
 	}
@@ -209,3 +244,9 @@ func (t *tailCache) balance() {
 		t.fifo = kept
 	}
 }
+
+// KeepsFrames reports that the store counts the request frames its tail
+// cache keeps alive (disbackend.FrameKeeper): a batch that aliases its
+// Produce request's frame (Batch.Frame) counts the frame's size once
+// against CacheBytes while any batch of it is cached.
+func (s *Store) KeepsFrames() bool { return true }

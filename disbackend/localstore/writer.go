@@ -55,9 +55,10 @@ type groupItem struct {
 	p         *partition
 	base      int64 // assigned base offset (the original's for a duplicate)
 	last      int64
-	raw       []byte // nil for a duplicate
-	maxTS     int64  // ms, for the index
-	logAppend int64  // ms, the LogAppendTime stamped, or -1
+	raw       []byte            // nil for a duplicate
+	frame     *disbackend.Frame // the request frame raw aliases (Batch.Frame), or nil
+	maxTS     int64             // ms, for the index
+	logAppend int64             // ms, the LogAppendTime stamped, or -1
 	duplicate bool
 	sp        *segPart  // where it was written
 	fi        frameInfo // its frame
@@ -670,7 +671,7 @@ func (s *Store) accept(r *appendReq, nowMS int64) (groupItem, error) {
 	if logAppend >= 0 {
 		batch.SetLogAppendTime(raw, nowMS)
 	}
-	return groupItem{pend: r.p, p: p, base: base, last: last, raw: raw, maxTS: maxTS, logAppend: logAppend,
+	return groupItem{pend: r.p, p: p, base: base, last: last, raw: raw, frame: r.b.Frame, maxTS: maxTS, logAppend: logAppend,
 		pid: r.b.ProducerID, epoch: r.b.ProducerEpoch, seq: r.b.BaseSequence}, nil
 }
 
@@ -768,7 +769,7 @@ func (s *Store) publish(g *group, syncErr error) {
 			sg.chunks.Add(1)
 		}
 		if s.cache.enabled() {
-			s.cache.add(it.p, it.base, it.last, it.raw)
+			s.cache.add(it.p, it.base, it.last, it.raw, it.frame)
 		}
 		it.p.mu.Unlock()
 		sg.noteJournal(it.sp, &it.fi, it.fi.pos+int64(it.fi.size))
