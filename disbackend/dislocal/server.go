@@ -28,6 +28,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -116,6 +117,9 @@ type Faults struct {
 	// each DIS operation, so that consecutive requests of one client see
 	// different delays (as over a real network).
 	Jitter time.Duration
+	// DelayOps, when set, limits Latency and Jitter to these operations
+	// (their names in Stats, e.g. "SendRecords" for PutRecords).
+	DelayOps []string
 	// ErrorRate is the fraction (0-1) of requests answered 500 DIS.5000.
 	ErrorRate float64
 	// DropRate is the fraction (0-1) of requests whose connection is closed
@@ -443,7 +447,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, project string, r
 	defer s.inFlight.Add(-1)
 	for m := s.maxInFlight.Load(); n > m && !s.maxInFlight.CompareAndSwap(m, n); m = s.maxInFlight.Load() {
 	}
-	if d := s.opts.Faults.Latency + s.jitter(); d > 0 {
+	if d := s.opts.Faults.Latency + s.jitter(); d > 0 && (len(s.opts.Faults.DelayOps) == 0 || slices.Contains(s.opts.Faults.DelayOps, rt.op)) {
 		t := time.NewTimer(d)
 		select {
 		case <-t.C:

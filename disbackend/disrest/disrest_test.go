@@ -638,7 +638,10 @@ func TestCommitCheckpointsParallel(t *testing.T) {
 // at its offset, and none is written twice.
 func TestPutRecordsTimeout(t *testing.T) {
 	t.Parallel()
-	_, url := startDIS(t, dislocal.Options{Faults: dislocal.Faults{Jitter: 250 * time.Millisecond}})
+	// PutRecords only: with every request delayed, five reads in a row
+	// (the dedupe checkpoint before the first write) timed out once in
+	// CI and the append failed before any PutRecords.
+	_, url := startDIS(t, dislocal.Options{Faults: dislocal.Faults{Jitter: 250 * time.Millisecond, DelayOps: []string{"SendRecords"}}})
 	stream := mkStream(t, newStore(t, url, nil), "timeout", 1)
 	s := newStore(t, url, func(o *Options) { o.RequestTimeout = 150 * time.Millisecond; o.Linger = -1 })
 	reader := newStore(t, url, nil)
