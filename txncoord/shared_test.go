@@ -109,6 +109,26 @@ func (n *sharedNode) FreshRange(_ context.Context, stream string, part int32) (d
 	return n.memBackend.Range(stream, part)
 }
 
+// coordinatorOf starts node a's coordinator of every transactional id, a
+// follower of every partition, whose markers the coordinator *leader
+// writes (LeaderMarker, as WriteTxnMarkers would reach it).
+func coordinatorOf(t *testing.T, a *sharedNode, groups *memGroups, leader **Coordinator) *Coordinator {
+	t.Helper()
+	c, err := New(context.Background(), Config{Shared: a, Owns: func(string) bool { return true },
+		Leads: func(string, int32) bool { return false },
+		SendMarker: func(ctx context.Context, topic string, part int32, pid int64, epoch int16, commit bool) error {
+			if code := (*leader).LeaderMarker(ctx, topic, part, pid, epoch, commit); code != 0 {
+				return kerr.ErrorForCode(code)
+			}
+			return nil
+		}}, a, memTopics{}, groups)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
 // TestSharedLeader: two nodes; A coordinates every transactional id, B
 // leads partition 0 and writes its markers (SendMarker calls B's
 // LeaderMarker).
@@ -127,19 +147,8 @@ func TestSharedLeader(t *testing.T) {
 	a, b := &sharedNode{sharedMem: sm}, &sharedNode{sharedMem: sm}
 	var cb *Coordinator
 	groups := &memGroups{committed: map[string]int64{}}
-	ca, err := New(context.Background(), Config{Shared: a, Owns: func(string) bool { return true },
-		Leads: func(string, int32) bool { return false },
-		SendMarker: func(ctx context.Context, topic string, part int32, pid int64, epoch int16, commit bool) error {
-			if code := cb.LeaderMarker(ctx, topic, part, pid, epoch, commit); code != 0 {
-				return kerr.ErrorForCode(code)
-			}
-			return nil
-		}}, a, memTopics{}, groups)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(ca.Close)
-	cb, err = New(context.Background(), Config{Shared: b, Owns: func(string) bool { return false },
+	ca := coordinatorOf(t, a, groups, &cb)
+	cb, err := New(context.Background(), Config{Shared: b, Owns: func(string) bool { return false },
 		Leads: func(string, int32) bool { return true }}, b, memTopics{}, groups)
 	if err != nil {
 		t.Fatal(err)
@@ -286,18 +295,7 @@ func TestSharedNewLeader(t *testing.T) {
 	a := &sharedNode{sharedMem: sm}
 	groups := &memGroups{committed: map[string]int64{}}
 	var cn *Coordinator
-	ca, err := New(context.Background(), Config{Shared: a, Owns: func(string) bool { return true },
-		Leads: func(string, int32) bool { return false },
-		SendMarker: func(ctx context.Context, topic string, part int32, pid int64, epoch int16, commit bool) error {
-			if code := cn.LeaderMarker(ctx, topic, part, pid, epoch, commit); code != 0 {
-				return kerr.ErrorForCode(code)
-			}
-			return nil
-		}}, a, memTopics{}, groups)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(ca.Close)
+	ca := coordinatorOf(t, a, groups, &cn)
 	ctx := context.Background()
 	sm.write("t", 0, -1, 90, false)
 	pid, epoch := initTxn(t, ca, "x")
@@ -314,7 +312,7 @@ func TestSharedNewLeader(t *testing.T) {
 
 	var leads atomic.Bool
 	n := &sharedNode{sharedMem: sm}
-	cn, err = New(ctx, Config{Shared: n, Owns: func(string) bool { return false },
+	cn, err := New(ctx, Config{Shared: n, Owns: func(string) bool { return false },
 		Leads: func(string, int32) bool { return leads.Load() }, FirstBatch: sm.firstBatch}, n, memTopics{}, groups)
 	if err != nil {
 		t.Fatal(err)
