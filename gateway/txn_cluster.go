@@ -270,16 +270,31 @@ func (c *conn) txnOffsetCommitCluster(ctx context.Context, r *kmsg.TxnOffsetComm
 }
 
 // firstTxnBatchReadBytes is how much one read of firstTxnBatch asks the
-// backend for, in bytes.
-const firstTxnBatchReadBytes = 1 << 20
+// backend for, in bytes (a variable for tests).
+var firstTxnBatchReadBytes = 1 << 20
+
+// firstTxnBatchScanBytes bounds what firstTxnBatch reads for one
+// transaction, in bytes: a new leader answers no read_committed read
+// before it is done, and a transaction left open for its whole timeout
+// on a busy partition spans a lot. A variable for tests.
+var firstTxnBatchScanBytes = 64 << 20
 
 // firstTxnBatch is txncoord's Config.FirstBatch: the base offset of the
 // first transactional batch (not a control batch) of producer pid in the
 // partition's offsets [from, to), or to when it has none. It reads the
 // partition's batches from from (from its log start offset when from is
-// below it). Errors: the backend's Read.
+// below it), at most firstTxnBatchScanBytes: past that it returns the
+// offset it reached (still at or below the transaction's first batch).
+// Errors: the backend's Read.
 func (s *Server) firstTxnBatch(ctx context.Context, stream string, part int32, pid int64, from, to int64) (int64, error) {
+	read := 0
 	for off := from; off < to; {
+		if read >= firstTxnBatchScanBytes {
+			s.log.Info("transaction's first batch not found within the bytes read for it: its first offset is where the read stopped",
+				zap.String("stream", stream), zap.Int32("partition", part), zap.Int64("producer_id", pid),
+				zap.Int64("from", from), zap.Int64("first_offset", off), zap.Int("bytes_read", read))
+			return off, nil
+		}
 		res, err := s.backend.Read(ctx, stream, part, off, firstTxnBatchReadBytes)
 		if errors.Is(err, disbackend.ErrOffsetOutOfRange) && off < res.Range.First {
 			off = res.Range.First
@@ -291,6 +306,7 @@ func (s *Server) firstTxnBatch(ctx context.Context, stream string, part int32, p
 		if len(res.Batches) == 0 {
 			break
 		}
+		read += res.Bytes
 		for _, raw := range res.Batches {
 			h, err := batch.ParseHeader(raw)
 			if err != nil {

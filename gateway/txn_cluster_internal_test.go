@@ -7,6 +7,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap"
 
 	"github.com/disgw/disgw/disbackend"
 	"github.com/disgw/disgw/disbackend/localstore"
@@ -84,5 +85,13 @@ func TestFirstTxnBatch(t *testing.T) {
 		if err != nil || got != c.want {
 			t.Errorf("firstTxnBatch(pid %d, [%d, %d)) = %d, %v; want %d", c.pid, c.from, c.to, got, err, c.want)
 		}
+	}
+	// Past the bytes it may read, it stops where it got to: one batch a
+	// read, one read allowed.
+	defer func(r, b int) { firstTxnBatchReadBytes, firstTxnBatchScanBytes = r, b }(firstTxnBatchReadBytes, firstTxnBatchScanBytes)
+	firstTxnBatchReadBytes, firstTxnBatchScanBytes = 1, 1
+	s.log = zap.NewNop()
+	if got, err := s.firstTxnBatch(ctx, "t", 0, 7, 0, 31); err != nil || got != 10 {
+		t.Errorf("firstTxnBatch(pid 7, [0, 31)) reading one batch: %d, %v; want 10 (the end of the batch read)", got, err)
 	}
 }

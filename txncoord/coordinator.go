@@ -143,10 +143,12 @@ type Config struct {
 	SendMarker func(ctx context.Context, topic string, partition int32, pid int64, epoch int16, commit bool) error
 	// FirstBatch, with Shared, returns the base offset of the first
 	// transactional batch (not a control batch) of producer pid in the
-	// partition's offsets [from, to), or to when it has none there: where
-	// a transaction open on a partition this node gained really starts
-	// (Follow). nil: transactions keep the first offsets of their records.
-	// Errors: the backend's.
+	// partition's offsets [from, to), or to when it has none there, or
+	// where it stopped reading when it read as much as it may first (no
+	// batch of pid lies before that offset either): where a transaction
+	// open on a partition this node gained starts (Follow). nil:
+	// transactions keep the first offsets of their records. Errors: the
+	// backend's (ErrStreamNotFound and ErrPartitionNotFound: passed over).
 	FirstBatch func(ctx context.Context, stream string, partition int32, pid int64, from, to int64) (int64, error)
 	// Now is the clock (tests replace it); nil: time.Now.
 	Now func() time.Time

@@ -301,6 +301,11 @@ func (c *Coordinator) Follow(ctx context.Context, epoch int32) error {
 	return nil
 }
 
+// gone reports whether err says a stream or partition does not exist.
+func gone(err error) bool {
+	return errors.Is(err, disbackend.ErrStreamNotFound) || errors.Is(err, disbackend.ErrPartitionNotFound)
+}
+
 // startsLed raises the first offset of each transaction open on a
 // partition this node leads to where the transaction starts there: its
 // first batch (Config.FirstBatch), else the partition's high watermark
@@ -310,7 +315,8 @@ func (c *Coordinator) Follow(ctx context.Context, epoch int32) error {
 // producers' records may lie between it and the transaction's first
 // batch; the previous leader may have answered a last stable offset up
 // to that batch, and this node, now the leader, must not answer a lower
-// one. Called by Follow after its catch-up. Errors: the store's.
+// one. A deleted stream is passed over. Called by Follow after its
+// catch-up. Errors: the store's.
 func (c *Coordinator) startsLed(ctx context.Context) error {
 	if c.cfg.FirstBatch == nil {
 		return nil
@@ -341,6 +347,9 @@ func (c *Coordinator) startsLed(ctx context.Context) error {
 		to, ok := hw[s.pk]
 		if !ok {
 			r, err := c.cfg.Shared.FreshRange(ctx, s.stream, s.pk.part)
+			if gone(err) {
+				continue // deleted: nothing to read there
+			}
 			if err != nil {
 				return err
 			}
@@ -351,6 +360,9 @@ func (c *Coordinator) startsLed(ctx context.Context) error {
 			continue
 		}
 		first, err := c.cfg.FirstBatch(ctx, s.stream, s.pk.part, s.pid, s.first, to)
+		if gone(err) {
+			continue
+		}
 		if err != nil {
 			return err
 		}

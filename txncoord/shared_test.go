@@ -331,6 +331,20 @@ func TestSharedNewLeader(t *testing.T) {
 	if lso := cn.LastStableOffset(topicID, 1, 20); lso != 20 {
 		t.Errorf("the new leader, no batch of the transaction: last stable offset %d, want 20", lso)
 	}
+	// A leader whose partitions' stream is gone meanwhile follows all
+	// the same.
+	m := &sharedNode{sharedMem: sm}
+	cm, err := New(ctx, Config{Shared: m, Owns: func(string) bool { return false }, Leads: func(string, int32) bool { return true },
+		FirstBatch: func(context.Context, string, int32, int64, int64, int64) (int64, error) {
+			return 0, disbackend.ErrStreamNotFound
+		}}, m, memTopics{}, groups)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cm.Close()
+	if err := cm.Follow(ctx, 2); err != nil {
+		t.Errorf("Follow with the stream gone: %v", err)
+	}
 	if code := endTxn(ca, "x", pid, epoch, false); code != 0 {
 		t.Fatalf("EndTxn abort: %v", kerr.ErrorForCode(code))
 	}
