@@ -135,16 +135,22 @@ func (p *partition) cacheStart() int64 {
 // dropCacheBelow removes cached batches that end before off and returns the
 // bytes (as tailCache counts them) and batches freed. Requires p.mu held.
 func (p *partition) dropCacheBelow(off int64) (int64, int64) {
-	var freed int64
-	i := 0
-	for i < len(p.cache) && p.cache[i].last < off {
-		freed += p.cache[i].freed()
-		p.cacheBytes -= int64(len(p.cache[i].raw))
-		p.cache[i] = cachedBatch{}
-		i++
+	var freed, n int64
+	for len(p.cache) > 0 && p.cache[0].last < off {
+		freed += p.dropOldest()
+		n++
 	}
-	p.cache = p.cache[i:]
-	return freed, int64(i)
+	return freed, n
+}
+
+// dropOldest removes the oldest cached batch and returns the bytes freed
+// (as tailCache counts them). Requires p.mu held and a batch cached.
+func (p *partition) dropOldest() int64 {
+	freed := p.cache[0].freed()
+	p.cacheBytes -= int64(len(p.cache[0].raw))
+	p.cache[0] = cachedBatch{}
+	p.cache = p.cache[1:]
+	return freed
 }
 
 // dropCache empties the cache and returns the bytes freed (as tailCache
@@ -196,10 +202,7 @@ func (t *tailCache) add(p *partition, base, last int64, raw []byte, frame *disba
 	added, dropped := held(raw, frame), int64(1)
 	var freedN int64
 	for p.cacheBytes > t.perPart && len(p.cache) > 1 {
-		added -= p.cache[0].freed()
-		p.cacheBytes -= int64(len(p.cache[0].raw))
-		p.cache[0] = cachedBatch{}
-		p.cache = p.cache[1:]
+		added -= p.dropOldest()
 		freedN++
 	}
 	t.bytes.Add(added)
@@ -223,10 +226,7 @@ func (t *tailCache) balance() {
 		t.fifo = t.fifo[1:]
 		ref.p.mu.Lock()
 		if len(ref.p.cache) > 0 && ref.p.cache[0].base == ref.base {
-			ref.p.cacheBytes -= int64(len(ref.p.cache[0].raw))
-			t.release(ref.p.cache[0].freed(), 1)
-			ref.p.cache[0] = cachedBatch{}
-			ref.p.cache = ref.p.cache[1:]
+			t.release(ref.p.dropOldest(), 1)
 		}
 		ref.p.mu.Unlock()
 	}
