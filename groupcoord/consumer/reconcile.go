@@ -1,10 +1,15 @@
-// Package consumer holds the parts of KIP-848's consumer group protocol
-// (group.protocol=consumer) that disgw's group coordinator will build
-// ConsumerGroupHeartbeat (API key 68) on: a member's reconciliation
-// towards the group's target assignment (Reconcile), as Kafka 4.4's
-// CurrentAssignmentBuilder does it (org.apache.kafka.coordinator.group.
-// modern.consumer). disgw does not serve the protocol yet; nothing outside
-// its tests calls this package.
+// Package consumer is KIP-848's consumer group protocol
+// (group.protocol=consumer) as Kafka 4.4's group coordinator runs it
+// (docs/consumer-protocol.md): a group's state and ConsumerGroupHeartbeat
+// (API key 68) over it (Group: members, group and assignment epochs, the
+// target assignment through groupcoord/assignor, static members, leaving
+// and fencing, the timers to arm), and a member's reconciliation towards
+// its target (Reconcile, Kafka's CurrentAssignmentBuilder). It is pure
+// state: no I/O, no clock, no goroutines; its caller serializes calls,
+// persists what changed and runs the timers. disgw does not serve the
+// protocol yet: nothing outside its tests calls this package (not built:
+// regular expression subscriptions, the assignment interval, classic
+// members in a consumer group, persistence, ConsumerGroupDescribe).
 //
 // Topics are named (disgw's topics map to DIS streams by name), where
 // Kafka keys assignments by topic id.
