@@ -1,0 +1,108 @@
+package consumer
+
+import (
+	"maps"
+	"math"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// MemberTypeConsumer is ConsumerGroupDescribe v1's MemberType of a member
+// speaking the consumer protocol (0 is classic, -1 unknown).
+const MemberTypeConsumer int8 = 1
+
+// Describe is the group as ConsumerGroupDescribe (API key 69) shows it
+// (ConsumerGroup.asDescribedGroup): its state, epochs, the assignor it
+// uses, and each member, in member id order, with its assignment (its
+// assigned partitions and those pending revocation) and its target, topics
+// no longer known left out. AuthorizedOperations is Kafka's "not asked"
+// (INT32_MIN); the caller fills it in when asked, and answers errors
+// (INVALID_GROUP_ID, GROUP_ID_NOT_FOUND, authorization) itself.
+func (g *Group) Describe(cfg Config, topics Topics) kmsg.ConsumerGroupDescribeResponseGroup {
+	d := kmsg.NewConsumerGroupDescribeResponseGroup()
+	d.Group, d.State, d.Epoch, d.AssignmentEpoch = g.ID, string(g.State()), g.Epoch, g.AssignmentEpoch
+	d.AssignorName = g.preferredAssignor(cfg, nil, nil)
+	d.AuthorizedOperations = math.MinInt32
+	for _, id := range slices.Sorted(maps.Keys(g.Members)) {
+		m := g.Members[id]
+		dm := kmsg.NewConsumerGroupDescribeResponseGroupMember()
+		dm.MemberID, dm.MemberEpoch, dm.ClientID, dm.ClientHost = id, m.MemberEpoch, m.ClientID, m.ClientHost
+		if m.InstanceID != "" {
+			dm.InstanceID = &m.InstanceID
+		}
+		if m.RackID != "" {
+			dm.RackID = &m.RackID
+		}
+		dm.SubscribedTopics = slices.Clone(m.Topics)
+		if dm.SubscribedTopics == nil {
+			dm.SubscribedTopics = []string{}
+		}
+		owned := m.Assigned.clone()
+		for t, ps := range m.PendingRevocation {
+			if owned == nil {
+				owned = Partitions{}
+			}
+			if owned[t] == nil {
+				owned[t] = map[int32]int32{}
+			}
+			maps.Copy(owned[t], ps)
+		}
+		dm.Assignment = describeAssignment(topics, func(yield func(string, []int32) bool) {
+			for t, ps := range owned {
+				if !yield(t, slices.Collect(maps.Keys(ps))) {
+					return
+				}
+			}
+		})
+		dm.TargetAssignment = describeAssignment(topics, func(yield func(string, []int32) bool) {
+			for t, ps := range g.Target[id] {
+				if !yield(t, ps) {
+					return
+				}
+			}
+		})
+		dm.MemberType = MemberTypeConsumer
+		d.Members = append(d.Members, dm)
+	}
+	if d.Members == nil {
+		d.Members = []kmsg.ConsumerGroupDescribeResponseGroupMember{}
+	}
+	return d
+}
+
+// describeAssignment builds an assignment of topics (name, id, sorted
+// partitions; by name), leaving out the topics no longer known.
+func describeAssignment(topics Topics, each func(yield func(string, []int32) bool)) kmsg.Assignment {
+	a := kmsg.NewAssignment()
+	a.TopicPartitions = []kmsg.AssignmentTopicPartition{}
+	for t, ps := range each {
+		id, ok := topics.ID(t)
+		if !ok || len(ps) == 0 {
+			continue
+		}
+		tp := kmsg.NewAssignmentTopicPartition()
+		tp.TopicID, tp.Topic, tp.Partitions = id, t, slices.Sorted(slices.Values(ps))
+		a.TopicPartitions = append(a.TopicPartitions, tp)
+	}
+	slices.SortFunc(a.TopicPartitions, func(x, y kmsg.AssignmentTopicPartition) int {
+		switch {
+		case x.Topic < y.Topic:
+			return -1
+		case x.Topic > y.Topic:
+			return 1
+		}
+		return 0
+	})
+	return a
+}
+
+// Listed is the group as ListGroups (API key 16) lists it
+// (ModernGroup.asListedGroup): protocol type "consumer", its state as
+// ConsumerGroupDescribe shows it (GroupState, v4+; StatesFilter matches it
+// case-insensitively) and group type "consumer" (v5).
+func (g *Group) Listed() kmsg.ListGroupsResponseGroup {
+	l := kmsg.NewListGroupsResponseGroup()
+	l.Group, l.ProtocolType, l.GroupState, l.GroupType = g.ID, "consumer", string(g.State()), "consumer"
+	return l
+}
