@@ -34,6 +34,9 @@ func (g *Group) Describe(cfg Config, topics Topics) kmsg.ConsumerGroupDescribeRe
 		if m.RackID != "" {
 			dm.RackID = &m.RackID
 		}
+		if m.Regex != "" {
+			dm.SubscribedTopicRegex = &m.Regex
+		}
 		dm.SubscribedTopics = slices.Clone(m.Topics)
 		if dm.SubscribedTopics == nil {
 			dm.SubscribedTopics = []string{}

@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"maps"
 	"math"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -83,6 +84,10 @@ type Topics interface {
 	// Partitions returns the partition count of the topic; ok is false
 	// when it does not exist.
 	Partitions(topic string) (n int32, ok bool)
+	// Names returns every topic the group's members may subscribe to by
+	// regular expression (the caller leaves out what the heartbeat's
+	// principal may not DESCRIBE), in any order.
+	Names() []string
 	// ID returns the topic's Kafka topic id; Name the topic of an id.
 	ID(topic string) ([16]byte, bool)
 	Name(id [16]byte) (string, bool)
@@ -99,8 +104,11 @@ type GroupMember struct {
 	RebalanceTimeout time.Duration
 	ServerAssignor   string   // "" when the member names none
 	Topics           []string // subscribed topic names, sorted
-	ClientID         string
-	ClientHost       string
+	// Regex is the member's SubscribedTopicRegex (RE2, matching whole
+	// topic names); "" for none.
+	Regex      string
+	ClientID   string
+	ClientHost string
 }
 
 func (m *GroupMember) reconciledTo(epoch int32) bool {
@@ -156,6 +164,10 @@ type Group struct {
 
 	static map[string]string // instance id → member id
 	owners map[tp]int32      // partition → member epoch of its owner
+	// regexes: the resolutions of the members' regular expressions,
+	// against the topic names of names (namesSum).
+	regexes  map[string][]string
+	namesSum uint64
 }
 
 type tp struct {
@@ -166,7 +178,7 @@ type tp struct {
 // NewGroup returns an empty group.
 func NewGroup(id string) *Group {
 	return &Group{ID: id, Members: map[string]*GroupMember{}, Target: map[string]map[string][]int32{},
-		static: map[string]string{}, owners: map[tp]int32{}}
+		static: map[string]string{}, owners: map[tp]int32{}, regexes: map[string][]string{}}
 }
 
 // State is the group's state (ConsumerGroup.maybeUpdateGroupState).
@@ -260,15 +272,16 @@ func NewMemberID() string {
 // clientHost are the connection's. It returns the response (ErrorCode
 // left 0) and the timers to change; errors are *Error, with Kafka's code
 // and message: UnknownMemberID, FencedMemberEpoch, UnreleasedInstanceID,
-// FencedInstanceID, GroupMaxSizeReached, InvalidRequest (a regular
-// expression subscription: not built yet). A refused heartbeat changes
-// nothing.
+// FencedInstanceID, GroupMaxSizeReached, InvalidRegularExpression. A
+// refused heartbeat changes nothing.
 func (g *Group) Heartbeat(cfg Config, topics Topics, req *kmsg.ConsumerGroupHeartbeatRequest, clientID, clientHost string) (*kmsg.ConsumerGroupHeartbeatResponse, Timers, error) {
 	if req.MemberEpoch == LeaveEpoch || req.MemberEpoch == StaticLeaveEpoch {
 		return g.leave(req)
 	}
 	if req.SubscribedTopicRegex != nil && *req.SubscribedTopicRegex != "" {
-		return nil, Timers{}, errorf(kerr.InvalidRequest, "SubscribedTopicRegex is not supported yet")
+		if _, err := compileRegex(*req.SubscribedTopicRegex); err != nil {
+			return nil, Timers{}, errorf(kerr.InvalidRegularExpression, "SubscribedTopicRegex `%s` is not a valid regular expression: %v.", *req.SubscribedTopicRegex, err)
+		}
 	}
 	owned, err := ownedNames(topics, req.Topics)
 	if err != nil {
@@ -312,8 +325,11 @@ func (g *Group) Heartbeat(cfg Config, topics Topics, req *kmsg.ConsumerGroupHear
 	if req.SubscribedTopicNames != nil {
 		updated.Topics = slices.Compact(slices.Sorted(slices.Values(req.SubscribedTopicNames)))
 	}
+	if req.SubscribedTopicRegex != nil {
+		updated.Regex = *req.SubscribedTopicRegex
+	}
 	updated.ClientID, updated.ClientHost = clientID, clientHost
-	subscriptionChanged := !slices.Equal(updated.Topics, member.Topics)
+	subscriptionChanged := !slices.Equal(updated.Topics, member.Topics) || updated.Regex != member.Regex
 	assignorChanged := g.preferredAssignor(cfg, nil, nil) != g.preferredAssignor(cfg, member, &updated)
 
 	var timers Timers
@@ -326,10 +342,13 @@ func (g *Group) Heartbeat(cfg Config, topics Topics, req *kmsg.ConsumerGroupHear
 		timers.Cancel = append(timers.Cancel, replaced)
 	}
 	g.put(&updated)
+	g.resolveRegexes(topics)
 	// The group epoch moves when a subscription or the preferred
-	// assignor changed, or the subscribed topics' partitions did
-	// (updateSubscriptionMetadata; Kafka notices a topic change at its
-	// next metadata image, this at the group's next heartbeat).
+	// assignor changed, or the subscribed topics' partitions did, or the
+	// topics a regular expression matches (updateSubscriptionMetadata;
+	// Kafka notices a topic change at its next metadata image and
+	// resolves regular expressions in the background, at most every
+	// 10 s; this does both at the group's next heartbeat).
 	if hash := g.metadataHash(topics); subscriptionChanged || assignorChanged || hash != g.MetadataHash {
 		g.Epoch++
 		g.MetadataHash = hash
@@ -341,7 +360,7 @@ func (g *Group) Heartbeat(cfg Config, topics Topics, req *kmsg.ConsumerGroupHear
 			TargetEpoch: g.AssignmentEpoch, Target: g.Target[memberID], SubscriptionChanged: subscriptionChanged,
 			Subscribed: func(t string) bool {
 				_, exists := topics.Partitions(t)
-				return exists && slices.Contains(updated.Topics, t)
+				return exists && (slices.Contains(updated.Topics, t) || slices.Contains(g.regexes[updated.Regex], t))
 			},
 			PartitionEpoch: g.partitionEpoch, Owned: owned,
 		})
@@ -607,6 +626,69 @@ func (g *Group) remove(memberID string) {
 	if m.InstanceID != "" && g.static[m.InstanceID] == memberID {
 		delete(g.static, m.InstanceID)
 	}
+	if m.Regex != "" && !slices.ContainsFunc(slices.Collect(maps.Values(g.Members)), func(o *GroupMember) bool { return o.Regex == m.Regex }) {
+		delete(g.regexes, m.Regex)
+	}
+}
+
+// compileRegex compiles a SubscribedTopicRegex as Kafka matches it: RE2
+// (Kafka's RE2/J), against whole topic names.
+func compileRegex(re string) (*regexp.Regexp, error) {
+	return regexp.Compile("^(?:" + re + ")$")
+}
+
+// resolveRegexes resolves the members' regular expressions against the
+// topic names: a new one, and all of them when the names changed
+// (GMM.maybeUpdateRegularExpressions and its background resolution). A
+// regular expression no member uses any more is forgotten.
+func (g *Group) resolveRegexes(topics Topics) {
+	used := map[string]bool{}
+	for _, m := range g.Members {
+		if m.Regex != "" {
+			used[m.Regex] = true
+		}
+	}
+	for re := range g.regexes {
+		if !used[re] {
+			delete(g.regexes, re)
+		}
+	}
+	if len(used) == 0 {
+		return
+	}
+	names := slices.Sorted(slices.Values(topics.Names()))
+	h := fnv.New64a()
+	for _, n := range names {
+		h.Write([]byte(n))
+		h.Write([]byte{0})
+	}
+	changed := h.Sum64() != g.namesSum
+	g.namesSum = h.Sum64()
+	for re := range used {
+		if _, ok := g.regexes[re]; ok && !changed {
+			continue
+		}
+		var matched []string
+		if r, err := compileRegex(re); err == nil { // checked when subscribed; a saved one may not be
+			for _, n := range names {
+				if r.MatchString(n) {
+					matched = append(matched, n)
+				}
+			}
+		}
+		g.regexes[re] = matched
+	}
+}
+
+// subscribedTopics are the topics member m subscribes to: its names and
+// what its regular expression resolved to.
+func (g *Group) subscribedTopics(m *GroupMember) []string {
+	if m.Regex == "" {
+		return m.Topics
+	}
+	all := append(slices.Clone(m.Topics), g.regexes[m.Regex]...)
+	slices.Sort(all)
+	return slices.Compact(all)
 }
 
 // partitionEpoch is the member epoch of the partition's owner, -1 when no
@@ -651,7 +733,7 @@ func (g *Group) preferredAssignor(cfg Config, old, updated *GroupMember) string 
 func (g *Group) metadataHash(topics Topics) uint64 {
 	var names []string
 	for _, m := range g.Members {
-		names = append(names, m.Topics...)
+		names = append(names, g.subscribedTopics(m)...)
 	}
 	slices.Sort(names)
 	h := fnv.New64a()
@@ -680,8 +762,9 @@ func (g *Group) updateTarget(cfg Config, topics Topics) {
 	partitions := map[string]int32{}
 	for _, id := range slices.Sorted(maps.Keys(g.Members)) {
 		m := g.Members[id]
-		members = append(members, assignor.Member{ID: id, InstanceID: m.InstanceID, Topics: m.Topics, Current: g.Target[id]})
-		for _, t := range m.Topics {
+		subs := g.subscribedTopics(m)
+		members = append(members, assignor.Member{ID: id, InstanceID: m.InstanceID, Topics: subs, Current: g.Target[id]})
+		for _, t := range subs {
 			if n, ok := topics.Partitions(t); ok {
 				partitions[t] = n
 			}

@@ -17,6 +17,8 @@ type fakeTopics map[string]int32
 
 func (f fakeTopics) Partitions(t string) (int32, bool) { n, ok := f[t]; return n, ok }
 
+func (f fakeTopics) Names() []string { return slices.Collect(maps.Keys(f)) }
+
 func (f fakeTopics) ID(t string) ([16]byte, bool) {
 	var id [16]byte
 	_, ok := f[t]
@@ -458,5 +460,75 @@ func TestGroupTopicGrows(t *testing.T) {
 	settle(t, g, 3, a)
 	if g.Epoch != epoch+1 || count(a.owned) != 4 {
 		t.Fatalf("after the topics changed: epoch %d (was %d), owned %v", g.Epoch, epoch, a.owned)
+	}
+}
+
+func TestGroupRegexSubscription(t *testing.T) {
+	topics := fakeTopics{"orders-eu": 2, "orders-us": 2, "payments": 2}
+	g := NewGroup("g")
+	cfg := DefaultConfig()
+	a := &client{t: t, g: g, cfg: cfg, topics: topics}
+	re := "orders-.*"
+	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	req.Version, req.Group, req.MemberID, req.RebalanceTimeoutMillis, req.SubscribedTopicRegex = 1, "g", "member-a", 30000, &re
+	req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	if err := ValidateHeartbeat(cfg, req); err != nil {
+		t.Fatal(err)
+	}
+	resp, _, err := g.Heartbeat(cfg, topics, req, "c", "h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.id, a.epoch = *resp.MemberID, resp.MemberEpoch
+	a.owned = map[string][]int32{}
+	for _, at := range resp.Assignment.Topics {
+		name, _ := topics.Name(at.TopicID)
+		a.owned[name] = at.Partitions
+	}
+	if count(a.owned) != 4 || len(a.owned["payments"]) != 0 {
+		t.Fatalf("regex %q: owned %v", re, a.owned)
+	}
+	if d := g.Describe(cfg, topics); d.Members[0].SubscribedTopicRegex == nil || *d.Members[0].SubscribedTopicRegex != re {
+		t.Fatalf("describe: %+v", d.Members[0])
+	}
+	// A topic created later that matches is picked up at the next
+	// heartbeat; one that does not, not; "orders" alone does not match
+	// the whole-name pattern.
+	topics["orders-asia"] = 3
+	topics["orders"] = 1
+	topics["archive-orders-x"] = 1 // matches only if not anchored
+	topics["other"] = 1
+	epoch := g.Epoch
+	settle(t, g, 3, a)
+	if g.Epoch != epoch+1 || count(a.owned) != 7 || len(a.owned["orders"]) != 0 || len(a.owned["archive-orders-x"]) != 0 {
+		t.Fatalf("after new topics: epoch %d (was %d), owned %v", g.Epoch, epoch, a.owned)
+	}
+
+	// An invalid regular expression.
+	bad := "orders-("
+	req2 := *req
+	req2.MemberID, req2.SubscribedTopicRegex = "member-b", &bad
+	if _, _, err := g.Heartbeat(cfg, topics, &req2, "c", "h"); !errors.Is(err, kerr.InvalidRegularExpression) {
+		t.Fatalf("invalid regex: %v", err)
+	}
+	if _, ok := g.Members["member-b"]; ok {
+		t.Fatal("the refused member joined")
+	}
+
+	// The member drops its regex for a name: the others are revoked.
+	empty := ""
+	req3 := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	req3.Version, req3.Group, req3.MemberID, req3.MemberEpoch, req3.RebalanceTimeoutMillis = 1, "g", a.id, a.epoch, -1
+	req3.SubscribedTopicRegex, req3.SubscribedTopicNames = &empty, []string{"payments"}
+	if _, _, err := g.Heartbeat(cfg, topics, req3, "c", "h"); err != nil {
+		t.Fatal(err)
+	}
+	a.owned = map[string][]int32{} // the client revoked what it was told
+	settle(t, g, 4, a)
+	if count(a.owned) != 2 || len(a.owned["payments"]) != 2 {
+		t.Fatalf("after dropping the regex: %v", a.owned)
+	}
+	if len(g.regexes) != 0 {
+		t.Fatalf("a regex no member uses is kept: %v", g.regexes)
 	}
 }

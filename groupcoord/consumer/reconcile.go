@@ -6,10 +6,10 @@
 // and fencing, the timers to arm), and a member's reconciliation towards
 // its target (Reconcile, Kafka's CurrentAssignmentBuilder). It is pure
 // state: no I/O, no clock, no goroutines; its caller serializes calls,
-// persists what changed and runs the timers. disgw does not serve the
-// protocol yet: nothing outside its tests calls this package (not built:
-// regular expression subscriptions, the assignment interval, classic
-// members in a consumer group, persistence, ConsumerGroupDescribe).
+// persists what changed (MarshalState) and runs the timers. disgw does
+// not serve the protocol yet: nothing outside its tests calls this package
+// (not built: the assignment interval, classic members in a consumer
+// group and the migrations).
 //
 // Topics are named (disgw's topics map to DIS streams by name), where
 // Kafka keys assignments by topic id.

@@ -35,6 +35,7 @@ type savedMember struct {
 	ClientHost          string     `json:"client_host"`
 	Topics              []string   `json:"topics"`
 	ServerAssignor      string     `json:"server_assignor,omitempty"`
+	Regex               string     `json:"regex,omitempty"`
 	RebalanceTimeoutMs  int64      `json:"rebalance_timeout_ms"`
 	MemberEpoch         int32      `json:"member_epoch"`
 	PreviousMemberEpoch int32      `json:"previous_member_epoch"`
@@ -60,7 +61,7 @@ func (g *Group) MarshalState() ([]byte, error) {
 	for _, id := range slices.Sorted(maps.Keys(g.Members)) {
 		m := g.Members[id]
 		s.Members = append(s.Members, savedMember{ID: id, InstanceID: m.InstanceID, RackID: m.RackID, ClientID: m.ClientID,
-			ClientHost: m.ClientHost, Topics: m.Topics, ServerAssignor: m.ServerAssignor, RebalanceTimeoutMs: m.RebalanceTimeout.Milliseconds(),
+			ClientHost: m.ClientHost, Topics: m.Topics, ServerAssignor: m.ServerAssignor, Regex: m.Regex, RebalanceTimeoutMs: m.RebalanceTimeout.Milliseconds(),
 			MemberEpoch: m.MemberEpoch, PreviousMemberEpoch: m.PreviousMemberEpoch, State: int8(m.State),
 			Assigned: m.Assigned, PendingRevocation: m.PendingRevocation})
 	}
@@ -103,7 +104,7 @@ func LoadGroup(data []byte) (*Group, error) {
 		g.put(&GroupMember{Member: Member{ID: sm.ID, MemberEpoch: sm.MemberEpoch, PreviousMemberEpoch: sm.PreviousMemberEpoch,
 			State: state, Assigned: sm.Assigned.compact(), PendingRevocation: sm.PendingRevocation.compact()},
 			InstanceID: sm.InstanceID, RackID: sm.RackID, ClientID: sm.ClientID, ClientHost: sm.ClientHost,
-			Topics: slices.Compact(slices.Sorted(slices.Values(sm.Topics))), ServerAssignor: sm.ServerAssignor,
+			Topics: slices.Compact(slices.Sorted(slices.Values(sm.Topics))), ServerAssignor: sm.ServerAssignor, Regex: sm.Regex,
 			RebalanceTimeout: time.Duration(sm.RebalanceTimeoutMs) * time.Millisecond})
 	}
 	for id, t := range s.Target {
