@@ -31,6 +31,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/groupcoord/consumer"
 	"github.com/disgw/disgw/internal/errmap"
 	"github.com/disgw/disgw/internal/metrics"
 )
@@ -88,6 +89,10 @@ type Config struct {
 	// group request, some under the coordinator's lock: it must be fast,
 	// safe for concurrent use, and must not call the coordinator.
 	Owns func(group string) bool
+	// Consumer holds the settings of consumer groups (KIP-848;
+	// consumergroup.go): group.consumer.*. Zero: Kafka's defaults
+	// (consumer.DefaultConfig).
+	Consumer consumer.Config
 }
 
 func (c *Config) fill() {
@@ -116,6 +121,19 @@ func (c *Config) fill() {
 	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
+	}
+	def := consumer.DefaultConfig()
+	if c.Consumer.SessionTimeout <= 0 {
+		c.Consumer.SessionTimeout = def.SessionTimeout
+	}
+	if c.Consumer.HeartbeatInterval <= 0 {
+		c.Consumer.HeartbeatInterval = def.HeartbeatInterval
+	}
+	if c.Consumer.MaxSize <= 0 {
+		c.Consumer.MaxSize = def.MaxSize
+	}
+	if len(c.Consumer.Assignors) == 0 {
+		c.Consumer.Assignors = def.Assignors
 	}
 }
 

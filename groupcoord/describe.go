@@ -92,6 +92,18 @@ func (c *Coordinator) describe(ctx context.Context, id string, version int16) km
 	}
 	ch := make(chan result, 1)
 	found, err := c.send(id, false, func(g *group) {
+		if g.cg != nil {
+			// A consumer group: DescribeGroups describes classic groups
+			// only (docs/consumer-protocol.md §6).
+			d := kmsg.NewDescribeGroupsResponseGroup()
+			d.Group, d.State = id, Dead.String()
+			if version >= 6 {
+				msg := "Group " + id + " is not a classic group."
+				d.ErrorCode, d.ErrorMessage = kerr.GroupIDNotFound.Code, &msg
+			}
+			ch <- result{d, true}
+			return
+		}
 		ch <- result{g.describe(), g.state != Empty}
 	}, func() { ch <- result{} })
 	if err != nil {
@@ -176,7 +188,7 @@ func (c *Coordinator) ListGroups(ctx context.Context, req *kmsg.ListGroupsReques
 		g.mu.Lock()
 		s := g.summary
 		g.mu.Unlock()
-		if s.state != Empty && s.state != Dead && c.owns(id) {
+		if (s.state != Empty && s.state != Dead || s.consumerState != "") && c.owns(id) {
 			listed[id] = s
 		}
 	}
@@ -215,11 +227,15 @@ func (c *Coordinator) ListGroups(ctx context.Context, req *kmsg.ListGroupsReques
 		return false
 	}
 	for id, s := range listed {
-		if !match(req.StatesFilter, s.state.String()) || !match(req.TypesFilter, groupType) {
+		state, typ := s.state.String(), groupType
+		if s.consumerState != "" {
+			state, typ = s.consumerState, "consumer"
+		}
+		if !match(req.StatesFilter, state) || !match(req.TypesFilter, typ) {
 			continue
 		}
 		lg := kmsg.NewListGroupsResponseGroup()
-		lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = id, s.protocolType, s.state.String(), groupType
+		lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = id, s.protocolType, state, typ
 		resp.Groups = append(resp.Groups, lg)
 	}
 	sort.Slice(resp.Groups, func(i, j int) bool { return resp.Groups[i].Group < resp.Groups[j].Group })
@@ -258,9 +274,13 @@ func (c *Coordinator) deleteGroup(ctx context.Context, id string) int16 {
 	}
 	ch := make(chan int16, 1)
 	_, err := c.send(id, true, func(g *group) {
-		if len(g.members) > 0 || len(g.pending) > 0 {
+		if len(g.members) > 0 || len(g.pending) > 0 || g.isConsumer() {
 			ch <- kerr.NonEmptyGroup.Code
 			return
+		}
+		if g.cg != nil {
+			g.cg = nil // an empty consumer group: its saved state goes with deleteApp's forgetState
+			g.saved = true
 		}
 		ch <- g.deleteApp(ctx, "deleted by DeleteGroups")
 	}, func() { ch <- kerr.NotCoordinator.Code })
@@ -338,7 +358,9 @@ func (c *Coordinator) OffsetDelete(ctx context.Context, req *kmsg.OffsetDeleteRe
 func (g *group) offsetDelete(ctx context.Context, req *kmsg.OffsetDeleteRequest, resp *kmsg.OffsetDeleteResponse) {
 	c := g.c
 	var subscribed map[string]bool // nil: not a live group
-	if len(g.members) > 0 {
+	if g.isConsumer() {
+		subscribed = g.cg.SubscribedTopics()
+	} else if len(g.members) > 0 {
 		if g.protocolType != "consumer" || c.cfg.SubscribedTopics == nil {
 			resp.ErrorCode = kerr.NonEmptyGroup.Code
 			return

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/groupcoord/consumer"
 )
 
 // message is one unit of work for a group's goroutine. abort answers the
@@ -83,6 +84,10 @@ type committed struct {
 type summary struct {
 	state        State
 	protocolType string
+	// consumerState, for a consumer group (consumergroup.go), is its
+	// state as ListGroups shows it; members its member count.
+	consumerState string
+	members       int
 }
 
 // group is one consumer group in memory. Fields below the mutex are owned by
@@ -124,6 +129,11 @@ type group struct {
 
 	offsetState
 	inflight int // commits validated here whose backend write has not been applied yet
+
+	// cg, when set, makes the group a consumer group (KIP-848,
+	// consumergroup.go); cgTimers are its members' timers.
+	cg       *consumer.Group
+	cgTimers map[string]*cgTimers
 }
 
 // offsetState remembers what a group committed, to skip writing unchanged
@@ -198,9 +208,13 @@ func (g *group) run() {
 			g.drop(nil)
 			return
 		}
-		g.mu.Lock()
-		g.summary = summary{state: g.state, protocolType: g.protocolType}
-		g.mu.Unlock()
+		if g.cg != nil {
+			g.consumerSummary()
+		} else {
+			g.mu.Lock()
+			g.summary = summary{state: g.state, protocolType: g.protocolType}
+			g.mu.Unlock()
+		}
 		if g.maybeRemove() {
 			return
 		}
@@ -211,7 +225,7 @@ func (g *group) run() {
 // keeping: no members, no pending member ids, no commit being written. Its
 // offsets stay in the backend; a later request starts a new Empty group.
 func (g *group) maybeRemove() bool {
-	if g.state != Empty || len(g.members) > 0 || len(g.pending) > 0 || g.inflight > 0 {
+	if g.state != Empty || len(g.members) > 0 || len(g.pending) > 0 || g.inflight > 0 || g.isConsumer() {
 		return false
 	}
 	c := g.c
@@ -272,6 +286,7 @@ func (g *group) stopTimers() {
 	}
 	g.cancelJoinTimer()
 	g.cancelSyncTimer()
+	g.stopConsumerTimers()
 }
 
 // after runs fn on the group's goroutine after d (if the group is still in

@@ -58,6 +58,15 @@ func (c *Coordinator) JoinGroup(ctx context.Context, client Client, req *kmsg.Jo
 }
 
 func (g *group) join(client Client, req *kmsg.JoinGroupRequest, reply func(*kmsg.JoinGroupResponse)) {
+	if g.isConsumer() {
+		// A consumer group (KIP-848) with members: a classic member may
+		// not join it until the migrations are built
+		// (docs/consumer-protocol.md §8).
+		r := req.ResponseKind().(*kmsg.JoinGroupResponse)
+		r.ErrorCode, r.Generation, r.MemberID = kerr.InconsistentGroupProtocol.Code, -1, req.MemberID
+		reply(r)
+		return
+	}
 	fail := func(code int16, memberID string) {
 		r := req.ResponseKind().(*kmsg.JoinGroupResponse)
 		r.ErrorCode = code

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/groupcoord/consumer"
 )
 
 // Committed offsets are DIS app checkpoints: the group id maps to an app
@@ -46,6 +47,7 @@ type commitPlan struct {
 }
 
 type commitCandidate struct {
+	topic   string // Kafka topic name
 	cp      disbackend.Checkpoint
 	topicID [16]byte
 	resp    *kmsg.OffsetCommitResponseTopicPartition
@@ -89,6 +91,11 @@ func (c *Coordinator) ValidateTxnCommit(groupID string, generation int32, member
 	}
 	ch := make(chan int16, 1)
 	_, err := c.send(groupID, true, func(g *group) {
+		if g.cg != nil {
+			_, err := g.cg.ValidateOffsetCommit(memberID, instanceID, generation, true, 3)
+			ch <- consumerCode(err)
+			return
+		}
 		if code := g.validateMember(memberID, instanceID); code != 0 {
 			ch <- code
 			return
@@ -159,6 +166,7 @@ func (c *Coordinator) commitOffsets(ctx context.Context, req *kmsg.OffsetCommitR
 					epoch = -1
 				}
 				cands = append(cands, commitCandidate{
+					topic: t.Topic,
 					cp: disbackend.Checkpoint{Stream: info.Stream, Partition: p.Partition, SequenceNumber: p.Offset,
 						Metadata: meta, LeaderEpoch: epoch},
 					topicID: info.ID,
@@ -206,7 +214,11 @@ func (g *group) planCommit(req *kmsg.OffsetCommitRequest, cands []commitCandidat
 	// v0 has no generation or member id: Kafka 3.x stored v0 commits in
 	// ZooKeeper without looking at the group (KafkaApis
 	// commitOffsetsToZookeeper), so they are not checked here either.
-	if validate && req.Version > 0 {
+	if validate && req.Version > 0 && g.cg != nil {
+		if code := g.validateConsumerCommit(req, cands, false); code != 0 {
+			return commitPlan{code: code}
+		}
+	} else if validate && req.Version > 0 {
 		if code := g.validateCommit(req.Generation, req.MemberID, req.InstanceID); code != 0 {
 			return commitPlan{code: code}
 		}
@@ -350,6 +362,15 @@ func (c *Coordinator) FetchOffsets(ctx context.Context, rg kmsg.OffsetFetchReque
 		sg.ErrorCode = code
 		return sg
 	}
+	if rg.Group != "" && (rg.MemberID != nil || rg.MemberEpoch >= 0) {
+		// OffsetFetch v9+ from a consumer group's member: its epoch is
+		// checked (consumer.Group.ValidateOffsetFetch); a classic
+		// group's fetch is not.
+		if code := c.validateConsumerFetch(ctx, rg); code != 0 {
+			sg.ErrorCode = code
+			return sg
+		}
+	}
 	var cps []disbackend.Checkpoint
 	if rg.Group != "" {
 		if c.apps == nil {
@@ -430,4 +451,57 @@ func (c *Coordinator) FetchOffsets(ctx context.Context, rg kmsg.OffsetFetchReque
 		sg.Topics = append(sg.Topics, st)
 	}
 	return sg
+}
+
+// validateConsumerCommit applies a consumer group's member-epoch rules to
+// an OffsetCommit (consumer.Group.ValidateOffsetCommit): its generation is
+// the member epoch. Any refusal fails every partition, as in Kafka.
+func (g *group) validateConsumerCommit(req *kmsg.OffsetCommitRequest, cands []commitCandidate, transactional bool) int16 {
+	check, err := g.cg.ValidateOffsetCommit(req.MemberID, req.InstanceID, req.Generation, transactional, req.Version)
+	if err != nil {
+		return consumerCode(err)
+	}
+	for _, cd := range cands {
+		if err := check(cd.topic, cd.cp.Partition); err != nil {
+			return consumerCode(err)
+		}
+	}
+	return 0
+}
+
+// consumerCode is the Kafka error code of a consumer group's refusal.
+func consumerCode(err error) int16 {
+	if err == nil {
+		return 0
+	}
+	var ce *consumer.Error
+	if errors.As(err, &ce) {
+		return ce.Code.Code
+	}
+	return kerr.UnknownServerError.Code
+}
+
+// validateConsumerFetch checks an OffsetFetch's member epoch when its
+// group is a consumer group in memory; 0 otherwise.
+func (c *Coordinator) validateConsumerFetch(ctx context.Context, rg kmsg.OffsetFetchRequestGroup) int16 {
+	ch := make(chan int16, 1)
+	found, err := c.send(rg.Group, false, func(g *group) {
+		if g.cg == nil {
+			ch <- 0
+			return
+		}
+		ch <- consumerCode(g.cg.ValidateOffsetFetch(rg.MemberID, rg.MemberEpoch))
+	}, func() { ch <- kerr.NotCoordinator.Code })
+	if err != nil {
+		return sendCode(err)
+	}
+	if !found {
+		return 0
+	}
+	select {
+	case code := <-ch:
+		return code
+	case <-ctx.Done():
+		return kerr.CoordinatorNotAvailable.Code
+	}
 }

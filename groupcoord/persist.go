@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/groupcoord/consumer"
 )
 
 // Membership across gateway restarts. Kafka's coordinator writes a group's
@@ -195,6 +196,10 @@ func (c *Coordinator) restoreGroups(ctx context.Context) error {
 // its members' sessions starting now, or an Empty group's protocol type.
 // Called with mu held.
 func (c *Coordinator) restoreLocked(id string, b []byte) {
+	if consumer.IsConsumerGroupState(b) {
+		c.restoreConsumerLocked(id, b)
+		return
+	}
 	var sg savedGroup
 	if err := json.Unmarshal(b, &sg); err != nil || id == "" {
 		c.log.Warn("ignoring a saved group that does not decode", zap.String("group", id), zap.Error(err))

@@ -680,6 +680,19 @@ func (g *Group) resolveRegexes(topics Topics) {
 	}
 }
 
+// SubscribedTopics returns the topics the members subscribe to, by name
+// or regular expression (OffsetDelete refuses these with
+// GROUP_SUBSCRIBED_TO_TOPIC).
+func (g *Group) SubscribedTopics() map[string]bool {
+	out := map[string]bool{}
+	for _, m := range g.Members {
+		for _, t := range g.subscribedTopics(m) {
+			out[t] = true
+		}
+	}
+	return out
+}
+
 // subscribedTopics are the topics member m subscribes to: its names and
 // what its regular expression resolved to.
 func (g *Group) subscribedTopics(m *GroupMember) []string {

@@ -1,0 +1,177 @@
+package groupcoord
+
+import (
+	"maps"
+	"slices"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/groupcoord/consumer"
+)
+
+// cgTopics is a consumer.Topics of topic "t1" with 4 partitions (as
+// memTopics knows it), id {1}.
+type cgTopics struct{}
+
+func (cgTopics) Partitions(t string) (int32, bool) { return 4, t == "t1" }
+func (cgTopics) ID(t string) ([16]byte, bool)      { return [16]byte{1}, t == "t1" }
+func (cgTopics) Name(id [16]byte) (string, bool)   { return "t1", id == [16]byte{1} }
+func (cgTopics) Names() []string                   { return []string{"t1"} }
+
+// cgMember is a consumer-protocol member as a test drives it.
+type cgMember struct {
+	id    string
+	epoch int32
+	owned []int32
+}
+
+func (h *harness) cgHeartbeat(group string, m *cgMember) *kmsg.ConsumerGroupHeartbeatResponse {
+	h.t.Helper()
+	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	req.Version, req.Group, req.MemberID, req.MemberEpoch, req.RebalanceTimeoutMillis = 1, group, m.id, m.epoch, -1
+	req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	if m.epoch == consumer.JoinEpoch {
+		req.RebalanceTimeoutMillis, req.SubscribedTopicNames = 30000, []string{"t1"}
+	} else {
+		req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{{TopicID: [16]byte{1}, Partitions: m.owned}}
+	}
+	resp := h.c.ConsumerGroupHeartbeat(h.ctx, Client{ID: "c", Host: "/127.0.0.1"}, cgTopics{}, req)
+	if resp.ErrorCode == 0 {
+		m.epoch = resp.MemberEpoch
+		if resp.Assignment != nil {
+			m.owned = nil
+			for _, t := range resp.Assignment.Topics {
+				m.owned = append(m.owned, t.Partitions...)
+			}
+		}
+	}
+	return resp
+}
+
+func (h *harness) cgSettle(group string, ms ...*cgMember) {
+	h.t.Helper()
+	for range 6 {
+		for _, m := range ms {
+			if r := h.cgHeartbeat(group, m); r.ErrorCode != 0 {
+				h.t.Fatalf("%s: heartbeat: %v", m.id, kerr.ErrorForCode(r.ErrorCode))
+			}
+		}
+	}
+	seen := map[int32]bool{}
+	for _, m := range ms {
+		for _, p := range m.owned {
+			if seen[p] {
+				h.t.Fatalf("partition %d owned twice", p)
+			}
+			seen[p] = true
+		}
+	}
+}
+
+// TestConsumerGroupCoordinator: two consumer-protocol members share t1;
+// their group survives a restart (saved state: same epochs, no rejoin), a
+// member whose session expires is fenced and the other takes all; commits
+// are checked against member epochs; a heartbeat whose save fails is
+// refused and undone; a classic JoinGroup is refused; DeleteGroups refuses
+// the group while it has members.
+func TestConsumerGroupCoordinator(t *testing.T) {
+	h := newHarness(t)
+	apps := &statesApps{memApps: h.apps, states: map[string][]byte{}}
+	h.restart(apps)
+	a, b := &cgMember{id: "member-a"}, &cgMember{id: "member-b"}
+	h.cgSettle("g", a, b)
+	if len(a.owned) != 2 || len(b.owned) != 2 {
+		t.Fatalf("owned %v and %v", a.owned, b.owned)
+	}
+	if !consumer.IsConsumerGroupState(apps.states["g"]) {
+		t.Fatal("the consumer group's state was not saved")
+	}
+
+	h.restart(apps)
+	epochA := a.epoch
+	if r := h.cgHeartbeat("g", a); r.ErrorCode != 0 || r.MemberEpoch != epochA {
+		t.Fatalf("heartbeat after a restart: %v epoch %d (was %d)", kerr.ErrorForCode(r.ErrorCode), r.MemberEpoch, epochA)
+	}
+
+	// Commits: the member's epoch passes, a newer one is STALE_MEMBER_EPOCH.
+	commit := func(member string, epoch int32, part int32) int16 {
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.Version, req.Group, req.MemberID, req.Generation = 9, "g", member, epoch
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.Topic = "t1"
+		rp := kmsg.NewOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset = part, 5
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		return h.c.CommitOffsets(h.ctx, req).Topics[0].Partitions[0].ErrorCode
+	}
+	if code := commit(a.id, a.epoch, a.owned[0]); code != 0 {
+		t.Fatalf("commit at the member's epoch: %v", kerr.ErrorForCode(code))
+	}
+	if code := commit(a.id, a.epoch+1, a.owned[0]); code != kerr.StaleMemberEpoch.Code {
+		t.Fatalf("commit with a newer epoch: %v", kerr.ErrorForCode(code))
+	}
+	if code := commit("nobody", 3, 0); code != kerr.UnknownMemberID.Code {
+		t.Fatalf("commit of an unknown member: %v", kerr.ErrorForCode(code))
+	}
+
+	// A classic member may not join; the group may not be deleted.
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.Group, join.ProtocolType, join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = "g", "consumer", 10000, 10000
+	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range"}}
+	if r := h.c.JoinGroup(h.ctx, Client{}, join); r.ErrorCode != kerr.InconsistentGroupProtocol.Code {
+		t.Fatalf("classic join: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	del := kmsg.NewPtrDeleteGroupsRequest()
+	del.Groups = []string{"g"}
+	if r := h.c.DeleteGroups(h.ctx, del); r.Groups[0].ErrorCode != kerr.NonEmptyGroup.Code {
+		t.Fatalf("delete: %v", kerr.ErrorForCode(r.Groups[0].ErrorCode))
+	}
+
+	// A save that fails: the heartbeat is refused and nothing changed.
+	c := &cgMember{id: "member-c"}
+	apps.mu.Lock()
+	apps.refuse = disbackend.ErrUnavailable
+	apps.mu.Unlock()
+	if r := h.cgHeartbeat("g", c); r.ErrorCode != kerr.CoordinatorNotAvailable.Code {
+		t.Fatalf("join whose save fails: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	apps.mu.Lock()
+	apps.refuse = nil
+	apps.mu.Unlock()
+	h.inspect("g", func(g *group) {
+		if _, ok := g.cg.Members[c.id]; ok || len(g.cg.Members) != 2 {
+			t.Errorf("the refused join was kept: members %v", slices.Collect(maps.Keys(g.cg.Members)))
+		}
+	})
+
+	// b stops heartbeating: its session expires, a takes all four.
+	for range 10 {
+		h.advance(consumer.DefaultConfig().SessionTimeout / 5)
+		h.cgHeartbeat("g", a)
+	}
+	h.cgSettle("g", a)
+	if len(a.owned) != 4 {
+		t.Fatalf("after b's session expired a owns %v", a.owned)
+	}
+	if r := h.cgHeartbeat("g", b); r.ErrorCode != kerr.UnknownMemberID.Code {
+		t.Fatalf("b after its session expired: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+
+	// A heartbeat that is not a join to a group that does not exist.
+	if r := h.cgHeartbeat("nope", &cgMember{id: "x", epoch: 3}); r.ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Fatalf("heartbeat to a missing group: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	// The last member leaves: the group leaves memory, its state stays saved.
+	a.epoch = consumer.LeaveEpoch
+	if r := h.cgHeartbeat("g", a); r.ErrorCode != 0 {
+		t.Fatalf("leave: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	h.flush()
+	if s := h.waitDead("g"); s != Dead {
+		t.Fatalf("empty consumer group in memory: %v", s)
+	}
+}
