@@ -28,10 +28,13 @@ import (
 func init() { registerAPI(apiKeyApiVersions, 0, 5, nil, authNone) }
 
 // advertisedKeys returns our dispatch table as ApiVersions lists it.
-func advertisedKeys() []kmsg.ApiVersionsResponseApiKey {
+// advertisedKeys are the API keys this server lists: every registered
+// one, but KIP-848's consumer group APIs (68, 69) only when
+// Config.ConsumerGroupProtocol is set.
+func (s *Server) advertisedKeys() []kmsg.ApiVersionsResponseApiKey {
 	var keys []kmsg.ApiVersionsResponseApiKey
 	for _, e := range apiTable {
-		if e == nil {
+		if e == nil || !s.serves(e.key) {
 			continue
 		}
 		k := kmsg.NewApiVersionsResponseApiKey()
@@ -48,7 +51,7 @@ func (s *Server) handleApiVersions(req *kafkawire.Request) kmsg.Response {
 		resp := kmsg.NewPtrApiVersionsResponse()
 		resp.Version = 0
 		resp.ErrorCode = kerr.UnsupportedVersion.Code
-		resp.ApiKeys = advertisedKeys()
+		resp.ApiKeys = s.advertisedKeys()
 		return resp
 	}
 	r := req.Body.(*kmsg.ApiVersionsRequest)
@@ -68,7 +71,7 @@ func (s *Server) handleApiVersions(req *kafkawire.Request) kmsg.Response {
 			return resp
 		}
 	}
-	resp.ApiKeys = advertisedKeys()
+	resp.ApiKeys = s.advertisedKeys()
 	return resp
 }
 
@@ -85,4 +88,14 @@ func validSoftwareNameVersion(s string) bool {
 		}
 	}
 	return true
+}
+
+// serves reports whether this server serves API key (registered, and for
+// the consumer group APIs, enabled).
+func (s *Server) serves(key int16) bool {
+	switch key {
+	case 68, 69: // ConsumerGroupHeartbeat, ConsumerGroupDescribe
+		return s.cfg.ConsumerGroupProtocol
+	}
+	return lookupAPI(key) != nil
 }

@@ -143,6 +143,12 @@ type Config struct {
 	// group_min_session_timeout and group_max_session_timeout.
 	GroupMinSessionTimeout time.Duration
 	GroupMaxSessionTimeout time.Duration
+	// ConsumerGroupProtocol serves KIP-848's consumer group protocol
+	// (ConsumerGroupHeartbeat and ConsumerGroupDescribe, API keys 68 and
+	// 69; docs/consumer-protocol.md): advertised by ApiVersions only when
+	// set. Default: setting group_consumer_protocol (off until the issue
+	// that builds it is done).
+	ConsumerGroupProtocol bool
 	// OffsetsRetention deletes the committed offsets of a group that has
 	// been empty this long (Kafka offsets.retention.minutes); negative keeps
 	// them forever. Default: setting offsets_retention.
