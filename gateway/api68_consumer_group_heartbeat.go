@@ -55,12 +55,13 @@ func (c *conn) handleConsumerGroupHeartbeat(req *kafkawire.Request) reply {
 
 // consumerTopics is the topic cache as a consumer group sees it
 // (consumer.Topics): names, topic ids and partition counts of the topics
-// known to this node; Names leaves out what the connection's principal
-// may not DESCRIBE.
+// known to this node, __consumer_offsets among them (Kafka resolves
+// regular expressions against internal topics too); Names leaves out what
+// the connection's principal may not DESCRIBE.
 type consumerTopics struct{ c *conn }
 
 func (t consumerTopics) Partitions(topic string) (int32, bool) {
-	st := t.c.s.topics.get(topic)
+	st := t.c.s.cachedTopic(topic)
 	if st == nil {
 		return 0, false
 	}
@@ -68,7 +69,7 @@ func (t consumerTopics) Partitions(topic string) (int32, bool) {
 }
 
 func (t consumerTopics) ID(topic string) ([16]byte, bool) {
-	st := t.c.s.topics.get(topic)
+	st := t.c.s.cachedTopic(topic)
 	if st == nil {
 		return [16]byte{}, false
 	}
@@ -76,6 +77,9 @@ func (t consumerTopics) ID(topic string) ([16]byte, bool) {
 }
 
 func (t consumerTopics) Name(id [16]byte) (string, bool) {
+	if off := t.c.s.offsetsTopicStream(); off.TopicID == id {
+		return off.TopicName, true
+	}
 	st := t.c.s.topics.getByID(id)
 	if st == nil {
 		return "", false
@@ -85,11 +89,10 @@ func (t consumerTopics) Name(id [16]byte) (string, bool) {
 
 func (t consumerTopics) Names() []string {
 	var out []string
-	for _, st := range t.c.s.topics.all() {
+	for _, st := range append(t.c.s.topics.all(), t.c.s.offsetsTopicStream()) {
 		if t.c.mayTopic(acl.OpDescribe, st.TopicName) {
 			out = append(out, st.TopicName)
 		}
 	}
 	return out
 }
-

@@ -29,9 +29,42 @@ type cgTimers struct {
 	sessionSeq, rebalanceSeq uint64
 }
 
-// isConsumer reports whether the group is a consumer group with members
-// (or saved state): a classic JoinGroup may not take it.
+// isConsumer reports whether the group is a consumer group with members:
+// a classic JoinGroup may not take it, nor DeleteGroups or the offsets
+// sweep. An empty consumer group stays in memory (ListGroups and
+// ConsumerGroupDescribe show it Empty, as Kafka keeps it) until its
+// offsets are deleted (deleteApp) or, without offsets, the sweep forgets
+// it (ExpireOffsets).
 func (g *group) isConsumer() bool { return g.cg != nil && len(g.cg.Members) > 0 }
+
+// forgetConsumer turns an empty consumer group back into no group: its
+// saved state is deleted, and it may leave memory.
+func (g *group) forgetConsumer() {
+	if g.cg == nil || len(g.cg.Members) > 0 {
+		return
+	}
+	g.cg = nil
+	g.saved = true // saved by an earlier heartbeat, maybe of an earlier instance
+	g.forgetState()
+	g.mu.Lock()
+	g.summary = summary{state: g.state, protocolType: g.protocolType}
+	g.mu.Unlock()
+}
+
+// noteEmpty starts the offsets-retention clock of a consumer group that
+// lost its last member (as becameEmpty does for a classic group).
+func (g *group) noteEmpty(hadMembers bool) {
+	if !hadMembers || len(g.cg.Members) > 0 {
+		return
+	}
+	c := g.c
+	c.mu.Lock()
+	if c.groups[g.id] == g {
+		c.emptySince[g.id] = c.clock.Now()
+	}
+	c.mu.Unlock()
+	g.log.Info("consumer group is empty", zap.Int32("group_epoch", g.cg.Epoch))
+}
 
 // ConsumerGroupHeartbeat serves ConsumerGroupHeartbeat (API key 68,
 // v0-1): the checks before the group (consumer.ValidateHeartbeat), then,
@@ -98,6 +131,7 @@ func (g *group) consumerHeartbeat(client Client, topics consumer.Topics, req *km
 	if err != nil {
 		return failErr(err)
 	}
+	hadMembers := len(g.cg.Members) > 0
 	resp, timers, err := g.cg.Heartbeat(g.c.cfg.Consumer, topics, req, client.ID, client.Host)
 	if err != nil {
 		return failErr(err)
@@ -110,6 +144,7 @@ func (g *group) consumerHeartbeat(client Client, topics consumer.Topics, req *km
 		return fail(g.c.backendCode(err), "")
 	}
 	g.applyConsumerTimers(timers)
+	g.noteEmpty(hadMembers)
 	g.consumerSummary()
 	return resp
 }
@@ -200,11 +235,13 @@ func (g *group) consumerChange(change func() consumer.Timers) {
 	if err != nil {
 		return
 	}
+	hadMembers := len(g.cg.Members) > 0
 	t := change()
 	if err := g.saveConsumer(before); err != nil {
 		g.log.Warn("saving the consumer group failed", zap.Error(err))
 	}
 	g.applyConsumerTimers(t)
+	g.noteEmpty(hadMembers)
 	g.consumerSummary()
 }
 

@@ -3,7 +3,9 @@ package groupcoord
 import (
 	"maps"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -165,13 +167,85 @@ func TestConsumerGroupCoordinator(t *testing.T) {
 	if r := h.cgHeartbeat("nope", &cgMember{id: "x", epoch: 3}); r.ErrorCode != kerr.GroupIDNotFound.Code {
 		t.Fatalf("heartbeat to a missing group: %v", kerr.ErrorForCode(r.ErrorCode))
 	}
-	// The last member leaves: the group leaves memory, its state stays saved.
+	// The last member leaves: the group stays, Empty, as Kafka keeps it,
+	// until DeleteGroups deletes it (its offsets and its saved state).
 	a.epoch = consumer.LeaveEpoch
 	if r := h.cgHeartbeat("g", a); r.ErrorCode != 0 {
 		t.Fatalf("leave: %v", kerr.ErrorForCode(r.ErrorCode))
 	}
 	h.flush()
+	list := kmsg.NewPtrListGroupsRequest()
+	list.Version = 5
+	lr := h.c.ListGroups(h.ctx, list)
+	if len(lr.Groups) != 1 || lr.Groups[0].GroupType != "consumer" || lr.Groups[0].GroupState != "Empty" {
+		t.Fatalf("listed after the last member left: %+v", lr.Groups)
+	}
+	desc := kmsg.NewPtrConsumerGroupDescribeRequest()
+	desc.Groups = []string{"g"}
+	if d := h.c.ConsumerGroupDescribe(h.ctx, cgTopics{}, desc).Groups[0]; d.ErrorCode != 0 || d.State != "Empty" {
+		t.Fatalf("described after the last member left: %+v", d)
+	}
+	if r := h.c.DeleteGroups(h.ctx, del); r.Groups[0].ErrorCode != 0 {
+		t.Fatalf("delete of the empty consumer group: %v", kerr.ErrorForCode(r.Groups[0].ErrorCode))
+	}
 	if s := h.waitDead("g"); s != Dead {
-		t.Fatalf("empty consumer group in memory: %v", s)
+		t.Fatalf("deleted consumer group in memory: %v", s)
+	}
+	apps.mu.Lock()
+	_, kept := apps.states["g"]
+	apps.mu.Unlock()
+	if kept {
+		t.Fatal("the deleted consumer group's state is still saved")
+	}
+}
+
+// TestConsumerGroupRetention: the offsets sweep leaves a consumer group
+// with members alone however old its commits, deletes its offsets once it
+// has been empty for the retention, and forgets an empty consumer group
+// without offsets.
+func TestConsumerGroupRetention(t *testing.T) {
+	const retention = 24 * time.Hour
+	h := newHarness(t, func(c *Config) {
+		c.OffsetsRetention, c.RetentionCheckInterval = retention, 1000*time.Hour
+		c.Consumer.SessionTimeout = 1000 * time.Hour // the member lives through the retention
+	})
+	sweep := func(want ...string) {
+		t.Helper()
+		deleted, err := h.c.ExpireOffsets(h.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Join(deleted, ",") != strings.Join(want, ",") {
+			t.Fatalf("deleted %v, want %v", deleted, want)
+		}
+	}
+	a := &cgMember{id: "member-a"}
+	h.cgSettle("live", a)
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Version, req.Group, req.MemberID, req.Generation = 9, "live", a.id, a.epoch
+	rt := kmsg.NewOffsetCommitRequestTopic()
+	rt.Topic = "t1"
+	rt.Partitions = []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 1}}
+	req.Topics = append(req.Topics, rt)
+	if code := h.c.CommitOffsets(h.ctx, req).Topics[0].Partitions[0].ErrorCode; code != 0 {
+		t.Fatalf("commit: %v", kerr.ErrorForCode(code))
+	}
+	for range 20 { // two retentions, heartbeating
+		h.advance(retention / 10)
+		h.cgHeartbeat("live", a)
+	}
+	sweep()
+	a.epoch = consumer.LeaveEpoch
+	h.cgHeartbeat("live", a)
+	h.advance(retention + time.Hour)
+	sweep("live")
+
+	b := &cgMember{id: "member-b"}
+	h.cgSettle("bare", b) // no commits
+	b.epoch = consumer.LeaveEpoch
+	h.cgHeartbeat("bare", b)
+	sweep()
+	if s := h.waitDead("bare"); s != Dead {
+		t.Fatalf("an empty consumer group without offsets after the sweep: %v", s)
 	}
 }

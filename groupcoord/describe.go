@@ -278,10 +278,6 @@ func (c *Coordinator) deleteGroup(ctx context.Context, id string) int16 {
 			ch <- kerr.NonEmptyGroup.Code
 			return
 		}
-		if g.cg != nil {
-			g.cg = nil // an empty consumer group: its saved state goes with deleteApp's forgetState
-			g.saved = true
-		}
 		ch <- g.deleteApp(ctx, "deleted by DeleteGroups")
 	}, func() { ch <- kerr.NotCoordinator.Code })
 	if err != nil {
@@ -296,6 +292,7 @@ func (g *group) deleteApp(ctx context.Context, why string) int16 {
 	c := g.c
 	exists, err := c.appExists(ctx, g.id)
 	_, known := c.emptyType(g.id) // an Empty group without offsets is deleted too, as in Kafka
+	known = known || g.cg != nil  // an empty consumer group too
 	if err == nil && !exists && !known {
 		return kerr.GroupIDNotFound.Code
 	}
@@ -310,6 +307,7 @@ func (g *group) deleteApp(ctx context.Context, why string) int16 {
 		return c.backendCode(err)
 	}
 	g.forgetEmpty()
+	g.forgetConsumer()
 	clear(g.cache)
 	clear(g.latest)
 	c.mu.Lock()

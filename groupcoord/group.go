@@ -225,7 +225,7 @@ func (g *group) run() {
 // keeping: no members, no pending member ids, no commit being written. Its
 // offsets stay in the backend; a later request starts a new Empty group.
 func (g *group) maybeRemove() bool {
-	if g.state != Empty || len(g.members) > 0 || len(g.pending) > 0 || g.inflight > 0 || g.isConsumer() {
+	if g.state != Empty || len(g.members) > 0 || len(g.pending) > 0 || g.inflight > 0 || g.cg != nil {
 		return false
 	}
 	c := g.c

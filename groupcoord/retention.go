@@ -3,6 +3,7 @@ package groupcoord
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -44,11 +45,20 @@ func (c *Coordinator) ExpireOffsets(ctx context.Context) ([]string, error) {
 			bare = append(bare, id)
 		}
 	}
+	for id, g := range c.groups {
+		g.mu.Lock()
+		empty := g.summary.consumerState == "Empty"
+		g.mu.Unlock()
+		if empty && !withApp[id] && c.owns(id) && !slices.Contains(bare, id) {
+			bare = append(bare, id) // an empty consumer group without offsets
+		}
+	}
 	c.mu.Unlock()
 	for _, id := range bare {
 		if _, err := c.send(id, true, func(g *group) {
 			if len(g.members) == 0 && len(g.pending) == 0 && g.inflight == 0 {
 				g.forgetEmpty()
+				g.forgetConsumer()
 			}
 		}, nil); err != nil {
 			if elsewhere(err) {
@@ -88,7 +98,7 @@ func (c *Coordinator) ExpireOffsets(ctx context.Context) ([]string, error) {
 		ch := make(chan int16, 1)
 		id := a.GroupID
 		if _, err := c.send(id, true, func(g *group) {
-			if len(g.members) > 0 || len(g.pending) > 0 || g.inflight > 0 {
+			if len(g.members) > 0 || len(g.pending) > 0 || g.inflight > 0 || g.isConsumer() {
 				ch <- kerr.NonEmptyGroup.Code
 				return
 			}
