@@ -3,6 +3,7 @@ package assignor
 import (
 	"cmp"
 	"slices"
+	"unicode/utf16"
 )
 
 type rangeAssignor struct{}
@@ -21,13 +22,13 @@ func (rangeAssignor) Assign(members []Member, partitions map[string]int32) Assig
 	slices.SortFunc(order, func(a, b Member) int {
 		switch {
 		case a.InstanceID != "" && b.InstanceID != "":
-			return cmp.Compare(a.InstanceID, b.InstanceID)
+			return compareJava(a.InstanceID, b.InstanceID)
 		case a.InstanceID != "":
 			return -1
 		case b.InstanceID != "":
 			return 1
 		}
-		return cmp.Compare(a.ID, b.ID)
+		return compareJava(a.ID, b.ID)
 	})
 	type topicRange struct {
 		count, subscribers int32
@@ -70,4 +71,17 @@ func (rangeAssignor) Assign(members []Member, partitions map[string]int32) Assig
 		}
 	}
 	return out
+}
+
+// compareJava orders strings as Java's String.compareTo does: by UTF-16
+// code unit, which differs from Go's byte order for characters above
+// U+FFFF against those from U+E000 (a surrogate pair sorts first).
+func compareJava(a, b string) int {
+	ua, ub := utf16.Encode([]rune(a)), utf16.Encode([]rune(b))
+	for i := 0; i < len(ua) && i < len(ub); i++ {
+		if c := cmp.Compare(ua[i], ub[i]); c != 0 {
+			return c
+		}
+	}
+	return cmp.Compare(len(ua), len(ub))
 }

@@ -168,6 +168,8 @@ type Group struct {
 	// against the topic names of names (namesSum).
 	regexes  map[string][]string
 	namesSum uint64
+	// topicMeta: the partition counts and ids metadataHash last read.
+	topicMeta map[string]topicMeta
 }
 
 type tp struct {
@@ -330,7 +332,11 @@ func (g *Group) Heartbeat(cfg Config, topics Topics, req *kmsg.ConsumerGroupHear
 	}
 	updated.ClientID, updated.ClientHost = clientID, clientHost
 	subscriptionChanged := !slices.Equal(updated.Topics, member.Topics) || updated.Regex != member.Regex
-	assignorChanged := g.preferredAssignor(cfg, nil, nil) != g.preferredAssignor(cfg, member, &updated)
+	old := member // the stored member the update replaces; for a static member rejoining under a new id, the one it replaces
+	if replaced != "" {
+		old = g.Members[replaced]
+	}
+	assignorChanged := g.preferredAssignor(cfg, nil, nil) != g.preferredAssignor(cfg, old, &updated)
 
 	var timers Timers
 	if replaced != "" {
@@ -387,7 +393,11 @@ func (g *Group) Heartbeat(cfg Config, topics Topics, req *kmsg.ConsumerGroupHear
 	resp.MemberEpoch = updated.MemberEpoch
 	resp.HeartbeatIntervalMillis = int32(cfg.HeartbeatInterval / time.Millisecond)
 	full := req.RebalanceTimeoutMillis != -1 && (req.SubscribedTopicNames != nil || req.SubscribedTopicRegex != nil) && req.Topics != nil
-	if req.MemberEpoch == JoinEpoch || full || !equalPartitions(member.Assigned, updated.Assigned) {
+	// Kafka sends the assignment when it changed; by topic id, so also
+	// when a topic was created again under its name, which bumps the
+	// epoch: this sends it whenever the member's epoch moved, too (a
+	// client takes the full set each time; this costs a few bytes).
+	if req.MemberEpoch == JoinEpoch || full || !equalPartitions(member.Assigned, updated.Assigned) || updated.MemberEpoch != member.MemberEpoch {
 		resp.Assignment = assignmentOf(topics, updated.Assigned)
 	}
 	return resp, timers, nil
@@ -440,6 +450,9 @@ func (g *Group) member(memberID, instance string, epoch int32, owned map[string]
 		return newMember(memberID), "", nil
 	}
 	prevID, ok := g.static[instance]
+	if ok && g.Members[prevID] == nil {
+		ok = false // not possible while put and remove keep the index; never dereference a missing member
+	}
 	if joining {
 		if !ok {
 			if cur, ok := g.Members[memberID]; ok { // a dynamic member becoming static
@@ -529,7 +542,7 @@ func (g *Group) leave(req *kmsg.ConsumerGroupHeartbeatRequest) (*kmsg.ConsumerGr
 	}
 	instance := *req.InstanceID
 	prevID, ok := g.static[instance]
-	if !ok {
+	if !ok || g.Members[prevID] == nil {
 		return nil, Timers{}, errorf(kerr.UnknownMemberID, "Instance id %s is unknown.", instance)
 	}
 	if prevID != memberID {
@@ -563,6 +576,9 @@ func (g *Group) Fence(memberID string) Timers {
 	}
 	g.remove(memberID)
 	g.Epoch++
+	if g.topicMeta != nil { // nil just after LoadGroup: the next heartbeat hashes it
+		g.MetadataHash = g.hashOf(g.topicMeta) // without the member's subscriptions, as consumerGroupFenceMembers
+	}
 	if len(g.Members) == 0 {
 		g.AssignmentEpoch = g.Epoch
 	}
@@ -584,6 +600,9 @@ func (g *Group) RebalanceExpired(memberID string, epoch int32) Timers {
 func (g *Group) put(m *GroupMember) {
 	if old, ok := g.Members[m.ID]; ok {
 		g.disown(old)
+		if old.InstanceID != "" && old.InstanceID != m.InstanceID && g.static[old.InstanceID] == m.ID {
+			delete(g.static, old.InstanceID) // its instance id changed (ConsumerGroup.maybeUpdateStaticMember)
+		}
 	}
 	g.Members[m.ID] = m
 	if m.InstanceID != "" {
@@ -743,17 +762,51 @@ func (g *Group) preferredAssignor(cfg Config, old, updated *GroupMember) string 
 
 // metadataHash hashes the topics the members subscribe to that exist,
 // with their partition counts.
+//
+// The hash covers each topic's id too (a topic deleted and created again
+// under its name is a change), and is 0 when no subscribed topic exists, as
+// Kafka's computeGroupHash. What it read is kept (topicMeta), so that
+// Fence, which has no topics view, hashes the remaining subscriptions as
+// Kafka does when it removes members.
 func (g *Group) metadataHash(topics Topics) uint64 {
+	g.topicMeta = map[string]topicMeta{}
+	for _, t := range g.subscribedNames() {
+		if n, ok := topics.Partitions(t); ok {
+			id, _ := topics.ID(t)
+			g.topicMeta[t] = topicMeta{n: n, id: id}
+		}
+	}
+	return g.hashOf(g.topicMeta)
+}
+
+type topicMeta struct {
+	n  int32
+	id [16]byte
+}
+
+// subscribedNames are the sorted, distinct topics the members subscribe to.
+func (g *Group) subscribedNames() []string {
 	var names []string
 	for _, m := range g.Members {
 		names = append(names, g.subscribedTopics(m)...)
 	}
 	slices.Sort(names)
+	return slices.Compact(names)
+}
+
+// hashOf hashes the members' subscribed topics as meta describes them (0:
+// none of them exists).
+func (g *Group) hashOf(meta map[string]topicMeta) uint64 {
 	h := fnv.New64a()
-	for _, t := range slices.Compact(names) {
-		if n, ok := topics.Partitions(t); ok {
-			fmt.Fprintf(h, "%s\x00%d\x00", t, n)
+	n := 0
+	for _, t := range g.subscribedNames() {
+		if tm, ok := meta[t]; ok {
+			fmt.Fprintf(h, "%s\x00%d\x00%x\x00", t, tm.n, tm.id)
+			n++
 		}
+	}
+	if n == 0 {
+		return 0
 	}
 	return h.Sum64()
 }

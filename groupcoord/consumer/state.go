@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"time"
 )
@@ -94,8 +95,17 @@ func LoadGroup(data []byte) (*Group, error) {
 		if _, dup := g.static[sm.InstanceID]; dup && sm.InstanceID != "" {
 			return nil, fmt.Errorf("consumer group state of %s: instance id %s twice", s.ID, sm.InstanceID)
 		}
-		if sm.RebalanceTimeoutMs < 0 || !validPartitions(sm.Assigned) || !validPartitions(sm.PendingRevocation) {
-			return nil, fmt.Errorf("consumer group state of %s: member %s: a negative timeout or partition", s.ID, sm.ID)
+		if !validPartitions(sm.Assigned) || !validPartitions(sm.PendingRevocation) {
+			return nil, fmt.Errorf("consumer group state of %s: member %s: a negative partition", s.ID, sm.ID)
+		}
+		for _, p := range []Partitions{sm.Assigned, sm.PendingRevocation} {
+			for t, ps := range p {
+				for part := range ps {
+					if _, taken := g.owners[tp{t, part}]; taken {
+						return nil, fmt.Errorf("consumer group state of %s: partition %s-%d held by two members", s.ID, t, part)
+					}
+				}
+			}
 		}
 		state := MemberState(sm.State)
 		if state != Stable && state != UnrevokedPartitions && state != UnreleasedPartitions {
@@ -105,7 +115,7 @@ func LoadGroup(data []byte) (*Group, error) {
 			State: state, Assigned: sm.Assigned.compact(), PendingRevocation: sm.PendingRevocation.compact()},
 			InstanceID: sm.InstanceID, RackID: sm.RackID, ClientID: sm.ClientID, ClientHost: sm.ClientHost,
 			Topics: slices.Compact(slices.Sorted(slices.Values(sm.Topics))), ServerAssignor: sm.ServerAssignor, Regex: sm.Regex,
-			RebalanceTimeout: time.Duration(sm.RebalanceTimeoutMs) * time.Millisecond})
+			RebalanceTimeout: time.Duration(min(max(sm.RebalanceTimeoutMs, math.MinInt64/int64(time.Millisecond)), math.MaxInt64/int64(time.Millisecond))) * time.Millisecond})
 	}
 	for id, t := range s.Target {
 		if _, ok := g.Members[id]; !ok {

@@ -32,6 +32,7 @@ func TestStateRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	g.topicMeta = nil // what the last heartbeat read of the topics: not saved
 	if !reflect.DeepEqual(loaded, g) {
 		t.Fatalf("loaded\n %+v\nwant\n %+v", loaded, g)
 	}
@@ -51,7 +52,6 @@ func TestLoadGroupRefuses(t *testing.T) {
 		`{"type":"consumer","version":1,"members":[{"id":"a"},{"id":"a"}]}`,
 		`{"type":"consumer","version":1,"members":[{"id":"a","instance_id":"i"},{"id":"b","instance_id":"i"}]}`,
 		`{"type":"consumer","version":1,"members":[{"id":"a","assigned":{"t":{"-1":1}}}]}`,
-		`{"type":"consumer","version":1,"members":[{"id":"a","rebalance_timeout_ms":-5}]}`,
 		`{"type":"consumer","version":1,"members":[{"id":"a"}],"target":{"a":{"t":[-1]}}}`,
 	} {
 		if _, err := LoadGroup([]byte(data)); err == nil {
