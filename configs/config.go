@@ -448,11 +448,12 @@ type Config struct {
 	GroupMaxSessionTimeout time.Duration `yaml:"group_max_session_timeout" default:"30m"`
 	// GroupConsumerProtocol serves KIP-848's consumer group protocol
 	// (`group.protocol=consumer`: ConsumerGroupHeartbeat and
-	// ConsumerGroupDescribe, advertised by ApiVersions only when on),
-	// with Kafka's defaults (session 45 s, heartbeat interval 5 s,
-	// assignors `uniform` and `range`); off by default while it is
-	// being built (docs/consumer-protocol.md says what is missing).
-	GroupConsumerProtocol bool `yaml:"group_consumer_protocol" default:"false" gateway:"ConsumerGroupProtocol"`
+	// ConsumerGroupDescribe, advertised by ApiVersions only when on), as
+	// Kafka 4.4 does by default, with Kafka's settings (session 45 s,
+	// heartbeat interval 5 s, assignors `uniform` and `range`); `false`
+	// leaves clients the classic protocol only
+	// (docs/consumer-protocol.md says what differs from Kafka).
+	GroupConsumerProtocol bool `yaml:"group_consumer_protocol" default:"true" gateway:"ConsumerGroupProtocol"`
 	// OffsetsRetention deletes the committed offsets (the DIS app) of a
 	// group that has stayed empty this long (Kafka
 	// `offsets.retention.minutes`); `-1` keeps them forever.

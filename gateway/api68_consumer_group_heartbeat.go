@@ -2,7 +2,7 @@ package gateway
 
 // ConsumerGroupHeartbeat: v0-1 (groupcoord, KIP-848's consumer protocol;
 // docs/consumer-protocol.md), served when Config.ConsumerGroupProtocol is
-// set (else not advertised, and answered UNSUPPORTED_VERSION).
+// set (the default; else not advertised, and answered UNSUPPORTED_VERSION).
 //
 // Version notes: v1 SubscribedTopicRegex, and the client makes its member
 // id (KIP-1082). READ on the group, DESCRIBE on every subscribed topic

@@ -13,9 +13,8 @@ import (
 	"github.com/disgw/disgw/gateway"
 )
 
-// consumerProtocol serves KIP-848's consumer group protocol, with a short
-// session and heartbeat interval (ConsumerGroupHeartbeat's settings are
-// Kafka's defaults otherwise).
+// consumerProtocol serves KIP-848's consumer group protocol (the
+// setting's default; startGateway's Config may not have it).
 func consumerProtocol(c *gateway.Config) { c.ConsumerGroupProtocol = true }
 
 // protocolOpts are kgo group options using the consumer protocol
@@ -151,7 +150,7 @@ func TestConsumerProtocol(t *testing.T) {
 // are refused with UNSUPPORTED_VERSION, and kgo's ServerSideBalancer falls
 // back to the classic protocol.
 func TestConsumerProtocolOff(t *testing.T) {
-	g := startGateway(t, fastGroups)
+	g := startGateway(t, fastGroups, func(c *gateway.Config) { c.ConsumerGroupProtocol = false })
 	ctx := context.Background()
 	versions, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, g.client(t))
 	if err != nil {

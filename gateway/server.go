@@ -146,8 +146,7 @@ type Config struct {
 	// ConsumerGroupProtocol serves KIP-848's consumer group protocol
 	// (ConsumerGroupHeartbeat and ConsumerGroupDescribe, API keys 68 and
 	// 69; docs/consumer-protocol.md): advertised by ApiVersions only when
-	// set. Default: setting group_consumer_protocol (off until the issue
-	// that builds it is done).
+	// set. Default: setting group_consumer_protocol (on).
 	ConsumerGroupProtocol bool
 	// OffsetsRetention deletes the committed offsets of a group that has
 	// been empty this long (Kafka offsets.retention.minutes); negative keeps

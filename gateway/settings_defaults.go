@@ -42,7 +42,7 @@ func settingDefaults(c *Config) {
 	c.GroupInitialRebalanceDelay = 3 * time.Second // group_initial_rebalance_delay
 	c.GroupMinSessionTimeout = 6 * time.Second     // group_min_session_timeout
 	c.GroupMaxSessionTimeout = 30 * time.Minute    // group_max_session_timeout
-	c.ConsumerGroupProtocol = false                // group_consumer_protocol
+	c.ConsumerGroupProtocol = true                 // group_consumer_protocol
 	c.OffsetsRetention = 168 * time.Hour           // offsets_retention
 	c.TransactionMaxTimeout = 15 * time.Minute     // transaction_max_timeout
 	c.TransactionalIDExpiration = 168 * time.Hour  // transactional_id_expiration
