@@ -265,7 +265,7 @@ func (g *group) stopConsumerTimers() {
 func (g *group) consumerSummary() {
 	l := g.cg.Listed()
 	g.mu.Lock()
-	g.summary = summary{state: g.state, protocolType: "consumer", consumerState: l.GroupState, members: len(g.cg.Members)}
+	g.summary = summary{state: g.state, protocolType: "consumer", consumerState: l.GroupState}
 	g.mu.Unlock()
 }
 
@@ -332,7 +332,7 @@ func (c *Coordinator) restoreConsumerLocked(id string, b []byte) bool {
 	g := newGroup(c, id)
 	g.cg, g.saved = cg, true
 	l := cg.Listed()
-	g.summary = summary{state: Empty, protocolType: "consumer", consumerState: l.GroupState, members: len(cg.Members)}
+	g.summary = summary{state: Empty, protocolType: "consumer", consumerState: l.GroupState}
 	c.groups[id] = g
 	c.wg.Add(1)
 	go g.run()

@@ -85,9 +85,8 @@ type summary struct {
 	state        State
 	protocolType string
 	// consumerState, for a consumer group (consumergroup.go), is its
-	// state as ListGroups shows it; members its member count.
+	// state as ListGroups shows it.
 	consumerState string
-	members       int
 }
 
 // group is one consumer group in memory. Fields below the mutex are owned by

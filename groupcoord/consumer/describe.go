@@ -41,30 +41,14 @@ func (g *Group) Describe(cfg Config, topics Topics) kmsg.ConsumerGroupDescribeRe
 		if dm.SubscribedTopics == nil {
 			dm.SubscribedTopics = []string{}
 		}
-		owned := m.Assigned.clone()
-		for t, ps := range m.PendingRevocation {
-			if owned == nil {
-				owned = Partitions{}
+		owned := map[string][]int32{} // assigned and pending revocation
+		for _, p := range []Partitions{m.Assigned, m.PendingRevocation} {
+			for t, ps := range p {
+				owned[t] = append(owned[t], slices.Collect(maps.Keys(ps))...)
 			}
-			if owned[t] == nil {
-				owned[t] = map[int32]int32{}
-			}
-			maps.Copy(owned[t], ps)
 		}
-		dm.Assignment = describeAssignment(topics, func(yield func(string, []int32) bool) {
-			for t, ps := range owned {
-				if !yield(t, slices.Collect(maps.Keys(ps))) {
-					return
-				}
-			}
-		})
-		dm.TargetAssignment = describeAssignment(topics, func(yield func(string, []int32) bool) {
-			for t, ps := range g.Target[id] {
-				if !yield(t, ps) {
-					return
-				}
-			}
-		})
+		dm.Assignment = describeAssignment(topics, owned)
+		dm.TargetAssignment = describeAssignment(topics, g.Target[id])
 		dm.MemberType = MemberTypeConsumer
 		d.Members = append(d.Members, dm)
 	}
@@ -76,27 +60,18 @@ func (g *Group) Describe(cfg Config, topics Topics) kmsg.ConsumerGroupDescribeRe
 
 // describeAssignment builds an assignment of topics (name, id, sorted
 // partitions; by name), leaving out the topics no longer known.
-func describeAssignment(topics Topics, each func(yield func(string, []int32) bool)) kmsg.Assignment {
+func describeAssignment(topics Topics, assigned map[string][]int32) kmsg.Assignment {
 	a := kmsg.NewAssignment()
 	a.TopicPartitions = []kmsg.AssignmentTopicPartition{}
-	for t, ps := range each {
+	for _, t := range slices.Sorted(maps.Keys(assigned)) {
 		id, ok := topics.ID(t)
-		if !ok || len(ps) == 0 {
+		if !ok || len(assigned[t]) == 0 {
 			continue
 		}
 		tp := kmsg.NewAssignmentTopicPartition()
-		tp.TopicID, tp.Topic, tp.Partitions = id, t, slices.Sorted(slices.Values(ps))
+		tp.TopicID, tp.Topic, tp.Partitions = id, t, slices.Sorted(slices.Values(assigned[t]))
 		a.TopicPartitions = append(a.TopicPartitions, tp)
 	}
-	slices.SortFunc(a.TopicPartitions, func(x, y kmsg.AssignmentTopicPartition) int {
-		switch {
-		case x.Topic < y.Topic:
-			return -1
-		case x.Topic > y.Topic:
-			return 1
-		}
-		return 0
-	})
 	return a
 }
 

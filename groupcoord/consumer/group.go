@@ -243,21 +243,10 @@ func ValidateHeartbeat(cfg Config, req *kmsg.ConsumerGroupHeartbeatRequest) erro
 				names[i] = a.Name()
 			}
 			return errorf(kerr.UnsupportedAssignor, "ServerAssignor %s is not supported. Supported assignors: %s.",
-				*req.ServerAssignor, joinNames(names))
+				*req.ServerAssignor, strings.Join(names, ", "))
 		}
 	}
 	return nil
-}
-
-func joinNames(names []string) string {
-	s := ""
-	for i, n := range names {
-		if i > 0 {
-			s += ", "
-		}
-		s += n
-	}
-	return s
 }
 
 // NewMemberID returns a member id as Kafka makes one (Uuid.randomUuid:
@@ -285,10 +274,7 @@ func (g *Group) Heartbeat(cfg Config, topics Topics, req *kmsg.ConsumerGroupHear
 			return nil, Timers{}, errorf(kerr.InvalidRegularExpression, "SubscribedTopicRegex `%s` is not a valid regular expression: %v.", *req.SubscribedTopicRegex, err)
 		}
 	}
-	owned, err := ownedNames(topics, req.Topics)
-	if err != nil {
-		return nil, Timers{}, err
-	}
+	owned := ownedNames(topics, req.Topics)
 	instance := ""
 	if req.InstanceID != nil {
 		instance = *req.InstanceID
@@ -406,9 +392,9 @@ func (g *Group) Heartbeat(cfg Config, topics Topics, req *kmsg.ConsumerGroupHear
 // ownedNames turns a heartbeat's owned partitions (by topic id) into
 // names; nil stays nil (not sent). A topic id no longer known is passed
 // over (its partitions are gone).
-func ownedNames(topics Topics, ts []kmsg.ConsumerGroupHeartbeatRequestTopic) (map[string][]int32, error) {
+func ownedNames(topics Topics, ts []kmsg.ConsumerGroupHeartbeatRequestTopic) map[string][]int32 {
 	if ts == nil {
-		return nil, nil
+		return nil
 	}
 	out := make(map[string][]int32, len(ts))
 	for _, t := range ts {
@@ -418,7 +404,7 @@ func ownedNames(topics Topics, ts []kmsg.ConsumerGroupHeartbeatRequestTopic) (ma
 		}
 		out[name] = append(out[name], t.Partitions...)
 	}
-	return out, nil
+	return out
 }
 
 // checkFull refuses a new member of a full group
