@@ -226,6 +226,9 @@ type idemPartial struct {
 	// until: the partition's other writes wait for the retry until then
 	// (see held).
 	until time.Time
+	// checked: its first records were read back and are the retry's
+	// (checkPartial).
+	checked bool
 }
 
 // endedBy reports whether b is a transaction marker (control batch) of p's
@@ -290,11 +293,22 @@ func (s *idemState) setPartial(k partKey, p *idemPartial, hold time.Duration) {
 	c.until = time.Now().Add(hold)
 	if o := s.partials[k]; o != nil && o.pid == c.pid && o.epoch == c.epoch && o.seq == c.seq && o.base == c.base {
 		c.until = o.until
+		c.checked = o.checked && o.done == c.done
 	}
 	s.partials[k] = &c
 }
 
 func (s *idemState) clearPartial(k partKey) { s.setPartial(k, nil, 0) }
+
+// checkedPartial marks partition k's batch cut short, when it is still p,
+// as checked (checkPartial).
+func (s *idemState) checkedPartial(k partKey, p *idemPartial) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if o := s.partials[k]; o != nil && o.pid == p.pid && o.epoch == p.epoch && o.seq == p.seq && o.base == p.base && o.done == p.done {
+		o.checked = true
+	}
+}
 
 // pendingPartial returns partition k's partial batch unless intent
 // completes it (the intent then describes it).

@@ -364,6 +364,44 @@ func TestIdemAcrossRestart(t *testing.T) {
 	if res, err := e.Append("idem", 0, big2).Wait(ctxT(t)); err != nil || res.BaseOffset != 23 || res.Duplicate {
 		t.Fatalf("the retry of a batch cut short after the hold: %+v, %v", res, err)
 	}
+	_ = e.Close()
+
+	// Other records where an intent expected its batch (another node's
+	// late write): the end offset says its batch was cut short after 2,
+	// but those are not its records. Its retry is written whole after
+	// them, not completed: its first 2 records would be lost.
+	f0 := newStore(t, url, mod)
+	si, _ = f0.streamInfo(ctxT(t), "idem", true)
+	cut = &putState{}
+	f0.learn(ctxT(t), k, cut)
+	big3 := backendtest.MakeBatch(backendtest.BatchOptions{NumRecords: 4, Idempotent: true, ProducerID: 9, ProducerEpoch: 2, BaseSequence: 22, Seed: 4})
+	if err := f0.commitIntent(ctxT(t), k, si.id, cut, []idemEntry{{pid: 9, epoch: 2, seq: 22, n: 4, maxTS: big3.MaxTimestamp}}); err != nil {
+		t.Fatal(err)
+	}
+	late := backendtest.MakeBatch(backendtest.BatchOptions{NumRecords: 2, Idempotent: true, ProducerID: 9, ProducerEpoch: 2, BaseSequence: 0, Seed: 5})
+	if recs, err = f0.toDISRecords(&late, nil, false, FormatEnvelope); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := f0.putRecords(ctxT(t), k, recs, cut, si.advanced, nil); err != nil {
+		t.Fatal(err)
+	}
+	_ = f0.Close()
+	f := newStore(t, url, mod)
+	defer f.Close()
+	res, err = f.Append("idem", 0, big3).Wait(ctxT(t))
+	if err != nil || res.BaseOffset != 29 || res.Duplicate {
+		t.Fatalf("the retry of a batch whose first records are not its own: %+v, %v (want it whole at 29)", res, err)
+	}
+	got, err = f.rawRecords(ctxT(t), k, 29, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !headOf(got, big3.Records) {
+		t.Errorf("offsets 29 to 32 do not hold the batch's records")
+	}
+	if r, err := f.describeRange(ctxT(t), "idem", 0); err != nil || r.Next != 33 {
+		t.Fatalf("partition range %+v, %v: want 33 records", r, err)
+	}
 }
 
 // TestIdemMetaSum: an intent's checksums (cluster mode) come back as

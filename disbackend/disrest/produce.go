@@ -15,6 +15,8 @@ package disrest
 //     DIS when they may be stale (idem.go);
 //   - retryFirst: the retry of a batch cut short goes first, or the group
 //     waits for it (idem.go's hold);
+//   - checkPartial: the first records of a batch cut short read back and
+//     compared with its retry's, once, before only its rest is sent;
 //   - plan: each job checked (idempotence, compaction's keyHook) and
 //     converted into DIS records, with the write intent of the records;
 //   - writeIntent: the intent committed to DIS before the records go;
@@ -24,6 +26,7 @@ package disrest
 //     they are not where one base offset says (a late write).
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -33,6 +36,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/disgw/disgw/disbackend"
+	"github.com/disgw/disgw/disbackend/disapi"
 	"github.com/disgw/disgw/kafkawire/batch"
 )
 
@@ -79,6 +83,10 @@ func (s *Store) sendGroup(k partKey, group []job, ps *putState) []job {
 		return group // the writer waits for the retry (writer.run)
 	}
 	if err != nil {
+		s.failJobs(group, err)
+		return nil
+	}
+	if err := s.checkPartial(ctx, k, si, group); err != nil {
 		s.failJobs(group, err)
 		return nil
 	}
@@ -179,6 +187,71 @@ func (s *Store) retryFirst(k partKey, group []job) (ordered []job, hold bool, er
 		zap.String("stream", k.stream), zap.Int32("partition", k.part), zap.Int64("producer_id", p.pid),
 		zap.Int32("sequence", p.seq), zap.Int64("base_offset", p.base), zap.Int32("written", p.done), zap.Int32("records", p.n))
 	return group, false, nil
+}
+
+// checkPartial reads back the first records of partition k's batch cut
+// short (idem.go) when group starts with its retry and they were not
+// checked yet, and compares them with the retry's (key, value, headers,
+// whatever the record format): a batch cut short is only inferred, from an
+// intent and an end offset that moved into its records, and another
+// node's late write (docs/cluster.md §4) that lands where the intent
+// expected them moves the end offset the same way. When they differ, the
+// batch cut short is forgotten (logged) and the retry is written whole, at
+// the partition's end; when they match, the retry's rest follows them.
+// Records expired from DIS cannot be compared and are taken as the
+// batch's. Errors: DIS's reads, wrapping ErrUnavailable (the group fails;
+// its producers retry). DIS GetCursor, GetRecords.
+func (s *Store) checkPartial(ctx context.Context, k partKey, si streamInfo, group []job) error {
+	if len(group) == 0 {
+		return nil
+	}
+	b := &group[0].b
+	p := s.idem.partialOf(k, b)
+	if p == nil || p.checked {
+		return nil
+	}
+	format := si.st.Config.RecordFormat
+	if format == "" {
+		format = s.opts.RecordFormat
+	}
+	if _, err := s.toDISRecords(b, nil, false, format); err != nil {
+		return nil // refused in plan
+	}
+	raw, err := s.rawRecords(ctx, k, p.base, int(p.done))
+	switch {
+	case codeOf(err) == disapi.CodeSequenceNumberOutOfRange:
+	case err != nil:
+		return fmt.Errorf("disrest: append to %s/%d: %w: read the first records of a batch cut short: %v", k.stream, k.part, disbackend.ErrUnavailable, err)
+	case !headOf(raw, b.Records):
+		s.idem.clearPartial(k)
+		s.log.Warn("the first records of a batch cut short are not its own (a late write of another node?): its retry written whole",
+			zap.String("stream", k.stream), zap.Int32("partition", k.part), zap.Int64("producer_id", p.pid),
+			zap.Int32("sequence", p.seq), zap.Int64("base_offset", p.base), zap.Int32("written", p.done), zap.Int32("records", p.n))
+		return nil
+	}
+	s.idem.checkedPartial(k, p)
+	return nil
+}
+
+// headOf reports whether the records read back, raw, are the first
+// len(raw) of recs: the same keys, values and headers.
+func headOf(raw []rawRecord, recs []disbackend.Record) bool {
+	if len(raw) > len(recs) {
+		return false
+	}
+	for i := range raw {
+		got, _, _ := fromDIS(raw[i].data, raw[i].key, 0, false)
+		want := &recs[i]
+		if !bytes.Equal(got.Key, want.Key) || !bytes.Equal(got.Value, want.Value) || len(got.Headers) != len(want.Headers) {
+			return false
+		}
+		for j, h := range got.Headers {
+			if h.Key != want.Headers[j].Key || !bytes.Equal(h.Value, want.Headers[j].Value) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // keyHook is compaction's part in the writes of a partition whose keys the
