@@ -84,8 +84,10 @@ func (c *conn) opsOf(rt int8, name string, ops int32) int32 {
 	return out
 }
 
-// groupAuthorizedOps: READ, DESCRIBE, DELETE (Kafka's group operations).
-const groupAuthorizedOps = int32(1<<kmsg.ACLOperationRead | 1<<kmsg.ACLOperationDescribe | 1<<kmsg.ACLOperationDelete)
+// groupAuthorizedOps: READ, DESCRIBE, DELETE, DESCRIBE_CONFIGS and
+// ALTER_CONFIGS (Kafka 4.4's group operations, AclEntry.supportedOperations).
+const groupAuthorizedOps = int32(1<<kmsg.ACLOperationRead | 1<<kmsg.ACLOperationDescribe | 1<<kmsg.ACLOperationDelete |
+	1<<kmsg.ACLOperationDescribeConfigs | 1<<kmsg.ACLOperationAlterConfigs)
 
 // topicName is the name of a topic given by name or (name "") by id; ""
 // when the id is unknown (the handler answers it).

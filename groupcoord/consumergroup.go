@@ -272,12 +272,18 @@ func (g *group) consumerSummary() {
 // ConsumerGroupDescribe serves ConsumerGroupDescribe (API key 69, v0-1):
 // each group as consumer.Group.Describe shows it; an empty group id is
 // INVALID_GROUP_ID, a group that is not a consumer group in memory
-// GROUP_ID_NOT_FOUND ("Group X is not a consumer group."). The caller
-// checks DESCRIBE on each group and fills AuthorizedOperations.
+// GROUP_ID_NOT_FOUND ("Group X is not a consumer group."). With
+// IncludeAuthorizedOperations, a group found has every group operation
+// (groupOps, as DescribeGroups); the caller checks DESCRIBE on each group
+// and, with an authorizer, narrows AuthorizedOperations to the principal's.
 func (c *Coordinator) ConsumerGroupDescribe(ctx context.Context, topics consumer.Topics, req *kmsg.ConsumerGroupDescribeRequest) *kmsg.ConsumerGroupDescribeResponse {
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupDescribeResponse)
 	for _, id := range req.Groups {
-		resp.Groups = append(resp.Groups, c.describeConsumer(ctx, topics, id))
+		d := c.describeConsumer(ctx, topics, id)
+		if req.IncludeAuthorizedOperations && d.ErrorCode == 0 {
+			d.AuthorizedOperations = groupOps
+		}
+		resp.Groups = append(resp.Groups, d)
 	}
 	return resp
 }

@@ -34,9 +34,7 @@ func (g *Group) Describe(cfg Config, topics Topics) kmsg.ConsumerGroupDescribeRe
 		if m.RackID != "" {
 			dm.RackID = &m.RackID
 		}
-		if m.Regex != "" {
-			dm.SubscribedTopicRegex = &m.Regex
-		}
+		dm.SubscribedTopicRegex = &m.Regex // "" without one, as Kafka answers
 		dm.SubscribedTopics = slices.Clone(m.Topics)
 		if dm.SubscribedTopics == nil {
 			dm.SubscribedTopics = []string{}

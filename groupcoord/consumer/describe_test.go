@@ -22,7 +22,7 @@ func TestDescribe(t *testing.T) {
 	a.mustHeartbeat() // a revoking two of t
 
 	d := g.Describe(cfg, topics)
-	if d.Group != "g" || d.State != "Reconciling" || d.Epoch != 2 || d.AssignmentEpoch != 2 || len(d.Members) != 2 {
+	if d.Group != "g" || d.State != "Reconciling" || d.Epoch != 3 || d.AssignmentEpoch != 3 || len(d.Members) != 2 {
 		t.Fatalf("describe: %+v", d)
 	}
 	for _, m := range d.Members {

@@ -170,6 +170,12 @@ type Group struct {
 	namesSum uint64
 	// topicMeta: the partition counts and ids metadataHash last read.
 	topicMeta map[string]topicMeta
+	// hashEpoch is the group epoch at which MetadataHash last changed
+	// (the group's Epoch after a LoadGroup): a member whose epoch moves
+	// past it is sent its assignment even when its partitions' names
+	// did not change, as a topic of them may have been created again
+	// under its name (a new topic id; Kafka compares assignments by id).
+	hashEpoch int32
 }
 
 type tp struct {
@@ -179,7 +185,10 @@ type tp struct {
 
 // NewGroup returns an empty group.
 func NewGroup(id string) *Group {
-	return &Group{ID: id, Members: map[string]*GroupMember{}, Target: map[string]map[string][]int32{},
+	// Kafka 4.4 starts a group at epoch 1 with a target assignment of
+	// epoch 1 (ModernGroup's groupEpoch.set(1), TargetAssignmentMetadata.
+	// INITIAL): its first member's subscription makes epoch 2.
+	return &Group{ID: id, Epoch: 1, AssignmentEpoch: 1, Members: map[string]*GroupMember{}, Target: map[string]map[string][]int32{},
 		static: map[string]string{}, owners: map[tp]int32{}, regexes: map[string][]string{}}
 }
 
@@ -343,6 +352,9 @@ func (g *Group) Heartbeat(cfg Config, topics Topics, req *kmsg.ConsumerGroupHear
 	// 10 s; this does both at the group's next heartbeat).
 	if hash := g.metadataHash(topics); subscriptionChanged || assignorChanged || hash != g.MetadataHash {
 		g.Epoch++
+		if hash != g.MetadataHash {
+			g.hashEpoch = g.Epoch
+		}
 		g.MetadataHash = hash
 	}
 	g.updateTarget(cfg, topics)
@@ -379,11 +391,14 @@ func (g *Group) Heartbeat(cfg Config, topics Topics, req *kmsg.ConsumerGroupHear
 	resp.MemberEpoch = updated.MemberEpoch
 	resp.HeartbeatIntervalMillis = int32(cfg.HeartbeatInterval / time.Millisecond)
 	full := req.RebalanceTimeoutMillis != -1 && (req.SubscribedTopicNames != nil || req.SubscribedTopicRegex != nil) && req.Topics != nil
-	// Kafka sends the assignment when it changed; by topic id, so also
-	// when a topic was created again under its name, which bumps the
-	// epoch: this sends it whenever the member's epoch moved, too (a
-	// client takes the full set each time; this costs a few bytes).
-	if req.MemberEpoch == JoinEpoch || full || !equalPartitions(member.Assigned, updated.Assigned) || updated.MemberEpoch != member.MemberEpoch {
+	// Kafka sends the assignment when it changed, by topic id: so also
+	// when a topic was created again under its name, which changes the
+	// metadata hash; this sends it when the member's epoch moves past
+	// the epoch of a hash change (hashEpoch), which may also be a
+	// subscription to another topic (a client takes the full set each
+	// time; this costs a few bytes).
+	movedPastHash := member.MemberEpoch < g.hashEpoch && updated.MemberEpoch >= g.hashEpoch
+	if req.MemberEpoch == JoinEpoch || full || !equalPartitions(member.Assigned, updated.Assigned) || movedPastHash {
 		resp.Assignment = assignmentOf(topics, updated.Assigned)
 	}
 	return resp, timers, nil
@@ -563,7 +578,9 @@ func (g *Group) Fence(memberID string) Timers {
 	g.remove(memberID)
 	g.Epoch++
 	if g.topicMeta != nil { // nil just after LoadGroup: the next heartbeat hashes it
-		g.MetadataHash = g.hashOf(g.topicMeta) // without the member's subscriptions, as consumerGroupFenceMembers
+		if hash := g.hashOf(g.topicMeta); hash != g.MetadataHash { // without the member's subscriptions, as consumerGroupFenceMembers
+			g.MetadataHash, g.hashEpoch = hash, g.Epoch
+		}
 	}
 	if len(g.Members) == 0 {
 		g.AssignmentEpoch = g.Epoch

@@ -161,17 +161,17 @@ func TestGroupJoinRebalanceLeave(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.id == "" || a.epoch != 1 || count(a.owned) != 4 || resp.HeartbeatIntervalMillis != 5000 || !slices.Equal(timers.Session, []string{a.id}) {
+	if a.id == "" || a.epoch != 2 || count(a.owned) != 4 || resp.HeartbeatIntervalMillis != 5000 || !slices.Equal(timers.Session, []string{a.id}) {
 		t.Fatalf("first member: id %q epoch %d owned %v interval %d timers %+v", a.id, a.epoch, a.owned, resp.HeartbeatIntervalMillis, timers)
 	}
 	if g.State() != StableState {
 		t.Fatalf("state %s, want Stable", g.State())
 	}
 
-	// b joins: the group epoch moves to 2; b waits for a's partitions.
+	// b joins: the group epoch moves to 3; b waits for a's partitions.
 	b := &client{t: t, g: g, cfg: cfg, topics: topics, subs: []string{"t"}}
 	b.mustHeartbeat()
-	if g.Epoch != 2 || b.epoch != 2 || count(b.owned) != 0 || g.State() != Reconciling {
+	if g.Epoch != 3 || b.epoch != 3 || count(b.owned) != 0 || g.State() != Reconciling {
 		t.Fatalf("b joined: group epoch %d, b epoch %d owned %v, state %s", g.Epoch, b.epoch, b.owned, g.State())
 	}
 	if m := g.Members[b.id]; m.State != UnreleasedPartitions {
@@ -188,15 +188,15 @@ func TestGroupJoinRebalanceLeave(t *testing.T) {
 	if resp.Assignment == nil {
 		t.Fatal("a's assignment shrank but the response has none")
 	}
-	if a.epoch != 1 || count(a.owned) != 2 || len(timers.Rebalance) != 1 || timers.Rebalance[0].Epoch != 1 || timers.Rebalance[0].Timeout != 5*time.Minute {
+	if a.epoch != 2 || count(a.owned) != 2 || len(timers.Rebalance) != 1 || timers.Rebalance[0].Epoch != 2 || timers.Rebalance[0].Timeout != 5*time.Minute {
 		t.Fatalf("a revoking: epoch %d owned %v timers %+v", a.epoch, a.owned, timers)
 	}
 	if m := g.Members[a.id]; m.State != UnrevokedPartitions || len(m.PendingRevocation["t"]) != 2 {
 		t.Fatalf("a: %+v", m.Member)
 	}
-	// Revoked (the client reports two): a moves to epoch 2.
+	// Revoked (the client reports two): a moves to epoch 3.
 	a.mustHeartbeat()
-	if a.epoch != 2 || g.Members[a.id].State != Stable {
+	if a.epoch != 3 || g.Members[a.id].State != Stable {
 		t.Fatalf("a after revoking: epoch %d state %s", a.epoch, g.Members[a.id].State)
 	}
 	// b gets the released two.
@@ -206,23 +206,23 @@ func TestGroupJoinRebalanceLeave(t *testing.T) {
 	}
 	checkOwnership(t, topics, a, b)
 
-	// a leaves: epoch 3; b takes everything at its next heartbeats.
+	// a leaves: epoch 4; b takes everything at its next heartbeats.
 	a.epoch = LeaveEpoch
 	resp, timers, err = a.heartbeat()
 	if err != nil || resp.MemberEpoch != LeaveEpoch || !slices.Equal(timers.Cancel, []string{a.id}) {
 		t.Fatalf("leave: %v, %+v, %+v", err, resp, timers)
 	}
-	if _, ok := g.Members[a.id]; ok || g.Epoch != 3 {
+	if _, ok := g.Members[a.id]; ok || g.Epoch != 4 {
 		t.Fatalf("after leave: members %v, epoch %d", slices.Collect(maps.Keys(g.Members)), g.Epoch)
 	}
 	settle(t, g, 3, b)
-	if count(b.owned) != 4 || b.epoch != 3 {
+	if count(b.owned) != 4 || b.epoch != 4 {
 		t.Fatalf("b alone: epoch %d owned %v", b.epoch, b.owned)
 	}
 
-	// b fenced (session expired): the group is empty at epoch 4, its
+	// b fenced (session expired): the group is empty at epoch 5, its
 	// target assignment epoch too.
-	if timers := g.Fence(b.id); !slices.Equal(timers.Cancel, []string{b.id}) || g.State() != Empty || g.Epoch != 4 || g.AssignmentEpoch != 4 {
+	if timers := g.Fence(b.id); !slices.Equal(timers.Cancel, []string{b.id}) || g.State() != Empty || g.Epoch != 5 || g.AssignmentEpoch != 5 {
 		t.Fatalf("fence: %+v, state %s, epochs %d/%d", timers, g.State(), g.Epoch, g.AssignmentEpoch)
 	}
 	if _, _, err := b.heartbeat(); !errors.Is(err, kerr.UnknownMemberID) {
@@ -289,8 +289,8 @@ func TestGroupEpochFencing(t *testing.T) {
 	c3 := &client{t: t, g: g, cfg: cfg, topics: topics, subs: []string{"t"}}
 	settle(t, g, 5, a, b, c3)
 	m := g.Members[a.id]
-	if m.MemberEpoch != 3 || m.PreviousMemberEpoch != 2 {
-		t.Fatalf("a: epoch %d, previous %d: want 3, 2", m.MemberEpoch, m.PreviousMemberEpoch)
+	if m.MemberEpoch != 4 || m.PreviousMemberEpoch != 3 {
+		t.Fatalf("a: epoch %d, previous %d: want 4, 3", m.MemberEpoch, m.PreviousMemberEpoch)
 	}
 
 	for _, tc := range []struct {

@@ -117,8 +117,8 @@ func TestRegressEmptySubscriptionFirstMemberBumps(t *testing.T) {
 	cfg := DefaultConfig()
 	a := &client{t: t, g: g, cfg: cfg, topics: topics, subs: []string{}}
 	a.mustHeartbeat()
-	if g.Epoch != 0 {
-		t.Fatalf("a member subscribed to nothing bumped a new group to epoch %d (spec §2.7: no bump)", g.Epoch)
+	if g.Epoch != 1 {
+		t.Fatalf("a member subscribed to nothing bumped a new group to epoch %d (spec §2.7: no bump; a new group is at 1)", g.Epoch)
 	}
 }
 

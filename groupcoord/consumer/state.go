@@ -88,6 +88,7 @@ func LoadGroup(data []byte) (*Group, error) {
 	}
 	g := NewGroup(s.ID)
 	g.Epoch, g.AssignmentEpoch, g.MetadataHash = s.Epoch, s.AssignmentEpoch, s.MetadataHash
+	g.hashEpoch = g.Epoch // not saved: a member moving past it after a restart gets its assignment
 	for _, sm := range s.Members {
 		if _, dup := g.Members[sm.ID]; dup {
 			return nil, fmt.Errorf("consumer group state of %s: member %s twice", s.ID, sm.ID)

@@ -32,7 +32,8 @@ func TestStateRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g.topicMeta = nil // what the last heartbeat read of the topics: not saved
+	g.topicMeta = nil     // what the last heartbeat read of the topics: not saved
+	g.hashEpoch = g.Epoch // not saved: taken as the group epoch at load
 	if !reflect.DeepEqual(loaded, g) {
 		t.Fatalf("loaded\n %+v\nwant\n %+v", loaded, g)
 	}

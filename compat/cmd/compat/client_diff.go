@@ -28,7 +28,7 @@ import (
 // broker answered: the same, less the fields the old version lacks). Its
 // steps: one per sequence, then "tools" (difftools.go).
 
-var diffSteps = []string{"ApiVersions", "topics", "configs", "records", "groups", "admin", "txns", "coverage", "tools"}
+var diffSteps = []string{"ApiVersions", "topics", "configs", "records", "groups", "consumer-groups", "admin", "txns", "coverage", "tools"}
 
 // diffTarget is one server a sequence runs against.
 type diffTarget struct {
@@ -286,7 +286,7 @@ func runDiff(broker, tools, backend string) {
 		step string
 		fn   func(t *diffTarget, prefix string)
 	}{
-		{"topics", seqTopics}, {"configs", seqConfigs}, {"records", seqRecords}, {"groups", seqGroups}, {"admin", seqAdmin},
+		{"topics", seqTopics}, {"configs", seqConfigs}, {"records", seqRecords}, {"groups", seqGroups}, {"consumer-groups", seqConsumerGroups}, {"admin", seqAdmin},
 		{"txns", seqTxns},
 	}
 	for _, s := range seqs {

@@ -523,18 +523,15 @@ func consumerAssignment(topic string, parts ...int32) []byte {
 	return a.AppendTo(nil)
 }
 
-func seqGroups(t *diffTarget, p string) {
-	gt, g, g2 := p+"gt", p+"g", p+"g2"
-	createTopic(t, "", gt, 2, nil)
-	// The group commits gt[0]=5 as a consumer that read 5 records would
-	// (no consumer commits past the high watermark).
-	produce(t, "Produce 5 records to gt[0]", produceReq(gt, 0, recordBatch(5, -1, -1, -1)))
-
+// waitCoordinator returns a FindCoordinator request for group g once the
+// target answers it without an error (Kafka creates __consumer_offsets at
+// the first one), or after 30 s.
+func waitCoordinator(t *diffTarget, g string) *kmsg.FindCoordinatorRequest {
 	fc := kmsg.NewPtrFindCoordinatorRequest()
 	fc.CoordinatorKey = g
 	fc.CoordinatorKeys = []string{g}
 	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) { // Kafka creates __consumer_offsets first
+	for time.Now().Before(deadline) {
 		resp, _, err := t.send(fc)
 		if err != nil {
 			break
@@ -545,7 +542,17 @@ func seqGroups(t *diffTarget, p string) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	t.do("FindCoordinator g", fc)
+	return fc
+}
+
+func seqGroups(t *diffTarget, p string) {
+	gt, g, g2 := p+"gt", p+"g", p+"g2"
+	createTopic(t, "", gt, 2, nil)
+	// The group commits gt[0]=5 as a consumer that read 5 records would
+	// (no consumer commits past the high watermark).
+	produce(t, "Produce 5 records to gt[0]", produceReq(gt, 0, recordBatch(5, -1, -1, -1)))
+
+	t.do("FindCoordinator g", waitCoordinator(t, g))
 
 	join := func(label, member string) *kmsg.JoinGroupResponse {
 		jr := kmsg.NewPtrJoinGroupRequest()

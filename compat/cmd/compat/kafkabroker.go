@@ -78,6 +78,11 @@ func startKafkaBroker(tools string, extra ...string) (*kafkaBroker, error) {
 		"share.coordinator.state.topic.replication.factor=1",
 		"share.coordinator.state.topic.min.isr=1",
 		"group.initial.rebalance.delay.ms=0",
+		// disgw computes a consumer group's target assignment at every
+		// change (docs/consumer-protocol.md); Kafka 4.4 at most once a
+		// second by default, which leaves a group Assigning through a
+		// sequence of quick heartbeats.
+		"group.consumer.assignment.interval.ms=0",
 	}, extra...)
 	serverProps := filepath.Join(dir, "server.properties")
 	if err := os.WriteFile(serverProps, []byte(strings.Join(props, "\n")+"\n"), 0o644); err != nil {
