@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -176,5 +177,82 @@ func TestConsumerProtocolOff(t *testing.T) {
 	}
 	if lg := listed[group]; lg.GroupType != "classic" {
 		t.Fatalf("listed: %+v", lg)
+	}
+}
+
+// TestConsumerProtocolRegexNewTopic: a franz-go consumer with the consumer
+// protocol subscribes by regular expression (kgo.ConsumeRegex: KIP-848's
+// SubscribedTopicRegex, resolved by the coordinator). A matching topic
+// created after the group started is assigned to it at a later heartbeat
+// and its records are consumed; a topic that does not match is not.
+func TestConsumerProtocolRegexNewTopic(t *testing.T) {
+	g := startGateway(t, fastGroups, consumerProtocol)
+	ctx := context.Background()
+	const group, first, later, other = "kip848-regex", "re.first", "re.later", "other.topic"
+	adm := kadm.NewClient(g.client(t))
+	if _, err := adm.CreateTopic(ctx, 2, 1, nil, first); err != nil {
+		t.Fatal(err)
+	}
+	prod := g.client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	produceN(t, prod, first, 2, 5)
+
+	var mu sync.Mutex
+	seen := map[string]int{} // records read per topic
+	cl := g.client(t, kgo.ConsumerGroup(group), kgo.ConsumeRegex(), kgo.ConsumeTopics(`re\..*`),
+		kgo.ServerSideBalancer(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(200*time.Millisecond), kgo.MetadataMinAge(500*time.Millisecond), kgo.MetadataMaxAge(2*time.Second))
+	pctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for pctx.Err() == nil {
+			cl.PollFetches(pctx).EachRecord(func(r *kgo.Record) {
+				mu.Lock()
+				seen[r.Topic]++
+				mu.Unlock()
+			})
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	count := func(topic string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return seen[topic]
+	}
+	eventually(t, 30*time.Second, "the 10 records of "+first+" are consumed", func() bool { return count(first) == 10 })
+
+	// Created after the group started: the coordinator resolves the
+	// regular expression again at the member's next heartbeat (5 s apart).
+	start := time.Now()
+	if _, err := adm.CreateTopic(ctx, 3, 1, nil, later); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, other); err != nil {
+		t.Fatal(err)
+	}
+	produceN(t, prod, later, 3, 4)
+	produceN(t, prod, other, 1, 4)
+	eventually(t, 20*time.Second, "the 12 records of "+later+", created after the group started, are consumed", func() bool { return count(later) == 12 })
+	t.Logf("%s picked up and read %.1fs after it was created", later, time.Since(start).Seconds())
+
+	req := kmsg.NewPtrConsumerGroupDescribeRequest()
+	req.Groups = []string{group}
+	resp, err := req.RequestWith(ctx, g.client(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := resp.Groups[0]
+	if d.ErrorCode != 0 || len(d.Members) != 1 {
+		t.Fatalf("describe: %+v", d)
+	}
+	assigned := map[string]int{}
+	for _, tp := range d.Members[0].Assignment.TopicPartitions {
+		assigned[tp.Topic] = len(tp.Partitions)
+	}
+	if len(assigned) != 2 || assigned[first] != 2 || assigned[later] != 3 {
+		t.Fatalf("the member's assignment: %v, want %s 2 partitions and %s 3", assigned, first, later)
+	}
+	if n := count(other); n != 0 {
+		t.Fatalf("%d records of %s, which the regular expression does not match", n, other)
 	}
 }
