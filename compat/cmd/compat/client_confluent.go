@@ -11,7 +11,12 @@ import (
 )
 
 // confluentClient: confluent-kafka-go with its bundled librdkafka.
-type confluentClient struct{ broker string }
+// groupProtocol, when set, is the consumers' group.protocol ("consumer":
+// KIP-848's ConsumerGroupHeartbeat in place of JoinGroup/SyncGroup); name
+// is the row's, written into the records' client header.
+type confluentClient struct {
+	broker, name, groupProtocol string
+}
 
 func (c confluentClient) Create(ctx context.Context, topic string) (string, error) {
 	adm, err := kafka.NewAdminClient(&kafka.ConfigMap{"bootstrap.servers": c.broker})
@@ -49,7 +54,7 @@ func (c confluentClient) Produce(ctx context.Context, topic string) (string, err
 			Key:            []byte(scen.Key(i)),
 			Value:          []byte(scen.Value(i)),
 		}
-		for _, h := range scen.Headers(i, "confluent-kafka-go") {
+		for _, h := range scen.Headers(i, c.name) {
 			m.Headers = append(m.Headers, kafka.Header{Key: h[0], Value: []byte(h[1])})
 		}
 		if err := p.Produce(m, dr); err != nil {
@@ -74,12 +79,20 @@ func (c confluentClient) Produce(ctx context.Context, topic string) (string, err
 }
 
 func (c confluentClient) Consume(ctx context.Context, topic, group string, enough func([]scen.Rec) bool) ([]scen.Rec, error) {
-	co, err := kafka.NewConsumer(&kafka.ConfigMap{
+	cfg := kafka.ConfigMap{
 		"bootstrap.servers":  c.broker,
 		"group.id":           group,
 		"auto.offset.reset":  "earliest",
 		"enable.auto.commit": false,
-	})
+	}
+	if c.groupProtocol != "" {
+		// With group.protocol=consumer librdkafka refuses
+		// session.timeout.ms, heartbeat.interval.ms,
+		// partition.assignment.strategy and group.protocol.type (the
+		// coordinator owns them): none is set here.
+		cfg["group.protocol"] = c.groupProtocol
+	}
+	co, err := kafka.NewConsumer(&cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -138,6 +151,9 @@ func (c confluentClient) Describe(ctx context.Context, topic, group string) (gro
 	}
 	d := dg.ConsumerGroupDescriptions[0]
 	st.State, st.Members = d.State.String(), len(d.Members)
+	if c.groupProtocol == "consumer" && d.Type != kafka.ConsumerGroupTypeConsumer {
+		return st, fmt.Errorf("AdminClient.DescribeConsumerGroups: group type %s, want %s (the consumers used group.protocol=consumer)", d.Type, kafka.ConsumerGroupTypeConsumer)
+	}
 	md, err := adm.GetMetadata(&topic, false, 10000)
 	if err != nil {
 		return st, fmt.Errorf("AdminClient.GetMetadata: %w", err)

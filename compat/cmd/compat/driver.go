@@ -158,6 +158,8 @@ var clients = []clientSpec{
 	{name: "kafka-go", about: "segmentio/kafka-go, default Writer (acks=0), group Reader", argv: goScenario("kafka-go")},
 	{name: "kafka-go-requireall", about: "segmentio/kafka-go, RequireAll Writer, group Reader", argv: goScenario("kafka-go-requireall")},
 	{name: "confluent-kafka-go", about: "confluent-kafka-go, bundled librdkafka (cgo)", argv: goScenario("confluent-kafka-go"), cluster: true},
+	{name: "confluent-kafka-go-consumer-protocol", about: "confluent-kafka-go, bundled librdkafka (cgo), consumers with group.protocol=consumer (KIP-848)",
+		argv: goScenario("confluent-kafka-go-consumer-protocol"), cluster: true},
 	{name: "kcat", about: "Debian's kcat (librdkafka 2.0.2)", extra: kcatExtra, argv: goScenario("kcat"), cluster: true},
 	// Its topic auto-created with 3 partitions, led by several nodes.
 	{name: "kcat-one-seed", about: "Debian's kcat bootstrapped with one node's address, its topic auto-created with 3 partitions (several nodes only)", extra: kcatExtra,

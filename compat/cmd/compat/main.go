@@ -30,6 +30,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/disgw/disgw/compat/internal/scen"
 )
 
 func main() {
@@ -68,10 +70,15 @@ func scenarioMain(args []string) int {
 	case "kafka-go", "kafka-go-requireall":
 		scenInfoModule("github.com/segmentio/kafka-go")
 		runGoScenario(name, kafkaGoClient{broker: *broker, requireAll: name == "kafka-go-requireall", name: name}, *topic, *group, true)
-	case "confluent-kafka-go":
+	case "confluent-kafka-go", "confluent-kafka-go-consumer-protocol":
 		scenInfoModule("github.com/confluentinc/confluent-kafka-go/v2")
 		confluentInfo()
-		runGoScenario(name, confluentClient{*broker}, *topic, *group, true)
+		c := confluentClient{broker: *broker, name: name}
+		if name == "confluent-kafka-go-consumer-protocol" {
+			c.groupProtocol = "consumer"
+			scen.Info("group.protocol", "consumer")
+		}
+		runGoScenario(name, c, *topic, *group, true)
 	case "kcat":
 		runKcat(*broker, *topic, *group)
 	case "kafka-java":
