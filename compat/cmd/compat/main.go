@@ -83,6 +83,8 @@ func scenarioMain(args []string) int {
 		runKcat(*broker, *topic, *group)
 	case "kafka-java":
 		runJava(*broker, *topic, *group, *jars)
+	case "kafka-java-consumer-protocol":
+		runJavaGroup(*broker, *topic, *group, *jars)
 	case "kafka-connect":
 		runConnect(*disgwBin, *backend, *nodes, *tools, *topic)
 	case "kafka-connect-eos":
