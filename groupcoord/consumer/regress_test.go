@@ -122,6 +122,28 @@ func TestRegressEmptySubscriptionFirstMemberBumps(t *testing.T) {
 	}
 }
 
+// §2.2 step 1: Kafka 4.4 starts a new consumer group at group epoch 1 and
+// assignment epoch 1 (ModernGroup, TargetAssignmentMetadata.INITIAL), so
+// its first member joins at epoch 2 ("Bumped group epoch to 2" in a Kafka
+// 4.4 broker's log, where disgw said 1 before; kafka-diff's
+// consumer-groups sequence found it too).
+func TestRegressNewGroupStartsAtEpochOne(t *testing.T) {
+	topics := fakeTopics{"t": 2}
+	g := NewGroup("g")
+	if g.Epoch != 1 || g.AssignmentEpoch != 1 || g.State() != Empty {
+		t.Fatalf("new group: epochs %d/%d, state %s; want 1/1, Empty", g.Epoch, g.AssignmentEpoch, g.State())
+	}
+	cfg := DefaultConfig()
+	a := &client{t: t, g: g, cfg: cfg, topics: topics, subs: []string{"t"}}
+	a.mustHeartbeat()
+	if g.Epoch != 2 || g.AssignmentEpoch != 2 || a.epoch != 2 {
+		t.Fatalf("first join: group epochs %d/%d, member epoch %d; want 2", g.Epoch, g.AssignmentEpoch, a.epoch)
+	}
+	if d := g.Describe(cfg, topics); d.Epoch != 2 || d.AssignmentEpoch != 2 {
+		t.Fatalf("describe after the first join: %+v", d)
+	}
+}
+
 // §2.9: fencing recomputes the metadata hash without the member, then bumps
 // once. Fence does not recompute MetadataHash, so the next heartbeat of a
 // remaining member bumps a second time.
