@@ -448,7 +448,8 @@ type Config struct {
 	GroupMaxSessionTimeout time.Duration `yaml:"group_max_session_timeout" default:"30m"`
 	// GroupConsumerProtocol serves KIP-848's consumer group protocol
 	// (`group.protocol=consumer`: ConsumerGroupHeartbeat and
-	// ConsumerGroupDescribe, advertised by ApiVersions only when on), as
+	// ConsumerGroupDescribe, and the `group.version` 1 feature, advertised
+	// by ApiVersions only when on), as
 	// Kafka 4.4 does by default, with Kafka's settings (session 45 s,
 	// heartbeat interval 5 s, assignors `uniform` and `range`); `false`
 	// leaves clients the classic protocol only

@@ -6,8 +6,9 @@ package gateway
 //   - v0: the key table.
 //   - v1: ThrottleMillis.
 //   - v3: flexible; ClientSoftwareName and ClientSoftwareVersion, which Kafka
-//     validates (INVALID_REQUEST when malformed); features (KIP-584), which
-//     we leave empty.
+//     validates (INVALID_REQUEST when malformed); features (KIP-584):
+//     group.version only, and only when ConsumerGroupHeartbeat is served
+//     (advertisedFeatures).
 //   - v5: ClusterID and NodeID the client expects (KIP-1242):
 //     REBOOTSTRAP_REQUIRED when they are not us (the node id is the
 //     view's Self with several nodes, cluster.go).
@@ -72,7 +73,47 @@ func (s *Server) handleApiVersions(req *kafkawire.Request) kmsg.Response {
 		}
 	}
 	resp.ApiKeys = s.advertisedKeys()
+	if r.Version >= 3 {
+		s.advertiseFeatures(resp)
+	}
 	return resp
+}
+
+// groupVersionLevel is the level of the group.version feature that KIP-848's
+// consumer protocol needs (Kafka 4.4's GroupVersion.GV_1, also its highest).
+const groupVersionLevel = 1
+
+// featuresEpoch is the FinalizedFeaturesEpoch answered with the features:
+// Kafka answers the metadata log offset of the last feature change; disgw's
+// features change only with the setting at a restart, so a constant
+// positive epoch (clients keep the finalized features of the highest epoch
+// they saw, -1 meaning none).
+const featuresEpoch = 1
+
+// advertiseFeatures fills ApiVersions v3+'s features (KIP-584) as Kafka 4.4's
+// broker answers them, for what disgw serves: with
+// Config.ConsumerGroupProtocol (API 68 served), SupportedFeatures
+// group.version 0-1 and FinalizedFeatures group.version 1-1, which clients
+// and kafka-features.sh read as "the consumer protocol is on". Without it,
+// no feature at all (group.version at level 0, which Kafka leaves out of
+// FinalizedFeatures too). Kafka 4.4 also lists metadata.version and
+// kraft.version (a controller quorum disgw has none of), transaction.version
+// 2 (KIP-890 part 2: EndTxn v5, Produce v12 adding partitions implicitly,
+// not served, docs/transactions.md), share.version and streams.version
+// (share groups, KIP-1071 streams groups: not served) and
+// eligible.leader.replicas.version (KIP-966, replicas disgw has none of):
+// none is advertised.
+func (s *Server) advertiseFeatures(resp *kmsg.ApiVersionsResponse) {
+	if !s.serves(68) {
+		return
+	}
+	sf := kmsg.NewApiVersionsResponseSupportedFeature()
+	sf.Name, sf.MinVersion, sf.MaxVersion = "group.version", 0, groupVersionLevel
+	ff := kmsg.NewApiVersionsResponseFinalizedFeature()
+	ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = "group.version", groupVersionLevel, groupVersionLevel
+	resp.SupportedFeatures = append(resp.SupportedFeatures, sf)
+	resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
+	resp.FinalizedFeaturesEpoch = featuresEpoch
 }
 
 // validSoftwareNameVersion is Kafka's rule for ApiVersions v3+ client

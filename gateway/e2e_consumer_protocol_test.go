@@ -256,3 +256,49 @@ func TestConsumerProtocolRegexNewTopic(t *testing.T) {
 		t.Fatalf("%d records of %s, which the regular expression does not match", n, other)
 	}
 }
+
+// TestApiVersionsGroupVersion: ApiVersions v3+ advertises the group.version
+// feature as Kafka 4.4's broker does (its one-node KRaft answer, queried with
+// kmsg v4: SupportedFeatures group.version 0-1, FinalizedFeatures
+// group.version 1-1 with a positive epoch) when ConsumerGroupHeartbeat is
+// served, and no feature without the setting (kgo sends the highest version
+// both know, v4 or v5).
+func TestApiVersionsGroupVersion(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		on   bool
+		want bool
+	}{
+		{"group_consumer_protocol on", true, true},
+		{"group_consumer_protocol off", false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := startGateway(t, func(c *gateway.Config) { c.ConsumerGroupProtocol = tc.on })
+			req := kmsg.NewPtrApiVersionsRequest()
+			req.ClientSoftwareName, req.ClientSoftwareVersion = "disgw-test", "1"
+			resp, err := req.RequestWith(context.Background(), g.client(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tc.want {
+				if len(resp.SupportedFeatures) != 0 || len(resp.FinalizedFeatures) != 0 {
+					t.Fatalf("features advertised: %+v %+v", resp.SupportedFeatures, resp.FinalizedFeatures)
+				}
+				return
+			}
+			if len(resp.SupportedFeatures) != 1 || len(resp.FinalizedFeatures) != 1 {
+				t.Fatalf("features: %+v %+v, want group.version alone", resp.SupportedFeatures, resp.FinalizedFeatures)
+			}
+			sf, ff := resp.SupportedFeatures[0], resp.FinalizedFeatures[0]
+			if sf.Name != "group.version" || sf.MinVersion != 0 || sf.MaxVersion != 1 {
+				t.Errorf("supported: %+v, want group.version 0-1", sf)
+			}
+			if ff.Name != "group.version" || ff.MinVersionLevel != 1 || ff.MaxVersionLevel != 1 {
+				t.Errorf("finalized: %+v, want group.version 1-1", ff)
+			}
+			if resp.FinalizedFeaturesEpoch <= 0 {
+				t.Errorf("finalized features epoch %d, want > 0", resp.FinalizedFeaturesEpoch)
+			}
+		})
+	}
+}
