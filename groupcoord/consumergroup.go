@@ -132,7 +132,7 @@ func (g *group) consumerHeartbeat(client Client, topics consumer.Topics, req *km
 		return failErr(err)
 	}
 	hadMembers := len(g.cg.Members) > 0
-	resp, timers, err := g.cg.Heartbeat(g.c.cfg.Consumer, topics, req, client.ID, client.Host)
+	resp, timers, err := g.cg.Heartbeat(g.c.consumerConfig(g.id), topics, req, client.ID, client.Host)
 	if err != nil {
 		return failErr(err)
 	}
@@ -216,7 +216,7 @@ func (g *group) applyConsumerTimers(t consumer.Timers) {
 		stopTimer(ts.session)
 		ts.sessionSeq++
 		seq := ts.sessionSeq
-		ts.session = g.after(g.c.cfg.Consumer.SessionTimeout, func() {
+		ts.session = g.after(g.c.consumerConfig(g.id).SessionTimeout, func() {
 			if cur := g.cgTimers[id]; cur == nil || cur.sessionSeq != seq || g.cg == nil {
 				return
 			}
@@ -310,7 +310,7 @@ func (c *Coordinator) describeConsumer(ctx context.Context, topics consumer.Topi
 			ch <- notFound
 			return
 		}
-		ch <- g.cg.Describe(c.cfg.Consumer, topics)
+		ch <- g.cg.Describe(c.consumerConfig(id), topics)
 	}, func() { ch <- fail(kerr.NotCoordinator.Code, "") })
 	switch {
 	case err != nil:

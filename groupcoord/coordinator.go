@@ -200,6 +200,12 @@ type Coordinator struct {
 	loading map[string]struct{}
 	viewSeq uint64
 	reload  chan struct{} // ViewChanged → background: load the gained groups (capacity 1)
+
+	// configs are the groups' GROUP config overrides (groupconfig.go),
+	// read at start and on a view change, set by SetGroupConfig; guarded
+	// by cfgMu, apart from mu as group goroutines read it per heartbeat.
+	cfgMu   sync.RWMutex
+	configs map[string]GroupConfig
 }
 
 // takeOffsets hands a group coming into memory what it committed before.
@@ -240,6 +246,7 @@ func New(cfg Config, apps disbackend.Apps, topics Topics) *Coordinator {
 		held:       make(map[string]struct{}),
 		loading:    make(map[string]struct{}),
 		reload:     make(chan struct{}, 1),
+		configs:    make(map[string]GroupConfig),
 	}
 	c.base, c.cancelBase = context.WithCancel(context.Background())
 	c.start = c.clock.Now()

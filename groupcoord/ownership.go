@@ -198,6 +198,7 @@ func (c *Coordinator) loadGained() {
 		c.log.Warn("loading the groups that moved here failed; each is loaded at its first request", zap.Error(err))
 		return
 	}
+	c.takeConfigs(states)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n := 0

@@ -180,6 +180,7 @@ func (c *Coordinator) restoreGroups(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	c.takeConfigs(states)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for id, b := range states {

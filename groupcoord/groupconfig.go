@@ -1,0 +1,173 @@
+package groupcoord
+
+// GROUP config resources (Kafka 4.4's GroupConfig, resource type 32;
+// docs/consumer-protocol.md §7.2): a group's overrides of the broker's
+// group.consumer.* settings, set by IncrementalAlterConfigs and read by
+// DescribeConfigs (kafka-configs --entity-type groups), whether the group
+// exists or not. A consumer group uses its overrides from its next
+// heartbeat (consumerConfig), as Kafka reads them per heartbeat.
+//
+// They are kept where the groups' membership is, the backend's
+// GroupStateStore (the embedded store's Pebble, DIS's stream
+// __disgw_groups), under the key configKey(group), which starts with a NUL
+// byte so that restoring the groups tells them apart; the value is JSON
+// (savedGroupConfig). The coordinator keeps every group's overrides in
+// memory (configs), read at start with the groups' states.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/disgw/disgw/groupcoord/consumer"
+)
+
+// The GROUP configs disgw serves: Kafka 4.4's consumer group ones
+// (GroupConfig.CONSUMER_*_CONFIG).
+const (
+	// ConsumerSessionTimeoutConfig overrides group.consumer.session.timeout.ms.
+	ConsumerSessionTimeoutConfig = "consumer.session.timeout.ms"
+	// ConsumerHeartbeatIntervalConfig overrides
+	// group.consumer.heartbeat.interval.ms.
+	ConsumerHeartbeatIntervalConfig = "consumer.heartbeat.interval.ms"
+	// ConsumerAssignmentIntervalConfig overrides
+	// group.consumer.assignment.interval.ms; disgw computes a target
+	// assignment at once (docs/consumer-protocol.md), so it is kept and
+	// described but changes nothing.
+	ConsumerAssignmentIntervalConfig = "consumer.assignment.interval.ms"
+)
+
+// GroupConfig is a group's overrides, by Kafka config name, in
+// milliseconds; a name not in it takes the broker's value.
+type GroupConfig map[string]int32
+
+// configKeyPrefix starts the GroupStateStore key of a group's configs: a
+// NUL byte, which no client's group id is expected to start with.
+const configKeyPrefix = "\x00group-config\x00"
+
+// configKey is group's configs' key in the GroupStateStore.
+func configKey(group string) string { return configKeyPrefix + group }
+
+// configGroup returns the group whose configs key is, and whether key is
+// a configs key.
+func configGroup(key string) (string, bool) { return strings.CutPrefix(key, configKeyPrefix) }
+
+// savedGroupConfig is the JSON of a group's configs in the store.
+type savedGroupConfig struct {
+	Configs map[string]int32 `json:"group_configs"`
+}
+
+// ErrNoConfigStore: the backend keeps no group state, so no GROUP configs
+// (Kafka INVALID_REQUEST, from the gateway).
+var ErrNoConfigStore = errors.New("the backend keeps no group state: group configs cannot be stored")
+
+// GroupConfig returns group's overrides as last stored (nil: none), read
+// from the backend so that a save by another node is seen; nil without a
+// GroupStateStore. Errors: the backend's.
+func (c *Coordinator) GroupConfig(ctx context.Context, group string) (GroupConfig, error) {
+	if c.states == nil {
+		return nil, nil
+	}
+	b, err := c.readState(ctx, configKey(group))
+	if err != nil || b == nil {
+		return nil, err
+	}
+	return decodeGroupConfig(b)
+}
+
+// SetGroupConfig stores group's overrides (empty: none), synced before it
+// returns, and uses them from the group's next heartbeat. The caller
+// validated them (the gateway, as Kafka's GroupConfig.validate). Errors:
+// the backend's; ErrNoConfigStore.
+func (c *Coordinator) SetGroupConfig(ctx context.Context, group string, cfg GroupConfig) error {
+	if c.states == nil {
+		return ErrNoConfigStore
+	}
+	var b []byte
+	if len(cfg) > 0 {
+		var err error
+		if b, err = json.Marshal(savedGroupConfig{Configs: cfg}); err != nil {
+			return err
+		}
+	}
+	if err := c.states.SaveGroupState(ctx, configKey(group), b); err != nil {
+		return err
+	}
+	c.cfgMu.Lock()
+	defer c.cfgMu.Unlock()
+	if len(cfg) == 0 {
+		delete(c.configs, group)
+	} else {
+		c.configs[group] = cfg
+	}
+	return nil
+}
+
+// ConfiguredGroups returns the groups with stored overrides, as
+// ListConfigResources lists them. Errors: the backend's.
+func (c *Coordinator) ConfiguredGroups(ctx context.Context) ([]string, error) {
+	if c.states == nil {
+		return nil, nil
+	}
+	states, err := c.states.GroupStates(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for key, b := range states {
+		if g, ok := configGroup(key); ok && b != nil {
+			out = append(out, g)
+		}
+	}
+	return out, nil
+}
+
+func decodeGroupConfig(b []byte) (GroupConfig, error) {
+	var s savedGroupConfig
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, err
+	}
+	return s.Configs, nil
+}
+
+// takeConfigs moves the configs entries out of states (read from the
+// store) into memory, leaving the groups' states.
+func (c *Coordinator) takeConfigs(states map[string][]byte) {
+	c.cfgMu.Lock()
+	defer c.cfgMu.Unlock()
+	for key, b := range states {
+		g, ok := configGroup(key)
+		if !ok {
+			continue
+		}
+		delete(states, key)
+		cfg, err := decodeGroupConfig(b)
+		if err != nil {
+			c.log.Warn("ignoring saved group configs that do not decode", zap.String("group", g), zap.Error(err))
+			continue
+		}
+		if len(cfg) > 0 {
+			c.configs[g] = cfg
+		}
+	}
+}
+
+// consumerConfig is the consumer group settings of group: the broker's
+// (Config.Consumer) with the group's overrides.
+func (c *Coordinator) consumerConfig(group string) consumer.Config {
+	cfg := c.cfg.Consumer
+	c.cfgMu.RLock()
+	over := c.configs[group]
+	c.cfgMu.RUnlock()
+	if v, ok := over[ConsumerSessionTimeoutConfig]; ok {
+		cfg.SessionTimeout = time.Duration(v) * time.Millisecond
+	}
+	if v, ok := over[ConsumerHeartbeatIntervalConfig]; ok {
+		cfg.HeartbeatInterval = time.Duration(v) * time.Millisecond
+	}
+	return cfg
+}
