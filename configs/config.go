@@ -451,7 +451,10 @@ type Config struct {
 	// ConsumerGroupDescribe, and the `group.version` 1 feature, advertised
 	// by ApiVersions only when on), as
 	// Kafka 4.4 does by default, with Kafka's settings (session 45 s,
-	// heartbeat interval 5 s, assignors `uniform` and `range`); `false`
+	// heartbeat interval 5 s, assignors `uniform` and `range`; a group's
+	// `consumer.session.timeout.ms` and `consumer.heartbeat.interval.ms`,
+	// set with `kafka-configs --entity-type groups`, override the first
+	// two for it); `false`
 	// leaves clients the classic protocol only
 	// (docs/consumer-protocol.md says what differs from Kafka).
 	GroupConsumerProtocol bool `yaml:"group_consumer_protocol" default:"true" gateway:"ConsumerGroupProtocol"`

@@ -15,6 +15,7 @@ package gateway
 // nodes another node's id gets INVALID_REQUEST as from Kafka) give the
 // gateway's values (advertised.listeners, num.partitions, limits) where
 // it has them and Kafka's defaults for the rest, every key read-only.
+// GROUP resources give the consumer group configs (group_configs.go).
 // Other resource types get INVALID_REQUEST, and so does a resource listed
 // again (described once: a request cannot repeat one large answer) and
 // resources past Limits.MaxTopics (limits.go).
@@ -116,6 +117,16 @@ func (c *conn) handleDescribeConfigs(req *kafkawire.Request) reply {
 				continue
 			}
 			entries = s.describeBrokerConfig()
+		case kmsg.ConfigResourceTypeGroupConfig:
+			ctx, cancel := c.requestContext(0)
+			var err error
+			entries, err = s.describeGroupConfig(ctx, rr.ResourceName)
+			cancel()
+			if err != nil {
+				res.ErrorCode, res.ErrorMessage = kafkaError(s.log, err), errMessage(err)
+				resp.Resources = append(resp.Resources, res)
+				continue
+			}
 		default:
 			res.ErrorCode = kerr.InvalidRequest.Code
 			msg := "unsupported resource type " + rr.ResourceType.String()

@@ -14,7 +14,9 @@ package gateway
 // in one resource gets INVALID_REQUEST, as in Kafka. On DIS, retention.ms
 // is data_duration (24-168 hours; others INVALID_CONFIG). BROKER
 // resources get INVALID_REQUEST: broker settings come from disgw's
-// configuration file. Other resource types get INVALID_REQUEST, and so do
+// configuration file. GROUP resources set the consumer group configs
+// (group_configs.go; AlterConfigs, API 33, replaces them all, as Kafka's
+// does). Other resource types get INVALID_REQUEST, and so do
 // resources past Limits.MaxTopics (limits.go).
 
 import (
@@ -102,6 +104,8 @@ func (s *Server) alterConfigs(ctx context.Context, typ kmsg.ConfigResourceType, 
 	n int, op func(int) (string, kmsg.IncrementalAlterConfigOp, *string)) error {
 	switch typ {
 	case kmsg.ConfigResourceTypeTopic:
+	case kmsg.ConfigResourceTypeGroupConfig:
+		return s.alterGroupConfig(ctx, name, replace, validateOnly, n, op)
 	case kmsg.ConfigResourceTypeBroker:
 		return kerrWrap(kerr.InvalidRequest, "broker configs cannot be changed at run time: they come from disgw's configuration file")
 	default:

@@ -15,16 +15,16 @@ package gateway
 //     type asked for that the version does not know makes the answer
 //     UNSUPPORTED_VERSION with no resources; a type asked twice is listed
 //     once;
-//   - in Kafka's order: the groups that have configs, the client metrics
+//   - in Kafka's order: the groups that have configs (sorted by name;
+//     group_configs.go, none with several nodes), the client metrics
 //     resources, every broker as a broker logger, every broker as a broker
 //     (named by node id: this node's Config.NodeID, or with several nodes
 //     the view's nodes Metadata lists, cluster.go), then every topic,
 //     sorted by name,
 //     __consumer_offsets included as Metadata lists it;
-//   - disgw has no group configs (the KIP-848 groups they configure are
-//     not served) and no client metrics resources (KIP-714 is not
-//     served): those types are always empty, as from a Kafka where none
-//     were set. So v0 always answers no resources.
+//   - disgw has no client metrics resources (KIP-714 is not served): that
+//     type is always empty, as from a Kafka where none were set. So v0
+//     always answers no resources.
 //
 // In the dis authentication mode (SASLConfig.PlainDIS), the topics DIS
 // does not let the principal describe are left out, as Metadata leaves
@@ -87,7 +87,19 @@ func (c *conn) handleListConfigResources(req *kafkawire.Request) reply {
 		resp.ConfigResources = append(resp.ConfigResources, cr)
 	}
 	// GROUP and CLIENT_METRICS come first in Kafka's answer; disgw has
-	// none of either.
+	// no client metrics resources.
+	if asked(kmsg.ConfigResourceTypeGroupConfig) {
+		ctx, cancel := c.requestContext(0)
+		groups, err := c.s.configuredGroups(ctx)
+		cancel()
+		if err != nil {
+			resp.ErrorCode = kafkaError(c.log, err)
+			return ready(req, resp)
+		}
+		for _, g := range groups {
+			add(kmsg.ConfigResourceTypeGroupConfig, g)
+		}
+	}
 	nodes := []string{strconv.Itoa(int(c.s.cfg.NodeID))}
 	if kv := c.kafkaView(); kv != nil {
 		nodes = nodes[:0]

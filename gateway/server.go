@@ -316,6 +316,7 @@ type Server struct {
 	log           *zap.Logger
 	topics        *topicCache
 	groups        *groupcoord.Coordinator // consumer groups and committed offsets
+	groupConfigMu sync.Mutex              // one GROUP config alter at a time (group_configs.go)
 	txn           *txncoord.Coordinator   // transactions; nil when not served (txn.go)
 	limits        *limiter                // per-request limits, auto-create bucket
 
