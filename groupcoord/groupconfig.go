@@ -11,7 +11,10 @@ package groupcoord
 // GroupStateStore (the embedded store's Pebble, DIS's stream
 // __disgw_groups), under the key configKey(group), which starts with a NUL
 // byte so that restoring the groups tells them apart; the value is JSON
-// (savedGroupConfig). The coordinator keeps every group's overrides in
+// (savedGroupConfig). A group whose id is a configs key (a client's id
+// starting with that prefix) still restores (takeConfigs takes configs
+// JSON only), but altering the configs of the group it names replaces
+// its saved state. The coordinator keeps every group's overrides in
 // memory (configs), read at start with the groups' states.
 
 import (
@@ -20,8 +23,6 @@ import (
 	"errors"
 	"strings"
 	"time"
-
-	"go.uber.org/zap"
 
 	"github.com/disgw/disgw/groupcoord/consumer"
 )
@@ -76,7 +77,11 @@ func (c *Coordinator) GroupConfig(ctx context.Context, group string) (GroupConfi
 	if err != nil || b == nil {
 		return nil, err
 	}
-	return decodeGroupConfig(b)
+	cfg, err := decodeGroupConfig(b)
+	if err != nil {
+		return nil, nil // not configs: a group's state (takeConfigs)
+	}
+	return cfg, nil
 }
 
 // SetGroupConfig stores group's overrides (empty: none), synced before it
@@ -119,8 +124,10 @@ func (c *Coordinator) ConfiguredGroups(ctx context.Context) ([]string, error) {
 	}
 	var out []string
 	for key, b := range states {
-		if g, ok := configGroup(key); ok && b != nil {
-			out = append(out, g)
+		if g, ok := configGroup(key); ok {
+			if cfg, err := decodeGroupConfig(b); err == nil && cfg != nil {
+				out = append(out, g)
+			}
 		}
 	}
 	return out, nil
@@ -135,7 +142,9 @@ func decodeGroupConfig(b []byte) (GroupConfig, error) {
 }
 
 // takeConfigs moves the configs entries out of states (read from the
-// store) into memory, leaving the groups' states.
+// store) into memory, leaving the groups' states. An entry under a
+// configs key whose value is no configs JSON (the state of a group whose
+// id happens to start with configKeyPrefix) is left as a group's.
 func (c *Coordinator) takeConfigs(states map[string][]byte) {
 	c.cfgMu.Lock()
 	defer c.cfgMu.Unlock()
@@ -144,15 +153,12 @@ func (c *Coordinator) takeConfigs(states map[string][]byte) {
 		if !ok {
 			continue
 		}
-		delete(states, key)
 		cfg, err := decodeGroupConfig(b)
-		if err != nil {
-			c.log.Warn("ignoring saved group configs that do not decode", zap.String("group", g), zap.Error(err))
+		if err != nil || cfg == nil {
 			continue
 		}
-		if len(cfg) > 0 {
-			c.configs[g] = cfg
-		}
+		delete(states, key)
+		c.configs[g] = cfg
 	}
 }
 

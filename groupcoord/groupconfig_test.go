@@ -72,3 +72,26 @@ func TestGroupConfigOverrides(t *testing.T) {
 		t.Fatal("deleted overrides still stored")
 	}
 }
+
+// TestGroupConfigKeyOfAGroup: a group whose id starts with the configs
+// key's prefix keeps its saved state at a restart: what is under a configs
+// key and is no configs JSON is restored as a group's, not taken as
+// configs nor listed.
+func TestGroupConfigKeyOfAGroup(t *testing.T) {
+	h := newHarness(t)
+	apps := &statesApps{memApps: h.apps, states: map[string][]byte{}}
+	h.restart(apps)
+	odd := configKey("x")
+	a := &cgMember{id: "member-a"}
+	h.cgSettle(odd, a)
+	h.restart(apps)
+	if r := h.cgHeartbeat(odd, a); r.ErrorCode != 0 {
+		t.Fatalf("heartbeat of the group %q after a restart: %v", odd, kerr.ErrorForCode(r.ErrorCode))
+	}
+	if gs, err := h.c.ConfiguredGroups(h.ctx); err != nil || len(gs) != 0 {
+		t.Fatalf("configured groups: %q, %v", gs, err)
+	}
+	if cfg, err := h.c.GroupConfig(h.ctx, "x"); err != nil || cfg != nil {
+		t.Fatalf("configs of x: %v, %v", cfg, err)
+	}
+}
