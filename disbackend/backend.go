@@ -13,6 +13,7 @@ package disbackend
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -371,6 +372,20 @@ type GroupStateStore interface {
 	// GroupStates returns every stored state by group id.
 	GroupStates(ctx context.Context) (map[string][]byte, error)
 }
+
+// GroupConfigStateKey is the GroupStateStore key under which the group
+// coordinator keeps group's GROUP configs (groupcoord/groupconfig.go),
+// beside the groups' states: a NUL byte starts it. A backend with several
+// nodes fences a write of it as one of group's state (GroupKey(group)).
+func GroupConfigStateKey(group string) string { return groupConfigPrefix + group }
+
+// GroupOfConfigStateKey returns the group whose GroupConfigStateKey key
+// is, and whether key is one.
+func GroupOfConfigStateKey(key string) (string, bool) {
+	return strings.CutPrefix(key, groupConfigPrefix)
+}
+
+const groupConfigPrefix = "\x00group-config\x00"
 
 // TxnStateStore is implemented by backends that keep the transaction
 // coordinator's state (Kafka's __transaction_state): transactional ids,

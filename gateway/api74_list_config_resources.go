@@ -16,7 +16,7 @@ package gateway
 //     UNSUPPORTED_VERSION with no resources; a type asked twice is listed
 //     once;
 //   - in Kafka's order: the groups that have configs (sorted by name;
-//     group_configs.go, none with several nodes), the client metrics
+//     group_configs.go), the client metrics
 //     resources, every broker as a broker logger, every broker as a broker
 //     (named by node id: this node's Config.NodeID, or with several nodes
 //     the view's nodes Metadata lists, cluster.go), then every topic,

@@ -11,6 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/disbackend"
 )
 
 // groupConfigOp is one IncrementalAlterConfigs entry.
@@ -256,5 +258,59 @@ func TestGroupConfigsACL(t *testing.T) {
 	}
 	if code := alter("team-a-g"); code != 0 {
 		t.Fatalf("alter with ALTER_CONFIGS: %v", kerr.ErrorForCode(code))
+	}
+}
+
+// TestGroupConfigsCluster: with two nodes, a group's configs are written
+// by its coordinator: an alter sent to the controller (node 0) for a
+// group node 1 coordinates is applied by node 1 (a node call), one sent
+// to node 1 reaches it through the controller; both nodes describe and
+// list the values, and node 1's heartbeat answers give the interval.
+func TestGroupConfigsCluster(t *testing.T) {
+	tc := startCluster(t, 2, nil, consumerProtocol)
+	group := ""
+	for i := 0; group == ""; i++ {
+		if g := fmt.Sprintf("cluster-group-%d", i); tc.owner(disbackend.GroupKey(g)) == 1 {
+			group = g
+		}
+	}
+	s := func(v string) *string { return &v }
+	for _, step := range []struct {
+		via   int32
+		value string
+	}{{0, "6000"}, {1, "7000"}} {
+		if res := alterGroupConfigs(tc.raw(t, step.via), group, groupConfigOp("consumer.heartbeat.interval.ms", 0, s(step.value))); res.ErrorCode != 0 {
+			t.Fatalf("alter via node %d: %v %v", step.via, kerr.ErrorForCode(res.ErrorCode), *res.ErrorMessage)
+		}
+		want := "consumer.heartbeat.interval.ms=" + step.value + " GROUP_CONFIG INT [consumer.heartbeat.interval.ms=" + step.value +
+			" GROUP_CONFIG, group.consumer.heartbeat.interval.ms=5000 DEFAULT_CONFIG]"
+		for _, node := range []int32{0, 1} {
+			r := tc.raw(t, node)
+			if got := groupConfigLines(describeGroupConfigs(t, r, group).Resources[0]); len(got) != 3 || got[1] != want {
+				t.Fatalf("altered via node %d, described at node %d: %q", step.via, node, got)
+			}
+			list := kmsg.NewPtrListConfigResourcesRequest()
+			list.ResourceTypes = []int8{int8(kmsg.ConfigResourceTypeGroupConfig)}
+			if got := configResources(r.roundTrip(1, list).(*kmsg.ListConfigResourcesResponse)); !slices.Equal(got, []string{"GROUP_CONFIG " + group}) {
+				t.Fatalf("listed at node %d: %q", node, got)
+			}
+		}
+		hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		hb.Group, hb.MemberID, hb.MemberEpoch, hb.RebalanceTimeoutMillis = group, "member-"+step.value, 0, 30000
+		hb.SubscribedTopicNames, hb.Topics = []string{"any"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		r := tc.raw(t, 1)
+		var resp *kmsg.ConsumerGroupHeartbeatResponse
+		eventually(t, 10*time.Second, "the coordinator loaded the group", func() bool {
+			resp = r.roundTrip(1, hb).(*kmsg.ConsumerGroupHeartbeatResponse)
+			return resp.ErrorCode != kerr.CoordinatorLoadInProgress.Code
+		})
+		if resp.ErrorCode != 0 || fmt.Sprint(resp.HeartbeatIntervalMillis) != step.value {
+			t.Fatalf("heartbeat at the coordinator: %v, interval %d ms, want %s", kerr.ErrorForCode(resp.ErrorCode), resp.HeartbeatIntervalMillis, step.value)
+		}
+	}
+	// A validation error is the coordinator's, with its message.
+	res := alterGroupConfigs(tc.raw(t, 0), group, groupConfigOp("consumer.session.timeout.ms", 0, s("5")))
+	if res.ErrorCode != kerr.InvalidConfig.Code || res.ErrorMessage == nil || *res.ErrorMessage != "consumer.session.timeout.ms must be in the range 45000 to 60000 inclusive." {
+		t.Fatalf("invalid value via the controller: %v %v", kerr.ErrorForCode(res.ErrorCode), res.ErrorMessage)
 	}
 }

@@ -543,7 +543,7 @@ func (c *conn) handleEnvelope(req *kafkawire.Request) reply {
 			return c.handleChangeNotice(req, resp, inner)
 		}
 	}
-	if inner, err := kafkawire.ParseRequest(r.RequestData); err == nil && nodeCallKeys[inner.Key] {
+	if inner, err := kafkawire.ParseRequest(r.RequestData); err == nil && isNodeCall(r, inner.Key) {
 		return c.handleNodeCall(req, resp, inner, sender) // txn_cluster.go
 	}
 	if !c.s.isController() {

@@ -30,9 +30,15 @@ package gateway
 // INVALID_CONFIG saying so, rather than a value accepted that would change
 // nothing. Kafka's check that the session timeout exceeds the heartbeat
 // interval cannot fail within the bounds disgw has (heartbeat at most 15 s,
-// session at least 45 s) and is not made. With several nodes GROUP configs
-// are not served yet (INVALID_REQUEST): the store is written by the
-// group's owner, and an alter is forwarded to the controller.
+// session at least 45 s) and is not made.
+//
+// With several nodes (docs/cluster.md) a group's configs are written by its
+// coordinator, whose writes to the group state store are the ones the
+// fence lets through and whose consumer group uses them: an alter, which
+// reaches the controller as every admin write does (forward.go), is
+// applied there when it coordinates the group, else by a node call of
+// IncrementalAlterConfigs to the coordinator (alterGroupConfigAt). Any
+// node describes and lists them from the store.
 
 import (
 	"context"
@@ -110,9 +116,6 @@ func (s *Server) describeGroupConfig(ctx context.Context, name string) ([]config
 	if name == "" {
 		return nil, groupErr(kerr.InvalidRequest, "Group name must not be empty")
 	}
-	if s.cluster != nil {
-		return nil, groupErr(kerr.InvalidRequest, "group configs are not served with several gateway nodes yet")
-	}
 	over, err := s.groups.GroupConfig(ctx, name)
 	if err != nil {
 		return nil, err
@@ -145,9 +148,15 @@ func (s *Server) alterGroupConfig(ctx context.Context, name string, replace, val
 	if name == "" {
 		return groupErr(kerr.InvalidRequest, "Default group resources are not allowed.")
 	}
-	if s.cluster != nil {
-		return groupErr(kerr.InvalidRequest, "group configs are not served with several gateway nodes yet")
+	if !s.ownsGroup(name) {
+		return s.alterGroupConfigAt(ctx, name, replace, validateOnly, n, op)
 	}
+	return s.applyGroupConfig(ctx, name, replace, validateOnly, n, op)
+}
+
+// applyGroupConfig is alterGroupConfig at the group's coordinator.
+func (s *Server) applyGroupConfig(ctx context.Context, name string, replace, validateOnly bool,
+	n int, op func(int) (string, kmsg.IncrementalAlterConfigOp, *string)) error {
 	seen := make(map[string]bool, n)
 	for i := range n {
 		key, _, _ := op(i)
@@ -240,12 +249,92 @@ func unknownGroupConfig(key string) error {
 	return groupErr(kerr.InvalidConfig, "Unknown group config name: %s", key)
 }
 
+// alterGroupConfigAt has the group's coordinator, another node, apply
+// alterGroupConfig's operations: a node call of IncrementalAlterConfigs
+// (AlterConfigs' replace sent as its SETs and a DELETE of every other
+// key). Errors: the coordinator's answer (its code and message);
+// COORDINATOR_NOT_AVAILABLE when it cannot be reached.
+func (s *Server) alterGroupConfigAt(ctx context.Context, name string, replace, validateOnly bool,
+	n int, op func(int) (string, kmsg.IncrementalAlterConfigOp, *string)) error {
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	req.ValidateOnly = validateOnly
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, name
+	given := make(map[string]bool, n)
+	for i := range n {
+		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		c.Name, c.Op, c.Value = op(i)
+		res.Configs = append(res.Configs, c)
+		given[c.Name] = true
+	}
+	if replace {
+		for i := range groupConfigDefs {
+			if !given[groupConfigDefs[i].name] {
+				c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+				c.Name, c.Op = groupConfigDefs[i].name, 1 // DELETE
+				res.Configs = append(res.Configs, c)
+			}
+		}
+	}
+	req.Resources = append(req.Resources, res)
+	v := s.cluster.View()
+	if !v.Ready {
+		return groupErr(kerr.CoordinatorNotAvailable, "no view of the cluster: the group's coordinator is unknown")
+	}
+	resp, err := s.fwd.call(ctx, v.Coordinator(name), req)
+	if err != nil {
+		s.log.Info("altering group configs at the group's coordinator failed", zapGroup(name), zapErr(err))
+		return groupErr(kerr.CoordinatorNotAvailable, "the group's coordinator could not be reached")
+	}
+	ir := resp.(*kmsg.IncrementalAlterConfigsResponse)
+	if len(ir.Resources) != 1 {
+		return groupErr(kerr.UnknownServerError, "the group's coordinator answered %d resources", len(ir.Resources))
+	}
+	if rr := ir.Resources[0]; rr.ErrorCode != 0 {
+		ke, ok := kerr.ErrorForCode(rr.ErrorCode).(*kerr.Error)
+		if !ok {
+			ke = kerr.UnknownServerError
+		}
+		msg := ""
+		if rr.ErrorMessage != nil {
+			msg = *rr.ErrorMessage
+		}
+		return &groupConfigErr{ke: ke, msg: msg}
+	}
+	return nil
+}
+
+// groupConfigNodeCall serves a node call of IncrementalAlterConfigs (from
+// alterGroupConfigAt): each GROUP resource applied here when this node
+// coordinates the group, else NOT_COORDINATOR (never passed on again).
+func (c *conn) groupConfigNodeCall(ctx context.Context, r *kmsg.IncrementalAlterConfigsRequest) *kmsg.IncrementalAlterConfigsResponse {
+	resp := r.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
+	for _, rr := range r.Resources {
+		res := kmsg.NewIncrementalAlterConfigsResponseResource()
+		res.ResourceType, res.ResourceName = rr.ResourceType, rr.ResourceName
+		var err error
+		switch {
+		case rr.ResourceType != kmsg.ConfigResourceTypeGroupConfig:
+			err = groupErr(kerr.InvalidRequest, "node calls alter group configs only")
+		case !c.s.ownsGroup(rr.ResourceName):
+			err = groupErr(kerr.NotCoordinator, "this node does not coordinate the group")
+		default:
+			err = c.s.applyGroupConfig(ctx, rr.ResourceName, false, r.ValidateOnly, len(rr.Configs),
+				func(i int) (string, kmsg.IncrementalAlterConfigOp, *string) {
+					return rr.Configs[i].Name, rr.Configs[i].Op, rr.Configs[i].Value
+				})
+		}
+		if err != nil {
+			res.ErrorCode, res.ErrorMessage = kafkaError(c.log, err), errMessage(err)
+		}
+		resp.Resources = append(resp.Resources, res)
+	}
+	return resp
+}
+
 // configuredGroups are the groups with configs, sorted, as
 // ListConfigResources lists them. Errors: the backend's.
 func (s *Server) configuredGroups(ctx context.Context) ([]string, error) {
-	if s.cluster != nil {
-		return nil, nil
-	}
 	groups, err := s.groups.ConfiguredGroups(ctx)
 	slices.Sort(groups)
 	return groups, err

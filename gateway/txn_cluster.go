@@ -81,6 +81,27 @@ var errNodeCall = errors.New("node call not made")
 // nodeCallKeys are the API keys a node may call another node with.
 var nodeCallKeys = map[int16]bool{8: true, 27: true, 28: true}
 
+// nodeCallWriteKeys are the API keys a node may call another node with
+// that are also controller writes forwarded in envelopes
+// (IncrementalAlterConfigs: a group's configs applied by its coordinator,
+// group_configs.go). Such an envelope is a node call when it carries no
+// principal (call sends none); a forwarded client's request always
+// carries one (kafkaPrincipal: at least User:ANONYMOUS).
+var nodeCallWriteKeys = map[int16]bool{44: true}
+
+// isNodeCall reports whether the envelope r, of inner request key, is a
+// node call rather than an admin write forwarded to the controller.
+func isNodeCall(r *kmsg.EnvelopeRequest, key int16) bool {
+	if nodeCallKeys[key] {
+		return true
+	}
+	if !nodeCallWriteKeys[key] {
+		return false
+	}
+	p, err := decodePrincipal(r.RequestPrincipal)
+	return err == nil && p == ":"
+}
+
 // call sends body to node (a node call) and returns its response.
 // Errors: errNodeCall (wrapped), the envelope's error code (a kerr
 // error), the transport's.
@@ -136,6 +157,8 @@ func (c *conn) handleNodeCall(req *kafkawire.Request, resp *kmsg.EnvelopeRespons
 		} else {
 			out = c.s.txn.TxnOffsetCommit(txncoord.GroupChecked(ctx), r)
 		}
+	case *kmsg.IncrementalAlterConfigsRequest:
+		out = c.groupConfigNodeCall(ctx, r)
 	case *kmsg.OffsetCommitRequest:
 		if !c.s.ownsGroup(r.Group) {
 			out = refuseOffsetCommit(r, kerr.NotCoordinator.Code)

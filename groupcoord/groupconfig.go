@@ -21,9 +21,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strings"
 	"time"
 
+	"github.com/disgw/disgw/disbackend"
 	"github.com/disgw/disgw/groupcoord/consumer"
 )
 
@@ -46,16 +46,12 @@ const (
 // milliseconds; a name not in it takes the broker's value.
 type GroupConfig map[string]int32
 
-// configKeyPrefix starts the GroupStateStore key of a group's configs: a
-// NUL byte, which no client's group id is expected to start with.
-const configKeyPrefix = "\x00group-config\x00"
-
 // configKey is group's configs' key in the GroupStateStore.
-func configKey(group string) string { return configKeyPrefix + group }
+func configKey(group string) string { return disbackend.GroupConfigStateKey(group) }
 
 // configGroup returns the group whose configs key is, and whether key is
 // a configs key.
-func configGroup(key string) (string, bool) { return strings.CutPrefix(key, configKeyPrefix) }
+func configGroup(key string) (string, bool) { return disbackend.GroupOfConfigStateKey(key) }
 
 // savedGroupConfig is the JSON of a group's configs in the store.
 type savedGroupConfig struct {
@@ -68,14 +64,21 @@ var ErrNoConfigStore = errors.New("the backend keeps no group state: group confi
 
 // GroupConfig returns group's overrides as last stored (nil: none), read
 // from the backend so that a save by another node is seen; nil without a
-// GroupStateStore. Errors: the backend's.
+// GroupStateStore. Any node reads them: through GroupStates, which reads
+// the store to its end without the takeover GroupStateReader's read of a
+// group makes (docs/cluster.md §6), which only the group's coordinator
+// passes. Errors: the backend's.
 func (c *Coordinator) GroupConfig(ctx context.Context, group string) (GroupConfig, error) {
 	if c.states == nil {
 		return nil, nil
 	}
-	b, err := c.readState(ctx, configKey(group))
-	if err != nil || b == nil {
+	states, err := c.states.GroupStates(ctx)
+	if err != nil {
 		return nil, err
+	}
+	b := states[configKey(group)]
+	if b == nil {
+		return nil, nil
 	}
 	cfg, err := decodeGroupConfig(b)
 	if err != nil {
@@ -141,13 +144,18 @@ func decodeGroupConfig(b []byte) (GroupConfig, error) {
 	return s.Configs, nil
 }
 
-// takeConfigs moves the configs entries out of states (read from the
-// store) into memory, leaving the groups' states. An entry under a
+// takeConfigs moves the configs entries out of states (every state read
+// from the store: at start, and after a view change, when another node may
+// have changed the configs of a group that moved here) into memory, in
+// place of what it held, leaving the groups' states. An entry under a
 // configs key whose value is no configs JSON (the state of a group whose
-// id happens to start with configKeyPrefix) is left as a group's.
+// id happens to start with the configs prefix) is left as a group's. (A
+// SetGroupConfig landing between the read and this is seen at the next
+// view change only.)
 func (c *Coordinator) takeConfigs(states map[string][]byte) {
 	c.cfgMu.Lock()
 	defer c.cfgMu.Unlock()
+	clear(c.configs)
 	for key, b := range states {
 		g, ok := configGroup(key)
 		if !ok {

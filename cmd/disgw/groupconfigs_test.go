@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -106,4 +108,103 @@ func TestGroupConfigsOnBothBackends(t *testing.T) {
 			t.Fatalf("exit code %d", code)
 		}
 	})
+}
+
+// TestGroupConfigsCluster: two `disgw serve --backend dis` nodes in
+// cluster mode in front of one dislocal. GROUP configs of four groups
+// (their coordinators spread over the nodes) altered through a client of
+// both nodes are written by each group's coordinator (DIS's fence lets
+// them through; a node call from the controller when it is not the
+// coordinator): each group's heartbeat answers give its interval, and each
+// node describes every group's value.
+func TestGroupConfigsCluster(t *testing.T) {
+	t.Parallel()
+	d := startOpsDIS(t)
+	nodes := []*opsNode{startOpsNode(t, d, 1), startOpsNode(t, d, 2)}
+	eventually(t, "both nodes ready in one view", func() string {
+		for _, n := range nodes {
+			if body, code := httpGet(t, n.admin+"/readyz"); code != 200 {
+				return fmt.Sprintf("node %d: %d %s", n.id, code, body)
+			}
+		}
+		return ""
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(nodes[0].addr, nodes[1].addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	groups := map[string]string{"cfg-a": "6000", "cfg-b": "7000", "cfg-c": "8000", "cfg-d": "9000"}
+	for g, v := range groups {
+		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		res := kmsg.NewIncrementalAlterConfigsRequestResource()
+		res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, g
+		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		c.Name, c.Value = "consumer.heartbeat.interval.ms", kmsg.StringPtr(v)
+		res.Configs = append(res.Configs, c)
+		req.Resources = append(req.Resources, res)
+		// Right after the view formed, a group's first write waits for the
+		// fence's takeover (docs/cluster.md §6): an alter meanwhile may
+		// time out, retriable, as a client retries it.
+		eventually(t, "the alter of "+g, func() string {
+			resp, err := req.RequestWith(ctx, cl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := resp.Resources[0]
+			switch err := kerr.ErrorForCode(r.ErrorCode); {
+			case err == nil:
+				return ""
+			case kerr.IsRetriable(err):
+				return err.Error()
+			}
+			t.Fatalf("alter %s: %d %v", g, r.ErrorCode, *r.ErrorMessage)
+			return ""
+		})
+	}
+	for g, v := range groups {
+		hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		hb.Group, hb.MemberID, hb.MemberEpoch, hb.RebalanceTimeoutMillis = g, "member-"+g, 0, 30000
+		hb.SubscribedTopicNames, hb.Topics = []string{"any"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		var hr *kmsg.ConsumerGroupHeartbeatResponse
+		eventually(t, "the coordinator of "+g+" loaded it", func() string {
+			var err error
+			if hr, err = hb.RequestWith(ctx, cl); err != nil {
+				t.Fatal(err)
+			}
+			if hr.ErrorCode == kerr.CoordinatorLoadInProgress.Code {
+				return "loading"
+			}
+			return ""
+		})
+		if hr.ErrorCode != 0 || fmt.Sprint(hr.HeartbeatIntervalMillis) != v {
+			t.Errorf("heartbeat of %s: error %d, interval %d ms, want %s", g, hr.ErrorCode, hr.HeartbeatIntervalMillis, v)
+		}
+	}
+	for _, n := range nodes {
+		for g, v := range groups {
+			// A raw connection to this node: kgo may send a group's
+			// DescribeConfigs to any broker.
+			conn, err := kgo.NewClient(kgo.SeedBrokers(n.addr))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := kmsg.NewPtrDescribeConfigsRequest()
+			res := kmsg.NewDescribeConfigsRequestResource()
+			res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, g
+			res.ConfigNames = []string{"consumer.heartbeat.interval.ms"}
+			req.Resources = append(req.Resources, res)
+			resp, err := conn.Broker(n.id).RetriableRequest(ctx, req)
+			conn.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			dr := resp.(*kmsg.DescribeConfigsResponse).Resources[0]
+			if len(dr.Configs) != 1 || *dr.Configs[0].Value != v {
+				t.Errorf("node %d describes %s: %d %+v, want %s", n.id, g, dr.ErrorCode, dr.Configs, v)
+			}
+		}
+	}
 }

@@ -456,7 +456,7 @@ func New(opts Options) (*Store, error) {
 	s.reads.init()
 	s.bg, s.stopBG = context.WithCancel(context.Background())
 	s.ranges.init()
-	s.groups.init(GroupStream, GroupVersionHeader, "group state", disbackend.GroupKey)
+	s.groups.init(GroupStream, GroupVersionHeader, "group state", groupStateFenceKey)
 	s.txns.init(TxnStream, TxnVersionHeader, "transaction state", txnFenceKey)
 	if opts.Cluster {
 		s.cluster = newMembership(s)

@@ -46,6 +46,16 @@ const GroupStream = "__disgw_groups"
 // record's version (decimal).
 const GroupVersionHeader = "disgw.group.version"
 
+// groupStateFenceKey is the fence's key of a write of key to GroupStream:
+// the group's placement key, for its state and for its GROUP configs
+// (disbackend.GroupConfigStateKey), which its coordinator writes.
+func groupStateFenceKey(key string) string {
+	if g, ok := disbackend.GroupOfConfigStateKey(key); ok {
+		return disbackend.GroupKey(g)
+	}
+	return disbackend.GroupKey(key)
+}
+
 // groupTailEvery is how often the tail of GroupStream is read in cluster
 // mode.
 const groupTailEvery = time.Second
