@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/disgw/disgw/disbackend/localstore"
 	"github.com/disgw/disgw/gateway"
 	"github.com/disgw/disgw/kafkawire"
 	"github.com/disgw/disgw/kafkawire/batch"
@@ -251,15 +252,21 @@ func TestFetchWithinRequestBudget(t *testing.T) {
 	}
 }
 
-// TestStoredBatchesDoNotPinFrames: a small batch of a large Produce frame
-// is stored as its own copy, so the tail cache keeping it does not keep
-// the whole frame alive (a review kept gigabytes of frames alive through
-// tiny cached batches).
+// TestStoredBatchesDoNotPinFrames: the tail cache keeps a small batch of
+// a large Produce frame in its frame (no copy on the embedded store), and
+// counts the whole frame against its CacheBytes while it does
+// (disbackend.FrameKeeper), so tiny cached batches keep at most CacheBytes
+// of frames alive, whatever clients send (a review once kept gigabytes of
+// frames alive through tiny cached batches). Here 40 frames of 900 KiB
+// (about 37 MB if every frame were kept) against a cache of 8 MiB, each
+// frame's large batch too large for its partition's cache, so that only
+// the tiny batches of the other partitions keep the frames.
 func TestStoredBatchesDoNotPinFrames(t *testing.T) {
 	if raceEnabled {
 		t.Skip("measures the heap (not under -race)")
 	}
-	g := startGateway(t, func(c *gateway.Config) { c.AutoCreateTopics = false })
+	const cacheBytes = 8 << 20
+	g := startGatewayStore(t, t.TempDir(), localstore.Options{CacheBytes: cacheBytes, CacheBytesPerPartition: 64 << 10}, nil, func(c *gateway.Config) { c.AutoCreateTopics = false })
 	r := g.raw(t)
 	ct := kmsg.NewPtrCreateTopicsRequest()
 	rt := kmsg.NewCreateTopicsRequestTopic()
@@ -298,7 +305,7 @@ func TestStoredBatchesDoNotPinFrames(t *testing.T) {
 	}
 	grown := int64(heap()) - int64(before)
 	t.Logf("heap grew %d KiB after %d frames of %d KiB", grown>>10, requests, len(big)>>10)
-	if grown > requests*int64(len(big))/2 { // with every frame kept alive: about 38 MB
-		t.Fatalf("heap grew %d bytes: the cached tiny batches keep their %d frames of %d bytes alive", grown, requests, len(big))
+	if grown > cacheBytes+cacheBytes/2 { // with every frame kept alive: about 37 MB
+		t.Fatalf("heap grew %d bytes, more than the cache's %d: the cached tiny batches keep their frames of %d bytes alive past CacheBytes", grown, cacheBytes, len(big))
 	}
 }
