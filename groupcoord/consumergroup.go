@@ -5,7 +5,8 @@ package groupcoord
 // state and rules; docs/consumer-protocol.md) on the group's goroutine,
 // like a classic group's requests; its committed offsets, ownership with
 // several nodes and retention are the group's as for a classic group. A
-// group id is one kind at a time: a classic group with members refuses a
+// group id is one kind at a time while it has members (an empty one takes
+// the other kind's first join): a classic group with members refuses a
 // consumer member (GROUP_ID_NOT_FOUND, the migrations of §8 are not
 // built), and a consumer group with members refuses a classic JoinGroup
 // (INCONSISTENT_GROUP_PROTOCOL).

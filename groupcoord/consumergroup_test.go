@@ -249,3 +249,77 @@ func TestConsumerGroupRetention(t *testing.T) {
 		t.Fatalf("an empty consumer group without offsets after the sweep: %v", s)
 	}
 }
+
+// TestEmptyConsumerGroupTakenByClassic: a consumer group whose members
+// left takes a classic member's join as a classic group (Kafka tombstones
+// the empty consumer group, docs/consumer-protocol.md §8.2): the member's
+// commits are accepted at its generation and DescribeGroups shows it
+// Stable with its member; the consumer group's committed offsets stay.
+// (Found by a newcomer's kcat run: the group took the join but refused the
+// member's commits with UNKNOWN_MEMBER_ID and was described Dead.)
+func TestEmptyConsumerGroupTakenByClassic(t *testing.T) {
+	h := newHarness(t)
+	a := &cgMember{id: "member-a"}
+	h.cgSettle("g", a)
+	commit := func(member string, gen int32, offset int64) int16 {
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.Version, req.Group, req.MemberID, req.Generation = 9, "g", member, gen
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.Topic = "t1"
+		rp := kmsg.NewOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset = 0, offset
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		return h.c.CommitOffsets(h.ctx, req).Topics[0].Partitions[0].ErrorCode
+	}
+	if code := commit(a.id, a.epoch, 7); code != 0 {
+		t.Fatalf("the consumer member's commit: %v", kerr.ErrorForCode(code))
+	}
+	a.epoch = consumer.LeaveEpoch
+	if r := h.cgHeartbeat("g", a); r.ErrorCode != 0 {
+		t.Fatalf("leave: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+
+	ids, gen := h.stableGroup("g", 1)
+	if code := commit(ids[0], gen, 9); code != 0 {
+		t.Fatalf("the classic member's commit: %v", kerr.ErrorForCode(code))
+	}
+	if d := h.describe("g"); d.ErrorCode != 0 || d.State != "Stable" || len(d.Members) != 1 {
+		t.Fatalf("described: %+v", d)
+	}
+	h.inspect("g", func(g *group) {
+		if g.cg != nil {
+			t.Errorf("still a consumer group: %+v", g.cg)
+		}
+	})
+	if f := h.fetch("g", map[string][]int32{"t1": {0}}); f.Topics[0].Partitions[0].Offset != 9 {
+		t.Fatalf("offset after the classic commit: %+v", f.Topics[0].Partitions[0])
+	}
+}
+
+// TestReservedGroupID: a group id that starts as the GROUP configs' keys
+// in the group state store do is refused (INVALID_GROUP_ID), so that its
+// state can never be saved over another group's configs (a newcomer's
+// review: a heartbeat to "\x00group-config\x00victim" erased victim's
+// overrides).
+func TestReservedGroupID(t *testing.T) {
+	h := newHarness(t)
+	apps := &statesApps{memApps: h.apps, states: map[string][]byte{}}
+	h.restart(apps)
+	if err := h.c.SetGroupConfig(h.ctx, "victim", GroupConfig{ConsumerHeartbeatIntervalConfig: 7000}); err != nil {
+		t.Fatal(err)
+	}
+	bad := disbackend.GroupConfigStateKey("victim")
+	if r := h.cgHeartbeat(bad, &cgMember{id: "member-x"}); r.ErrorCode != kerr.InvalidGroupID.Code {
+		t.Fatalf("consumer heartbeat to %q: %v", bad, kerr.ErrorForCode(r.ErrorCode))
+	}
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.Group, join.ProtocolType, join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = bad, "consumer", 10000, 10000
+	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range"}}
+	if r := h.c.JoinGroup(h.ctx, Client{}, join); r.ErrorCode != kerr.InvalidGroupID.Code {
+		t.Fatalf("classic join to %q: %v", bad, kerr.ErrorForCode(r.ErrorCode))
+	}
+	if got, err := h.c.GroupConfig(h.ctx, "victim"); err != nil || got[ConsumerHeartbeatIntervalConfig] != 7000 {
+		t.Fatalf("victim's configs after the requests to %q: %v, %v", bad, got, err)
+	}
+}

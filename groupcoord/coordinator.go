@@ -378,6 +378,9 @@ func (c *Coordinator) notReady() int16 {
 // node does not own fails with disbackend.ErrNotCoordinator, and one it
 // has not loaded since it gained it with errLoading (its load starts).
 func (c *Coordinator) send(id string, create bool, run func(*group), abort func()) (found bool, err error) {
+	if _, ok := disbackend.GroupOfConfigStateKey(id); ok {
+		return false, errReservedGroupID
+	}
 	for {
 		c.mu.Lock()
 		if c.closed {

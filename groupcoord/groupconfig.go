@@ -46,6 +46,12 @@ const (
 // milliseconds; a name not in it takes the broker's value.
 type GroupConfig map[string]int32
 
+// errReservedGroupID: a group id that starts as configKey's keys do
+// (disbackend.GroupConfigStateKey): its state would be saved under
+// another group's configs' key (and their writes over its state), so no
+// group request may reach it (send); it is answered INVALID_GROUP_ID.
+var errReservedGroupID = errors.New("group id starts with the reserved prefix of the GROUP configs' keys")
+
 // configKey is group's configs' key in the GroupStateStore.
 func configKey(group string) string { return disbackend.GroupConfigStateKey(group) }
 

@@ -73,19 +73,26 @@ func TestGroupConfigOverrides(t *testing.T) {
 	}
 }
 
-// TestGroupConfigKeyOfAGroup: a group whose id starts with the configs
-// key's prefix keeps its saved state at a restart: what is under a configs
-// key and is no configs JSON is restored as a group's, not taken as
-// configs nor listed.
+// TestGroupConfigKeyOfAGroup: a group's state stored under a configs key
+// (by a gateway before such group ids were refused, TestReservedGroupID)
+// is not taken as configs at a restart, nor listed; the group id itself
+// is refused.
 func TestGroupConfigKeyOfAGroup(t *testing.T) {
 	h := newHarness(t)
 	apps := &statesApps{memApps: h.apps, states: map[string][]byte{}}
 	h.restart(apps)
 	odd := configKey("x")
 	a := &cgMember{id: "member-a"}
-	h.cgSettle(odd, a)
+	h.cgSettle("y", a)
+	apps.mu.Lock()
+	saved := apps.states["y"]
+	apps.states[odd] = saved
+	apps.mu.Unlock()
+	if len(saved) == 0 {
+		t.Fatal("no saved state of group y")
+	}
 	h.restart(apps)
-	if r := h.cgHeartbeat(odd, a); r.ErrorCode != 0 {
+	if r := h.cgHeartbeat(odd, a); r.ErrorCode != kerr.InvalidGroupID.Code {
 		t.Fatalf("heartbeat of the group %q after a restart: %v", odd, kerr.ErrorForCode(r.ErrorCode))
 	}
 	if gs, err := h.c.ConfiguredGroups(h.ctx); err != nil || len(gs) != 0 {

@@ -67,6 +67,15 @@ func (g *group) join(client Client, req *kmsg.JoinGroupRequest, reply func(*kmsg
 		reply(r)
 		return
 	}
+	if g.cg != nil {
+		// An empty consumer group: a classic member's join turns it
+		// into a classic group, its saved state deleted, its offsets
+		// kept (Kafka: the consumer group tombstoned, the join
+		// served by a new classic group; docs/consumer-protocol.md
+		// §8.2). Commits and descriptions then see a classic group.
+		g.log.Info("empty consumer group taken over by a classic member's join", zap.Int32("group_epoch", g.cg.Epoch))
+		g.forgetConsumer()
+	}
 	fail := func(code int16, memberID string) {
 		r := req.ResponseKind().(*kmsg.JoinGroupResponse)
 		r.ErrorCode = code

@@ -62,6 +62,9 @@ func sendCode(err error) int16 {
 	if errors.Is(err, errLoading) {
 		return kerr.CoordinatorLoadInProgress.Code
 	}
+	if errors.Is(err, errReservedGroupID) {
+		return kerr.InvalidGroupID.Code
+	}
 	return kerr.NotCoordinator.Code
 }
 
