@@ -302,3 +302,67 @@ func TestApiVersionsGroupVersion(t *testing.T) {
 		})
 	}
 }
+
+// TestConsumerProtocolThenClassic: a group used with the consumer protocol
+// and left empty takes classic consumers again (Kafka tombstones the empty
+// consumer group at a classic JoinGroup): a franz-go classic consumer
+// resumes at the commits the consumer-protocol member made, its own
+// commits are accepted, and DescribeGroups shows it Stable with its one
+// member. (A newcomer's kcat run found the group taking the join but
+// refusing its commits with UNKNOWN_MEMBER_ID.)
+func TestConsumerProtocolThenClassic(t *testing.T) {
+	g := startGateway(t, fastGroups, consumerProtocol)
+	ctx := context.Background()
+	const topic, group, parts = "kip848.back", "kip848-back", 2
+	adm := kadm.NewClient(g.client(t))
+	if _, err := adm.CreateTopic(ctx, parts, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	prod := g.client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	produceN(t, prod, topic, parts, 10)
+	committed := func(want int64) func() bool {
+		return func() bool {
+			os, err := adm.FetchOffsets(ctx, group)
+			if err != nil {
+				return false
+			}
+			for p := range int32(parts) {
+				if o, ok := os.Lookup(topic, p); !ok || o.At != want {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	a := startConsumer(t, g, protocolOpts(group, topic)...)
+	eventually(t, 60*time.Second, "the consumer-protocol member commits 10 on each partition", committed(10))
+	a.stop()
+
+	produceN(t, prod, topic, parts, 5)
+	b := startConsumer(t, g, kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+		kgo.FetchMaxWait(200*time.Millisecond), kgo.AutoCommitInterval(100*time.Millisecond))
+	eventually(t, 60*time.Second, "the classic member reads offsets 10 to 14 and commits 15", func() bool {
+		for p := range int32(parts) {
+			for o := int64(10); o < 15; o++ {
+				if !b.saw(p, o) {
+					return false
+				}
+			}
+		}
+		return committed(15)()
+	})
+	for p := range int32(parts) {
+		for o := range int64(10) {
+			if b.saw(p, o) {
+				t.Fatalf("the classic member read %d/%d, before the commits", p, o)
+			}
+		}
+	}
+	gs, err := adm.DescribeGroups(ctx, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := gs[group]; d.Err != nil || d.State != "Stable" || d.ProtocolType != "consumer" || len(d.Members) != 1 {
+		t.Fatalf("described: %+v", d)
+	}
+}
