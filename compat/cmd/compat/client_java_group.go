@@ -238,6 +238,16 @@ func shareAll(ms ...*javaGroupMember) bool {
 	return len(owned) == javaGroupPartitions
 }
 
+// waitCommittedAtEnd waits up to 30 s until committedAtEnd holds; its
+// error says the last difference.
+func (r *javaGroupRun) waitCommittedAtEnd(ctx context.Context) error {
+	var lastErr error
+	return waitFor(30*time.Second, "the end offsets committed", func() bool {
+		_, _, lastErr = r.committedAtEnd(ctx)
+		return lastErr == nil
+	}, func() string { return fmt.Sprint(lastErr) })
+}
+
 // committedAtEnd reports whether the group's committed offsets equal the
 // topic's end offsets.
 func (r *javaGroupRun) committedAtEnd(ctx context.Context) (map[int32]int64, map[int32]int64, error) {
@@ -357,11 +367,7 @@ func runJavaGroup(broker, topic, group, jars string) {
 		}
 		// Kill b only once the group has committed everything: then no
 		// record is read and left uncommitted, and exactly once holds.
-		var lastErr error
-		if err := waitFor(30*time.Second, "the end offsets committed", func() bool {
-			_, _, lastErr = r.committedAtEnd(ctx)
-			return lastErr == nil
-		}, func() string { return fmt.Sprint(lastErr) }); err != nil {
+		if err := r.waitCommittedAtEnd(ctx); err != nil {
 			return "", err
 		}
 		bOwned := slices.Sorted(maps.Keys(b.view().owned))
@@ -420,11 +426,7 @@ func runJavaGroup(broker, topic, group, jars string) {
 					return "", fmt.Errorf("e read partition %d offset %d (%s), committed before it started", rec.Partition, rec.Offset, rec.Key)
 				}
 			}
-			var lastErr error
-			if err := waitFor(30*time.Second, "the end offsets committed", func() bool {
-				_, _, lastErr = r.committedAtEnd(ctx)
-				return lastErr == nil
-			}, func() string { return fmt.Sprint(lastErr) }); err != nil {
+			if err := r.waitCommittedAtEnd(ctx); err != nil {
 				return "", err
 			}
 			e.stop(os.Interrupt)
