@@ -40,6 +40,7 @@ func refuseJoinGroup(r *kmsg.JoinGroupRequest, code int16) kmsg.Response {
 func (c *conn) handleJoinGroup(req *kafkawire.Request) reply {
 	r := req.Body.(*kmsg.JoinGroupRequest)
 	client := c.groupClient(req)
+	client.Topics = consumerTopics{c: c} // a classic member joining a consumer group (KIP-848 migration)
 	return reply{req: req, finish: func() (kmsg.Response, error) {
 		wait := time.Duration(r.RebalanceTimeoutMillis) * time.Millisecond
 		if r.Version == 0 {

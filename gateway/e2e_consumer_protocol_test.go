@@ -2,6 +2,8 @@ package gateway_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -134,9 +136,11 @@ func TestConsumerProtocol(t *testing.T) {
 		return true
 	})
 
-	// A classic member may not join the consumer group.
+	// A classic member whose subscription does not decode may not join
+	// the consumer group (INCONSISTENT_GROUP_PROTOCOL, as Kafka answers).
 	join := kmsg.NewPtrJoinGroupRequest()
 	join.Group, join.ProtocolType, join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = group, "consumer", 10000, 10000
+	join.MemberID = "classic-member" // without one, v4+ is answered MEMBER_ID_REQUIRED first, as Kafka does
 	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{0, 0}}}
 	jr, err := join.RequestWith(ctx, g.client(t))
 	if err != nil {
@@ -364,5 +368,136 @@ func TestConsumerProtocolThenClassic(t *testing.T) {
 	}
 	if d := gs[group]; d.Err != nil || d.State != "Stable" || d.ProtocolType != "consumer" || len(d.Members) != 1 {
 		t.Fatalf("described: %+v", d)
+	}
+}
+
+// TestRollClassicToConsumerAndBack: a classic group of three franz-go
+// consumers is rolled one member at a time to the consumer protocol
+// (kgo.ServerSideBalancer) and back (docs/consumer-protocol.md §8): the
+// first consumer-protocol member upgrades the classic group online, the
+// classic members go on in the consumer group, the last consumer-protocol
+// member leaving downgrades it. Records are produced before each step and
+// read and committed to the end before the next, so none may be read twice
+// (no uncommitted tail) and none may be missed; the group's type and its
+// members' protocols are checked at each step.
+func TestRollClassicToConsumerAndBack(t *testing.T) {
+	g := startGateway(t, fastGroups, consumerProtocol)
+	ctx := context.Background()
+	const topic, group, parts = "roll.topic", "roll-group", 6
+	adm := kadm.NewClient(g.client(t))
+	if _, err := adm.CreateTopic(ctx, parts, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	prod := g.client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	classicOpts := []kgo.Opt{kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(200 * time.Millisecond), kgo.AutoCommitInterval(100 * time.Millisecond),
+		kgo.HeartbeatInterval(500 * time.Millisecond)}
+	var all []*consumer // every consumer ever started
+	start := func(classic bool) *consumer {
+		opts := protocolOpts(group, topic)
+		if classic {
+			opts = classicOpts
+		}
+		c := startConsumer(t, g, opts...)
+		all = append(all, c)
+		return c
+	}
+	produced := int64(0)
+	step := func(what string, members []*consumer, wantType string, wantClassic int) {
+		t.Helper()
+		eventually(t, 60*time.Second, what+": the 3 members own 2 partitions each", func() bool {
+			own := map[int32]bool{}
+			for _, c := range members {
+				ps := c.partitions()
+				if len(ps) != 2 {
+					return false
+				}
+				for _, p := range ps {
+					own[p] = true
+				}
+			}
+			return len(own) == parts
+		})
+		produceN(t, prod, topic, parts, 5)
+		produced += 5
+		eventually(t, 60*time.Second, what+": every record read and committed", func() bool {
+			for p := range int32(parts) {
+				for o := range produced {
+					if !slices.ContainsFunc(all, func(c *consumer) bool { return c.saw(p, o) }) {
+						return false
+					}
+				}
+			}
+			offs, err := adm.FetchOffsets(ctx, group)
+			if err != nil {
+				return false
+			}
+			for p := range int32(parts) {
+				if o, ok := offs.Lookup(topic, p); !ok || o.At != produced {
+					return false
+				}
+			}
+			return true
+		})
+		// Classic members catch up with the group's epoch when a
+		// heartbeat tells them to join again: the group is Stable then.
+		var listed kadm.ListedGroups
+		eventually(t, 30*time.Second, what+": the group listed Stable, of type "+wantType, func() bool {
+			var err error
+			listed, err = adm.ListGroups(ctx)
+			return err == nil && listed[group].GroupType == wantType && listed[group].State == "Stable"
+		})
+		if wantType == "consumer" {
+			req := kmsg.NewPtrConsumerGroupDescribeRequest()
+			req.Groups = []string{group}
+			resp, err := req.RequestWith(ctx, g.client(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			classic := 0
+			for _, m := range resp.Groups[0].Members {
+				if m.MemberType == 0 {
+					classic++
+				}
+			}
+			if d := resp.Groups[0]; d.ErrorCode != 0 || len(d.Members) != 3 || classic != wantClassic {
+				t.Fatalf("%s: described %d members, %d classic, want 3 and %d: %+v", what, len(d.Members), classic, wantClassic, d)
+			}
+		}
+	}
+
+	members := []*consumer{start(true), start(true), start(true)}
+	step("classic group", members, "classic", 3)
+	for i := range members {
+		members[i].stop()
+		members[i] = start(false)
+		step(fmt.Sprintf("member %d on the consumer protocol", i), members, "consumer", 2-i)
+	}
+	for i := range members {
+		members[i].stop()
+		members[i] = start(true)
+		want := "consumer"
+		if i == len(members)-1 {
+			want = "classic" // the last consumer-protocol member left: downgraded
+		}
+		step(fmt.Sprintf("member %d back on the classic protocol", i), members, want, i+1)
+	}
+	for p := range int32(parts) {
+		for o := range produced {
+			readers := 0
+			for _, c := range all {
+				if c.saw(p, o) {
+					readers++
+				}
+			}
+			if readers != 1 {
+				t.Errorf("record %d/%d read by %d consumers", p, o, readers)
+			}
+		}
+	}
+	for i, c := range all {
+		if c.again > 0 {
+			t.Errorf("consumer %d read %d records again", i, c.again)
+		}
 	}
 }

@@ -75,6 +75,7 @@ type consumer struct {
 	mu       sync.Mutex
 	assigned map[int32]bool
 	seen     map[[2]int64]bool // partition, offset
+	again    int               // records read again by this consumer
 	cancel   context.CancelFunc
 	done     chan struct{}
 }
@@ -124,7 +125,11 @@ func startConsumer(t *testing.T, g *testGateway, opts ...kgo.Opt) *consumer {
 			fs := cl.PollFetches(ctx)
 			fs.EachRecord(func(r *kgo.Record) {
 				c.mu.Lock()
-				c.seen[[2]int64{int64(r.Partition), r.Offset}] = true
+				k := [2]int64{int64(r.Partition), r.Offset}
+				if c.seen[k] {
+					c.again++
+				}
+				c.seen[k] = true
 				c.mu.Unlock()
 			})
 		}

@@ -25,9 +25,17 @@ import (
 
 // cgTimers are a consumer group member's session and rebalance timers;
 // seq makes an expiry of a timer since re-armed or stopped a no-op.
+// join and sync are a classic member's (migration.go).
 type cgTimers struct {
-	session, rebalance       Timer
-	sessionSeq, rebalanceSeq uint64
+	session, rebalance, join, sync             Timer
+	sessionSeq, rebalanceSeq, joinSeq, syncSeq uint64
+}
+
+func (ts *cgTimers) stop() {
+	stopTimer(ts.session)
+	stopTimer(ts.rebalance)
+	stopTimer(ts.join)
+	stopTimer(ts.sync)
 }
 
 // isConsumer reports whether the group is a consumer group with members:
@@ -119,30 +127,61 @@ func (c *Coordinator) ConsumerGroupHeartbeat(ctx context.Context, client Client,
 
 func (g *group) consumerHeartbeat(client Client, topics consumer.Topics, req *kmsg.ConsumerGroupHeartbeatRequest,
 	fail func(int16, string) *kmsg.ConsumerGroupHeartbeatResponse, failErr func(error) *kmsg.ConsumerGroupHeartbeatResponse) *kmsg.ConsumerGroupHeartbeatResponse {
+	upgrading := false
 	if g.cg == nil {
-		if len(g.members) > 0 || g.state != Empty {
+		switch {
+		case len(g.members) > 0 && req.MemberEpoch == consumer.JoinEpoch:
+			// A classic group with members: upgraded online when the
+			// policy allows (§8.1); nothing of the classic group
+			// changes unless the heartbeat succeeds and is saved.
+			cg, err := g.upgradeCandidate(topics)
+			if err != nil {
+				return failErr(err)
+			}
+			g.cg, upgrading = cg, true
+		case len(g.members) > 0 || g.state != Empty:
 			return fail(kerr.GroupIDNotFound.Code, "Group "+g.id+" is not a consumer group.")
-		}
-		if req.MemberEpoch != consumer.JoinEpoch {
+		case req.MemberEpoch != consumer.JoinEpoch:
 			return fail(kerr.GroupIDNotFound.Code, "Consumer group "+g.id+" not found.")
+		default:
+			g.cg = consumer.NewGroup(g.id)
 		}
-		g.cg = consumer.NewGroup(g.id)
 	}
-	before, err := g.cg.MarshalState()
-	if err != nil {
-		return failErr(err)
+	var before []byte // nil for an upgrade: the consumer group's state replaces the classic group's
+	if !upgrading {
+		var err error
+		if before, err = g.cg.MarshalState(); err != nil {
+			return failErr(err)
+		}
 	}
 	hadMembers := len(g.cg.Members) > 0
+	epoch, n := g.cg.Epoch, len(g.cg.Members)
 	resp, timers, err := g.cg.Heartbeat(g.c.consumerConfig(g.id), topics, req, client.ID, client.Host)
 	if err != nil {
+		if upgrading {
+			g.cg = nil
+		}
 		return failErr(err)
+	}
+	if !upgrading && g.downgradeAfter(epoch, n) {
+		return resp // the last consumer-protocol member left (§8.2)
 	}
 	if err := g.saveConsumer(before); err != nil {
 		g.log.Warn("saving the consumer group failed; the heartbeat is refused and undone", zap.Error(err))
-		if restored, lerr := consumer.LoadGroup(before); lerr == nil {
+		if upgrading {
+			g.cg = nil
+		} else if restored, lerr := consumer.LoadGroup(before); lerr == nil {
 			g.cg = restored
 		}
 		return fail(g.c.backendCode(err), "")
+	}
+	if upgrading {
+		g.log.Info("classic group upgraded to a consumer group: a consumer-protocol member joined",
+			zap.Int32("generation", epoch), zap.Int("classic_members", n))
+		g.dropClassicMembers()
+		for id := range g.cg.Members {
+			timers.Session = append(timers.Session, id)
+		}
 	}
 	g.applyConsumerTimers(timers)
 	g.noteEmpty(hadMembers)
@@ -179,8 +218,7 @@ func (g *group) applyConsumerTimers(t consumer.Timers) {
 	}
 	for _, id := range t.Cancel {
 		if ts := g.cgTimers[id]; ts != nil {
-			stopTimer(ts.session)
-			stopTimer(ts.rebalance)
+			ts.stop()
 			delete(g.cgTimers, id)
 		}
 	}
@@ -217,7 +255,7 @@ func (g *group) applyConsumerTimers(t consumer.Timers) {
 		stopTimer(ts.session)
 		ts.sessionSeq++
 		seq := ts.sessionSeq
-		ts.session = g.after(g.c.consumerConfig(g.id).SessionTimeout, func() {
+		ts.session = g.after(g.cg.SessionTimeout(g.c.consumerConfig(g.id), id), func() {
 			if cur := g.cgTimers[id]; cur == nil || cur.sessionSeq != seq || g.cg == nil {
 				return
 			}
@@ -237,7 +275,11 @@ func (g *group) consumerChange(change func() consumer.Timers) {
 		return
 	}
 	hadMembers := len(g.cg.Members) > 0
+	epoch, n := g.cg.Epoch, len(g.cg.Members)
 	t := change()
+	if g.downgradeAfter(epoch, n) {
+		return
+	}
 	if err := g.saveConsumer(before); err != nil {
 		g.log.Warn("saving the consumer group failed", zap.Error(err))
 	}
@@ -256,8 +298,7 @@ func stopTimer(t Timer) {
 // leaves memory).
 func (g *group) stopConsumerTimers() {
 	for id, ts := range g.cgTimers {
-		stopTimer(ts.session)
-		stopTimer(ts.rebalance)
+		ts.stop()
 		delete(g.cgTimers, id)
 	}
 }

@@ -120,7 +120,8 @@ func TestConsumerGroupCoordinator(t *testing.T) {
 		t.Fatalf("commit of an unknown member: %v", kerr.ErrorForCode(code))
 	}
 
-	// A classic member may not join; the group may not be deleted.
+	// A classic member whose subscription does not decode may not join
+	// (INCONSISTENT_GROUP_PROTOCOL, as Kafka); the group may not be deleted.
 	join := kmsg.NewPtrJoinGroupRequest()
 	join.Group, join.ProtocolType, join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = "g", "consumer", 10000, 10000
 	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range"}}

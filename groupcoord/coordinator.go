@@ -160,6 +160,10 @@ type Topics interface {
 type Client struct {
 	ID   string // Kafka client.id
 	Host string // as Kafka shows it: "/" and the IP address
+	// Topics is the topics view a classic JoinGroup to a consumer group
+	// resolves the member's subscription against (migration.go); nil:
+	// no topic is known.
+	Topics consumer.Topics
 }
 
 // Coordinator is the group coordinator of one gateway node.

@@ -41,6 +41,9 @@ func (c *Coordinator) Heartbeat(ctx context.Context, req *kmsg.HeartbeatRequest)
 }
 
 func (g *group) heartbeat(req *kmsg.HeartbeatRequest) int16 {
+	if g.isConsumer() {
+		return g.classicHeartbeatToConsumer(req)
+	}
 	if code := g.validateMember(req.MemberID, req.InstanceID); code != 0 {
 		return code
 	}

@@ -59,12 +59,9 @@ func (c *Coordinator) JoinGroup(ctx context.Context, client Client, req *kmsg.Jo
 
 func (g *group) join(client Client, req *kmsg.JoinGroupRequest, reply func(*kmsg.JoinGroupResponse)) {
 	if g.isConsumer() {
-		// A consumer group (KIP-848) with members: a classic member may
-		// not join it until the migrations are built
-		// (docs/consumer-protocol.md §8).
-		r := req.ResponseKind().(*kmsg.JoinGroupResponse)
-		r.ErrorCode, r.Generation, r.MemberID = kerr.InconsistentGroupProtocol.Code, -1, req.MemberID
-		reply(r)
+		// A consumer group (KIP-848) with members: the classic member
+		// joins it (docs/consumer-protocol.md §8.3; migration.go).
+		g.classicJoinToConsumer(client, req, reply)
 		return
 	}
 	if g.cg != nil {

@@ -52,6 +52,9 @@ func (c *Coordinator) LeaveGroup(ctx context.Context, groupID string, members []
 }
 
 func (g *group) leave(members []kmsg.LeaveGroupRequestMember) []kmsg.LeaveGroupResponseMember {
+	if g.isConsumer() {
+		return g.classicLeaveToConsumer(members)
+	}
 	out := make([]kmsg.LeaveGroupResponseMember, 0, len(members))
 	left := 0
 	for _, lm := range members {

@@ -58,6 +58,10 @@ func (c *Coordinator) SyncGroup(ctx context.Context, req *kmsg.SyncGroupRequest)
 }
 
 func (g *group) syncGroup(req *kmsg.SyncGroupRequest, reply func(*kmsg.SyncGroupResponse)) {
+	if g.isConsumer() {
+		g.classicSyncToConsumer(req, reply)
+		return
+	}
 	fail := func(code int16) {
 		r := req.ResponseKind().(*kmsg.SyncGroupResponse)
 		r.ErrorCode = code

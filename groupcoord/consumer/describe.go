@@ -12,6 +12,10 @@ import (
 // speaking the consumer protocol (0 is classic, -1 unknown).
 const MemberTypeConsumer int8 = 1
 
+// MemberTypeClassic is the MemberType of a member speaking the classic
+// protocol in a consumer group.
+const MemberTypeClassic int8 = 0
+
 // Describe is the group as ConsumerGroupDescribe (API key 69) shows it
 // (ConsumerGroup.asDescribedGroup): its state, epochs, the assignor it
 // uses, and each member, in member id order, with its assignment (its
@@ -48,6 +52,9 @@ func (g *Group) Describe(cfg Config, topics Topics) kmsg.ConsumerGroupDescribeRe
 		dm.Assignment = describeAssignment(topics, owned)
 		dm.TargetAssignment = describeAssignment(topics, g.Target[id])
 		dm.MemberType = MemberTypeConsumer
+		if m.Classic != nil {
+			dm.MemberType = MemberTypeClassic
+		}
 		d.Members = append(d.Members, dm)
 	}
 	if d.Members == nil {

@@ -61,6 +61,11 @@ type Config struct {
 	// Assignors are the assignors members may name, the first the default
 	// (group.consumer.assignors, default uniform then range).
 	Assignors []assignor.Assignor
+	// MigrationPolicy is group.consumer.migration.policy: which online
+	// conversions between classic and consumer groups are allowed
+	// (MigrationBidirectional, the default when "", MigrationUpgrade,
+	// MigrationDowngrade, MigrationDisabled; classic.go).
+	MigrationPolicy string
 }
 
 // DefaultConfig is Kafka 4.4's defaults.
@@ -109,6 +114,10 @@ type GroupMember struct {
 	Regex      string
 	ClientID   string
 	ClientHost string
+	// Classic is set for a member that speaks the classic protocol
+	// (JoinGroup, SyncGroup, Heartbeat; classic.go), nil for one that
+	// speaks the consumer protocol.
+	Classic *ClassicMetadata
 }
 
 func (m *GroupMember) reconciledTo(epoch int32) bool {
@@ -571,11 +580,22 @@ func (g *Group) leave(req *kmsg.ConsumerGroupHeartbeatRequest) (*kmsg.ConsumerGr
 // revoke in time) and bumps the group epoch (consumerGroupFenceMembers);
 // the last member leaving also ends the target assignment at that epoch.
 // A member that is not there changes nothing.
-func (g *Group) Fence(memberID string) Timers {
-	if _, ok := g.Members[memberID]; !ok {
+func (g *Group) Fence(memberID string) Timers { return g.FenceMembers([]string{memberID}) }
+
+// FenceMembers removes members together, with one group epoch bump
+// (consumerGroupFenceMembers, as a classic LeaveGroup of several members
+// does); the ids not members are passed over.
+func (g *Group) FenceMembers(ids []string) Timers {
+	var t Timers
+	for _, id := range ids {
+		if _, ok := g.Members[id]; ok {
+			g.remove(id)
+			t.Cancel = append(t.Cancel, id)
+		}
+	}
+	if len(t.Cancel) == 0 {
 		return Timers{}
 	}
-	g.remove(memberID)
 	g.Epoch++
 	if g.topicMeta != nil { // nil just after LoadGroup: the next heartbeat hashes it
 		if hash := g.hashOf(g.topicMeta); hash != g.MetadataHash { // without the member's subscriptions, as consumerGroupFenceMembers
@@ -585,7 +605,7 @@ func (g *Group) Fence(memberID string) Timers {
 	if len(g.Members) == 0 {
 		g.AssignmentEpoch = g.Epoch
 	}
-	return Timers{Cancel: []string{memberID}}
+	return t
 }
 
 // RebalanceExpired is the rebalance timer of a member that was to revoke

@@ -20,8 +20,10 @@ func noCheck(string, int32) error { return nil }
 // A commit at the member's epoch passes whole; one from an older epoch
 // passes per partition (the returned check) for partitions the member
 // holds or is revoking and was given at or before that epoch, else
-// StaleMemberEpoch. Errors are *Error with Kafka's message; any of them
-// fails every partition of the request.
+// StaleMemberEpoch. A member speaking the classic protocol commits with
+// any OffsetCommit version, and its epoch errors are IllegalGeneration.
+// Errors are *Error with Kafka's message; any of them fails every
+// partition of the request.
 func (g *Group) ValidateOffsetCommit(memberID string, instanceID *string, memberEpoch int32, transactional bool, version int16) (PartitionCheck, error) {
 	if memberEpoch < 0 && len(g.Members) == 0 {
 		return noCheck, nil
@@ -33,14 +35,21 @@ func (g *Group) ValidateOffsetCommit(memberID string, instanceID *string, member
 	if !ok {
 		return nil, errorf(kerr.UnknownMemberID, "Member %s is not a member of group %s.", memberID, g.ID)
 	}
-	if !transactional && version < 9 {
+	classic := m.Classic != nil
+	stale := func(consumerMsg, classicMsg string, args ...any) error {
+		if classic {
+			return errorf(kerr.IllegalGeneration, classicMsg, args...)
+		}
+		return errorf(kerr.StaleMemberEpoch, consumerMsg, args...)
+	}
+	if !transactional && !classic && version < 9 {
 		return nil, errorf(kerr.UnsupportedVersion, "OffsetCommit version 9 or above must be used by members using the consumer group protocol")
 	}
 	switch {
 	case memberEpoch == m.MemberEpoch:
 		return noCheck, nil
 	case memberEpoch > m.MemberEpoch:
-		return nil, errorf(kerr.StaleMemberEpoch, "Received member epoch %d is newer than current member epoch %d.", memberEpoch, m.MemberEpoch)
+		return nil, stale("Received member epoch %d is newer than current member epoch %d.", "Received generation id %d is newer than current member epoch %d.", memberEpoch, m.MemberEpoch)
 	}
 	assigned, pending := m.Assigned, m.PendingRevocation
 	return func(topic string, part int32) error {
@@ -49,10 +58,10 @@ func (g *Group) ValidateOffsetCommit(memberID string, instanceID *string, member
 			epoch, ok = pending[topic][part]
 		}
 		if !ok {
-			return errorf(kerr.StaleMemberEpoch, "Partition %s-%d is not assigned or pending revocation for member.", topic, part)
+			return stale("Partition %s-%d is not assigned or pending revocation for member.", "Partition %s-%d is not assigned or pending revocation for member.", topic, part)
 		}
 		if memberEpoch < epoch {
-			return errorf(kerr.StaleMemberEpoch, "Received member epoch %d is older than assignment epoch %d for partition %s-%d.", memberEpoch, epoch, topic, part)
+			return stale("Received member epoch %d is older than assignment epoch %d for partition %s-%d.", "Received generation id %d is older than assignment epoch %d for partition %s-%d.", memberEpoch, epoch, topic, part)
 		}
 		return nil
 	}, nil
@@ -74,6 +83,9 @@ func (g *Group) ValidateOffsetFetch(memberID *string, memberEpoch int32) error {
 	m, ok := g.Members[id]
 	if !ok {
 		return errorf(kerr.UnknownMemberID, "Member %s is not a member of group %s.", id, g.ID)
+	}
+	if memberEpoch != m.MemberEpoch && m.Classic != nil {
+		return errorf(kerr.IllegalGeneration, "The received generation id %d does not match the expected member epoch %d.", memberEpoch, m.MemberEpoch)
 	}
 	if memberEpoch != m.MemberEpoch {
 		return errorf(kerr.StaleMemberEpoch, "The received member epoch %d does not match the expected member epoch %d.", memberEpoch, m.MemberEpoch)

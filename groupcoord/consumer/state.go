@@ -43,6 +43,13 @@ type savedMember struct {
 	State               int8       `json:"state"`
 	Assigned            Partitions `json:"assigned,omitempty"`
 	PendingRevocation   Partitions `json:"pending_revocation,omitempty"`
+	// Classic: a member speaking the classic protocol (ClassicMemberMetadata).
+	Classic *savedClassic `json:"classic,omitempty"`
+}
+
+type savedClassic struct {
+	SessionTimeoutMs int64             `json:"session_timeout_ms"`
+	Protocols        []ClassicProtocol `json:"protocols"`
 }
 
 // IsConsumerGroupState reports whether data is a consumer group saved by
@@ -65,6 +72,9 @@ func (g *Group) MarshalState() ([]byte, error) {
 			ClientHost: m.ClientHost, Topics: m.Topics, ServerAssignor: m.ServerAssignor, Regex: m.Regex, RebalanceTimeoutMs: m.RebalanceTimeout.Milliseconds(),
 			MemberEpoch: m.MemberEpoch, PreviousMemberEpoch: m.PreviousMemberEpoch, State: int8(m.State),
 			Assigned: m.Assigned, PendingRevocation: m.PendingRevocation})
+		if m.Classic != nil {
+			s.Members[len(s.Members)-1].Classic = &savedClassic{SessionTimeoutMs: m.Classic.SessionTimeout.Milliseconds(), Protocols: m.Classic.Protocols}
+		}
 	}
 	return json.Marshal(s)
 }
@@ -112,7 +122,14 @@ func LoadGroup(data []byte) (*Group, error) {
 		if state != Stable && state != UnrevokedPartitions && state != UnreleasedPartitions {
 			state = Unknown
 		}
-		g.put(&GroupMember{Member: Member{ID: sm.ID, MemberEpoch: sm.MemberEpoch, PreviousMemberEpoch: sm.PreviousMemberEpoch,
+		var classic *ClassicMetadata
+		if sm.Classic != nil {
+			if len(sm.Classic.Protocols) == 0 || sm.Classic.SessionTimeoutMs <= 0 || sm.Classic.SessionTimeoutMs > math.MaxInt64/int64(time.Millisecond) {
+				return nil, fmt.Errorf("consumer group state of %s: member %s: classic metadata without protocols or session timeout", s.ID, sm.ID)
+			}
+			classic = &ClassicMetadata{SessionTimeout: time.Duration(sm.Classic.SessionTimeoutMs) * time.Millisecond, Protocols: sm.Classic.Protocols}
+		}
+		g.put(&GroupMember{Classic: classic, Member: Member{ID: sm.ID, MemberEpoch: sm.MemberEpoch, PreviousMemberEpoch: sm.PreviousMemberEpoch,
 			State: state, Assigned: sm.Assigned.compact(), PendingRevocation: sm.PendingRevocation.compact()},
 			InstanceID: sm.InstanceID, RackID: sm.RackID, ClientID: sm.ClientID, ClientHost: sm.ClientHost,
 			Topics: slices.Compact(slices.Sorted(slices.Values(sm.Topics))), ServerAssignor: sm.ServerAssignor, Regex: sm.Regex,
