@@ -458,6 +458,16 @@ type Config struct {
 	// leaves clients the classic protocol only
 	// (docs/consumer-protocol.md says what differs from Kafka).
 	GroupConsumerProtocol bool `yaml:"group_consumer_protocol" default:"true" gateway:"ConsumerGroupProtocol"`
+	// GroupConsumerMigrationPolicy is Kafka's
+	// `group.consumer.migration.policy`: which online conversions between
+	// a classic group with members and a consumer group with members are
+	// allowed (`bidirectional`: a classic group becomes a consumer group
+	// when a member restarts with `group.protocol=consumer`, and back when
+	// its last such member leaves; `upgrade` or `downgrade`: one way only;
+	// `disabled`: neither, and a classic member may not join a consumer
+	// group with members). Empty groups change type either way whatever
+	// the policy (docs/consumer-protocol.md §8).
+	GroupConsumerMigrationPolicy string `yaml:"group_consumer_migration_policy" default:"bidirectional" values:"bidirectional,upgrade,downgrade,disabled" gateway:"ConsumerGroupMigrationPolicy"`
 	// OffsetsRetention deletes the committed offsets (the DIS app) of a
 	// group that has stayed empty this long (Kafka
 	// `offsets.retention.minutes`); `-1` keeps them forever.

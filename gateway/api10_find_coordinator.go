@@ -31,6 +31,7 @@ import (
 
 	"github.com/disgw/disgw/disbackend"
 	"github.com/disgw/disgw/groupcoord"
+	"github.com/disgw/disgw/groupcoord/consumer"
 	"github.com/disgw/disgw/internal/acl"
 	"github.com/disgw/disgw/kafkawire"
 )
@@ -141,6 +142,7 @@ func newGroupCoordinator(cfg Config, backend disbackend.Backend, s *Server, log 
 		Logger:                log,
 		Metrics:               cfg.Metrics,
 		Owns:                  owns,
+		Consumer:              consumer.Config{MigrationPolicy: cfg.ConsumerGroupMigrationPolicy},
 	}, backend, groupTopics{s})
 }
 

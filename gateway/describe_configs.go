@@ -167,6 +167,9 @@ func brokerValuesOf(cfg Config, adv, listen string) map[string]string {
 		"transaction.max.timeout.ms":                       strconv.FormatInt(cfg.TransactionMaxTimeout.Milliseconds(), 10),
 		"transactional.id.expiration.ms":                   strconv.FormatInt(cfg.TransactionalIDExpiration.Milliseconds(), 10),
 	}
+	if p := cfg.ConsumerGroupMigrationPolicy; p != "" {
+		m["group.consumer.migration.policy"] = p
+	}
 	if cfg.MaxConnections > 0 {
 		m["max.connections"] = strconv.Itoa(cfg.MaxConnections)
 	}

@@ -148,6 +148,12 @@ type Config struct {
 	// 69; docs/consumer-protocol.md): advertised by ApiVersions only when
 	// set. Default: setting group_consumer_protocol (on).
 	ConsumerGroupProtocol bool
+	// ConsumerGroupMigrationPolicy is group.consumer.migration.policy
+	// (consumer.MigrationBidirectional, the default when "", Upgrade,
+	// Downgrade, Disabled): the online conversions between classic and
+	// consumer groups allowed (docs/consumer-protocol.md §8). Default:
+	// setting group_consumer_migration_policy.
+	ConsumerGroupMigrationPolicy string
 	// OffsetsRetention deletes the committed offsets of a group that has
 	// been empty this long (Kafka offsets.retention.minutes); negative keeps
 	// them forever. Default: setting offsets_retention.

@@ -435,7 +435,7 @@ func (h *harness) joinAsync(j joinReq) <-chan *kmsg.JoinGroupResponse {
 		h.t.Fatalf("not ready: %d", code)
 	}
 	found, err := h.c.send(req.Group, req.MemberID == "", func(g *group) {
-		g.join(Client{ID: "client", Host: "/127.0.0.1"}, req, func(r *kmsg.JoinGroupResponse) { ch <- r })
+		g.join(Client{ID: "client", Host: "/127.0.0.1", Topics: cgTopics{}}, req, func(r *kmsg.JoinGroupResponse) { ch <- r })
 	}, nil)
 	if err != nil || !found {
 		h.t.Fatalf("join %+v: found %v err %v", j, found, err)
