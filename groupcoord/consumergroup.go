@@ -5,11 +5,9 @@ package groupcoord
 // state and rules; docs/consumer-protocol.md) on the group's goroutine,
 // like a classic group's requests; its committed offsets, ownership with
 // several nodes and retention are the group's as for a classic group. A
-// group id is one kind at a time while it has members (an empty one takes
-// the other kind's first join): a classic group with members refuses a
-// consumer member (GROUP_ID_NOT_FOUND, the migrations of §8 are not
-// built), and a consumer group with members refuses a classic JoinGroup
-// (INCONSISTENT_GROUP_PROTOCOL).
+// group id is one kind at a time (an empty one takes the other kind's first
+// join); with members, a consumer-protocol join upgrades a classic group and
+// a consumer group serves classic members (migration.go, §8).
 
 import (
 	"bytes"
