@@ -470,7 +470,9 @@ type Config struct {
 	GroupConsumerMigrationPolicy string `yaml:"group_consumer_migration_policy" default:"bidirectional" values:"bidirectional,upgrade,downgrade,disabled" gateway:"ConsumerGroupMigrationPolicy"`
 	// OffsetsRetention deletes the committed offsets (the DIS app) of a
 	// group that has stayed empty this long (Kafka
-	// `offsets.retention.minutes`); `-1` keeps them forever.
+	// `offsets.retention.minutes`); a consumer group's (KIP-848) expire
+	// one by one, each this long after its commit once no member
+	// subscribes to its topic, as Kafka's do; `-1` keeps them forever.
 	OffsetsRetention time.Duration `yaml:"offsets_retention" default:"168h" range:"> 0, or -1 to keep offsets forever"`
 	// TransactionMaxTimeout is the largest `transaction.timeout.ms` a
 	// transactional producer may ask for (Kafka

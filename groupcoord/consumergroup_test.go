@@ -200,10 +200,13 @@ func TestConsumerGroupCoordinator(t *testing.T) {
 	}
 }
 
-// TestConsumerGroupRetention: the offsets sweep leaves a consumer group
-// with members alone however old its commits, deletes its offsets once it
-// has been empty for the retention, and forgets an empty consumer group
-// without offsets.
+// TestConsumerGroupRetention: the offsets sweep expires a consumer
+// group's offsets one by one by Kafka's rule (docs/consumer-protocol.md
+// §9.3): an offset of a subscribed topic stays however old, one of a topic
+// no member subscribes to goes once it is the retention old; when the last
+// member left, every old offset goes at once (not a retention after the
+// group became empty, as for a classic group) and the group with them; an
+// empty consumer group without offsets is forgotten.
 func TestConsumerGroupRetention(t *testing.T) {
 	const retention = 24 * time.Hour
 	h := newHarness(t, func(c *Config) {
@@ -227,18 +230,46 @@ func TestConsumerGroupRetention(t *testing.T) {
 	rt := kmsg.NewOffsetCommitRequestTopic()
 	rt.Topic = "t1"
 	rt.Partitions = []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 1}}
-	req.Topics = append(req.Topics, rt)
-	if code := h.c.CommitOffsets(h.ctx, req).Topics[0].Partitions[0].ErrorCode; code != 0 {
-		t.Fatalf("commit: %v", kerr.ErrorForCode(code))
+	other := kmsg.NewOffsetCommitRequestTopic() // a topic the member does not subscribe to
+	other.Topic = "a.b"
+	other.Partitions = []kmsg.OffsetCommitRequestTopicPartition{{Partition: 1, Offset: 7}}
+	req.Topics = append(req.Topics, rt, other)
+	for _, rt := range h.c.CommitOffsets(h.ctx, req).Topics {
+		if code := rt.Partitions[0].ErrorCode; code != 0 {
+			t.Fatalf("commit to %s: %v", rt.Topic, kerr.ErrorForCode(code))
+		}
 	}
-	for range 20 { // two retentions, heartbeating
+	checkpoints := func() map[string]bool {
+		t.Helper()
+		app, _ := disbackend.AppNameForGroup("live")
+		cps, err := h.apps.Checkpoints(h.ctx, app, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]bool{}
+		for _, cp := range cps {
+			out[cp.Stream] = true
+		}
+		return out
+	}
+	for range 9 { // most of a retention, heartbeating
 		h.advance(retention / 10)
 		h.cgHeartbeat("live", a)
 	}
 	sweep()
+	if cps := checkpoints(); !cps["t1"] || !cps["a_b"] {
+		t.Fatalf("checkpoints before the retention: %v", cps)
+	}
+	for range 11 {
+		h.advance(retention / 10)
+		h.cgHeartbeat("live", a)
+	}
+	sweep()
+	if cps := checkpoints(); !cps["t1"] || cps["a_b"] {
+		t.Fatalf("checkpoints after the retention: %v, want t1's kept (subscribed), a.b's expired", cps)
+	}
 	a.epoch = consumer.LeaveEpoch
 	h.cgHeartbeat("live", a)
-	h.advance(retention + time.Hour)
 	sweep("live")
 
 	b := &cgMember{id: "member-b"}
