@@ -73,7 +73,7 @@ func TestGroupConfigs(t *testing.T) {
 	s := func(v string) *string { return &v }
 
 	defaults := []string{
-		"consumer.assignment.interval.ms=1000 DEFAULT_CONFIG INT [group.consumer.assignment.interval.ms=1000 DEFAULT_CONFIG]",
+		"consumer.assignment.interval.ms=0 DEFAULT_CONFIG INT [group.consumer.assignment.interval.ms=0 DEFAULT_CONFIG]",
 		"consumer.heartbeat.interval.ms=5000 DEFAULT_CONFIG INT [group.consumer.heartbeat.interval.ms=5000 DEFAULT_CONFIG]",
 		"consumer.session.timeout.ms=45000 DEFAULT_CONFIG INT [group.consumer.session.timeout.ms=45000 DEFAULT_CONFIG]",
 	}

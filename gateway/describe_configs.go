@@ -103,6 +103,10 @@ var alwaysStaticBrokerKeys = map[string]bool{
 	"transaction.state.log.replication.factor": true, "transaction.state.log.min.isr": true,
 	"share.coordinator.state.topic.replication.factor": true, "share.coordinator.state.topic.min.isr": true,
 	"group.initial.rebalance.delay.ms": true,
+	// disgw computes a consumer group's target assignment at every
+	// change, as a broker configured with 0 does (docs/consumer-protocol.md
+	// §2.3).
+	"group.consumer.assignment.interval.ms": true,
 }
 
 // brokerValues are the broker keys whose values come from the gateway's
@@ -166,6 +170,7 @@ func brokerValuesOf(cfg Config, adv, listen string) map[string]string {
 		"producer.id.expiration.ms":                        strconv.FormatInt(cfg.ProducerIDExpiration.Milliseconds(), 10),
 		"transaction.max.timeout.ms":                       strconv.FormatInt(cfg.TransactionMaxTimeout.Milliseconds(), 10),
 		"transactional.id.expiration.ms":                   strconv.FormatInt(cfg.TransactionalIDExpiration.Milliseconds(), 10),
+		"group.consumer.assignment.interval.ms":            "0",
 	}
 	if p := cfg.ConsumerGroupMigrationPolicy; p != "" {
 		m["group.consumer.migration.policy"] = p

@@ -74,7 +74,7 @@ var groupConfigDefs = []groupConfigDef{
 	{kafkaConfigDef: kafkaConfigDef{name: groupcoord.ConsumerAssignmentIntervalConfig, typ: kmsg.ConfigTypeInt,
 		synonym: "group.consumer.assignment.interval.ms",
 		doc:     "The interval between assignment updates for a consumer group."},
-		atLeast: 0, min: 0, max: 15000, brokerMs: func(consumer.Config) int32 { return 1000 }},
+		atLeast: 0, min: 0, max: 15000, brokerMs: func(consumer.Config) int32 { return 0 }}, // disgw assigns at once: as a broker set to 0
 	{kafkaConfigDef: kafkaConfigDef{name: groupcoord.ConsumerHeartbeatIntervalConfig, typ: kmsg.ConfigTypeInt,
 		synonym: "group.consumer.heartbeat.interval.ms",
 		doc:     "The heartbeat interval given to the members of a consumer group."},

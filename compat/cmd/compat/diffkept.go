@@ -84,8 +84,6 @@ var keptRules = []*keptRule{
 		Reason: "Kafka's map includes its KRaft CONTROLLER listener; disgw has only PLAINTEXT"},
 	{Category: catDeliberate, Path: `**Configs["offsets.topic.num.partitions"]**Value`,
 		Reason: "the harness's Kafka runs with offsets.topic.num.partitions=3 (kafkabroker.go); disgw lists Kafka's default, 50"},
-	{Category: catDeliberate, Path: `**Configs["group.consumer.assignment.interval.ms"]**`,
-		Reason: "the harness's Kafka runs with group.consumer.assignment.interval.ms=0 (kafkabroker.go), as disgw computes a consumer group's target assignment at every change; disgw lists Kafka's default, 1000"},
 	{Category: catDeliberate, API: "Metadata", Path: `Topics["__consumer_offsets"]`,
 		Reason: "Kafka creates __consumer_offsets at the first FindCoordinator and lists it from then on; disgw's group offsets (kept in its backend) always exist, so it always lists it"},
 	{Category: catDeliberate, API: "Metadata", Path: `Topics["__consumer_offsets"].Partitions**`,
