@@ -380,7 +380,16 @@ func TestConsumerProtocolThenClassic(t *testing.T) {
 // read and committed to the end before the next, so none may be read twice
 // (no uncommitted tail) and none may be missed; the group's type and its
 // members' protocols are checked at each step.
-func TestRollClassicToConsumerAndBack(t *testing.T) {
+func TestRollClassicToConsumerAndBack(t *testing.T) { rollClassicToConsumerAndBack(t, false) }
+
+// TestRollStaticClassicToConsumerAndBack: the same with static members
+// (group.instance.id): a member stopped sends no LeaveGroup (classic) or
+// leaves for a while (consumer protocol, epoch -2), and its replacement of
+// the other protocol takes its place under its instance id; the last
+// consumer-protocol member replaced downgrades the group.
+func TestRollStaticClassicToConsumerAndBack(t *testing.T) { rollClassicToConsumerAndBack(t, true) }
+
+func rollClassicToConsumerAndBack(t *testing.T, static bool) {
 	g := startGateway(t, fastGroups, consumerProtocol)
 	ctx := context.Background()
 	const topic, group, parts = "roll.topic", "roll-group", 6
@@ -393,10 +402,13 @@ func TestRollClassicToConsumerAndBack(t *testing.T) {
 		kgo.FetchMaxWait(200 * time.Millisecond), kgo.AutoCommitInterval(100 * time.Millisecond),
 		kgo.HeartbeatInterval(500 * time.Millisecond)}
 	var all []*consumer // every consumer ever started
-	start := func(classic bool) *consumer {
+	start := func(i int, classic bool) *consumer {
 		opts := protocolOpts(group, topic)
 		if classic {
 			opts = classicOpts
+		}
+		if static {
+			opts = append(slices.Clone(opts), kgo.InstanceID(fmt.Sprintf("instance-%d", i)))
 		}
 		c := startConsumer(t, g, opts...)
 		all = append(all, c)
@@ -466,16 +478,16 @@ func TestRollClassicToConsumerAndBack(t *testing.T) {
 		}
 	}
 
-	members := []*consumer{start(true), start(true), start(true)}
+	members := []*consumer{start(0, true), start(1, true), start(2, true)}
 	step("classic group", members, "classic", 3)
 	for i := range members {
 		members[i].stop()
-		members[i] = start(false)
+		members[i] = start(i, false)
 		step(fmt.Sprintf("member %d on the consumer protocol", i), members, "consumer", 2-i)
 	}
 	for i := range members {
 		members[i].stop()
-		members[i] = start(true)
+		members[i] = start(i, true)
 		want := "consumer"
 		if i == len(members)-1 {
 			want = "classic" // the last consumer-protocol member left: downgraded

@@ -141,7 +141,7 @@ func (g *group) downgrade(epoch int32) {
 	for _, m := range g.members {
 		g.armHeartbeat(m, m.session)
 	}
-	g.log.Info("consumer group downgraded to a classic group: its last consumer-protocol member left",
+	g.log.Info("consumer group downgraded to a classic group: only classic members are left",
 		zap.Int32("generation", epoch), zap.Int("members", len(g.members)), zap.String("protocol", g.protocol))
 	g.prepareRebalance("downgrade from consumer group for member leaving")
 }
@@ -205,6 +205,13 @@ func (g *group) classicJoinToConsumer(client Client, req *kmsg.JoinGroupRequest,
 	r.Members = []kmsg.JoinGroupResponseMember{}
 	g.log.Info("classic member joined the consumer group", zap.String("member_id", res.MemberID), zap.Int32("member_epoch", res.Generation))
 	reply(r)
+	if res.Replaced && g.cg.CanDowngrade(cfg, nil) {
+		// A classic static member took the last consumer-protocol
+		// member's place (GMM.validateOnlineDowngradeWithReplacedMember):
+		// a classic group again, which the joiner's SyncGroup finds
+		// rebalancing, so it joins it.
+		g.downgrade(g.cg.Epoch)
+	}
 }
 
 // classicSyncToConsumer serves a classic SyncGroup to a consumer group

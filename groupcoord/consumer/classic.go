@@ -192,6 +192,9 @@ type ClassicJoinResult struct {
 	Generation       int32
 	Protocol         string
 	MemberIDRequired bool
+	// Replaced: the member took a static member's place (its instance
+	// id's), which may leave only classic members (CanDowngrade).
+	Replaced bool
 }
 
 // supportsClassic is ConsumerGroup.supportsClassicProtocols: the protocol
@@ -357,7 +360,7 @@ func (g *Group) ClassicJoin(cfg Config, topics Topics, req ClassicJoinRequest) (
 		}
 	}
 	timers.Session = append(timers.Session, memberID)
-	return ClassicJoinResult{MemberID: memberID, Generation: updated.MemberEpoch, Protocol: req.Protocols[0].Name}, timers, nil
+	return ClassicJoinResult{MemberID: memberID, Generation: updated.MemberEpoch, Protocol: req.Protocols[0].Name, Replaced: replaced != ""}, timers, nil
 }
 
 // classicMember is validateConsumerGroupMember plus

@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"errors"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -233,5 +234,40 @@ func TestClassicRefusals(t *testing.T) {
 	out, fence := g.ClassicLeave([]kmsg.LeaveGroupRequestMember{{MemberID: "a"}, {MemberID: "zz"}})
 	if len(out) != 2 || out[0].ErrorCode != 0 || out[1].ErrorCode != kerr.UnknownMemberID.Code || !slices.Equal(fence, []string{"a"}) {
 		t.Fatalf("leave: %+v %v", out, fence)
+	}
+}
+
+// TestClassicStaticReplaced: static members roll too: a consumer-protocol
+// member with a classic static member's instance id takes its place at
+// once (a classic member sends no leave when it restarts), and a classic
+// static member taking back the last consumer-protocol member's place
+// leaves a group that can downgrade.
+func TestClassicStaticReplaced(t *testing.T) {
+	topics := fakeTopics{"t": 4}
+	cfg := DefaultConfig()
+	ms := classicMembers([]string{"t"})
+	ms[0].InstanceID, ms[1].InstanceID = "i-a", "i-b"
+	g, err := FromClassic(topics, "g", 2, "range", ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &client{t: t, g: g, cfg: cfg, topics: topics, subs: []string{"t"}, id: "c", instance: ptr("i-a")}
+	if _, _, err := c.heartbeat(); err != nil {
+		t.Fatalf("a consumer-protocol member with a classic static member's instance id: %v", err)
+	}
+	if g.Members["a"] != nil || g.IsClassic("c") || g.Members["c"] == nil || g.Members["c"].InstanceID != "i-a" {
+		t.Fatalf("after the replacement: members %v", slices.Sorted(maps.Keys(g.Members)))
+	}
+	if g.CanDowngrade(cfg, nil) {
+		t.Fatal("CanDowngrade with a consumer-protocol member")
+	}
+	res, timers, err := g.ClassicJoin(cfg, topics, ClassicJoinRequest{InstanceID: "i-a", ProtocolType: "consumer",
+		Protocols:      []ClassicProtocol{{Name: "range", Metadata: subscription(1, []string{"t"}, nil)}},
+		SessionTimeout: 10 * time.Second, RebalanceTimeout: 10 * time.Second})
+	if err != nil || !res.Replaced || !slices.Contains(timers.Cancel, "c") || !g.IsClassic(res.MemberID) {
+		t.Fatalf("a classic static member taking the place back: %+v %+v %v", res, timers, err)
+	}
+	if !g.CanDowngrade(cfg, nil) {
+		t.Fatal("only classic members left, yet no downgrade")
 	}
 }

@@ -335,6 +335,7 @@ func (g *Group) Heartbeat(cfg Config, topics Topics, req *kmsg.ConsumerGroupHear
 		updated.Regex = *req.SubscribedTopicRegex
 	}
 	updated.ClientID, updated.ClientHost = clientID, clientHost
+	updated.Classic = nil // it speaks the consumer protocol now (a classic static member it replaced did not)
 	subscriptionChanged := !slices.Equal(updated.Topics, member.Topics) || updated.Regex != member.Regex
 	old := member // the stored member the update replaces; for a static member rejoining under a new id, the one it replaces
 	if replaced != "" {
@@ -472,7 +473,11 @@ func (g *Group) member(memberID, instance string, epoch int32, owned map[string]
 			return newMember(memberID), "", nil
 		}
 		prev := g.Members[prevID]
-		if prev.MemberEpoch != StaticLeaveEpoch {
+		// A classic static member is replaced at once: it sends no leave
+		// when it restarts with the consumer protocol (Kafka checks
+		// throwIfInstanceIdIsUnreleased only between consumer-protocol
+		// members).
+		if prev.MemberEpoch != StaticLeaveEpoch && prev.Classic == nil {
 			return nil, "", errorf(kerr.UnreleasedInstanceID, "Static member %s with instance id %s cannot join the group because the instance id is owned by %s member.",
 				memberID, instance, prevID)
 		}
