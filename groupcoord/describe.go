@@ -154,10 +154,15 @@ func (g *group) describe() kmsg.DescribeGroupsResponseGroup {
 		dm.InstanceID = m.instanceID
 		dm.ClientID = m.client.ID
 		dm.ClientHost = m.client.Host
+		// Outside Stable, Kafka describes a member without its
+		// protocol metadata but with its last assignment
+		// (ClassicGroupMember.describeNoMetadata): in PreparingRebalance
+		// the one of the last generation, after a downgrade its
+		// consumer-group target.
 		if g.state == Stable {
 			dm.ProtocolMetadata = m.metadata(g.protocol)
-			dm.MemberAssignment = m.assignment
 		}
+		dm.MemberAssignment = m.assignment
 		dg.Members = append(dg.Members, dm)
 	}
 	return dg

@@ -131,3 +131,22 @@ func TestListGroupsProtocolType(t *testing.T) {
 		t.Fatal("a deleted or forgotten group's state is still saved")
 	}
 }
+
+// TestDescribeRebalancingKeepsAssignments: outside Stable, DescribeGroups
+// lists each member without its protocol metadata but with its last
+// assignment, as Kafka's ClassicGroupMember.describeNoMetadata does.
+func TestDescribeRebalancingKeepsAssignments(t *testing.T) {
+	h := newHarness(t)
+	ids, _ := h.stableGroup("g", 2)
+	h.joinAsync(joinReq{group: "g", member: ids[0]}) // a known member rejoins: PreparingRebalance
+	h.flush()
+	d := h.describe("g")
+	if d.State != "PreparingRebalance" || d.Protocol != "" {
+		t.Fatalf("state %q protocol %q, want PreparingRebalance and none", d.State, d.Protocol)
+	}
+	for _, m := range d.Members {
+		if len(m.ProtocolMetadata) != 0 || string(m.MemberAssignment) != "assignment-"+m.MemberID {
+			t.Errorf("member %s: metadata %q assignment %q, want none and its last assignment", m.MemberID, m.ProtocolMetadata, m.MemberAssignment)
+		}
+	}
+}
