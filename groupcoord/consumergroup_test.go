@@ -121,12 +121,14 @@ func TestConsumerGroupCoordinator(t *testing.T) {
 	}
 
 	// A classic member whose subscription does not decode may not join
-	// (INCONSISTENT_GROUP_PROTOCOL, as Kafka); the group may not be deleted.
+	// (INCONSISTENT_GROUP_PROTOCOL, as Kafka, whose refusal carries no
+	// member id); the group may not be deleted.
 	join := kmsg.NewPtrJoinGroupRequest()
 	join.Group, join.ProtocolType, join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = "g", "consumer", 10000, 10000
+	join.MemberID = "classic-member"
 	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range"}}
-	if r := h.c.JoinGroup(h.ctx, Client{}, join); r.ErrorCode != kerr.InconsistentGroupProtocol.Code {
-		t.Fatalf("classic join: %v", kerr.ErrorForCode(r.ErrorCode))
+	if r := h.c.JoinGroup(h.ctx, Client{}, join); r.ErrorCode != kerr.InconsistentGroupProtocol.Code || r.MemberID != "" || r.Generation != -1 {
+		t.Fatalf("classic join: %v, member id %q, generation %d", kerr.ErrorForCode(r.ErrorCode), r.MemberID, r.Generation)
 	}
 	del := kmsg.NewPtrDeleteGroupsRequest()
 	del.Groups = []string{"g"}

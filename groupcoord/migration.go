@@ -151,7 +151,9 @@ func (g *group) downgrade(epoch int32) {
 // without the member list (every classic member is a follower), the
 // generation the member's epoch; its session timer runs with its own
 // session timeout, and a sync timer of its rebalance timeout fences it if
-// no SyncGroup follows.
+// no SyncGroup follows. A refused join answers without a member id (Kafka
+// throws, and GroupCoordinatorService.joinGroup's exceptionally answers
+// only the error code), MEMBER_ID_REQUIRED with the new one.
 func (g *group) classicJoinToConsumer(client Client, req *kmsg.JoinGroupRequest, reply func(*kmsg.JoinGroupResponse)) {
 	fail := func(code int16, memberID string) {
 		r := req.ResponseKind().(*kmsg.JoinGroupResponse)
@@ -172,12 +174,12 @@ func (g *group) classicJoinToConsumer(client Client, req *kmsg.JoinGroupRequest,
 	}
 	before, err := g.cg.MarshalState()
 	if err != nil {
-		fail(kerr.UnknownServerError.Code, req.MemberID)
+		fail(kerr.UnknownServerError.Code, "")
 		return
 	}
 	res, timers, err := g.cg.ClassicJoin(cfg, clientTopics(client), jr)
 	if err != nil {
-		fail(consumerCode(err), req.MemberID)
+		fail(consumerCode(err), "")
 		return
 	}
 	if res.MemberIDRequired {
@@ -189,7 +191,7 @@ func (g *group) classicJoinToConsumer(client Client, req *kmsg.JoinGroupRequest,
 		if restored, lerr := consumer.LoadGroup(before); lerr == nil {
 			g.cg = restored
 		}
-		fail(g.c.backendCode(err), req.MemberID)
+		fail(g.c.backendCode(err), "")
 		return
 	}
 	g.applyConsumerTimers(timers)
