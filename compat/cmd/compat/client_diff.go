@@ -28,7 +28,7 @@ import (
 // broker answered: the same, less the fields the old version lacks). Its
 // steps: one per sequence, then "tools" (difftools.go).
 
-var diffSteps = []string{"ApiVersions", "topics", "configs", "records", "groups", "consumer-groups", "admin", "txns", "coverage", "tools"}
+var diffSteps = []string{"ApiVersions", "topics", "configs", "records", "groups", "consumer-groups", "consumer-migration", "admin", "txns", "coverage", "tools"}
 
 // diffTarget is one server a sequence runs against.
 type diffTarget struct {
@@ -286,10 +286,15 @@ func runDiff(broker, tools, backend string) {
 		step string
 		fn   func(t *diffTarget, prefix string)
 	}{
-		{"topics", seqTopics}, {"configs", seqConfigs}, {"records", seqRecords}, {"groups", seqGroups}, {"consumer-groups", seqConsumerGroups}, {"admin", seqAdmin},
+		{"topics", seqTopics}, {"configs", seqConfigs}, {"records", seqRecords}, {"groups", seqGroups}, {"consumer-groups", seqConsumerGroups}, {"consumer-migration", seqConsumerMigration}, {"admin", seqAdmin},
 		{"txns", seqTxns},
 	}
+	only := os.Getenv("DISGW_DIFF_ONLY") // one sequence's step, for working on it
 	for _, s := range seqs {
+		if only != "" && s.step != only {
+			scen.NA(s.step, "DISGW_DIFF_ONLY="+only)
+			continue
+		}
 		for _, run := range runs {
 			prefix := fmt.Sprintf("diff-%s-%s-", s.step, run.name)
 			branch := func(k int16) int16 {
@@ -323,6 +328,12 @@ func runDiff(broker, tools, backend string) {
 		scen.Report(s.step, rep.status(s.step), rep.detail(s.step))
 	}
 
+	if only != "" {
+		scen.NA("coverage", "DISGW_DIFF_ONLY="+only)
+		scen.NA("tools", "DISGW_DIFF_ONLY="+only)
+		rep.printAll()
+		return
+	}
 	// coverage: every API disgw serves that no sequence used gets its
 	// default request at the lowest and highest common versions.
 	var keys []int

@@ -137,10 +137,9 @@ func seqConsumerGroups(t *diffTarget, p string) {
 		t.do("OffsetFetch cg by m1 at a later epoch", of)
 	}
 
-	// Not sent: a classic JoinGroup to the group while it has consumer
-	// members, which Kafka answers by taking the member into the group
-	// (docs/consumer-protocol.md §8, not built in disgw, which refuses it
-	// with INCONSISTENT_GROUP_PROTOCOL).
+	// A classic JoinGroup to the group while it has consumer members
+	// (Kafka takes the member into the group, docs/consumer-protocol.md
+	// §8) is the consumer-migration sequence's (diffseq_migration.go).
 
 	// Both leave: the group is empty, its offsets kept.
 	heartbeat("ConsumerGroupHeartbeat m2 leaves", m2, -1, nil)
