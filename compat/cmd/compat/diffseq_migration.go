@@ -20,7 +20,9 @@ import (
 // assignment is exact) and the group is upgraded; the classic members are
 // told to rebalance, rejoin and sync through the consumer group, and get
 // the errors a classic request can get there; offsets are committed and
-// fetched with their generations; the consumer-protocol member leaves and
+// fetched with their generations; the consumer-protocol member is refused
+// by the classic APIs and OffsetCommit v8; a classic member leaves
+// (LeaveGroup: fenced) and joins again; the consumer-protocol member leaves and
 // the group is downgraded to a classic group, which rebalances. A second
 // group, classic with protocol type "connect", refuses the upgrade.
 //
@@ -252,11 +254,70 @@ func seqConsumerMigration(t *diffTarget, p string) {
 	fetch("OffsetFetch v9 by A at its generation", ga)
 	fetch("OffsetFetch v9 by A at a wrong generation", ga+3)
 
+	// The consumer-protocol member through the classic APIs, and the
+	// classic LeaveGroup's refusals.
+	heartbeat(t, "Heartbeat of C (not a classic member)", mc, ec)
+	syncGroup(t, "SyncGroup of C (not a classic member)", mc, ec, "range", nil)
+	ocC := func(label string, v int16) {
+		oc := kmsg.NewPtrOffsetCommitRequest()
+		oc.Group, oc.Generation, oc.MemberID = g, ec, mc
+		oc.RetentionTimeMillis = -1
+		oc.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: mt, Partitions: []kmsg.OffsetCommitRequestTopicPartition{
+			{Partition: 3, Offset: 0, LeaderEpoch: -1}}}}
+		doAt(t, label, v, oc)
+	}
+	ocC("OffsetCommit v8 by C (the consumer protocol needs v9)", 8)
+	ocC("OffsetCommit v9 by C at its epoch", 9)
+	lv := kmsg.NewPtrLeaveGroupRequest()
+	lv.Group = g
+	lv.Members = []kmsg.LeaveGroupRequestMember{{MemberID: "mig-unknown-member"}, {MemberID: "", InstanceID: ptr("mig-no-instance")}}
+	doAt(t, "LeaveGroup v5 of an unknown member and an unknown instance", 5, lv)
+
+	// A classic member leaves through LeaveGroup (it is fenced: the group
+	// epoch moves and its partitions go to the others), then joins again
+	// with its old member id, as a new member.
+	epochOf := func(r *kmsg.ConsumerGroupHeartbeatResponse) int32 {
+		if r == nil {
+			return -1
+		}
+		return r.MemberEpoch
+	}
+	lvB := kmsg.NewPtrLeaveGroupRequest()
+	lvB.Group = g
+	lvB.Members = []kmsg.LeaveGroupRequestMember{{MemberID: mb}}
+	doAt(b, "LeaveGroup v5 B (fenced from the consumer group)", 5, lvB)
+	cgDescribe("ConsumerGroupDescribe mg after B left")
+	ec = epochOf(cHeartbeat("ConsumerGroupHeartbeat C after B left", ec, 3))
+	cHeartbeat("ConsumerGroupHeartbeat C owns mt[2,3]", ec, 2, 3)
+	heartbeat(a, "Heartbeat A after B left", ma, ga)
+	ra = join(a, "JoinGroup A rejoins after B left", ma, meta(0, 1))
+	ga = genOf(ra)
+	syncGroup(a, "SyncGroup A after B left", ma, ga, "range", nil)
+	rb = join(b, "JoinGroup B joins again with its old member id", mb, meta())
+	gb = genOf(rb)
+	syncGroup(b, "SyncGroup B after joining again", mb, gb, "range", nil)
+	heartbeat(b, "Heartbeat B waiting for mt[2]", mb, gb)
+	rc = cHeartbeat("ConsumerGroupHeartbeat C, owning mt[2,3]: revoke mt[2]", ec, 2, 3)
+	ec = epochOf(cHeartbeat("ConsumerGroupHeartbeat C revoked mt[2]", epochOf(rc), 3))
+	heartbeat(b, "Heartbeat B: mt[2] released", mb, gb)
+	rb = join(b, "JoinGroup B rejoins for mt[2]", mb, meta())
+	gb = genOf(rb)
+	syncGroup(b, "SyncGroup B with mt[2]", mb, gb, "range", nil)
+	heartbeat(a, "Heartbeat A after B joined again", ma, ga)
+	ra = join(a, "JoinGroup A rejoins after B joined again", ma, meta(0, 1))
+	ga = genOf(ra)
+	syncGroup(a, "SyncGroup A after B joined again", ma, ga, "range", nil)
+	heartbeat(a, "Heartbeat A at the group epoch", ma, ga)
+	heartbeat(b, "Heartbeat B at the group epoch", mb, gb)
+	cgDescribe("ConsumerGroupDescribe mg after B joined again")
+
 	// 5. The consumer-protocol member leaves: the group is downgraded to
 	// a classic group, which rebalances.
 	cHeartbeat("ConsumerGroupHeartbeat C leaves (downgrade)", -1)
 	listGroups("ListGroups mg (downgraded)")
 	describeGroups("DescribeGroups mg after the downgrade")
+	cgDescribe("ConsumerGroupDescribe mg after the downgrade (a classic group)")
+	cHeartbeat("ConsumerGroupHeartbeat C at its old epoch after the downgrade", ec)
 	heartbeat(a, "Heartbeat A after the downgrade", ma, ga)
 	heartbeat(b, "Heartbeat B after the downgrade", mb, gb)
 	// Kafka's leader after a downgrade is the first member of a hash map:
@@ -311,7 +372,7 @@ func seqConsumerMigration(t *diffTarget, p string) {
 
 	// Cleanup, not compared: the members leave and the group goes, so
 	// that later sequences' group listings do not see it.
-	lv := kmsg.NewPtrLeaveGroupRequest()
+	lv = kmsg.NewPtrLeaveGroupRequest()
 	lv.Group = g
 	lv.Members = []kmsg.LeaveGroupRequestMember{{MemberID: ma}, {MemberID: mb}}
 	_, _, _ = t.send(lv)
