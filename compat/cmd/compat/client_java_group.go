@@ -119,14 +119,24 @@ type javaGroupRun struct {
 }
 
 func (r *javaGroupRun) start(name string) (*javaGroupMember, error) {
+	return r.startAs(name, "")
+}
+
+// startAs starts member name with group.protocol protocol (consumer or
+// classic; "" is GroupMember's default, consumer).
+func (r *javaGroupRun) startAs(name, protocol string) (*javaGroupMember, error) {
 	m := &javaGroupMember{name: name, out: filepath.Join(r.dir, name+".out"), done: make(chan error, 1)}
 	f, err := os.Create(m.out)
 	if err != nil {
 		return nil, err
 	}
-	m.cmd = exec.Command("java", "-Xshare:auto", "-XX:TieredStopAtLevel=1",
-		"-cp", filepath.Join(r.jars, "*")+string(os.PathListSeparator)+r.classes,
-		javaGroupClass, r.broker, r.topic, r.group, "compat-"+name)
+	args := []string{"-Xshare:auto", "-XX:TieredStopAtLevel=1",
+		"-cp", filepath.Join(r.jars, "*") + string(os.PathListSeparator) + r.classes,
+		javaGroupClass, r.broker, r.topic, r.group, "compat-" + name}
+	if protocol != "" {
+		args = append(args, protocol)
+	}
+	m.cmd = exec.Command("java", args...)
 	m.cmd.Stdout, m.cmd.Stderr = f, f
 	if err := m.cmd.Start(); err != nil {
 		f.Close()
@@ -269,6 +279,52 @@ func (r *javaGroupRun) committedAtEnd(ctx context.Context) (map[int32]int64, map
 	return committed, end, scen.CheckCommittedAtEnd(committed, end)
 }
 
+// logTail is the members' ERROR and Exception lines, for a failure's
+// detail ("" if none).
+func (r *javaGroupRun) logTail() string {
+	var b []string
+	for _, m := range r.members {
+		out, _ := os.ReadFile(m.out)
+		var errs []string
+		for _, l := range strings.Split(string(out), "\n") {
+			if strings.Contains(l, "ERROR") || strings.Contains(l, "Exception") {
+				errs = append(errs, l)
+			}
+		}
+		if len(errs) > 0 {
+			b = append(b, m.name+": "+tail(strings.Join(errs, " | "), 300))
+		}
+	}
+	if len(b) == 0 {
+		return ""
+	}
+	return " (member errors: " + strings.Join(b, "; ") + ")"
+}
+
+// compileGroupMember compiles GroupMember.java with javac against the Kafka
+// 4.4.0 jars into classes under a new temporary directory dir (named from
+// prefix; the caller removes it).
+func compileGroupMember(ctx context.Context, jars, prefix string) (dir, classes string, err error) {
+	if _, err := os.Stat(filepath.Join(jars, "kafka-clients-4.4.0.jar")); err != nil {
+		return "", "", fmt.Errorf("the Kafka 4.4.0 jars missing under %s (run compat/setup)", jars)
+	}
+	root, err := repoRoot()
+	if err != nil {
+		return "", "", err
+	}
+	dir, err = os.MkdirTemp("", prefix)
+	if err != nil {
+		return "", "", err
+	}
+	classes = filepath.Join(dir, "classes")
+	if _, _, err := runCmd(ctx, 2*time.Minute, "", "javac", "-nowarn", "-cp", filepath.Join(jars, "*"), "-d", classes,
+		filepath.Join(root, "compat", "java", "group", javaGroupClass+".java")); err != nil {
+		os.RemoveAll(dir)
+		return "", "", fmt.Errorf("javac: %v", err)
+	}
+	return dir, classes, nil
+}
+
 func runJavaGroup(broker, topic, group, jars string) {
 	ctx := context.Background()
 	fail := func(msg string) {
@@ -276,28 +332,13 @@ func runJavaGroup(broker, topic, group, jars string) {
 			scen.Report(s, "fail", msg)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(jars, "kafka-clients-4.4.0.jar")); err != nil {
-		fail(fmt.Sprintf("Kafka 4.4.0 jars missing under %s (run compat/setup)", jars))
-		return
-	}
-	root, err := repoRoot()
-	if err != nil {
-		fail(err.Error())
-		return
-	}
-	dir, err := os.MkdirTemp("", "compat-java-group-")
+	start := time.Now()
+	dir, classes, err := compileGroupMember(ctx, jars, "compat-java-group-")
 	if err != nil {
 		fail(err.Error())
 		return
 	}
 	defer os.RemoveAll(dir)
-	classes := filepath.Join(dir, "classes")
-	start := time.Now()
-	if _, _, err := runCmd(ctx, 2*time.Minute, "", "javac", "-nowarn", "-cp", filepath.Join(jars, "*"), "-d", classes,
-		filepath.Join(root, "compat", "java", "group", javaGroupClass+".java")); err != nil {
-		fail("javac: " + err.Error())
-		return
-	}
 	scen.Info("version", "Apache Kafka 4.4.0 kafka-clients, group.protocol=consumer, "+javaVersion(ctx))
 	scen.Info("javac", since(start))
 	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(broker, ",")...))
@@ -313,25 +354,7 @@ func runJavaGroup(broker, topic, group, jars string) {
 			m.stop(os.Kill)
 		}
 	}()
-	logTail := func() string {
-		var b []string
-		for _, m := range r.members {
-			out, _ := os.ReadFile(m.out)
-			var errs []string
-			for _, l := range strings.Split(string(out), "\n") {
-				if strings.Contains(l, "ERROR") || strings.Contains(l, "Exception") {
-					errs = append(errs, l)
-				}
-			}
-			if len(errs) > 0 {
-				b = append(b, m.name+": "+tail(strings.Join(errs, " | "), 300))
-			}
-		}
-		if len(b) == 0 {
-			return ""
-		}
-		return " (member errors: " + strings.Join(b, "; ") + ")"
-	}
+	logTail := r.logTail
 
 	scen.NA(scen.StepCreate, fmt.Sprintf("the topic (%d partitions) is created with franz-go (kadm): this row checks the Java consumer group", javaGroupPartitions))
 	if _, err := r.adm.CreateTopic(ctx, javaGroupPartitions, 1, nil, topic); err != nil {

@@ -180,6 +180,10 @@ var clients = []clientSpec{
 	{name: "kafka-java", about: "Apache Kafka 4.4.0 command-line tools (Java client)", extra: javaExtra, argv: goScenario("kafka-java"), cluster: true},
 	{name: "kafka-java-consumer-protocol", about: "Apache Kafka 4.4.0 kafka-clients consumers with group.protocol=consumer (KIP-848), a group of 3 JVMs: joins, a leave, a kill -9, a restart from the commits",
 		argv: goScenario("kafka-java-consumer-protocol")},
+	// Only on the embedded store (make compat), for CI's time: the
+	// migration is the group coordinator's, the same on every backend.
+	{name: "kafka-java-migration", about: "Apache Kafka 4.4.0 kafka-clients consumers, a group of 3 JVMs rolled one at a time from group.protocol=classic to consumer and back (online migration)",
+		argv: goScenario("kafka-java-migration"), backends: []string{"local"}},
 	{name: "kcat-sasl-ssl-scram512", about: "kcat with security.protocol=SASL_SSL, SCRAM-SHA-512", extra: kcatExtra,
 		argv: goScenario("kcat"), security: &scen.Security{Protocol: "SASL_SSL", Mechanism: "SCRAM-SHA-512"}},
 	{name: "franz-go-sasl-ssl-plain", about: "franz-go (kgo, kadm) with SASL PLAIN over TLS",

@@ -48,7 +48,7 @@ func scenarioMain(args []string) int {
 	}
 	name := args[0]
 	fs := flag.NewFlagSet("scenario", flag.ContinueOnError)
-	broker := fs.String("broker", "", "disgw's HOST:PORT (several nodes: HOST:PORT,... the client's bootstrap)")
+	broker := fs.String("broker", "", "disgw's HOST:PORT (several nodes: HOST:PORT,... the client's bootstrap); kafka-java-migration: kafka starts an Apache Kafka 4.4.0 broker to run against")
 	topic := fs.String("topic", "", "topic")
 	group := fs.String("group", "", "consumer group")
 	jars := fs.String("jars", "", "directory of the Kafka 4.4.0 jars (kafka-java)")
@@ -85,6 +85,8 @@ func scenarioMain(args []string) int {
 		runJava(*broker, *topic, *group, *jars)
 	case "kafka-java-consumer-protocol":
 		runJavaGroup(*broker, *topic, *group, *jars)
+	case "kafka-java-migration":
+		runJavaMigration(*broker, *topic, *group, *jars, *tools)
 	case "kafka-connect":
 		runConnect(*disgwBin, *backend, *nodes, *tools, *topic)
 	case "kafka-connect-eos":

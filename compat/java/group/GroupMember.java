@@ -1,17 +1,22 @@
 // GroupMember: one member of a consumer group with group.protocol=consumer
-// (KIP-848), for compat's kafka-java-consumer-protocol row
-// (compat/cmd/compat/client_java_group.go compiles and runs it).
+// (KIP-848) or classic, for compat's kafka-java-consumer-protocol and
+// kafka-java-migration rows (compat/cmd/compat/client_java_group.go and
+// client_java_migration.go compile and run it).
 //
-//   java -cp KAFKA_JARS/*:CLASSES GroupMember BROKER TOPIC GROUP CLIENT_ID
+//   java -cp KAFKA_JARS/*:CLASSES GroupMember BROKER TOPIC GROUP CLIENT_ID [consumer|classic]
 //
+// The protocol is consumer unless the fifth argument says classic.
 // It subscribes to TOPIC from the earliest offset (when the group has no
 // commit), with auto commit off; for each poll it prints every record as
 // "REC partition offset key", then commits the records (commitSync) and
 // prints "COMMITTED". Its rebalance listener prints "ASSIGNED p p ...",
 // "REVOKED p ..." and "LOST p ..." (the partitions added or taken away). SIGTERM makes it close the consumer (the member
-// leaves the group) and print "CLOSED". Set none of session.timeout.ms,
-// heartbeat.interval.ms and partition.assignment.strategy: the consumer
-// protocol refuses them (the coordinator owns them).
+// leaves the group) and print "CLOSED". With the consumer protocol it sets
+// none of session.timeout.ms, heartbeat.interval.ms and
+// partition.assignment.strategy: the consumer protocol refuses them (the
+// coordinator owns them). With classic it keeps Java's default assignors
+// (range, then cooperative-sticky) and sets only heartbeat.interval.ms=500
+// and session.timeout.ms=10000, to keep rebalances quick.
 import java.time.Duration;
 import java.util.Collection;
 import java.util.List;
@@ -32,7 +37,15 @@ public class GroupMember {
         p.put("bootstrap.servers", args[0]);
         p.put("group.id", args[2]);
         p.put("client.id", args[3]);
-        p.put("group.protocol", "consumer");
+        String protocol = args.length > 4 ? args[4] : "consumer";
+        if (!protocol.equals("consumer") && !protocol.equals("classic")) {
+            throw new IllegalArgumentException("protocol " + protocol + ": want consumer or classic");
+        }
+        p.put("group.protocol", protocol);
+        if (protocol.equals("classic")) {
+            p.put("heartbeat.interval.ms", "500");
+            p.put("session.timeout.ms", "10000");
+        }
         p.put("enable.auto.commit", "false");
         p.put("auto.offset.reset", "earliest");
         p.put("key.deserializer", StringDeserializer.class.getName());
