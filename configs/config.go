@@ -464,8 +464,9 @@ type Config struct {
 	// allowed (`bidirectional`: a classic group becomes a consumer group
 	// when a member restarts with `group.protocol=consumer`, and back when
 	// its last such member leaves; `upgrade` or `downgrade`: one way only;
-	// `disabled`: neither, and a classic member may not join a consumer
-	// group with members). Empty groups change type either way whatever
+	// `disabled`: neither, and a classic member joining a consumer group
+	// with members gets INCONSISTENT_GROUP_PROTOCOL; a refusal is logged
+	// with the policy). Empty groups change type either way whatever
 	// the policy (docs/consumer-protocol.md §8).
 	GroupConsumerMigrationPolicy string `yaml:"group_consumer_migration_policy" default:"bidirectional" values:"bidirectional,upgrade,downgrade,disabled" gateway:"ConsumerGroupMigrationPolicy"`
 	// OffsetsRetention deletes the committed offsets (the DIS app) of a

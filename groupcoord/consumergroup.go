@@ -134,6 +134,8 @@ func (g *group) consumerHeartbeat(client Client, topics consumer.Topics, req *km
 			// changes unless the heartbeat succeeds and is saved.
 			cg, err := g.upgradeCandidate(topics)
 			if err != nil {
+				g.log.Info("classic group not upgraded for a consumer-protocol member", zap.String("member_id", req.MemberID),
+					zap.String("client_id", client.ID), zap.Error(err))
 				return failErr(err)
 			}
 			g.cg, upgrading = cg, true

@@ -95,7 +95,7 @@ func (g *group) downgradeAfter(epoch int32, n int) bool {
 	if len(g.cg.Members) >= n || !g.cg.CanDowngrade(g.c.consumerConfig(g.id), nil) {
 		return false
 	}
-	g.downgrade(epoch)
+	g.downgrade(epoch, "downgrade from consumer group for member leaving")
 	return true
 }
 
@@ -106,7 +106,7 @@ func (g *group) downgradeAfter(epoch int32, n int) bool {
 // target assignment in the ConsumerProtocol version of its subscription;
 // it is saved in place of the consumer group's state, then rebalances so
 // the members join it.
-func (g *group) downgrade(epoch int32) {
+func (g *group) downgrade(epoch int32, reason string) {
 	ms := g.cg.DowngradeMembers(nil)
 	g.stopConsumerTimers()
 	g.cg = nil
@@ -143,7 +143,7 @@ func (g *group) downgrade(epoch int32) {
 	}
 	g.log.Info("consumer group downgraded to a classic group: only classic members are left",
 		zap.Int32("generation", epoch), zap.Int("members", len(g.members)), zap.String("protocol", g.protocol))
-	g.prepareRebalance("downgrade from consumer group for member leaving")
+	g.prepareRebalance(reason)
 }
 
 // classicJoinToConsumer serves a classic JoinGroup to a consumer group
@@ -179,6 +179,8 @@ func (g *group) classicJoinToConsumer(client Client, req *kmsg.JoinGroupRequest,
 	}
 	res, timers, err := g.cg.ClassicJoin(cfg, clientTopics(client), jr)
 	if err != nil {
+		g.log.Info("classic member refused by the consumer group", zap.String("member_id", req.MemberID),
+			zap.String("client_id", client.ID), zap.String("migration_policy", cfg.MigrationPolicy), zap.Error(err))
 		fail(consumerCode(err), "")
 		return
 	}
@@ -212,7 +214,7 @@ func (g *group) classicJoinToConsumer(client Client, req *kmsg.JoinGroupRequest,
 		// member's place (GMM.validateOnlineDowngradeWithReplacedMember):
 		// a classic group again, which the joiner's SyncGroup finds
 		// rebalancing, so it joins it.
-		g.downgrade(g.cg.Epoch)
+		g.downgrade(g.cg.Epoch, "downgrade from consumer group: a classic static member replaced the last consumer-protocol member")
 	}
 }
 

@@ -432,15 +432,24 @@ func (g *Group) ClassicSync(memberID, instanceID string, generation int32, proto
 // group (GMM.classicGroupHeartbeatToConsumerGroup): rebalance is true
 // (REBALANCE_IN_PROGRESS; the caller arms the join timer if none runs)
 // when the member must join again: its epoch is behind the target
-// assignment's, it must revoke partitions, or partitions it waits for were
+// assignment's, or behind the group epoch while the target assignment is
+// stale, it must revoke partitions, or partitions it waits for were
 // released. The caller restarts the member's session timer. Errors: *Error
 // UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, ILLEGAL_GENERATION.
+//
+// Kafka 4.4 compares with the target assignment's epoch only; when a
+// fence bumped the group epoch and only classic members are left (a
+// policy without downgrades), no heartbeat computes the target again and
+// the fenced member's partitions stay unowned. Kafka before 4.4 compared
+// with the group epoch; so does this while the target is stale, and the
+// member's JoinGroup computes it.
 func (g *Group) ClassicHeartbeat(memberID, instanceID string, generation int32) (rebalance bool, err error) {
 	m, err := g.classicMember(memberID, instanceID, generation)
 	if err != nil {
 		return false, err
 	}
-	return m.MemberEpoch < g.AssignmentEpoch || m.State == UnrevokedPartitions ||
+	stale := g.AssignmentEpoch < g.Epoch && m.MemberEpoch < g.Epoch
+	return m.MemberEpoch < g.AssignmentEpoch || stale || m.State == UnrevokedPartitions ||
 		(m.State == UnreleasedPartitions && !g.waitingOnUnreleased(m)), nil
 }
 

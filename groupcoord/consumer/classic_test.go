@@ -271,3 +271,55 @@ func TestClassicStaticReplaced(t *testing.T) {
 		t.Fatal("only classic members left, yet no downgrade")
 	}
 }
+
+// TestClassicOnlyGroupReassigns: with a policy that does not downgrade, a
+// consumer group left with classic members only still moves a fenced
+// member's partitions: the classic members' heartbeats tell them to join
+// again while the target assignment is stale, and their JoinGroup
+// computes it. (Found by a newcomer: with Kafka 4.4's rule alone, the
+// partitions stayed unowned.)
+func TestClassicOnlyGroupReassigns(t *testing.T) {
+	topics := fakeTopics{"t": 4}
+	cfg := DefaultConfig()
+	cfg.MigrationPolicy = MigrationUpgrade
+	g, err := FromClassic(topics, "g", 2, "range", classicMembers([]string{"t"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &client{t: t, g: g, cfg: cfg, topics: topics, subs: []string{"t"}, id: "c"}
+	c.mustHeartbeat()
+	for _, id := range []string{"a", "b"} { // both catch up with the consumer-protocol member
+		if _, _, err := g.ClassicJoin(cfg, topics, ClassicJoinRequest{MemberID: id, ProtocolType: "consumer",
+			Protocols:      []ClassicProtocol{{Name: "range", Metadata: subscription(1, []string{"t"}, nil)}},
+			SessionTimeout: 10 * time.Second, RebalanceTimeout: 10 * time.Second}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 3 {
+		c.mustHeartbeat()
+	}
+	if g.CanDowngrade(cfg, []string{c.id}) {
+		t.Fatal("policy upgrade allows a downgrade")
+	}
+	g.Fence(c.id)
+	epoch := g.Members["a"].MemberEpoch
+	rebalance, err := g.ClassicHeartbeat("a", "", epoch)
+	if err != nil || !rebalance {
+		t.Fatalf("heartbeat of a classic member after the fence: rebalance %v, %v", rebalance, err)
+	}
+	if _, _, err := g.ClassicJoin(cfg, topics, ClassicJoinRequest{MemberID: "a", ProtocolType: "consumer",
+		Protocols:      []ClassicProtocol{{Name: "range", Metadata: subscription(1, []string{"t"}, nil)}},
+		SessionTimeout: 10 * time.Second, RebalanceTimeout: 10 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	if g.AssignmentEpoch != g.Epoch {
+		t.Fatalf("target assignment epoch %d, group epoch %d", g.AssignmentEpoch, g.Epoch)
+	}
+	assigned := 0
+	for _, ps := range g.Target {
+		assigned += len(ps["t"])
+	}
+	if assigned != 4 || len(g.Target) != 2 {
+		t.Fatalf("target after the join: %v", g.Target)
+	}
+}
