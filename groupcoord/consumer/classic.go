@@ -318,48 +318,7 @@ func (g *Group) ClassicJoin(cfg Config, topics Topics, req ClassicJoinRequest) (
 	}
 	subscriptionChanged := !slices.Equal(updated.Topics, old.Topics) || updated.Regex != old.Regex
 
-	var timers Timers
-	if replaced != "" {
-		target := g.Target[replaced]
-		g.remove(replaced)
-		g.Target[memberID] = target
-		timers.Cancel = append(timers.Cancel, replaced)
-	}
-	g.put(&updated)
-	g.resolveRegexes(topics)
-	if hash := g.metadataHash(topics); subscriptionChanged || hash != g.MetadataHash {
-		g.Epoch++
-		if hash != g.MetadataHash {
-			g.hashEpoch = g.Epoch
-		}
-		g.MetadataHash = hash
-	}
-	g.updateTarget(cfg, topics)
-	if subscriptionChanged || !updated.reconciledTo(g.AssignmentEpoch) {
-		next, err := Reconcile(updated.Member, Reconciliation{
-			TargetEpoch: g.AssignmentEpoch, Target: g.Target[memberID], SubscriptionChanged: subscriptionChanged,
-			Subscribed: func(t string) bool {
-				_, exists := topics.Partitions(t)
-				return exists && slices.Contains(updated.Topics, t)
-			},
-			PartitionEpoch: g.partitionEpoch, Owned: owned,
-		})
-		if err != nil {
-			panic(err) // checked above
-		}
-		if !equalMember(next, updated.Member) {
-			reconciled := updated
-			reconciled.Member = next
-			g.put(&reconciled)
-			updated = reconciled
-			if next.State == UnrevokedPartitions {
-				timers.Rebalance = append(timers.Rebalance, RebalanceTimer{MemberID: memberID, Epoch: next.MemberEpoch, Timeout: updated.RebalanceTimeout})
-			} else {
-				timers.EndRebalance = append(timers.EndRebalance, memberID)
-			}
-		}
-	}
-	timers.Session = append(timers.Session, memberID)
+	updated, timers := g.update(cfg, topics, updated, replaced, subscriptionChanged, subscriptionChanged, owned)
 	return ClassicJoinResult{MemberID: memberID, Generation: updated.MemberEpoch, Protocol: req.Protocols[0].Name, Replaced: replaced != ""}, timers, nil
 }
 

@@ -343,57 +343,7 @@ func (g *Group) Heartbeat(cfg Config, topics Topics, req *kmsg.ConsumerGroupHear
 	}
 	assignorChanged := g.preferredAssignor(cfg, nil, nil) != g.preferredAssignor(cfg, old, &updated)
 
-	var timers Timers
-	if replaced != "" {
-		// replaceMember: the new member id takes the static member's
-		// place, its assignment and its target.
-		target := g.Target[replaced]
-		g.remove(replaced)
-		g.Target[memberID] = target
-		timers.Cancel = append(timers.Cancel, replaced)
-	}
-	g.put(&updated)
-	g.resolveRegexes(topics)
-	// The group epoch moves when a subscription or the preferred
-	// assignor changed, or the subscribed topics' partitions did, or the
-	// topics a regular expression matches (updateSubscriptionMetadata;
-	// Kafka notices a topic change at its next metadata image and
-	// resolves regular expressions in the background, at most every
-	// 10 s; this does both at the group's next heartbeat).
-	if hash := g.metadataHash(topics); subscriptionChanged || assignorChanged || hash != g.MetadataHash {
-		g.Epoch++
-		if hash != g.MetadataHash {
-			g.hashEpoch = g.Epoch
-		}
-		g.MetadataHash = hash
-	}
-	g.updateTarget(cfg, topics)
-
-	if subscriptionChanged || !updated.reconciledTo(g.AssignmentEpoch) {
-		next, err := Reconcile(updated.Member, Reconciliation{
-			TargetEpoch: g.AssignmentEpoch, Target: g.Target[memberID], SubscriptionChanged: subscriptionChanged,
-			Subscribed: func(t string) bool {
-				_, exists := topics.Partitions(t)
-				return exists && (slices.Contains(updated.Topics, t) || slices.Contains(g.regexes[updated.Regex], t))
-			},
-			PartitionEpoch: g.partitionEpoch, Owned: owned,
-		})
-		if err != nil {
-			panic(err) // checked above: a member in an unknown state owning partitions was refused
-		}
-		if !equalMember(next, updated.Member) {
-			reconciled := updated // a new value: put disowns the stored one's partitions
-			reconciled.Member = next
-			g.put(&reconciled)
-			updated = reconciled
-			if next.State == UnrevokedPartitions {
-				timers.Rebalance = append(timers.Rebalance, RebalanceTimer{MemberID: memberID, Epoch: next.MemberEpoch, Timeout: updated.RebalanceTimeout})
-			} else {
-				timers.EndRebalance = append(timers.EndRebalance, memberID)
-			}
-		}
-	}
-	timers.Session = append(timers.Session, memberID)
+	updated, timers := g.update(cfg, topics, updated, replaced, subscriptionChanged, subscriptionChanged || assignorChanged, owned)
 
 	resp := kmsg.NewPtrConsumerGroupHeartbeatResponse()
 	resp.Version = req.Version
@@ -412,6 +362,72 @@ func (g *Group) Heartbeat(cfg Config, topics Topics, req *kmsg.ConsumerGroupHear
 		resp.Assignment = assignmentOf(topics, updated.Assigned)
 	}
 	return resp, timers, nil
+}
+
+// update stores a member's new state and moves the group with it, for a
+// heartbeat and a classic JoinGroup alike: a static member's predecessor
+// (replaced) gives way, its target carried over; regular expressions are
+// resolved again; the group epoch moves when bump is set or the
+// subscribed topics' metadata hash changed; the target assignment is
+// computed again when the epoch moved past it; and the member is
+// reconciled towards it with the partitions it says it owns (owned; nil:
+// not said). It returns the member as stored and the timers to change.
+// The caller has refused a member in an unknown state that owns
+// partitions (Reconcile's only error).
+func (g *Group) update(cfg Config, topics Topics, updated GroupMember, replaced string, subscriptionChanged, bump bool, owned map[string][]int32) (GroupMember, Timers) {
+	memberID := updated.ID
+	var timers Timers
+	if replaced != "" {
+		// replaceMember: the new member id takes the static member's
+		// place, its assignment and its target.
+		target := g.Target[replaced]
+		g.remove(replaced)
+		g.Target[memberID] = target
+		timers.Cancel = append(timers.Cancel, replaced)
+	}
+	g.put(&updated)
+	g.resolveRegexes(topics)
+	// The group epoch moves when a subscription or the preferred
+	// assignor changed, or the subscribed topics' partitions did, or the
+	// topics a regular expression matches (updateSubscriptionMetadata;
+	// Kafka notices a topic change at its next metadata image and
+	// resolves regular expressions in the background, at most every
+	// 10 s; this does both at the group's next heartbeat).
+	if hash := g.metadataHash(topics); bump || hash != g.MetadataHash {
+		g.Epoch++
+		if hash != g.MetadataHash {
+			g.hashEpoch = g.Epoch
+		}
+		g.MetadataHash = hash
+	}
+	g.updateTarget(cfg, topics)
+
+	if subscriptionChanged || !updated.reconciledTo(g.AssignmentEpoch) {
+		next, err := Reconcile(updated.Member, Reconciliation{
+			TargetEpoch: g.AssignmentEpoch, Target: g.Target[memberID], SubscriptionChanged: subscriptionChanged,
+			Subscribed: func(t string) bool {
+				_, exists := topics.Partitions(t)
+				return exists && (slices.Contains(updated.Topics, t) || slices.Contains(g.regexes[updated.Regex], t))
+			},
+			PartitionEpoch: g.partitionEpoch, Owned: owned,
+		})
+		if err != nil {
+			panic(err) // refused by the caller: a member in an unknown state owning partitions
+		}
+		if !equalMember(next, updated.Member) {
+			reconciled := updated // a new value: put disowns the stored one's partitions
+			reconciled.Member = next
+			g.put(&reconciled)
+			updated = reconciled
+			if next.State == UnrevokedPartitions {
+				timers.Rebalance = append(timers.Rebalance, RebalanceTimer{MemberID: memberID, Epoch: next.MemberEpoch, Timeout: updated.RebalanceTimeout})
+			} else {
+				timers.EndRebalance = append(timers.EndRebalance, memberID)
+			}
+		}
+	}
+	timers.Session = append(timers.Session, memberID)
+	return updated, timers
 }
 
 // ownedNames turns a heartbeat's owned partitions (by topic id) into
