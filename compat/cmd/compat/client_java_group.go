@@ -325,6 +325,27 @@ func compileGroupMember(ctx context.Context, jars, prefix string) (dir, classes 
 	return dir, classes, nil
 }
 
+// newJavaGroupRun compiles GroupMember.java (into a directory named from
+// prefix, the caller's to remove) and connects the franz-go client that
+// makes the row's topic and records; protocols is shown in the row's
+// version line. Errors: javac's and kgo.NewClient's.
+func newJavaGroupRun(ctx context.Context, broker, topic, group, jars, prefix, protocols string) (*javaGroupRun, error) {
+	start := time.Now()
+	dir, classes, err := compileGroupMember(ctx, jars, prefix)
+	if err != nil {
+		return nil, err
+	}
+	scen.Info("version", "Apache Kafka 4.4.0 kafka-clients, "+protocols+", "+javaVersion(ctx))
+	scen.Info("javac", since(start))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(broker, ",")...))
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return &javaGroupRun{broker: broker, topic: topic, group: group, jars: jars, classes: classes, dir: dir,
+		cl: cl, adm: kadm.NewClient(cl), produced: map[[2]int64]string{}}, nil
+}
+
 func runJavaGroup(broker, topic, group, jars string) {
 	ctx := context.Background()
 	fail := func(msg string) {
@@ -332,23 +353,13 @@ func runJavaGroup(broker, topic, group, jars string) {
 			scen.Report(s, "fail", msg)
 		}
 	}
-	start := time.Now()
-	dir, classes, err := compileGroupMember(ctx, jars, "compat-java-group-")
+	r, err := newJavaGroupRun(ctx, broker, topic, group, jars, "compat-java-group-", "group.protocol=consumer")
 	if err != nil {
 		fail(err.Error())
 		return
 	}
-	defer os.RemoveAll(dir)
-	scen.Info("version", "Apache Kafka 4.4.0 kafka-clients, group.protocol=consumer, "+javaVersion(ctx))
-	scen.Info("javac", since(start))
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(broker, ",")...))
-	if err != nil {
-		fail(err.Error())
-		return
-	}
-	defer cl.Close()
-	r := &javaGroupRun{broker: broker, topic: topic, group: group, jars: jars, classes: classes, dir: dir,
-		cl: cl, adm: kadm.NewClient(cl), produced: map[[2]int64]string{}}
+	defer r.cl.Close()
+	defer os.RemoveAll(r.dir)
 	defer func() {
 		for _, m := range r.members {
 			m.stop(os.Kill)
@@ -463,7 +474,7 @@ func runJavaGroup(broker, topic, group, jars string) {
 	scen.Run(scen.StepDescribe, func() (string, error) {
 		req := kmsg.NewPtrConsumerGroupDescribeRequest()
 		req.Groups = []string{group}
-		resp, err := req.RequestWith(ctx, cl)
+		resp, err := req.RequestWith(ctx, r.cl)
 		if err != nil {
 			return "", fmt.Errorf("ConsumerGroupDescribe: %v", err)
 		}

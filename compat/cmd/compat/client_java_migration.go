@@ -8,9 +8,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/disgw/disgw/compat/internal/scen"
 )
 
@@ -186,22 +183,13 @@ func runJavaMigration(broker, topic, group, jars, tools string) {
 		scen.Info("broker", "Apache Kafka 4.4.0 at "+kb.Addr+", log "+kb.Log)
 		broker = kb.Addr
 	}
-	start := time.Now()
-	dir, classes, err := compileGroupMember(ctx, jars, "compat-java-migration-")
+	r, err := newJavaGroupRun(ctx, broker, topic, group, jars, "compat-java-migration-", "group.protocol=classic and consumer")
 	if err != nil {
 		fail(err.Error())
 		return
 	}
-	scen.Info("version", "Apache Kafka 4.4.0 kafka-clients, group.protocol=classic and consumer, "+javaVersion(ctx))
-	scen.Info("javac", since(start))
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(broker, ",")...))
-	if err != nil {
-		fail(err.Error())
-		return
-	}
-	defer cl.Close()
-	r := &javaGroupRun{broker: broker, topic: topic, group: group, jars: jars, classes: classes, dir: dir,
-		cl: cl, adm: kadm.NewClient(cl), produced: map[[2]int64]string{}}
+	defer r.cl.Close()
+	dir := r.dir
 	ok := true
 	defer func() {
 		for _, m := range r.members {
