@@ -50,40 +50,45 @@ type keyCost struct {
 // key not listed is decoded and refused (its connection closed), so it
 // costs at most decoding. The comments give the measured worst case.
 var keyCosts = map[int16]keyCost{
-	0:  {59, 180 << 20},  // Produce: 47x (61-byte batches that do not decode); 142 MB at the ceiling; 14.6x for one-record batches
-	1:  {92, 145 << 20},  // Fetch: 74x; 116 MB
-	2:  {45, 78 << 20},   // ListOffsets: 36x; 62 MB
-	3:  {100, 203 << 20}, // Metadata: 80x (distinct unknown names: a backend lookup each); 162 MB
-	8:  {273, 253 << 20}, // OffsetCommit: 218x; 202 MB
-	9:  {244, 150 << 20}, // OffsetFetch: 195x; 120 MB
-	10: {135, 32 << 20},  // FindCoordinator: 108x; 26 MB
-	11: {24, 0},          // JoinGroup: 19x
-	12: {32, 0},          // Heartbeat: no arrays
-	13: {27, 0},          // LeaveGroup: 21x
-	14: {24, 0},          // SyncGroup: 19x
-	15: {283, 161 << 20}, // DescribeGroups: 226x; 128 MB (distinct ids)
-	16: {28, 0},          // ListGroups: 22x
-	18: {32, 0},          // ApiVersions: no arrays
-	19: {116, 294 << 20}, // CreateTopics: 93x; 235 MB
-	20: {262, 92 << 20},  // DeleteTopics: 210x; 74 MB
-	21: {78, 77 << 20},   // DeleteRecords: 62.5x (distinct unknown names: a backend lookup each); 61 MB
-	22: {32, 0},          // InitProducerID: no arrays
-	23: {135, 109 << 20}, // OffsetForLeaderEpoch: 108x; 87 MB
-	32: {46, 68 << 20},   // DescribeConfigs: 37x; 54 MB
-	33: {104, 54 << 20},  // AlterConfigs: 83x; 43 MB
-	34: {135, 109 << 20}, // AlterReplicaLogDirs: 107.5x; 87 MB
-	35: {24, 20 << 20},   // DescribeLogDirs: 18.5x; 16 MB
-	37: {69, 71 << 20},   // CreatePartitions: 55x; 56 MB
-	42: {219, 37 << 20},  // DeleteGroups: 175x; 29 MB
-	43: {45, 38 << 20},   // ElectLeaders: 36x; 30 MB
-	44: {104, 54 << 20},  // IncrementalAlterConfigs: 83x; 43 MB
-	45: {81, 127 << 20},  // AlterPartitionAssignments: 64x; 101 MB
-	46: {23, 18 << 20},   // ListPartitionReassignments: 18x; 14 MB
-	47: {12, 17 << 20},   // OffsetDelete: 9x; 14 MB
-	60: {32, 0},          // DescribeCluster: no arrays
-	61: {174, 183 << 20}, // DescribeProducers: 139x; 146 MB
-	74: {4, 0},           // ListConfigResources: 3.1x (an array of int8)
-	75: {72, 38 << 20},   // DescribeTopicPartitions: 57x (distinct unknown names: a backend lookup each); 30 MB
+	0:  {59, 180 << 20},   // Produce: 47x (61-byte batches that do not decode); 142 MB at the ceiling; 14.6x for one-record batches
+	1:  {92, 145 << 20},   // Fetch: 74x; 116 MB
+	2:  {45, 78 << 20},    // ListOffsets: 36x; 62 MB
+	3:  {100, 203 << 20},  // Metadata: 80x (distinct unknown names: a backend lookup each); 162 MB
+	8:  {273, 253 << 20},  // OffsetCommit: 218x; 202 MB
+	9:  {244, 150 << 20},  // OffsetFetch: 195x; 120 MB
+	10: {135, 32 << 20},   // FindCoordinator: 108x; 26 MB
+	11: {24, 0},           // JoinGroup: 19x
+	12: {32, 0},           // Heartbeat: no arrays
+	13: {27, 0},           // LeaveGroup: 21x
+	14: {24, 0},           // SyncGroup: 19x
+	15: {283, 161 << 20},  // DescribeGroups: 226x; 128 MB (distinct ids)
+	16: {28, 0},           // ListGroups: 22x
+	18: {32, 0},           // ApiVersions: no arrays
+	19: {116, 294 << 20},  // CreateTopics: 93x; 235 MB
+	20: {262, 92 << 20},   // DeleteTopics: 210x; 74 MB
+	21: {78, 77 << 20},    // DeleteRecords: 62.5x (distinct unknown names: a backend lookup each); 61 MB
+	22: {32, 0},           // InitProducerID: no arrays
+	23: {135, 109 << 20},  // OffsetForLeaderEpoch: 108x; 87 MB
+	24: {195, 156 << 20},  // AddPartitionsToTxn: 155.5x; 125 MB
+	27: {135, 109 << 20},  // WriteTxnMarkers: 108x; 87 MB
+	28: {211, 169 << 20},  // TxnOffsetCommit: 169x; 135 MB
+	32: {46, 68 << 20},    // DescribeConfigs: 37x; 54 MB
+	33: {104, 54 << 20},   // AlterConfigs: 83x; 43 MB
+	34: {135, 109 << 20},  // AlterReplicaLogDirs: 107.5x; 87 MB
+	35: {24, 20 << 20},    // DescribeLogDirs: 18.5x; 16 MB
+	37: {69, 71 << 20},    // CreatePartitions: 55x; 56 MB
+	42: {219, 37 << 20},   // DeleteGroups: 175x; 29 MB
+	43: {45, 38 << 20},    // ElectLeaders: 36x; 30 MB
+	44: {104, 54 << 20},   // IncrementalAlterConfigs: 83x; 43 MB
+	45: {81, 127 << 20},   // AlterPartitionAssignments: 64x; 101 MB
+	46: {23, 18 << 20},    // ListPartitionReassignments: 18x; 14 MB
+	47: {12, 17 << 20},    // OffsetDelete: 9x; 14 MB
+	60: {32, 0},           // DescribeCluster: no arrays
+	61: {174, 183 << 20},  // DescribeProducers: 139x; 146 MB
+	65: {897, 235 << 20},  // DescribeTransactions: 718x (distinct ids); 188 MB
+	69: {1032, 270 << 20}, // ConsumerGroupDescribe: 825x (distinct ids); 216 MB
+	74: {4, 0},            // ListConfigResources: 3.1x (an array of int8)
+	75: {72, 38 << 20},    // DescribeTopicPartitions: 57x (distinct unknown names: a backend lookup each); 30 MB
 }
 
 // RequestCost returns an upper bound, in bytes, of the memory decoding and
