@@ -297,7 +297,7 @@ type Config struct {
 	// back once the response is written. A Produce costs twice its frame
 	// plus 4 KiB per partition it declares; any other request a measured
 	// multiple of its frame, what decoding and answering it can take
-	// (`kafkawire.RequestCost`: 12 to 283 times, with a ceiling for the
+	// (`kafkawire.RequestCost`: 3 to 1032 times, with a ceiling for the
 	// request types whose entries are capped). The last eighth is kept for
 	// requests costing at most 1 MiB, so small requests are answered while
 	// large ones wait; a request costing more than seven eighths waits to
