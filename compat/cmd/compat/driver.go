@@ -79,6 +79,10 @@ type clientSpec struct {
 	cluster, clusterOnly, seedOne bool
 	// gatewayEnv is added to disgw serve's environment (settings).
 	gatewayEnv []string
+	// alone: with -parallel N > 1 the row runs with no other row at once
+	// (it waits for the rows before it to end, and the rows after it
+	// wait for it).
+	alone bool
 }
 
 // runsOn reports whether the client runs on backend with nodes nodes.
@@ -276,7 +280,12 @@ func driverMain(args []string) int {
 	tools := fs.String("tools", defaultTools(), "directory compat/setup filled: Kafka jars, Python virtualenv (env COMPAT_TOOLS)")
 	disgwBin := fs.String("disgw", "", "disgw binary to run (default: build bin/disgw)")
 	listClients := fs.Bool("list", false, "list the clients and exit")
+	parallel := fs.Int("parallel", 1, "run up to this many clients at once, each against its own disgw (a client marked alone runs by itself); the console and the matrix keep the clients' order")
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *parallel < 1 {
+		fmt.Fprintln(os.Stderr, "compat: -parallel must be 1 or more")
 		return 2
 	}
 	if *nodes < 1 || *nodes > 1 && *backend != "dis" {
@@ -351,17 +360,20 @@ func driverMain(args []string) int {
 	}
 	start := time.Now()
 	stamp := time.Now().UTC().Format("20060102150405")
-	var results []*clientResult
+	var rows []clientSpec
 	for _, c := range clients {
-		if (len(want) > 0 && !want[c.name]) || !c.runsOn(*backend, *nodes) {
-			continue
+		if (len(want) == 0 || want[c.name]) && c.runsOn(*backend, *nodes) {
+			rows = append(rows, c)
 		}
-		fmt.Printf("== %s (%s)\n", c.name, c.about)
-		r := runClient(c, env{root: root, compat: compatDir, self: self, tools: *tools,
+	}
+	run := func(c clientSpec) *clientResult {
+		return runClient(c, env{root: root, compat: compatDir, self: self, tools: *tools,
 			topic: "compat-" + c.name + "-" + stamp, group: "compat-" + c.name + "-group-" + stamp, nodes: *nodes},
 			*disgwBin, *backend, matrix, *clientTimeout, logDir)
+	}
+	report := func(r *clientResult) {
 		for _, s := range r.stepNames() {
-			if k, ok := known[c.name+" "+s]; ok {
+			if k, ok := known[r.spec.name+" "+s]; ok {
 				r.steps[s].Known = k
 			}
 			sr := r.steps[s]
@@ -371,8 +383,8 @@ func driverMain(args []string) int {
 			fmt.Printf("   note: %s\n", r.note)
 		}
 		fmt.Printf("   (%s, log %s)\n", r.duration.Round(100*time.Millisecond), r.log)
-		results = append(results, r)
 	}
+	results := runRows(rows, *parallel, run, report)
 	var suite *kgoSuiteResult
 	if !*skipKgo && *nodes == 1 && (len(want) == 0 || want["kgo-suite"]) {
 		fmt.Println("== franz-go integration suite (github.com/twmb/franz-go/pkg/kgo v1.22.3)")
@@ -450,6 +462,46 @@ func driverMain(args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// runRows runs the rows, up to parallel at once (a row marked alone with
+// no other), and returns their results in the rows' order. It prints in
+// that order too, as one row after another would: a row's header once
+// it has started and the rows before it are printed, report's lines
+// once it has ended. With parallel 1 the rows run one after another.
+func runRows(rows []clientSpec, parallel int, run func(clientSpec) *clientResult, report func(*clientResult)) []*clientResult {
+	results := make([]*clientResult, len(rows))
+	started, done := make([]chan struct{}, len(rows)), make([]chan struct{}, len(rows))
+	for i := range rows {
+		started[i], done[i] = make(chan struct{}), make(chan struct{})
+	}
+	slots := make(chan struct{}, parallel) // one token a running row, all of them for a row alone
+	go func() {
+		for i, c := range rows {
+			n := 1
+			if c.alone {
+				n = parallel
+			}
+			for range n {
+				slots <- struct{}{}
+			}
+			close(started[i])
+			go func() {
+				results[i] = run(c)
+				for range n {
+					<-slots
+				}
+				close(done[i])
+			}()
+		}
+	}()
+	for i, c := range rows {
+		<-started[i]
+		fmt.Printf("== %s (%s)\n", c.name, c.about)
+		<-done[i]
+		report(results[i])
+	}
+	return results
 }
 
 // matrixName names the matrix of backend with nodes nodes: the backend,
