@@ -211,6 +211,8 @@ var clients = []clientSpec{
 		// With several nodes it runs them itself and kills one of them in
 		// place of disgw (client_streams_eos.go).
 		extra: streamsEOSExtra, argv: goScenario("kafka-streams-eos"), timeout: streamsTimeout, ownsDisgw: true, cluster: true},
+	{name: "flink", about: "Apache Flink 2.2.1 (MiniCluster) with flink-connector-kafka 5.0.0-2.2: KafkaSource, a keyed count, KafkaSink AT_LEAST_ONCE, then EXACTLY_ONCE with INCREMENTING and with POOLING transactional ids; each run's JVM killed (SIGKILL) and restored from its retained checkpoint, and disgw killed (SIGKILL) under it",
+		extra: flinkExtra, argv: goScenario("flink"), timeout: flinkTimeout, ownsDisgw: true, backends: []string{"local", "dis"}},
 	{name: "kafka-mirrormaker2", about: "MirrorMaker 2 (connect-mirror 4.3.1, dedicated) from an Apache Kafka 4.4.0 broker into disgw, group offsets synced",
 		extra: mirrorExtra, argv: goScenario("kafka-mirrormaker2"), ownsDisgw: true},
 	{name: "librdkafka-txn-tests", about: "librdkafka 2.0.2's own test programs 0103-transactions, 0129-fetch_aborted_msgs and 0098-consumer-txn (with its Java TransactionProducerCli), built from Debian's source package",

@@ -95,6 +95,8 @@ func scenarioMain(args []string) int {
 		runStreams(*broker, *backend, *topic, *tools)
 	case "kafka-streams-eos":
 		runStreamsEOS(*disgwBin, *backend, *nodes, *topic, *tools)
+	case "flink":
+		runFlink(*disgwBin, *backend, *topic, *tools)
 	case "kafka-mirrormaker2":
 		runMirror(*disgwBin, *backend, *tools, *topic, *group, *mirrorTarget == "kafka")
 	case "kafka-diff":
