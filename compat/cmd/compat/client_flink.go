@@ -40,9 +40,15 @@ import (
 //     JVM is killed (SIGKILL) and a new JVM started from the last retained
 //     checkpoint (execution.state-recovery.path);
 //   - once the restored job completed a checkpoint, 1 s later disgw is
-//     killed (SIGKILL) and started again on the same data and port; the
-//     job fails and restarts in its JVM from its last checkpoint, and must
-//     complete a checkpoint again;
+//     killed (SIGKILL) and started again on the same data and port (the
+//     job's clients reconnect; were it to fail, it would restart in its
+//     JVM from its last checkpoint), and the job must complete two
+//     checkpoints after;
+//   - the JVM is killed again at once when the next checkpoint completes
+//     (polled every 2 ms: before the sink commits that checkpoint's
+//     transactions, which the restored job then commits by resuming them
+//     with their producer id and epoch) and started from that checkpoint,
+//     which must be followed by another;
 //   - the records stop, and the output is read (read_committed): for
 //     at-least-once every count 1..N of each word is there (none lost) and
 //     the highest is the word's total N, repeats counted; for exactly-once
@@ -293,6 +299,28 @@ func (r *flinkRun) run(ctx context.Context, cl *kgo.Client, adm *kadm.Client, ki
 			return "", fmt.Errorf("after disgw's kill: %w", err)
 		}
 	}
+	// The JVM killed again, at once when a checkpoint completes (polled
+	// every 2 ms): before the sink commits that checkpoint's transactions,
+	// which the restored job must commit (resuming them by producer id and
+	// epoch), and against the restarted disgw.
+	if ck, err = r.waitCheckpointEvery(ctx, ck, 2*time.Millisecond); err != nil {
+		_ = stopProducing()
+		return "", fmt.Errorf("after disgw's kill: %w", err)
+	}
+	r.mark("kill of the job's JVM (SIGKILL) as checkpoint " + ck + " completed")
+	r.kill()
+	if ck, err = r.lastCheckpoint(); err == nil {
+		err = r.start(ck)
+	}
+	if err != nil {
+		_ = stopProducing()
+		return "", err
+	}
+	restoredAgain := ck
+	if _, err = r.waitCheckpoint(ctx, ck); err != nil {
+		_ = stopProducing()
+		return "", fmt.Errorf("restored from %s: %w", restoredAgain, err)
+	}
 	if err := stopProducing(); err != nil {
 		return "", err
 	}
@@ -308,12 +336,12 @@ func (r *flinkRun) run(ctx context.Context, cl *kgo.Client, adm *kadm.Client, ki
 	if r.naming != "" {
 		sink += " (TransactionNamingStrategy " + r.naming + ")"
 	}
-	what := fmt.Sprintf("%s: the job's JVM killed (SIGKILL) 1 s after a checkpoint and restored from it (%s), then disgw killed (SIGKILL) and restarted under the restored job, which recovered and checkpointed again; ",
-		sink, filepath.Base(restored))
+	what := fmt.Sprintf("%s: the job's JVM killed (SIGKILL) 1 s after a checkpoint and restored from it (%s), disgw killed (SIGKILL) and restarted under the restored job, which checkpointed twice after, and the JVM killed again as a checkpoint completed (before its transactions were committed) and restored from it (%s); ",
+		sink, filepath.Base(restored), filepath.Base(restoredAgain))
 	if r.guarantee == "exactly_once" {
 		return what + fmt.Sprintf("read_committed, each of %d words' counts are exactly 1..N in order, none twice, N its total of %d records: exactly once", len(r.want), r.produced), nil
 	}
-	return what + fmt.Sprintf("%d duplicates (counts written again after the restores); every count 1..N of each of %d words is there and the last is its total (%d records): none lost", dups, len(r.want), r.produced), nil
+	return fmt.Sprintf("%d duplicates, none lost: ", dups) + what + fmt.Sprintf("every count 1..N of each of %d words is there and the last is its total (%d records); %d counts written twice (after the restores)", len(r.want), r.produced, dups), nil
 }
 
 // produceN writes n records, words flinkWords round, and adds them to the
@@ -411,6 +439,11 @@ func (r *flinkRun) lastCheckpoint() (string, error) {
 // waitCheckpoint waits until the job completed a checkpoint other than
 // after (and newer), and returns it.
 func (r *flinkRun) waitCheckpoint(ctx context.Context, after string) (string, error) {
+	return r.waitCheckpointEvery(ctx, after, 200*time.Millisecond)
+}
+
+// waitCheckpointEvery is waitCheckpoint looking every poll.
+func (r *flinkRun) waitCheckpointEvery(ctx context.Context, after string, poll time.Duration) (string, error) {
 	deadline := time.Now().Add(90 * time.Second)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		select {
@@ -423,7 +456,7 @@ func (r *flinkRun) waitCheckpoint(ctx context.Context, after string) (string, er
 			r.mark("checkpoint " + ck)
 			return ck, nil
 		}
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(poll)
 	}
 	return "", fmt.Errorf("no checkpoint after %q within 90 s; %s", after, r.logTail())
 }
