@@ -39,6 +39,9 @@ import (
 //   - once the job completed a checkpoint, 1 s later (mid-interval), its
 //     JVM is killed (SIGKILL) and a new JVM started from the last retained
 //     checkpoint (execution.state-recovery.path);
+//   - the input gets 2 partitions more (CreatePartitions) while the
+//     restored job runs, and the records' keys spread onto them: the
+//     job's partition discovery must find them;
 //   - once the restored job completed a checkpoint, 1 s later disgw is
 //     killed (SIGKILL) and started again on the same data and port (the
 //     job's clients reconnect; were it to fail, it would restart in its
@@ -63,7 +66,11 @@ const (
 	flinkJarsDir   = "flink-2.2.1"
 	flinkAppDir    = "flink-app"
 	flinkPartition = 4
-	flinkWords     = 40
+	// flinkAddPartitions are added to the input while the restored job
+	// runs (CreatePartitions; on DIS an UpdatePartitionCount, allowed once
+	// an hour per stream): its partition discovery must find them.
+	flinkAddPartitions = 2
+	flinkWords         = 40
 	// flinkFirst records come before the job starts, then flinkBatch every
 	// flinkPause (400 a second) until the kills are done and at least
 	// flinkMinRecords were written.
@@ -176,7 +183,7 @@ func runFlink(bin, backend, topic, tools string) {
 			return
 		}
 	}
-	scen.Report(scen.StepCreate, "pass", fmt.Sprintf("%s, %d partitions each", strings.Join(topics, ", "), flinkPartition))
+	scen.Report(scen.StepCreate, "pass", fmt.Sprintf("%s, %d partitions each (each input gets %d more while its job runs)", strings.Join(topics, ", "), flinkPartition, flinkAddPartitions))
 
 	// killGateway kills disgw (SIGKILL) and starts it again on its address
 	// and data.
@@ -281,6 +288,20 @@ func (r *flinkRun) run(ctx context.Context, cl *kgo.Client, adm *kadm.Client, ki
 		return "", err
 	}
 	restored := ck
+	// Partition discovery: the input gets flinkAddPartitions more while
+	// the restored job runs; the records' keys spread onto them at once,
+	// and the job must find them (partition.discovery.interval.ms 5 s) and
+	// read them from their start.
+	resp, err := adm.CreatePartitions(ctx, flinkAddPartitions, r.in)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		_ = stopProducing()
+		return "", fmt.Errorf("add %d partitions to %s: %w", flinkAddPartitions, r.in, err)
+	}
+	cl.ForceMetadataRefresh()
+	r.mark(fmt.Sprintf("%d partitions added to %s", flinkAddPartitions, r.in))
 	// A checkpoint of the restored job, then 1 s and disgw's kill; then a
 	// checkpoint after disgw's restart.
 	if ck, err = r.waitCheckpoint(ctx, ck); err != nil {
@@ -329,6 +350,24 @@ func (r *flinkRun) run(ctx context.Context, cl *kgo.Client, adm *kadm.Client, ki
 	if err != nil {
 		return "", err
 	}
+	// The records of the added partitions are among those counted: the
+	// job found them.
+	ends, err := adm.ListEndOffsets(ctx, r.in)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return "", fmt.Errorf("end offsets of %s: %w", r.in, err)
+	}
+	var added int64
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Partition >= flinkPartition {
+			added += o.Offset
+		}
+	})
+	if added == 0 {
+		return "", fmt.Errorf("no record went to the %d partitions added to %s: partition discovery untested", flinkAddPartitions, r.in)
+	}
 	// The describe step's check, while the job runs (it commits on
 	// checkpoints).
 	r.committed = waitGroupCommitted(ctx, adm, r.group, r.in)
@@ -336,8 +375,8 @@ func (r *flinkRun) run(ctx context.Context, cl *kgo.Client, adm *kadm.Client, ki
 	if r.naming != "" {
 		sink += " (TransactionNamingStrategy " + r.naming + ")"
 	}
-	what := fmt.Sprintf("%s: the job's JVM killed (SIGKILL) 1 s after a checkpoint and restored from it (%s), disgw killed (SIGKILL) and restarted under the restored job, which checkpointed twice after, and the JVM killed again as a checkpoint completed (before its transactions were committed) and restored from it (%s); ",
-		sink, filepath.Base(restored), filepath.Base(restoredAgain))
+	what := fmt.Sprintf("%s: the job's JVM killed (SIGKILL) 1 s after a checkpoint and restored from it (%s), %d partitions added to the input under the restored job (%d records went there, read: found by its partition discovery), disgw killed (SIGKILL) and restarted under the restored job, which checkpointed twice after, and the JVM killed again as a checkpoint completed (before its transactions were committed) and restored from it (%s); ",
+		sink, filepath.Base(restored), flinkAddPartitions, added, filepath.Base(restoredAgain))
 	if r.guarantee == "exactly_once" {
 		return what + fmt.Sprintf("read_committed, each of %d words' counts are exactly 1..N in order, none twice, N its total of %d records: exactly once", len(r.want), r.produced), nil
 	}

@@ -24,6 +24,7 @@ import org.apache.flink.connector.kafka.source.reader.deserializer.KafkaRecordDe
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
 import org.apache.flink.util.Collector;
+import org.apache.kafka.clients.consumer.OffsetResetStrategy;
 import org.apache.kafka.clients.producer.ProducerRecord;
 
 /**
@@ -81,9 +82,10 @@ public class FlinkCount {
                 .setBootstrapServers(broker)
                 .setTopics(in)
                 .setGroupId(group)
-                // The first run reads from the start; a restored one from
-                // the offsets in its checkpoint.
-                .setStartingOffsets(OffsetsInitializer.earliest())
+                // A restored job reads from the offsets in its checkpoint;
+                // a new one from the group's committed offsets (Admin
+                // listConsumerGroupOffsets: OffsetFetch), else the start.
+                .setStartingOffsets(OffsetsInitializer.committedOffsets(OffsetResetStrategy.EARLIEST))
                 .setDeserializer(KafkaRecordDeserializationSchema.valueOnly(new SimpleStringSchema()))
                 .setProperty("partition.discovery.interval.ms", "5000")
                 .setProperty("commit.offsets.on.checkpoint", "true")
