@@ -223,8 +223,22 @@ func runFlink(bin, backend, topic, tools string) {
 					fail(4, r.committed.Error())
 					return
 				}
+				// KafkaSource assigns partitions itself: its group has
+				// offsets and no member.
+				described, err := adm.DescribeGroups(ctx, r.group)
+				if err == nil {
+					err = described.Error()
+				}
+				if err != nil {
+					fail(4, fmt.Sprintf("describe group %s: %v", r.group, err))
+					return
+				}
+				if g := described[r.group]; g.State != "Empty" || len(g.Members) != 0 {
+					fail(4, fmt.Sprintf("group %s: state %q with %d members, want Empty with none (KafkaSource has no members)", r.group, g.State, len(g.Members)))
+					return
+				}
 			}
-			scen.Report(scen.StepDescribe, "pass", fmt.Sprintf("groups %s and %s committed their input's end offsets (KafkaSource, on checkpoints)", runs[0].group, runs[1].group))
+			scen.Report(scen.StepDescribe, "pass", fmt.Sprintf("groups %s and %s committed their input's end offsets (KafkaSource, on checkpoints); described, each is Empty with no member (KafkaSource assigns partitions itself)", runs[0].group, runs[1].group))
 		}
 	}
 }
