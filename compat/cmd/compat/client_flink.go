@@ -48,7 +48,7 @@ import (
 //     JVM from its last checkpoint), and the job must complete two
 //     checkpoints after;
 //   - the JVM is killed again at once when the next checkpoint completes
-//     (polled every 2 ms: before the sink commits that checkpoint's
+//     (polled every 2 ms: most times before the sink commits that checkpoint's
 //     transactions, which the restored job then commits by resuming them
 //     with their producer id and epoch) and started from that checkpoint,
 //     which must be followed by another;
@@ -335,7 +335,7 @@ func (r *flinkRun) run(ctx context.Context, cl *kgo.Client, adm *kadm.Client, ki
 		}
 	}
 	// The JVM killed again, at once when a checkpoint completes (polled
-	// every 2 ms): before the sink commits that checkpoint's transactions,
+	// every 2 ms): most times before the sink commits that checkpoint's transactions,
 	// which the restored job must commit (resuming them by producer id and
 	// epoch), and against the restarted disgw.
 	if ck, err = r.waitCheckpointEvery(ctx, ck, 2*time.Millisecond); err != nil {
