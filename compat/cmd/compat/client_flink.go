@@ -335,9 +335,9 @@ func (r *flinkRun) run(ctx context.Context, cl *kgo.Client, adm *kadm.Client, ki
 		}
 	}
 	// The JVM killed again, at once when a checkpoint completes (polled
-	// every 2 ms): most times before the sink commits that checkpoint's transactions,
-	// which the restored job must commit (resuming them by producer id and
-	// epoch), and against the restarted disgw.
+	// every 2 ms): most times before the sink commits that checkpoint's
+	// transactions, which the restored job must commit (resuming them by
+	// producer id and epoch), and against the restarted disgw.
 	if ck, err = r.waitCheckpointEvery(ctx, ck, 2*time.Millisecond); err != nil {
 		_ = stopProducing()
 		return "", fmt.Errorf("after disgw's kill: %w", err)
