@@ -205,6 +205,8 @@ var clients = []clientSpec{
 		argv: goScenario("kafka-connect"), ownsDisgw: true, timeout: connectTimeout, cluster: true},
 	{name: "kafka-connect-eos", about: "Apache Kafka Connect 4.3.1, distributed worker with exactly.once.source.support=enabled, FileStreamSource, the worker killed (SIGKILL) twice",
 		argv: goScenario("kafka-connect-eos"), ownsDisgw: true, backends: []string{"local", "dis"}, cluster: true},
+	{name: "debezium-postgres", about: "Debezium's PostgreSQL connector 3.6.1.Final (pgoutput) in a Kafka Connect 4.3.1 distributed worker, on a PostgreSQL of its own: snapshot, changes, the worker, disgw and PostgreSQL restarted",
+		extra: debeziumExtra, argv: goScenario("debezium-postgres"), ownsDisgw: true, timeout: debeziumTimeout},
 	{name: "kafka-streams", about: "Apache Kafka Streams 4.4.0 word count with a state store, at-least-once", extra: streamsExtra,
 		argv: goScenario("kafka-streams"), disArgs: []string{"--retention-unit", streamsRetentionUnit.String()}, timeout: streamsTimeout},
 	{name: "kafka-streams-eos", about: "Apache Kafka Streams 4.4.0 word count, exactly_once_v2, killed (SIGKILL) three times mid-run and disgw once, each 1 s after a transaction of the application committed",

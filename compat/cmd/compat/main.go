@@ -91,6 +91,8 @@ func scenarioMain(args []string) int {
 		runConnect(*disgwBin, *backend, *nodes, *tools, *topic)
 	case "kafka-connect-eos":
 		runConnectEOS(*disgwBin, *backend, *nodes, *tools, *topic)
+	case "debezium-postgres":
+		runDebezium(*disgwBin, *backend, *tools, *topic)
 	case "kafka-streams":
 		runStreams(*broker, *backend, *topic, *tools)
 	case "kafka-streams-eos":
