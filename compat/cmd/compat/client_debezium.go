@@ -55,6 +55,12 @@ import (
 // tombstones remove) equals SELECT id, v FROM items. The last step says how
 // many duplicates at-least-once delivery produced (worker and disgw kills,
 // the PostgreSQL restart).
+//
+// debezium-postgres-eos is the same with the worker's
+// exactly.once.source.support=enabled and the connector's
+// exactly.once.support=required (KIP-618: each batch and its source offsets
+// in one transaction), read with read_committed: its last step,
+// exactly-once, wants every change event exactly once, no duplicate.
 const (
 	debeziumJarsDir = "debezium-3.6.1"
 	// debeziumRows is the table's rows before the connector starts (its
@@ -70,7 +76,14 @@ const (
 	debeziumHot = 20
 )
 
-var debeziumExtra = []string{"kill -9 disgw", "restart postgres", "at-least-once"}
+// debeziumExtraFor is the steps beyond the core ones of debezium-postgres
+// (eos false) or debezium-postgres-eos.
+func debeziumExtraFor(eos bool) []string {
+	if eos {
+		return []string{"kill -9 disgw", "restart postgres", "exactly-once"}
+	}
+	return []string{"kill -9 disgw", "restart postgres", "at-least-once"}
+}
 
 // pgCluster is a PostgreSQL cluster of the scenario's own.
 type pgCluster struct {
@@ -287,7 +300,9 @@ func (m *dbzModel) batch(n int, sleep time.Duration) string {
 }
 
 // dbzReader reads the table's topic from its start, without a group, and
-// keeps every record.
+// keeps every record; read_committed (debezium-postgres-eos: an aborted
+// transaction's records are not change events that happened; without
+// transactions it reads the same as read_uncommitted).
 type dbzReader struct {
 	cl    *kgo.Client
 	adm   *kadm.Client
@@ -297,7 +312,7 @@ type dbzReader struct {
 
 func newDbzReader(bootstrap, topic string) (*dbzReader, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(bootstrap, ",")...), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	if err != nil {
 		return nil, err
 	}
@@ -334,11 +349,20 @@ func (r *dbzReader) catchUp(limit time.Duration) error {
 		return b
 	}
 	for behind() {
-		fs := r.cl.PollFetches(ctx)
+		// A transaction's commit marker is the last offset of a partition
+		// written with exactly.once.source.support: 2 s without a record
+		// and the partition is where it would be.
+		pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
+		fs := r.cl.PollFetches(pctx)
+		pcancel()
 		if ctx.Err() != nil {
 			return fmt.Errorf("reading %s: not at its end offsets after %v", r.topic, limit)
 		}
-		fs.EachRecord(func(rec *kgo.Record) { r.recs[rec.Partition] = append(r.recs[rec.Partition], rec) })
+		n := 0
+		fs.EachRecord(func(rec *kgo.Record) { r.recs[rec.Partition] = append(r.recs[rec.Partition], rec); n++ })
+		if n == 0 && pctx.Err() != nil {
+			return nil
+		}
 	}
 	return nil
 }
@@ -437,10 +461,11 @@ type debeziumRun struct {
 	model  *dbzModel
 	reader *dbzReader
 	table  string // the table's topic
+	eos    bool   // debezium-postgres-eos
 }
 
-func runDebezium(bin, backend, tools, topic string) {
-	steps := append(append([]string{}, scen.CoreSteps...), debeziumExtra...)
+func runDebezium(bin, backend, tools, topic string, eos bool) {
+	steps := append(append([]string{}, scen.CoreSteps...), debeziumExtraFor(eos)...)
 	fail := func(from int, why string) {
 		scen.Report(steps[from], "fail", why)
 		for _, s := range steps[from+1:] {
@@ -456,10 +481,14 @@ func runDebezium(bin, backend, tools, topic string) {
 		}
 	}
 	pgVersion, _, _ := runCmd(context.Background(), 10*time.Second, "", "psql", "--version")
-	scen.Info("version", "Debezium PostgreSQL connector 3.6.1.Final (pgoutput) in Apache Kafka Connect 4.3.1 (distributed), "+
+	worker := "distributed"
+	if eos {
+		worker += ", exactly.once.source.support=enabled"
+	}
+	scen.Info("version", "Debezium PostgreSQL connector 3.6.1.Final (pgoutput) in Apache Kafka Connect 4.3.1 ("+worker+"), "+
 		strings.TrimSpace(pgVersion)+", "+javaVersion(context.Background()))
 
-	d, err := newDebeziumRun(bin, backend, jars, plugins, topic)
+	d, err := newDebeziumRun(bin, backend, jars, plugins, topic, eos)
 	if d != nil {
 		defer d.close()
 	}
@@ -594,6 +623,17 @@ func runDebezium(bin, backend, tools, topic string) {
 		fail(7, err.Error())
 		return
 	}
+	if eos {
+		if st.duplicates > 0 || st.events != debeziumRows+d.model.event {
+			fail(7, fmt.Sprintf("read_committed from the start: %d change events for %d made, %d duplicates; want each exactly once",
+				st.events, debeziumRows+d.model.event, st.duplicates))
+			return
+		}
+		scen.Report(steps[7], "pass", fmt.Sprintf("read_committed from the start: %d change events for %d made (snapshot, %d transactions), "+
+			"each exactly once through the kills and the restart, in order per key; view = table (%d rows)",
+			st.events, debeziumRows+d.model.event, d.model.tx, st.rows))
+		return
+	}
 	scen.Report(steps[7], "pass", fmt.Sprintf("read again from the start: %d change events for %d made (snapshot, %d transactions): "+
 		"%d duplicates, none left after dropping same key+op+source.lsn; each key in order, none lost; view = table (%d rows)",
 		st.events, debeziumRows+d.model.event, d.model.tx, st.duplicates, st.rows))
@@ -601,14 +641,14 @@ func runDebezium(bin, backend, tools, topic string) {
 
 // newDebeziumRun starts PostgreSQL with the table, disgw (and dislocal)
 // and the worker.
-func newDebeziumRun(bin, backend, jars, plugins, topic string) (*debeziumRun, error) {
+func newDebeziumRun(bin, backend, jars, plugins, topic string, eos bool) (*debeziumRun, error) {
 	c := &connectRun{bin: bin, backend: backend, nodes: 1, jars: jars, topic: topic}
 	var err error
 	if c.dir, err = os.MkdirTemp("", "disgw-compat-debezium-"); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(os.Stderr, "logs: %s\n", c.dir)
-	d := &debeziumRun{connectRun: c, model: newDbzModel(debeziumRows), table: topic + ".public.items"}
+	d := &debeziumRun{connectRun: c, model: newDbzModel(debeziumRows), table: topic + ".public.items", eos: eos}
 	if d.pg, err = startPostgres(c.dir); err != nil {
 		return d, err
 	}
@@ -632,6 +672,9 @@ func newDebeziumRun(bin, backend, jars, plugins, topic string) (*debeziumRun, er
 		"session.timeout.ms=6000",
 		"heartbeat.interval.ms=2000",
 	}
+	if eos {
+		c.workerProps = append(c.workerProps, "exactly.once.source.support=enabled")
+	}
 	return d, c.startWorker("")
 }
 
@@ -650,7 +693,7 @@ func (d *debeziumRun) close() {
 // the table's publication made by Debezium, the topic created by the
 // worker (topic.creation.default.*), JSON without schemas.
 func (d *debeziumRun) createConnector() error {
-	return d.connectRun.createConnector("compat-debezium", map[string]string{
+	config := map[string]string{
 		"connector.class":                   "io.debezium.connector.postgresql.PostgresConnector",
 		"tasks.max":                         "1",
 		"plugin.name":                       "pgoutput",
@@ -678,7 +721,13 @@ func (d *debeziumRun) createConnector() error {
 		// confirmed_flush_lsn moves even while the captured tables do not
 		// change.
 		"heartbeat.interval.ms": "1000",
-	})
+	}
+	if d.eos {
+		// Each of the task's batches and its source offsets in one
+		// transaction (the worker's exactly.once.source.support).
+		config["exactly.once.support"] = "required"
+	}
+	return d.connectRun.createConnector("compat-debezium", config)
 }
 
 // waitTableTopic waits until the worker has created the table's topic and

@@ -91,8 +91,8 @@ func scenarioMain(args []string) int {
 		runConnect(*disgwBin, *backend, *nodes, *tools, *topic)
 	case "kafka-connect-eos":
 		runConnectEOS(*disgwBin, *backend, *nodes, *tools, *topic)
-	case "debezium-postgres":
-		runDebezium(*disgwBin, *backend, *tools, *topic)
+	case "debezium-postgres", "debezium-postgres-eos":
+		runDebezium(*disgwBin, *backend, *tools, *topic, name == "debezium-postgres-eos")
 	case "kafka-streams":
 		runStreams(*broker, *backend, *topic, *tools)
 	case "kafka-streams-eos":
