@@ -200,7 +200,7 @@ func (g *group) saveConsumer(before []byte) error {
 	if bytes.Equal(before, after) || g.c.states == nil {
 		return nil
 	}
-	ctx, cancel := g.c.opContext()
+	ctx, cancel := g.c.saveContext()
 	defer cancel()
 	if err := g.c.states.SaveGroupState(ctx, g.id, after); err != nil {
 		return err

@@ -178,6 +178,10 @@ type Coordinator struct {
 
 	base       context.Context // cancelled by Close
 	cancelBase context.CancelFunc
+	// saves bounds the groups' state saves: cancelled by Close once they
+	// have ended or after closeGrace.
+	saves       context.Context
+	cancelSaves context.CancelFunc
 
 	loaded chan struct{} // closed once the backend answered ListApps
 	quit   chan struct{} // closed by Close
@@ -253,6 +257,7 @@ func New(cfg Config, apps disbackend.Apps, topics Topics) *Coordinator {
 		configs:    make(map[string]GroupConfig),
 	}
 	c.base, c.cancelBase = context.WithCancel(context.Background())
+	c.saves, c.cancelSaves = context.WithCancel(context.Background())
 	c.start = c.clock.Now()
 	c.wg.Add(1)
 	go c.background()
@@ -263,10 +268,18 @@ func New(cfg Config, apps disbackend.Apps, topics Topics) *Coordinator {
 // backend call); before, group requests get COORDINATOR_LOAD_IN_PROGRESS.
 func (c *Coordinator) Ready() <-chan struct{} { return c.loaded }
 
+// closeGrace is how long Close lets the groups' state saves under way go
+// on before it cancels them.
+const closeGrace = 5 * time.Second
+
 // Close stops the coordinator: parked JoinGroup and SyncGroup requests and
 // any request that arrives later are answered with NOT_COORDINATOR, group
-// goroutines and timers end. Offset writes already under way finish. Close
-// waits for the coordinator's goroutines; it does not close the backend.
+// goroutines and timers end. Offset writes already under way finish, and so
+// do the groups' state saves, for up to closeGrace (wall clock; other
+// backend calls of the coordinator are cancelled at once): a group emptied
+// just before (its last member left) is saved as empty, not restored with
+// that member after a restart. Close waits for the coordinator's
+// goroutines; it does not close the backend.
 func (c *Coordinator) Close() {
 	c.mu.Lock()
 	if c.closed {
@@ -277,7 +290,16 @@ func (c *Coordinator) Close() {
 	close(c.quit)
 	c.mu.Unlock()
 	c.cancelBase()
-	c.wg.Wait()
+	done := make(chan struct{})
+	go func() { c.wg.Wait(); close(done) }()
+	t := time.NewTimer(closeGrace)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+	c.cancelSaves()
+	<-done
 }
 
 // background loads (waits for the backend's first ListApps, retrying with
@@ -355,6 +377,12 @@ func (c *Coordinator) wait(d time.Duration) bool {
 // retention, and the I/O groups do in their loop); Close cancels them.
 func (c *Coordinator) opContext() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(c.base, 30*time.Second)
+}
+
+// saveContext bounds a group's state save (SaveGroupState); Close lets it
+// go on for up to closeGrace.
+func (c *Coordinator) saveContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(c.saves, 30*time.Second)
 }
 
 // notReady returns the error code a group request gets before it can be

@@ -80,7 +80,7 @@ func (g *group) saveState() error {
 	}
 	b, err := json.Marshal(sg)
 	if err == nil {
-		ctx, cancel := g.c.opContext()
+		ctx, cancel := g.c.saveContext()
 		err = store.SaveGroupState(ctx, g.id, b)
 		cancel()
 	}
@@ -117,7 +117,7 @@ func (g *group) saveEmpty() {
 	}
 	b, err := json.Marshal(savedGroup{Generation: g.generation, ProtocolType: g.protocolType})
 	if err == nil {
-		ctx, cancel := c.opContext()
+		ctx, cancel := c.saveContext()
 		err = c.states.SaveGroupState(ctx, g.id, b)
 		cancel()
 	}
@@ -156,7 +156,7 @@ func (g *group) forgetState() {
 	if g.c.states == nil || !g.saved {
 		return
 	}
-	ctx, cancel := g.c.opContext()
+	ctx, cancel := g.c.saveContext()
 	err := g.c.states.SaveGroupState(ctx, g.id, nil)
 	cancel()
 	if err != nil {

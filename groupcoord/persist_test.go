@@ -19,9 +19,26 @@ type statesApps struct {
 	states map[string][]byte
 	// refuse, when set, fails every save with it.
 	refuse error
+	// gate, when set, holds every save until it is closed (or the save's
+	// context ends); entered gets a value as a save begins to wait.
+	gate, entered chan struct{}
 }
 
-func (a *statesApps) SaveGroupState(_ context.Context, group string, state []byte) error {
+func (a *statesApps) SaveGroupState(ctx context.Context, group string, state []byte) error {
+	a.mu.Lock()
+	gate, entered := a.gate, a.entered
+	a.mu.Unlock()
+	if gate != nil {
+		select {
+		case entered <- struct{}{}:
+		default:
+		}
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.refuse != nil {
@@ -128,5 +145,47 @@ func TestMembershipSurvivesRestart(t *testing.T) {
 	h2.restart(h2.apps)
 	if code := h2.heartbeat("g", ids[0], gen, nil); code != kerr.UnknownMemberID.Code {
 		t.Fatalf("heartbeat after a restart without saved membership: error %d, want UNKNOWN_MEMBER_ID", code)
+	}
+}
+
+// TestCloseLetsASaveUnderWayFinish: a group emptied just before the
+// coordinator closes (a Connect worker stopped, then the gateway, 25 ms
+// apart) is saved as empty: Close lets the save under way finish instead
+// of cancelling it, so that a restart does not bring back the member that
+// left (it was: "saving the empty group failed ... context canceled", and
+// the group restored with its last member).
+func TestCloseLetsASaveUnderWayFinish(t *testing.T) {
+	h := newHarness(t)
+	apps := &statesApps{memApps: h.apps, states: map[string][]byte{}}
+	h.restart(apps)
+	ids, _ := h.stableGroup("g", 1)
+	h.flush()
+	entered, gate := make(chan struct{}, 1), make(chan struct{})
+	apps.mu.Lock()
+	apps.entered, apps.gate = entered, gate
+	apps.mu.Unlock()
+	lm := kmsg.NewLeaveGroupRequestMember()
+	lm.MemberID = ids[0]
+	go h.c.LeaveGroup(h.ctx, "g", []kmsg.LeaveGroupRequestMember{lm})
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the emptied group's save did not begin")
+	}
+	closed := make(chan struct{})
+	go func() { h.c.Close(); close(closed) }()
+	time.Sleep(100 * time.Millisecond) // Close has begun
+	close(gate)
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not return")
+	}
+	var sg savedGroup
+	apps.mu.Lock()
+	err := json.Unmarshal(apps.states["g"], &sg)
+	apps.mu.Unlock()
+	if err != nil || len(sg.Members) != 0 || sg.ProtocolType != "consumer" {
+		t.Fatalf("saved state after Close: %+v, %v; want the empty group (no members, its protocol type)", sg, err)
 	}
 }
