@@ -364,13 +364,10 @@ func (c *connectRun) launchWorker(workerProps, log4j string) error {
 	}
 	cmd := exec.Command("java", "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-Dlog4j.configuration=file:"+log4j,
 		"-cp", filepath.Join(c.jars, "*"), connectWorkerClass, workerProps)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		logf.Close()
+	done, err := startLogged(cmd, logf)
+	if err != nil {
 		return err
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait(); logf.Close() }()
 	c.worker, c.workerDone = cmd, done
 	deadline := time.Now().Add(90 * time.Second)
 	for time.Now().Before(deadline) {

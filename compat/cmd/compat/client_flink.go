@@ -439,13 +439,10 @@ func (r *flinkRun) start(restore string) error {
 	cmd := exec.Command("java", "-Xmx768m", "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Djava.io.tmpdir="+tmp,
 		"-cp", filepath.Join(r.jars, "*")+string(os.PathListSeparator)+r.classes,
 		"FlinkCount", r.broker, r.in, r.out, r.group, r.ckDir, r.guarantee, strconv.Itoa(flinkCheckpointMS), restore, r.group, cmp.Or(r.naming, "INCREMENTING"))
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		logf.Close()
+	done, err := startLogged(cmd, logf)
+	if err != nil {
 		return err
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait(); logf.Close() }()
 	r.proc, r.procDone = cmd, done
 	return nil
 }
@@ -593,13 +590,7 @@ func (r *flinkRun) mark(what string) {
 // logTail is the job log's errors (or its end), for a failure's detail.
 func (r *flinkRun) logTail() string {
 	b, _ := os.ReadFile(filepath.Join(r.dir, "job.log"))
-	var errs []string
-	for _, l := range strings.Split(string(b), "\n") {
-		if strings.Contains(l, "ERROR") || strings.Contains(l, "Exception:") {
-			errs = append(errs, l)
-		}
-	}
-	if len(errs) > 0 {
+	if errs := errorLines(b, "Exception:"); len(errs) > 0 {
 		return "job errors: " + tail(strings.Join(errs, " | "), 800)
 	}
 	return "job log: " + tail(string(b), 400)

@@ -285,13 +285,7 @@ func (r *javaGroupRun) logTail() string {
 	var b []string
 	for _, m := range r.members {
 		out, _ := os.ReadFile(m.out)
-		var errs []string
-		for _, l := range strings.Split(string(out), "\n") {
-			if strings.Contains(l, "ERROR") || strings.Contains(l, "Exception") {
-				errs = append(errs, l)
-			}
-		}
-		if len(errs) > 0 {
+		if errs := errorLines(out, "Exception"); len(errs) > 0 {
 			b = append(b, m.name+": "+tail(strings.Join(errs, " | "), 300))
 		}
 	}

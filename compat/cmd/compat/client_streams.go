@@ -221,13 +221,10 @@ func (r *streamsRun) start() error {
 			cmd.Args = append(cmd.Args, strconv.Itoa(r.sessionMS))
 		}
 	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		logf.Close()
+	done, err := startLogged(cmd, logf)
+	if err != nil {
 		return err
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait(); logf.Close() }()
 	r.proc, r.procDone = cmd, done
 	return nil
 }
@@ -247,13 +244,7 @@ func (r *streamsRun) stop(kill bool) {
 
 func (r *streamsRun) logTail() string {
 	b, _ := os.ReadFile(filepath.Join(r.dir, "app.log"))
-	var errs []string
-	for _, l := range strings.Split(string(b), "\n") {
-		if strings.Contains(l, "ERROR") || strings.Contains(l, "Exception") {
-			errs = append(errs, l)
-		}
-	}
-	if len(errs) > 0 {
+	if errs := errorLines(b, "Exception"); len(errs) > 0 {
 		return "application errors: " + tail(strings.Join(errs, " | "), 600)
 	}
 	return "application log: " + tail(string(b), 400)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"time"
@@ -53,4 +54,30 @@ func tail(s string, n int) string {
 		s = "..." + s[len(s)-n:]
 	}
 	return strings.ReplaceAll(s, "\n", " | ")
+}
+
+// startLogged starts cmd with its stdout and stderr into logf, which it
+// closes once cmd has ended (or failed to start). The channel gets cmd's
+// Wait result.
+func startLogged(cmd *exec.Cmd, logf *os.File) (chan error, error) {
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait(); logf.Close() }()
+	return done, nil
+}
+
+// errorLines returns the lines of a Java program's log that say ERROR or
+// contain exception (e.g. "Exception" or "Exception:").
+func errorLines(log []byte, exception string) []string {
+	var errs []string
+	for _, l := range strings.Split(string(log), "\n") {
+		if strings.Contains(l, "ERROR") || strings.Contains(l, exception) {
+			errs = append(errs, l)
+		}
+	}
+	return errs
 }
